@@ -1,0 +1,239 @@
+"""YAML / JSON mappings -> validated, frozen dataclasses.
+
+Every configuration in the project (the run configs in ``configs/``, the model config stored
+next to the weights) goes through :func:`from_mapping`. It is strict on purpose: an unknown
+key, a missing key or a value of the wrong type is a :class:`ConfigError` whose message names
+the dotted path of the offending key (``training.optimizer.lr: expected a number, got 'abc'``),
+so that a typo in a YAML file fails loudly instead of silently falling back to a default.
+
+Range checks live on the dataclasses themselves: a config class may define
+``validate(self) -> None`` and raise :class:`ConfigError` with the *field name* as ``key``;
+:func:`from_mapping` prefixes the path of the enclosing section.
+
+This module imports neither torch nor numpy, so the prior generator's worker processes can use
+it cheaply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+T = TypeVar("T")
+
+__all__ = [
+    "ConfigError",
+    "config_hash",
+    "from_mapping",
+    "load_yaml",
+    "require",
+    "to_dict",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration value is unknown, missing, mistyped or out of range.
+
+    ``key`` is the dotted path of the offending entry (may be empty for whole-file errors).
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        self.message = message
+        super().__init__(f"{key}: {message}" if key else message)
+
+    def under(self, prefix: str) -> ConfigError:
+        """The same error with ``prefix`` prepended to its key path."""
+        if not prefix:
+            return self
+        key = f"{prefix}.{self.key}" if self.key else prefix
+        return ConfigError(key, self.message)
+
+
+def require(condition: bool, key: str, message: str) -> None:
+    """Raise ``ConfigError(key, message)`` unless ``condition`` holds (for ``validate``)."""
+    if not condition:
+        raise ConfigError(key, message)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _convert(value: Any, annotation: Any, path: str) -> Any:
+    """Convert one YAML/JSON value to ``annotation``, or raise ConfigError naming ``path``."""
+    if annotation is Any:
+        return value
+    origin = get_origin(annotation)
+
+    if origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        options = get_args(annotation)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _convert(value, option, path)
+            except ConfigError as err:
+                errors.append(err.message)
+        raise ConfigError(path, "; or ".join(errors))
+
+    if origin is Literal:
+        allowed = get_args(annotation)
+        if value not in allowed:
+            choices = ", ".join(repr(a) for a in allowed)
+            raise ConfigError(path, f"must be one of {choices}, got {_describe(value)}")
+        return value
+
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+        if isinstance(value, annotation):
+            return value
+        return from_mapping(annotation, value, path)
+
+    if origin in (tuple,):
+        args = get_args(annotation)
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(path, f"expected a list, got {_describe(value)}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise ConfigError(path, f"expected a list of {len(args)} values, got {len(value)}")
+        return tuple(_convert(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+
+    if origin in (list,):
+        (item,) = get_args(annotation) or (Any,)
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(path, f"expected a list, got {_describe(value)}")
+        return [_convert(v, item, f"{path}[{i}]") for i, v in enumerate(value)]
+
+    if origin in (dict, Mapping, typing.Mapping):
+        key_type, item = get_args(annotation) or (str, Any)
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"expected a mapping, got {_describe(value)}")
+        return {
+            _convert(k, key_type, path): _convert(v, item, _join(path, str(k)))
+            for k, v in value.items()
+        }
+
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"expected true or false, got {_describe(value)}")
+        return value
+    if annotation is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(path, f"expected an integer, got {_describe(value)}")
+        return value
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            # YAML 1.1 reads "1e-4" (no dot) as a string; accept numeric strings.
+            if isinstance(value, str):
+                try:
+                    return float(value)
+                except ValueError:
+                    pass
+            raise ConfigError(path, f"expected a number, got {_describe(value)}")
+        return float(value)
+    if annotation is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"expected a string, got {_describe(value)}")
+        return value
+    if annotation is Path:
+        if not isinstance(value, (str, Path)):
+            raise ConfigError(path, f"expected a path, got {_describe(value)}")
+        return Path(value)
+    raise TypeError(f"configio cannot convert to {annotation!r} (at {path})")
+
+
+def from_mapping(cls: type[T], data: Any, path: str = "") -> T:
+    """Build dataclass ``cls`` from ``data``, strictly.
+
+    Unknown keys and missing required keys are errors; fields with defaults may be omitted.
+    Nested dataclass fields are built recursively. After construction ``validate()`` runs if
+    the class defines it.
+    """
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(path, f"expected a mapping of keys to values, got {_describe(data)}")
+
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        allowed = ", ".join(sorted(fields))
+        raise ConfigError(_join(path, str(unknown[0])), f"unknown key (allowed here: {allowed})")
+
+    kwargs: dict[str, Any] = {}
+    for name, field in fields.items():
+        if name in data:
+            kwargs[name] = _convert(data[name], hints[name], _join(path, name))
+        elif (
+            field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        ):
+            raise ConfigError(_join(path, name), "missing required key")
+    obj = cls(**kwargs)
+    validate = getattr(obj, "validate", None)
+    if callable(validate):
+        try:
+            validate()
+        except ConfigError as err:
+            raise err.under(path) from None
+    return obj
+
+
+def to_dict(obj: Any) -> Any:
+    """A plain JSON/YAML-serialisable structure (tuples become lists, paths strings)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def config_hash(obj: Any) -> str:
+    """sha256 (hex) of the canonical JSON form of a config; stable across runs and machines."""
+    canonical = json.dumps(to_dict(obj), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping, turning I/O and syntax problems into ConfigError messages."""
+    import yaml  # local: keeps `import puicl_model` light
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("", f"config file not found: {path}") from None
+    except OSError as err:
+        raise ConfigError("", f"cannot read config file {path}: {err}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError("", f"{path} is not valid YAML: {err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("", f"{path} must hold a mapping at the top level")
+    return data
