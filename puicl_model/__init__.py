@@ -8,7 +8,7 @@ worker processes use :mod:`puicl_model.configio`) do not pay for them.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -24,13 +24,6 @@ _LAZY = {
 }
 
 __all__ = ["__version__", *_LAZY]
-
-if TYPE_CHECKING:  # pragma: no cover
-    from puicl_model.batch import TaskBatch, collate_tasks
-    from puicl_model.classifier import PUICLClassifier
-    from puicl_model.config import ModelConfig
-    from puicl_model.model import PUICLModel
-    from puicl_model.weights import load_weights, save_weights
 
 
 def __getattr__(name: str) -> Any:

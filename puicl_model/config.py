@@ -16,7 +16,8 @@ class ModelConfig:
     num_heads: int = 8  # heads in both attentions of a block
     ff_dim: int = 256  # e_ff: feed-forward hidden size; also the decoder's hidden size
     feature_clip: float = 100.0  # standardized features are clipped to ±feature_clip
-    max_features: int = 20  # features per task the model was trained on (classifier ensembles above)
+    # features per task seen in training; the classifier ensembles over subsets above this
+    max_features: int = 20
 
     def validate(self) -> None:
         require(self.embed_dim > 0, "embed_dim", f"must be positive, got {self.embed_dim}")

@@ -111,7 +111,8 @@ def _convert(value: Any, annotation: Any, path: str) -> Any:
             return tuple(_convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value))
         if len(value) != len(args):
             raise ConfigError(path, f"expected a list of {len(args)} values, got {len(value)}")
-        return tuple(_convert(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+        pairs = enumerate(zip(value, args, strict=True))
+        return tuple(_convert(v, a, f"{path}[{i}]") for i, (v, a) in pairs)
 
     if origin in (list,):
         (item,) = get_args(annotation) or (Any,)
