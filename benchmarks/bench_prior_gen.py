@@ -1,0 +1,374 @@
+"""Benchmark of the prior generator (figures for docs/performance.md, "Prior generator").
+
+    .venv/bin/python benchmarks/bench_prior_gen.py [--config configs/paper.yaml] [--quick]
+                                                   [--json results/bench_prior_gen.json]
+
+Measures, on one core (BLAS limited to one thread) unless said otherwise:
+
+* tasks/s per core at stages 1, 50, 100 — generation alone, and generation + writing a shard
+  in each format — and, side by side on the same tasks, a plain per-task numpy generator
+  (``Generator.standard_normal``, one task at a time) as the baseline the design is measured
+  against;
+* the speed-up from 1 to 2 worker processes (``run_generation``, wall clock, same jobs);
+* bytes per task and compression ratio of both formats, and of the candidate Blosc codecs;
+* the time to read one stored step (warm: shard already open; cold: opened first) against the
+  time to generate it;
+* a projection of the paper's full run (4.8 M tasks) on a 16-core node: per-task cost averaged
+  over a sample of stages and the tail, weighted by their share of the run.
+
+Every timing is the minimum over ``--repeats`` runs (CPU time of this process for one-core
+figures, wall time for the worker comparison), so other load on a shared machine inflates them
+less; ratios are measured side by side in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from prior_gen.config import GenerationConfig, load_generation_config  # noqa: E402
+from prior_gen.factors import TaskPlan, n_negatives, plan_step  # noqa: E402
+from prior_gen.generate import generate_step  # noqa: E402
+from prior_gen.runner import ShardJob, run_generation, write_shard  # noqa: E402
+from prior_gen.shards import open_shards  # noqa: E402
+
+
+def _cpu_min(function: Callable[[], Any], repeats: int) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        start = time.process_time()
+        function()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _wall_min(function: Callable[[], Any], repeats: int) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+# -- the baseline: one task at a time, numpy's own normal sampler ------------------------------
+def _baseline_task(plan: TaskPlan, init_std: float, clip: float) -> tuple[np.ndarray, np.ndarray]:
+    """A straightforward implementation of the same SCM + PU construction, task by task."""
+    import scipy.special
+
+    rng = plan.rng
+    k, h, d, n = plan.n_causes, plan.width, plan.n_features, plan.n_rows
+    f32 = np.float32
+    causes = (
+        rng.standard_normal((n, k), dtype=f32)
+        if plan.cause_dist == "normal"
+        else rng.random((n, k), dtype=f32)
+    )
+    hidden = causes @ (rng.standard_normal((k, h), dtype=f32) * f32(init_std))
+    functions = {
+        "tanh": np.tanh,
+        "relu": lambda v: np.maximum(v, 0),
+        "gelu": lambda v: v * scipy.special.ndtr(v),
+        "identity": lambda v: v,
+        "sign": np.sign,
+        "heaviside": lambda v: (v > 0).astype(f32),
+        "rbf": lambda v: np.exp(-v * v),
+        "sine": np.sin,
+        "square": np.square,
+        "abs": np.abs,
+    }
+    blocks = []
+    with np.errstate(all="ignore"):
+        for name in plan.activations:
+            weights = rng.standard_normal((h, h), dtype=f32) * f32(init_std)
+            hidden = functions[name](hidden) @ weights
+            hidden += rng.standard_normal(hidden.shape, dtype=f32) * f32(plan.noise_std)
+            blocks.append(hidden)
+        if plan.causal:
+            pool = np.concatenate(blocks, axis=1)
+            nodes = rng.permutation(pool.shape[1])[: d + 1]
+            x, score = pool[:, nodes[1:]], pool[:, nodes[0]]
+        else:
+            x = hidden @ rng.standard_normal((h, d), dtype=f32)
+            score = hidden @ rng.standard_normal(h, dtype=f32)
+        x = np.clip((x - x.mean(0)) / np.maximum(x.std(0), 1e-6), -clip, clip)
+        score = np.clip((score - score.mean()) / max(score.std(), 1e-6), -clip, clip)
+    labels = np.ones(n, np.int8)
+    labels[np.argsort(score)[n - n_negatives(n, plan.pi) :]] = 0
+    positives = rng.permutation(np.flatnonzero(labels == 1))
+    negatives = rng.permutation(np.flatnonzero(labels == 0))
+    unlabeled = rng.permutation(
+        np.concatenate([positives[plan.n_labeled :], negatives[plan.n_train - plan.n_labeled :]])
+    )
+    rows = np.concatenate([positives[: plan.n_labeled], unlabeled])
+    return x[rows].astype(f32), labels[rows]
+
+
+def _baseline_step(config: GenerationConfig, stage: Any, step: int) -> None:
+    scm = config.prior.scm
+    for plan in plan_step(config, "train", stage, step):
+        _baseline_task(plan, scm.init_std, scm.clip)
+
+
+# -- measurements -------------------------------------------------------------------------------
+def measure_stages(config: GenerationConfig, stages: list, steps: int, repeats: int) -> list[dict]:
+    batch = config.curriculum.global_batch
+    rows = []
+    for stage in stages:
+        tasks = steps * batch
+
+        def generate(stage=stage) -> None:
+            for step in range(steps):
+                generate_step(config, "train", stage, step)
+
+        def baseline(stage=stage) -> None:
+            for step in range(steps):
+                _baseline_step(config, stage, step)
+
+        row: dict[str, Any] = {"stage": stage}
+        sample = plan_step(config, "train", stage, 0)[0]
+        row["depth"], row["width"] = sample.depth, sample.width
+        row["generate_tps"] = tasks / _cpu_min(generate, repeats)
+        row["baseline_tps"] = tasks / _cpu_min(baseline, repeats)
+        for fmt in ("zarr", "webdataset"):
+            shard_config = dataclasses.replace(config.shards, format=fmt, steps_per_shard=steps)
+            fmt_config = dataclasses.replace(config, shards=shard_config)
+            job = ShardJob("train", stage, 0, steps)
+            records: list[dict] = []
+
+            def write(fmt_config=fmt_config, job=job, records=records) -> None:
+                with tempfile.TemporaryDirectory() as out:
+                    records.append(write_shard(fmt_config, job, out))
+
+            row[f"write_{fmt}_tps"] = tasks / _cpu_min(write, repeats)
+            record = records[-1]
+            row[f"bytes_per_task_{fmt}"] = record["bytes"] / record["n_tasks"]
+            row[f"ratio_{fmt}"] = record["bytes"] / record["stats"]["raw_bytes"]
+        rows.append(row)
+        print(
+            f"  stage {stage!s:>4} (depth {row['depth']:2d}, width {row['width']:2d}): "
+            f"generate {row['generate_tps']:7.0f} tasks/s, +zarr {row['write_zarr_tps']:7.0f}, "
+            f"+webdataset {row['write_webdataset_tps']:7.0f}; baseline {row['baseline_tps']:6.0f} "
+            f"({row['generate_tps'] / row['baseline_tps']:.1f}x)",
+            flush=True,
+        )
+    return rows
+
+
+def measure_workers(config: GenerationConfig, repeats: int) -> dict[str, float]:
+    """Wall time of the same 16 shards with 1 and 2 worker processes (interleaved runs, after
+    one untimed run each so that worker start-up is not counted)."""
+    small = dataclasses.replace(
+        config, shards=dataclasses.replace(config.shards, steps_per_shard=2)
+    )
+    times: dict[int, float] = {1: math.inf, 2: math.inf}
+    tasks = 0
+    for attempt in range(repeats + 1):
+        for workers in (1, 2):
+            with tempfile.TemporaryDirectory() as out:
+                start = time.perf_counter()
+                summary = run_generation(
+                    small, "train", [1, 100], Path(out), steps=(0, 15), workers=workers
+                )
+                if attempt > 0:
+                    times[workers] = min(times[workers], time.perf_counter() - start)
+                tasks = summary.tasks_written
+    return {
+        "tasks": tasks,
+        "seconds_1": times[1],
+        "seconds_2": times[2],
+        "speedup": times[1] / times[2],
+    }
+
+
+def measure_reads(config: GenerationConfig, repeats: int) -> dict[str, float]:
+    """ms to read one stored step vs to generate it, both formats: warm = its shard is already
+    open (the trainer reads a shard's steps in a row), cold = the shard is opened first."""
+    result: dict[str, float] = {}
+    stage, steps = 50, 4
+    generate = _cpu_min(lambda: generate_step(config, "train", stage, 1), repeats)
+    result["generate_step_ms"] = generate * 1e3
+    for fmt in ("zarr", "webdataset"):
+        shards = dataclasses.replace(config.shards, format=fmt, steps_per_shard=steps)
+        with tempfile.TemporaryDirectory() as out:
+            run_generation(
+                dataclasses.replace(config, shards=shards),
+                "train",
+                [stage],
+                Path(out),
+                steps=(0, steps - 1),
+            )
+            reader = open_shards(out)
+            reader.read_step(stage, 0)
+            warm = _wall_min(lambda reader=reader: reader.read_step(stage, 1), 5 * repeats)
+
+            def cold(reader=reader) -> None:
+                reader.close()  # forget open shards: the read opens the shard first
+                reader.read_step(stage, 2)
+
+            cold_time = _wall_min(cold, 5 * repeats)
+        result[f"read_warm_{fmt}_ms"] = warm * 1e3
+        result[f"read_cold_{fmt}_ms"] = cold_time * 1e3
+        result[f"generate_over_read_{fmt}"] = generate / warm
+    return result
+
+
+def measure_codecs(config: GenerationConfig) -> list[dict[str, float]]:
+    """Ratio and single-thread speed of Blosc codecs on the x data of real steps."""
+    from numcodecs import Blosc
+
+    x = np.concatenate(
+        [t.x.reshape(-1) for st in (1, 100) for t in generate_step(config, "train", st, 0)]
+    )
+    rows = []
+    for cname, level, shuffle in [
+        ("lz4", 1, Blosc.SHUFFLE),
+        ("lz4hc", 1, Blosc.SHUFFLE),
+        ("zstd", 1, Blosc.SHUFFLE),
+        ("zstd", 1, Blosc.BITSHUFFLE),
+        ("zstd", 3, Blosc.BITSHUFFLE),
+        ("blosclz", 5, Blosc.SHUFFLE),
+    ]:
+        codec = Blosc(cname=cname, clevel=level, shuffle=shuffle)
+        encoded = codec.encode(x)
+        encode = _cpu_min(lambda codec=codec: codec.encode(x), 5)
+        decode = _cpu_min(lambda codec=codec, encoded=encoded: codec.decode(encoded), 5)
+        rows.append(
+            {
+                "codec": f"{cname}-{level}-{'bit' if shuffle == Blosc.BITSHUFFLE else 'byte'}",
+                "ratio": len(encoded) / x.nbytes,
+                "encode_MBps": x.nbytes / encode / 1e6,
+                "decode_MBps": x.nbytes / decode / 1e6,
+            }
+        )
+    return rows
+
+
+def project_full_run(config: GenerationConfig, steps: int, repeats: int, speedup: float) -> dict:
+    """Per-task cost (generate + write zarr) over a stage sample and the tail -> 16 cores."""
+    curriculum = config.curriculum
+    sample = sorted({1, *range(12, curriculum.stages + 1, 11), curriculum.stages})
+    batch = curriculum.global_batch
+    cost, size = [], []
+    for stage in [*sample, "tail"]:
+        shards = dataclasses.replace(config.shards, steps_per_shard=steps)
+        stage_config = dataclasses.replace(config, shards=shards)
+        records: list[dict] = []
+
+        def write(stage=stage, stage_config=stage_config, records=records) -> None:
+            with tempfile.TemporaryDirectory() as out:
+                records.append(write_shard(stage_config, ShardJob("train", stage, 0, steps), out))
+
+        seconds = _cpu_min(write, repeats)
+        cost.append(seconds / (steps * batch))
+        size.append(records[-1]["bytes"] / (steps * batch))
+    phase1_weight = curriculum.phase1_steps / curriculum.total_steps
+    tail_weight = curriculum.tail_steps / curriculum.total_steps
+    mean_cost = phase1_weight * float(np.mean(cost[:-1])) + tail_weight * cost[-1]
+    mean_size = phase1_weight * float(np.mean(size[:-1])) + tail_weight * size[-1]
+    total_tasks = curriculum.total_steps * batch
+    efficiency = min(1.0, speedup / 2)  # per-core efficiency seen going from 1 to 2 workers
+    per_core = 1 / mean_cost
+    return {
+        "stages_sampled": [*sample, "tail"],
+        "tasks_per_s_per_core": per_core,
+        "parallel_efficiency": efficiency,
+        "total_tasks": total_tasks,
+        "wall_minutes_16_cores": total_tasks / (16 * per_core * efficiency) / 60,
+        "wall_minutes_16_cores_ideal": total_tasks / (16 * per_core) / 60,
+        "bytes_per_task": mean_size,
+        "disk_GB": mean_size * total_tasks / 1e9,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=str(REPO / "configs" / "paper.yaml"))
+    parser.add_argument("--steps", type=int, default=3, help="steps timed per stage")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1 step, 1 repeat (a smoke run)")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
+    args = parser.parse_args()
+    if args.quick:
+        args.steps, args.repeats = 1, 1
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)  # one core: BLAS must not use the other
+    except ImportError:
+        pass
+    config = load_generation_config(args.config)
+    stages = [s for s in (1, 50, 100) if s <= config.curriculum.stages]
+    results: dict[str, Any] = {"config": args.config, "date": time.strftime("%Y-%m-%d")}
+
+    print(f"tasks/s per core, {args.steps} steps of {config.curriculum.global_batch} tasks:")
+    results["stages"] = measure_stages(config, stages, args.steps, args.repeats)
+    mean_rate = len(stages) / sum(1 / r["generate_tps"] for r in results["stages"])
+    mean_write = len(stages) / sum(1 / r["write_zarr_tps"] for r in results["stages"])
+    results["mean_generate_tps"], results["mean_write_zarr_tps"] = mean_rate, mean_write
+    print(
+        f"  mean over stages {stages} (time-weighted): generate {mean_rate:.0f} tasks/s, "
+        f"generate+zarr {mean_write:.0f} tasks/s"
+    )
+
+    workers = measure_workers(config, args.repeats)
+    results["workers"] = workers
+    print(
+        f"1 -> 2 workers ({workers['tasks']} tasks): {workers['seconds_1']:.2f} s -> "
+        f"{workers['seconds_2']:.2f} s, speed-up {workers['speedup']:.2f}x"
+    )
+
+    reads = measure_reads(config, args.repeats)
+    results["reads"] = reads
+    for fmt in ("zarr", "webdataset"):
+        print(
+            f"read one step ({config.curriculum.global_batch} tasks, {fmt}): warm "
+            f"{reads[f'read_warm_{fmt}_ms']:.1f} ms, cold {reads[f'read_cold_{fmt}_ms']:.1f} ms;"
+            f" generating it: {reads['generate_step_ms']:.0f} ms "
+            f"({reads[f'generate_over_read_{fmt}']:.0f}x the warm read)"
+        )
+
+    for row in results["stages"]:
+        print(
+            f"bytes/task at stage {row['stage']}: zarr {row['bytes_per_task_zarr']:.0f} "
+            f"(ratio {row['ratio_zarr']:.3f}), webdataset {row['bytes_per_task_webdataset']:.0f} "
+            f"(ratio {row['ratio_webdataset']:.3f})"
+        )
+    results["codecs"] = measure_codecs(config)
+    print("Blosc codecs on x (ratio, encode MB/s, decode MB/s):")
+    for row in results["codecs"]:
+        print(
+            f"  {row['codec']:<16} {row['ratio']:.3f} {row['encode_MBps']:7.0f} "
+            f"{row['decode_MBps']:7.0f}"
+        )
+
+    projection = project_full_run(config, args.steps, args.repeats, workers["speedup"])
+    results["projection"] = projection
+    print(
+        f"full run projection ({projection['total_tasks'] / 1e6:.1f} M tasks, stages "
+        f"{projection['stages_sampled']}): {projection['tasks_per_s_per_core']:.0f} tasks/s per "
+        f"core incl. zarr writing -> {projection['wall_minutes_16_cores_ideal']:.1f} min on 16 "
+        f"cores at linear scaling ({projection['wall_minutes_16_cores']:.1f} min at the measured "
+        f"1->2 worker efficiency {projection['parallel_efficiency']:.2f}); "
+        f"{projection['disk_GB']:.0f} GB on disk ({projection['bytes_per_task']:.0f} B/task)"
+    )
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+"""Configuration of the prior generator: the ``seed``, ``prior``, ``curriculum`` and ``shards``
+sections of a run config (``configs/paper.yaml``), as frozen dataclasses.
+
+The defaults are the paper's values (§2, §5) and, where the paper is silent, the public
+reference implementation's (``docs/architecture.md`` §6 lists each choice). Which factor is
+drawn at which scope (once per stage, once per step = global batch, or once per task) is
+configuration too (:class:`ScopeConfig`), with DESIGN.md §3's assignment as the default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from puicl_model.configio import ConfigError, config_hash, from_mapping, load_yaml, require, to_dict
+
+__all__ = [
+    "ACTIVATION_NAMES",
+    "FACTORS",
+    "KNOWN_SECTIONS",
+    "AnnealedRange",
+    "CurriculumConfig",
+    "DatasetConfig",
+    "GenerationConfig",
+    "ModeConfig",
+    "PriorConfig",
+    "SCMConfig",
+    "ScopeConfig",
+    "ShardConfig",
+    "load_generation_config",
+]
+
+# Top-level sections a run config may hold. prior-gen validates the first four; the others
+# belong to the model and the trainer, which validate them (docs/architecture.md §2).
+KNOWN_SECTIONS = ("seed", "prior", "curriculum", "shards", "model", "training", "validation")
+
+# The bank of §2.1, in the order used for codes stored in shards. Never reorder: task metadata
+# refers to these names.
+ACTIVATION_NAMES = (
+    "tanh",
+    "relu",
+    "gelu",
+    "identity",
+    "sign",
+    "heaviside",
+    "rbf",
+    "sine",
+    "square",
+    "abs",
+)
+
+Scope = Literal["stage", "step", "task"]
+
+# Every factor that the curriculum draws, in slot order (prior_gen.factors). The position of a
+# name is its slot in each scope's block of uniforms: append new factors, never reorder.
+FACTORS = (
+    "depth",
+    "width",
+    "n_features",
+    "n_labeled",
+    "noise_std",
+    "cause_dist",
+    "activations",
+    "noncausal_features",
+    "label_block",
+    "feature_selection",
+    "feature_order",
+    "causal",
+    "eta",
+    "pi",
+)
+
+
+def _int_range(value: tuple[int, int], key: str, minimum: int) -> None:
+    lo, hi = value
+    require(lo >= minimum, key, f"lower bound must be >= {minimum}, got {lo}")
+    require(lo <= hi, key, f"lower bound {lo} is above upper bound {hi}")
+
+
+def _choices(values: tuple[Any, ...], key: str) -> None:
+    require(len(values) > 0, key, "needs at least one choice")
+    require(len(set(values)) == len(values), key, f"has a repeated choice: {list(values)}")
+
+
+@dataclass(frozen=True)
+class SCMConfig:
+    """The random MLP of §2.1–2.2."""
+
+    depth: tuple[int, int] = (4, 12)  # L_g: layers incl. the input layer -> L_g - 1 hidden blocks
+    width: tuple[int, int] = (12, 36)  # h: hidden width
+    n_causes: int = 20  # k (features = causes mode uses k = d instead)
+    init_std: float = 0.8  # σ_init of every weight; biases are zero
+    noise_std: tuple[float, ...] = (0.005, 0.01, 0.02)  # σ_noise choices
+    cause_dist: tuple[Literal["normal", "uniform"], ...] = ("normal", "uniform")
+    activations: tuple[str, ...] = ACTIVATION_NAMES  # the bank each layer draws from
+    # per_layer: each hidden block draws its own function; shared: one function for all blocks
+    activation_schedule: tuple[Literal["per_layer", "shared"], ...] = ("per_layer",)
+    clip: float = 20.0  # standardized features and score are clipped to ±clip
+
+    def validate(self) -> None:
+        _int_range(self.depth, "depth", 2)
+        _int_range(self.width, "width", 1)
+        require(self.n_causes >= 1, "n_causes", f"must be >= 1, got {self.n_causes}")
+        require(self.init_std > 0, "init_std", f"must be positive, got {self.init_std}")
+        _choices(self.noise_std, "noise_std")
+        for value in self.noise_std:
+            require(value >= 0, "noise_std", f"must be >= 0, got {value}")
+        _choices(self.cause_dist, "cause_dist")
+        _choices(self.activations, "activations")
+        for name in self.activations:
+            require(
+                name in ACTIVATION_NAMES,
+                "activations",
+                f"unknown activation {name!r} (known: {', '.join(ACTIVATION_NAMES)})",
+            )
+        _choices(self.activation_schedule, "activation_schedule")
+        require(self.clip > 0, "clip", f"must be positive, got {self.clip}")
+
+
+@dataclass(frozen=True)
+class ModeConfig:
+    """Feature-source modes (§2.2); each is a list of choices drawn uniformly."""
+
+    # non-causal SCMs: features from a readout head, or the causes themselves (then k = d)
+    noncausal_features: tuple[Literal["head", "causes"], ...] = ("head",)
+    # causal SCMs: label node in the first or the last hidden block
+    label_block: tuple[Literal["first", "last"], ...] = ("first", "last")
+    # causal SCMs: features = contiguous clique around the label node, or a random subset
+    feature_selection: tuple[Literal["clique", "random"], ...] = ("clique", "random")
+    # causal SCMs: feature columns in node order, or in the order they were drawn
+    feature_order: tuple[Literal["sorted", "unsorted"], ...] = ("sorted", "unsorted")
+
+    def validate(self) -> None:
+        for name in ("noncausal_features", "label_block", "feature_selection", "feature_order"):
+            _choices(getattr(self, name), name)
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """Sizes of one PU task (§5): features d and labeled positives P, inclusive ranges."""
+
+    n_features: tuple[int, int] = (5, 20)
+    n_labeled: tuple[int, int] = (100, 300)
+
+    def validate(self) -> None:
+        _int_range(self.n_features, "n_features", 1)
+        _int_range(self.n_labeled, "n_labeled", 1)
+
+
+@dataclass(frozen=True)
+class ScopeConfig:
+    """At which scope each factor is drawn: once per stage, per step (global batch) or task.
+
+    Defaults are DESIGN.md §3 / paper §5. ``activations`` covers the schedule and the functions.
+    """
+
+    depth: Scope = "stage"
+    width: Scope = "stage"
+    n_features: Scope = "step"
+    n_labeled: Scope = "step"
+    noise_std: Scope = "step"
+    cause_dist: Scope = "step"
+    activations: Scope = "step"
+    noncausal_features: Scope = "step"
+    label_block: Scope = "step"
+    feature_selection: Scope = "step"
+    feature_order: Scope = "step"
+    causal: Scope = "task"
+    eta: Scope = "task"
+    pi: Scope = "task"
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    """The ``prior`` section: everything about one task except the curriculum's annealing."""
+
+    scm: SCMConfig = field(default_factory=SCMConfig)
+    modes: ModeConfig = field(default_factory=ModeConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    scopes: ScopeConfig = field(default_factory=ScopeConfig)
+
+    def validate(self) -> None:
+        # a causal SCM must have d + 1 distinct nodes in its hidden blocks (label + features)
+        blocks = self.scm.depth[0] - 1
+        nodes = blocks * self.scm.width[0]
+        need = self.dataset.n_features[1] + 1
+        require(
+            nodes >= need,
+            "scm.depth",
+            f"the smallest SCM ({self.scm.depth[0]} layers × width {self.scm.width[0]} = "
+            f"{nodes} hidden nodes) cannot hold the label and {need - 1} features; raise "
+            "scm.depth / scm.width or lower dataset.n_features",
+        )
+
+
+@dataclass(frozen=True)
+class AnnealedRange:
+    """A range [lo, hi] that moves linearly from ``start`` (stage 1) to ``end`` (stage K)."""
+
+    start: tuple[float, float]
+    end: tuple[float, float]
+
+    def validate(self) -> None:
+        for name in ("start", "end"):
+            lo, hi = getattr(self, name)
+            require(lo <= hi, name, f"lower bound {lo} is above upper bound {hi}")
+
+    def at(self, stage: int, stages: int) -> tuple[float, float]:
+        """The range at phase-1 stage ``stage`` of ``stages`` (the tail uses ``stage = K``)."""
+        frac = 1.0 if stages == 1 else (stage - 1) / (stages - 1)
+        lo = (1.0 - frac) * self.start[0] + frac * self.end[0]
+        hi = (1.0 - frac) * self.start[1] + frac * self.end[1]
+        return lo, max(lo, hi)
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """Phase 1: ``stages`` × ``steps_per_stage`` steps; phase 2: ``tail_steps`` (§5)."""
+
+    stages: int = 100  # K
+    steps_per_stage: int = 750  # S
+    tail_steps: int = 25_000  # T
+    global_batch: int = 48  # tasks per step
+    eta: AnnealedRange = field(
+        default_factory=lambda: AnnealedRange(start=(1.0, 1.0), end=(0.5, 2.0))
+    )
+    pi: AnnealedRange = field(
+        default_factory=lambda: AnnealedRange(start=(0.5, 0.5), end=(0.1, 0.9))
+    )
+    # P(causal) at stage s = causal_final * s / K  (paper: s / (2K), i.e. causal_final = 0.5)
+    causal_final: float = 0.5
+
+    def validate(self) -> None:
+        require(self.stages >= 1, "stages", f"must be >= 1, got {self.stages}")
+        require(
+            self.steps_per_stage >= 1,
+            "steps_per_stage",
+            f"must be >= 1, got {self.steps_per_stage}",
+        )
+        require(self.tail_steps >= 0, "tail_steps", f"must be >= 0, got {self.tail_steps}")
+        require(self.global_batch >= 1, "global_batch", f"must be >= 1, got {self.global_batch}")
+        for bound in (*self.eta.start, *self.eta.end):
+            require(bound > 0, "eta", f"bounds must be positive, got {bound}")
+        for bound in (*self.pi.start, *self.pi.end):
+            require(0 < bound < 1, "pi", f"bounds must lie in (0, 1), got {bound}")
+        require(
+            0 <= self.causal_final <= 1,
+            "causal_final",
+            f"must lie in [0, 1], got {self.causal_final}",
+        )
+
+    @property
+    def phase1_steps(self) -> int:
+        return self.stages * self.steps_per_stage
+
+    @property
+    def total_steps(self) -> int:
+        return self.phase1_steps + self.tail_steps
+
+
+@dataclass(frozen=True)
+class ShardConfig:
+    """How tasks are stored. Not part of the config hash: it never changes task bytes."""
+
+    format: Literal["zarr", "webdataset"] = "zarr"
+    steps_per_shard: int = 25  # a shard = this many consecutive steps of one stage
+    # Blosc inner compressor, level and shuffle (chosen by benchmarks/bench_prior_gen.py)
+    compressor: Literal["zstd", "lz4", "lz4hc", "blosclz", "zlib"] = "lz4hc"
+    level: int = 1
+    shuffle: Literal["byte", "bit", "none"] = "byte"
+
+    def validate(self) -> None:
+        require(
+            self.steps_per_shard >= 1,
+            "steps_per_shard",
+            f"must be >= 1, got {self.steps_per_shard}",
+        )
+        require(0 <= self.level <= 9, "level", f"must lie in 0..9, got {self.level}")
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Everything ``prior-gen`` needs. ``hash()`` covers only what determines task bytes."""
+
+    seed: int = 0
+    prior: PriorConfig = field(default_factory=PriorConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    shards: ShardConfig = field(default_factory=ShardConfig)
+
+    def validate(self) -> None:
+        require(0 <= self.seed < 2**63, "seed", f"must lie in 0..2**63-1, got {self.seed}")
+
+    def identity(self) -> dict[str, Any]:
+        """The part of the config that determines task bytes (seed, prior, curriculum)."""
+        return {
+            "seed": self.seed,
+            "prior": to_dict(self.prior),
+            "curriculum": to_dict(self.curriculum),
+        }
+
+    def hash(self) -> str:
+        return config_hash(self.identity())
+
+    def with_seed(self, seed: int) -> GenerationConfig:
+        new = dataclasses.replace(self, seed=seed)
+        new.validate()
+        return new
+
+
+def generation_config_from_mapping(data: Any, source: str = "config") -> GenerationConfig:
+    """Build a :class:`GenerationConfig` from a parsed YAML mapping (other sections ignored)."""
+    if not isinstance(data, dict):
+        raise ConfigError("", f"{source} must hold a mapping of sections")
+    for key in data:
+        if key not in KNOWN_SECTIONS:
+            raise ConfigError(
+                str(key), f"unknown top-level section (allowed: {', '.join(KNOWN_SECTIONS)})"
+            )
+    ours = {k: data[k] for k in ("seed", "prior", "curriculum", "shards") if k in data}
+    return from_mapping(GenerationConfig, ours)
+
+
+def load_generation_config(path: str | Path) -> GenerationConfig:
+    """Read and validate the prior generator's sections of the YAML run config at ``path``."""
+    return generation_config_from_mapping(load_yaml(path), str(path))

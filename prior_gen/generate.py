@@ -1,0 +1,73 @@
+"""Generate the tasks of one step: plan factors, run the SCMs batched, build the PU tasks.
+
+A step is the unit of generation: its tasks are produced together, the tasks sharing a forward
+signature in one batched pass (:mod:`prior_gen.scm`). Every draw comes from the task's own
+stream, so the bytes of a task depend only on (config, split, stage, index).
+
+An SCM whose output overflows float32 (chains of square activations) is drawn again from the
+continuing stream of the same task: new weights, causes and noise; from attempt
+``REDRAW_ACTIVATIONS_FROM`` on also new activation functions for that task alone (the step's
+functions may make every weight draw overflow). Metadata records ``attempts`` and the functions
+actually used. Attempt ``MAX_ATTEMPTS`` failing too is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+import numpy as np
+
+from prior_gen.config import GenerationConfig
+from prior_gen.factors import TaskPlan, plan_step
+from prior_gen.pu import NonFiniteOutput, build_task
+from prior_gen.scm import forward_group
+from prior_gen.seeding import Stage
+from prior_gen.task import Task
+
+__all__ = ["MAX_ATTEMPTS", "generate_step", "generate_tasks"]
+
+MAX_ATTEMPTS = 20
+REDRAW_ACTIVATIONS_FROM = 4
+
+
+def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
+    """Tasks for ``plans`` (in the same order)."""
+    scm = config.prior.scm
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, plan in enumerate(plans):
+        groups[plan.forward_signature()].append(i)
+    tasks: list[Task | None] = [None] * len(plans)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for members in groups.values():
+            raws = forward_group([plans[i] for i in members], scm.init_std)
+            for i, raw in zip(members, raws, strict=True):
+                tasks[i] = _build_with_retries(plans[i], raw, config)
+    return tasks  # type: ignore[return-value]
+
+
+def _redraw_activations(plan: TaskPlan, bank: tuple[str, ...]) -> TaskPlan:
+    picks = plan.rng.integers(0, len(bank), size=plan.depth - 1)
+    if plan.activation_schedule == "shared":
+        picks[:] = picks[0]
+    return dataclasses.replace(plan, activations=tuple(bank[i] for i in picks))
+
+
+def _build_with_retries(plan: TaskPlan, raw, config: GenerationConfig) -> Task:
+    scm = config.prior.scm
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return build_task(plan, raw, scm.clip, attempt)
+        except NonFiniteOutput:
+            if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
+                plan = _redraw_activations(plan, scm.activations)
+            (raw,) = forward_group([plan], scm.init_std)
+    raise RuntimeError(
+        f"task {plan.index} of stage {plan.stage}: the SCM overflowed float32 "
+        f"{MAX_ATTEMPTS} times in a row; lower prior.scm.init_std"
+    )
+
+
+def generate_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> list[Task]:
+    """The ``global_batch`` tasks of ``step`` of ``stage``, in training order."""
+    return generate_tasks(plan_step(config, split, stage, step), config)

@@ -1,0 +1,169 @@
+"""``prior-gen inspect``: the manifest and per-stage statistics of a shard directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prior_gen.errors import ShardMismatchError
+from prior_gen.manifest import MANIFEST_NAME, load_manifest, summarize
+from prior_gen.seeding import TAIL
+from prior_gen.shards import ShardReader
+
+__all__ = ["inspect_directory", "stage_rows"]
+
+
+def _order(key: str) -> tuple[bool, int]:
+    return (key == TAIL, 0 if key == TAIL else int(key))
+
+
+def stage_rows(manifest: dict[str, Any], split: str) -> list[dict[str, Any]]:
+    """One row of means per stage of ``split``."""
+    curriculum = manifest["config"]["curriculum"]
+    stages = curriculum["stages"]
+    rows = []
+    for key, stats in sorted(
+        summarize(manifest).get(split, {}).items(), key=lambda kv: _order(kv[0])
+    ):
+        n = max(stats.get("tasks", 0), 1)
+        s = stages if key == TAIL else int(key)
+        rows.append(
+            {
+                "stage": key,
+                "steps": int(stats["steps"]),
+                "tasks": int(stats.get("tasks", 0)),
+                "rows": stats.get("rows", 0) / n,
+                "features": stats.get("features", 0) / n,
+                "labeled": stats.get("labeled", 0) / n,
+                "pi": stats.get("pi", 0) / n,
+                "realized_pi": stats.get("realized_pi", 0) / n,
+                "pi_min": stats.get("realized_pi_min", 0.0),
+                "pi_max": stats.get("realized_pi_max", 0.0),
+                "eta": stats.get("realized_eta", 0) / n,
+                "causal": stats.get("causal", 0) / n,
+                "causal_expected": curriculum["causal_final"] * s / stages,
+                "bytes_per_task": stats["bytes"] / n,
+                "raw_bytes_per_task": stats.get("raw_bytes", 0) / n,
+                "redraws": int(stats.get("redraws", 0)),
+            }
+        )
+    return rows
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    header = (
+        f"{'stage':>6} {'steps':>6} {'tasks':>8} {'rows':>7} {'feat':>5} {'P':>6} "
+        f"{'pi':>6} {'pi(real)':>8} {'min-max':>11} {'eta':>5} {'causal':>6} {'s/2K':>5} "
+        f"{'B/task':>8} {'ratio':>5}"
+    )
+    print(header)
+    for r in rows:
+        ratio = r["bytes_per_task"] / r["raw_bytes_per_task"] if r["raw_bytes_per_task"] else 0.0
+        print(
+            f"{r['stage']:>6} {r['steps']:>6} {r['tasks']:>8} {r['rows']:>7.1f} "
+            f"{r['features']:>5.1f} {r['labeled']:>6.1f} {r['pi']:>6.3f} {r['realized_pi']:>8.3f} "
+            f"{r['pi_min']:>5.2f}-{r['pi_max']:<5.2f} {r['eta']:>5.2f} {r['causal']:>6.3f} "
+            f"{r['causal_expected']:>5.3f} {r['bytes_per_task']:>8.0f} {ratio:>5.2f}"
+        )
+
+
+def plot_stats(manifest: dict[str, Any], splits: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+    panels = [
+        ("realized π (mean, min–max)", "realized_pi"),
+        ("η = n_u / P (mean)", "eta"),
+        ("causal share vs s/(2K)", "causal"),
+        ("rows per task (mean)", "rows"),
+        ("features per task (mean)", "features"),
+        ("stored bytes per task", "bytes_per_task"),
+    ]
+    stages = manifest["config"]["curriculum"]["stages"]
+    tail_x = stages + max(1, stages // 10)  # the tail, drawn a little after stage K
+
+    def position(key: str) -> int:
+        return tail_x if key == TAIL else int(key)
+
+    for split in splits:
+        rows = stage_rows(manifest, split)
+        if not rows:
+            continue
+        xs = [position(r["stage"]) for r in rows]
+        for ax, (title, key) in zip(axes.flat, panels, strict=True):
+            ax.plot(xs, [r[key] for r in rows], marker=".", label=split)
+            if key == "realized_pi":
+                low, high = [r["pi_min"] for r in rows], [r["pi_max"] for r in rows]
+                ax.fill_between(xs, low, high, alpha=0.2)
+            ax.set_title(title)
+    expected = [
+        (s, s / stages * manifest["config"]["curriculum"]["causal_final"])
+        for s in range(1, stages + 1)
+    ]
+    axes.flat[2].plot(
+        [*[s for s, _ in expected], tail_x],
+        [*[p for _, p in expected], expected[-1][1]],
+        "k--",
+        lw=1,
+        label="s/(2K)",
+    )
+    ticks = sorted({1, *range(0, stages + 1, max(1, stages // 5))} - {0})
+    for ax in axes.flat:
+        ax.set_xticks([*ticks, tail_x], [*map(str, ticks), TAIL])
+        ax.set_xlabel("stage")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"prior shards: config {manifest['config_hash'][:12]}, seed {manifest['seed']}")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def inspect_directory(directory: Path, split: str | None, plot: str | None, verify: bool) -> int:
+    manifest = load_manifest(directory)
+    if manifest is None:
+        raise ShardMismatchError(f"{directory / MANIFEST_NAME} not found: not a shard directory")
+    splits = [split] if split else sorted(manifest["splits"])
+    if split and split not in manifest["splits"]:
+        raise ShardMismatchError(f"{directory} has no {split!r} split")
+    curriculum = manifest["config"]["curriculum"]
+    print(f"shard directory   {directory}")
+    print(
+        f"format            {manifest['format']} (shard format v{manifest['format_version']}, "
+        f"puicl {manifest['package_version']})"
+    )
+    print(f"config            {manifest.get('config_path')}  hash {manifest['config_hash']}")
+    print(f"seed              {manifest['seed']}")
+    print(
+        f"curriculum        {curriculum['stages']} stages × {curriculum['steps_per_stage']} steps "
+        f"+ {curriculum['tail_steps']} tail steps, {manifest['global_batch']} tasks per step"
+    )
+    shards = manifest["shards"]
+    print(
+        f"shards            {shards['steps_per_shard']} steps per shard, blosc "
+        f"{shards['compressor']} level {shards['level']}, {shards['shuffle']} shuffle"
+    )
+    print(f"updated           {manifest.get('updated')}")
+    status = 0
+    for name in splits:
+        rows = stage_rows(manifest, name)
+        tasks = sum(r["tasks"] for r in rows)
+        stored = sum(r["bytes_per_task"] * r["tasks"] for r in rows)
+        print(f"\nsplit {name}: {len(rows)} stages, {tasks} tasks, {stored / 1e6:.1f} MB")
+        _print_table(rows)
+        if verify:
+            bad = ShardReader(directory, manifest, name).verify()
+            if bad:
+                status = 1
+                print(f"verify: {len(bad)} shard(s) missing or damaged:")
+                for path in bad:
+                    print(f"  {path}")
+            else:
+                print("verify: every shard matches its sha256")
+    if plot:
+        plot_stats(manifest, splits, Path(plot))
+        print(f"\nplot saved to {plot}")
+    return status

@@ -1,0 +1,225 @@
+"""``manifest.json``: what a shard directory holds and how it was made.
+
+One manifest per output directory covers both splits::
+
+    {"kind": "puicl-prior-shards", "format_version": 1, "package_version": "0.1.0",
+     "format": "zarr", "shards": {<ShardConfig>}, "config_hash": "...", "seed": 0,
+     "config": {"seed": .., "prior": {..}, "curriculum": {..}}, "config_path": "...",
+     "global_batch": 48, "commands": ["prior-gen ...", ...],
+     "splits": {"train": {"1": {"000000": <shard record>, ...}, "tail": {...}}, "val": {...}},
+     "summary": {"train": {"1": <stage statistics>, ...}, ...}}
+
+A shard record: ``path`` (relative), ``stage``, ``first_step``, ``n_steps``, ``n_tasks``,
+``sha256`` and ``bytes`` of the stored shard, ``stats`` (sums over its tasks, see
+:func:`task_stats`) and, for tar shards, ``index`` = [offset, size] of the tar's index member.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from prior_gen.config import GenerationConfig
+from prior_gen.errors import ShardCorruptError, ShardMismatchError
+from prior_gen.seeding import TAIL, Stage
+from prior_gen.storage import atomic_write_json
+from prior_gen.task import Task
+from puicl_model.configio import to_dict
+
+__all__ = [
+    "FORMAT_VERSION",
+    "KIND",
+    "MANIFEST_NAME",
+    "check_compatible",
+    "config_differences",
+    "load_manifest",
+    "merge_stats",
+    "new_manifest",
+    "shard_key",
+    "stage_key",
+    "summarize",
+    "task_stats",
+    "write_manifest",
+]
+
+KIND = "puicl-prior-shards"
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+_MAX_COMMANDS = 100
+
+
+def stage_key(stage: Stage) -> str:
+    return TAIL if stage == TAIL else str(int(stage))
+
+
+def shard_key(first_step: int) -> str:
+    return f"{first_step:06d}"
+
+
+def parse_stage_key(key: str) -> Stage:
+    return TAIL if key == TAIL else int(key)
+
+
+def _package_version() -> str:
+    from puicl_model import __version__
+
+    return __version__
+
+
+def new_manifest(config: GenerationConfig, config_path: str) -> dict[str, Any]:
+    return {
+        "kind": KIND,
+        "format_version": FORMAT_VERSION,
+        "package_version": _package_version(),
+        "format": config.shards.format,
+        "shards": to_dict(config.shards),
+        "config_hash": config.hash(),
+        "seed": config.seed,
+        "config": config.identity(),
+        "config_path": config_path,
+        "global_batch": config.curriculum.global_batch,
+        "commands": [],
+        "splits": {},
+        "summary": {},
+    }
+
+
+def load_manifest(directory: Path) -> dict[str, Any] | None:
+    """The manifest of ``directory``, or None if it has none yet."""
+    path = directory / MANIFEST_NAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        manifest = json.loads(text)
+    except ValueError as err:
+        raise ShardCorruptError(
+            path,
+            f"not valid JSON: {err}",
+            hint="delete the directory (or move it aside) and generate its shards again",
+        ) from err
+    if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
+        raise ShardMismatchError(f"{path} is not a puicl shard manifest (kind {KIND!r} expected)")
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ShardMismatchError(
+            f"{path} has shard format version {version}; this prior_gen reads version "
+            f"{FORMAT_VERSION}: regenerate the shards with this version of prior-gen"
+        )
+    return manifest
+
+
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    manifest["summary"] = summarize(manifest)
+    manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    atomic_write_json(directory / MANIFEST_NAME, manifest)
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: value}
+
+
+def config_differences(ours: dict[str, Any], theirs: dict[str, Any], limit: int = 5) -> list[str]:
+    """Dotted keys whose values differ, as 'key: A (ours) vs B (theirs)' lines."""
+    a, b = _flatten(ours), _flatten(theirs)
+    lines = [
+        f"{key}: {a.get(key, '<absent>')!r} vs {b.get(key, '<absent>')!r}"
+        for key in sorted(set(a) | set(b))
+        if a.get(key) != b.get(key)
+    ]
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"... and {len(lines) - limit} more"]
+    return lines
+
+
+def check_compatible(manifest: dict[str, Any], config: GenerationConfig, directory: Path) -> None:
+    """Refuse to mix shards of another config, format or shard layout in one directory."""
+    if manifest["config_hash"] != config.hash():
+        differences = config_differences(config.identity(), manifest["config"])
+        raise ShardMismatchError(
+            f"{directory} holds shards of another configuration (config hash "
+            f"{manifest['config_hash'][:12]} there, {config.hash()[:12]} here; differences, "
+            f"this run vs the directory: {'; '.join(differences) or 'none visible'}). "
+            "Use another --out, or delete that directory"
+        )
+    ours = to_dict(config.shards)
+    if manifest["shards"] != ours:
+        differences = config_differences(ours, manifest["shards"])
+        raise ShardMismatchError(
+            f"{directory} holds shards written with other shard settings "
+            f"({'; '.join(differences)}); pass the same --format / shards section, "
+            "or use another --out"
+        )
+
+
+def task_stats(tasks: list[Task]) -> dict[str, float]:
+    """Sums (and extremes) over tasks, merged across shards by :func:`merge_stats`."""
+    stats: dict[str, float] = {
+        "tasks": 0,
+        "rows": 0,
+        "features": 0,
+        "labeled": 0,
+        "unlabeled": 0,
+        "generated_rows": 0,
+        "pi": 0.0,
+        "realized_pi": 0.0,
+        "realized_pi_min": 1.0,
+        "realized_pi_max": 0.0,
+        "eta": 0.0,
+        "realized_eta": 0.0,
+        "causal": 0,
+        "redraws": 0,
+        "raw_bytes": 0,
+    }
+    for task in tasks:
+        meta = task.meta
+        stats["tasks"] += 1
+        stats["rows"] += meta["n_rows"]
+        stats["features"] += meta["n_features"]
+        stats["labeled"] += meta["n_labeled"]
+        stats["unlabeled"] += meta["n_unlabeled"]
+        stats["generated_rows"] += meta["n_generated"]
+        stats["pi"] += meta["pi"]
+        stats["realized_pi"] += meta["realized_pi"]
+        stats["realized_pi_min"] = min(stats["realized_pi_min"], meta["realized_pi"])
+        stats["realized_pi_max"] = max(stats["realized_pi_max"], meta["realized_pi"])
+        stats["eta"] += meta["eta"]
+        stats["realized_eta"] += meta["realized_eta"]
+        stats["causal"] += int(meta["causal"])
+        stats["redraws"] += meta["attempts"] - 1
+        stats["raw_bytes"] += task.x.nbytes + task.y.nbytes
+    return stats
+
+
+def merge_stats(total: dict[str, float], part: dict[str, float]) -> dict[str, float]:
+    for key, value in part.items():
+        if key.endswith("_min"):
+            total[key] = min(total.get(key, value), value)
+        elif key.endswith("_max"):
+            total[key] = max(total.get(key, value), value)
+        else:
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+def summarize(manifest: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per split and stage: steps, shards, bytes and the merged task statistics."""
+    summary: dict[str, dict[str, dict[str, float]]] = {}
+    for split, stages in manifest["splits"].items():
+        for stage, shards in stages.items():
+            total: dict[str, float] = {"shards": 0, "steps": 0, "bytes": 0}
+            for record in shards.values():
+                total["shards"] += 1
+                total["steps"] += record["n_steps"]
+                total["bytes"] += record["bytes"]
+                merge_stats(total, record["stats"])
+            summary.setdefault(split, {})[stage] = total
+    return summary

@@ -1,0 +1,131 @@
+"""From SCM output to a PU task: standardize, rank-threshold labels, PU split (§2.2–2.3).
+
+1. Each feature column and the score are standardized over the n rows (population std, floor
+   1e-6) and clipped to ±clip.
+2. The ⌈π·n⌉ rows with the highest score are negatives (y = 0), the others positives.
+3. Class-stratified split: the positives and the negatives are shuffled separately; the
+   pre-removal training portion takes P positives and n_tr − P negatives, so its negative
+   share is ≈ π; its negatives are dropped and its P positives become the labeled rows. The
+   remaining n_u rows form the unlabeled pool (negative share ≈ π), shuffled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prior_gen.factors import TaskPlan, n_negatives
+from prior_gen.scm import RawTask
+from prior_gen.task import Task
+
+__all__ = ["NonFiniteOutput", "build_task", "rank_labels", "standardize"]
+
+_STD_FLOOR = 1e-6
+
+
+class NonFiniteOutput(ArithmeticError):
+    """The SCM overflowed float32 (e.g. a chain of square activations); redraw the task."""
+
+
+def column_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float64 column means and population stds (floor 1e-6) of float32 ``values`` [n, d];
+    raises NonFiniteOutput when the SCM overflowed."""
+    n = values.shape[0]
+    ones = np.ones(n)
+    centered = values.astype(np.float64)
+    mean = ones @ centered / n
+    centered -= mean
+    std = np.sqrt(ones @ (centered * centered) / n)
+    if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+        raise NonFiniteOutput("SCM output is not finite")
+    return mean, np.maximum(std, _STD_FLOOR)
+
+
+def apply_stats(values: np.ndarray, mean: np.ndarray, std: np.ndarray, clip: float) -> np.ndarray:
+    out = (values - mean) / std
+    np.clip(out, -clip, clip, out=out)
+    return out.astype(np.float32)
+
+
+def standardize(values: np.ndarray, clip: float) -> np.ndarray:
+    """Column-wise standardization over the rows of ``values`` and clipping to ±clip."""
+    return apply_stats(values, *column_stats(values), clip)
+
+
+def rank_labels(score: np.ndarray, pi: float) -> np.ndarray:
+    """int8 labels: 0 for the ⌈π·n⌉ highest scores, 1 otherwise (exact ties at the threshold
+    are split in an unspecified but deterministic way)."""
+    n = score.shape[0]
+    labels = np.ones(n, np.int8)
+    n_neg = n_negatives(n, pi)
+    if n_neg > 0:
+        labels[np.argpartition(score, n - n_neg)[n - n_neg :]] = 0
+    return labels
+
+
+def pu_split(labels: np.ndarray, n_labeled: int, n_dropped: int, rng: np.random.Generator):
+    """Row indices (labeled, unlabeled) of the class-stratified split.
+
+    One uniform permutation of all rows: the first ``n_labeled`` positives in it are labeled,
+    the first ``n_dropped`` negatives are the training portion's negatives (dropped), and the
+    other rows, in permutation order, are the unlabeled pool. This is the same distribution as
+    shuffling each class separately and then shuffling the unlabeled pool (§2.3).
+    """
+    order = rng.permutation(labels.shape[0])
+    positive = labels[order] == 1
+    keep = np.ones(order.shape[0], bool)
+    labeled = positive & (np.cumsum(positive) <= n_labeled)
+    keep[labeled] = False
+    keep[~positive & (np.cumsum(~positive) <= n_dropped)] = False
+    return order[labeled], order[keep]
+
+
+def build_task(plan: TaskPlan, raw: RawTask, clip: float, attempts: int) -> Task:
+    """Standardize, label and PU-split one task's SCM output (uses the task's stream)."""
+    # statistics over all n generated rows (§2.2); only the kept rows are transformed
+    x_stats = column_stats(raw.x)
+    score = standardize(raw.score[:, None], clip)[:, 0]
+    labels = rank_labels(score, plan.pi)
+
+    n_labeled = plan.n_labeled
+    n_negative = labels.shape[0] - int(np.count_nonzero(labels))
+    dropped = min(plan.n_train - n_labeled, n_negative)
+    labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng)
+    rows = np.concatenate([labeled, unlabeled])
+
+    y = labels[rows]
+    n_unlabeled = unlabeled.shape[0]
+    unlabeled_negatives = int(n_unlabeled - np.count_nonzero(y[n_labeled:]))
+    meta = {
+        "stage": plan.stage,
+        "index": plan.index,
+        "step": plan.step,
+        "seed_key": list(plan.seed_key),
+        "n_rows": int(rows.shape[0]),
+        "n_features": plan.n_features,
+        "n_labeled": n_labeled,
+        "n_unlabeled": n_unlabeled,
+        "n_generated": plan.n_rows,
+        "pi": plan.pi,
+        "eta": plan.eta,
+        "realized_pi": unlabeled_negatives / n_unlabeled,
+        "realized_eta": n_unlabeled / n_labeled,
+        "causal": plan.causal,
+        "depth": plan.depth,
+        "width": plan.width,
+        "n_causes": plan.n_causes,
+        "noise_std": plan.noise_std,
+        "cause_dist": plan.cause_dist,
+        "activation_schedule": plan.activation_schedule,
+        "activations": list(plan.activations),
+        "attempts": attempts,
+    }
+    if plan.causal:
+        meta.update(
+            label_block=plan.label_block,
+            feature_selection=plan.feature_selection,
+            feature_order=plan.feature_order,
+            label_node=raw.label_node,
+        )
+    else:
+        meta["noncausal_features"] = plan.noncausal_features
+    return Task(x=apply_stats(raw.x[rows], *x_stats, clip), y=y, n_labeled=n_labeled, meta=meta)

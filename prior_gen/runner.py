@@ -1,0 +1,299 @@
+"""Plan and run a generation: which shards to write, by which workers, and the bookkeeping.
+
+The unit of parallel work is a whole shard (``steps_per_shard`` steps of one stage): a worker
+generates its steps, writes the shard under a temporary name and renames it into place, then
+returns the shard's record. The one process that holds the directory's writer lock adds the
+records to ``manifest.json`` (at most once a second, and at the end). On a rerun, shards whose
+record is in the manifest and whose bytes still match their sha256 are kept; the others (never
+written, killed before their record reached the manifest, or damaged) are generated again,
+byte for byte the same.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prior_gen.config import GenerationConfig
+from prior_gen.curriculum import steps_in_stage
+from prior_gen.manifest import (
+    check_compatible,
+    load_manifest,
+    new_manifest,
+    shard_key,
+    stage_key,
+    task_stats,
+    write_manifest,
+)
+from prior_gen.seeding import Stage
+from prior_gen.shards import shard_relpath
+from prior_gen.storage import (
+    WriterLock,
+    digest_path,
+    publish,
+    remove_path,
+    remove_temporaries,
+    temp_path,
+)
+
+__all__ = ["BACKENDS", "RunSummary", "ShardJob", "plan_jobs", "run_generation", "write_shard"]
+
+BACKENDS = ("loky", "multiprocessing", "dask")
+_FLUSH_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    split: str
+    stage: Stage
+    first_step: int
+    n_steps: int
+
+    def relpath(self, fmt: str) -> str:
+        return shard_relpath(self.split, self.stage, self.first_step, fmt)
+
+
+@dataclass
+class RunSummary:
+    planned: int = 0  # shards covering the request
+    reused: int = 0  # already present and verified
+    written: int = 0
+    tasks_written: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+    removed_temporaries: int = 0
+    regenerated: list[str] = field(default_factory=list)  # listed but missing or damaged
+
+
+def plan_jobs(
+    config: GenerationConfig,
+    split: str,
+    stages: Iterable[Stage],
+    steps: tuple[int, int] | None = None,
+) -> list[ShardJob]:
+    """Shards covering ``steps`` (inclusive, 0-based; all if None) of each stage, rounded out
+    to whole shards so that every shard always holds the same steps."""
+    per_shard = config.shards.steps_per_shard
+    jobs = []
+    for stage in stages:
+        n_steps = steps_in_stage(stage, config.curriculum)
+        lo, hi = (0, n_steps - 1) if steps is None else steps
+        if not 0 <= lo <= hi < n_steps:
+            raise ValueError(f"steps {lo}-{hi} are outside 0..{n_steps - 1} of stage {stage}")
+        for first in range(lo - lo % per_shard, hi + 1, per_shard):
+            jobs.append(ShardJob(split, stage, first, min(per_shard, n_steps - first)))
+    return jobs
+
+
+def _limit_threads() -> Any:
+    """Single-threaded BLAS inside a worker: the workers already use every core."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional (comes with scikit-learn); only a speed matter
+        return None
+    return threadpool_limits(1)
+
+
+def write_shard(config: GenerationConfig, job: ShardJob, directory: str) -> dict[str, Any]:
+    """Generate the steps of ``job``, write its shard atomically and return its record."""
+    from prior_gen.generate import generate_step
+
+    limiter = _limit_threads()
+    try:
+        steps = [
+            generate_step(config, job.split, job.stage, step)
+            for step in range(job.first_step, job.first_step + job.n_steps)
+        ]
+    finally:
+        if limiter is not None:
+            limiter.restore_original_limits()
+    fmt = config.shards.format
+    final = Path(directory) / job.relpath(fmt)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(final)
+    attributes = {
+        "split": job.split,
+        "stage": stage_key(job.stage),
+        "first_step": job.first_step,
+        "n_steps": job.n_steps,
+        "global_batch": config.curriculum.global_batch,
+        "config_hash": config.hash(),
+    }
+    try:
+        if fmt == "zarr":
+            from prior_gen.shard_zarr import write_zarr_shard
+
+            extra = write_zarr_shard(tmp, steps, config.shards, attributes)
+        else:
+            from prior_gen.shard_tar import write_tar_shard
+
+            extra = write_tar_shard(tmp, steps, config.shards, attributes)
+        sha256, size = digest_path(tmp)
+        publish(tmp, final)
+    except BaseException:
+        remove_path(tmp)
+        raise
+    tasks = [task for step in steps for task in step]
+    return {
+        "path": job.relpath(fmt),
+        "split": job.split,
+        "stage": stage_key(job.stage),
+        "first_step": job.first_step,
+        "n_steps": job.n_steps,
+        "n_tasks": len(tasks),
+        "sha256": sha256,
+        "bytes": size,
+        "stats": task_stats(tasks),
+        **extra,
+    }
+
+
+def _verified(directory: Path, record: dict[str, Any], verify: bool) -> bool:
+    path = directory / record["path"]
+    if not path.exists():
+        return False
+    return not verify or digest_path(path)[0] == record["sha256"]
+
+
+def _execute(
+    config: GenerationConfig,
+    jobs: list[ShardJob],
+    directory: Path,
+    workers: int,
+    backend: str,
+    scheduler: str | None,
+) -> Iterator[dict[str, Any]]:
+    """Records of ``jobs`` as they finish (any order)."""
+    if not jobs:
+        return
+    if backend != "dask" and (workers == 1 or len(jobs) == 1):
+        for job in jobs:
+            yield write_shard(config, job, str(directory))
+        return
+    from joblib import Parallel, delayed, parallel_config
+
+    calls = (delayed(write_shard)(config, job, str(directory)) for job in jobs)
+    if backend == "loky":
+        yield from Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")(calls)
+        return
+    if backend == "multiprocessing":
+        # this backend only returns whole lists: feed it a few jobs per worker at a time (one
+        # pool for all) so records still reach the manifest while the run goes on
+        with Parallel(n_jobs=workers, backend="multiprocessing") as parallel:
+            for lo in range(0, len(jobs), 2 * workers):
+                chunk = jobs[lo : lo + 2 * workers]
+                yield from parallel(delayed(write_shard)(config, j, str(directory)) for j in chunk)
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as err:
+        raise RuntimeError(
+            "the dask backend needs dask.distributed: pip install 'puicl[distributed]'"
+        ) from err
+    if scheduler:
+        client = Client(scheduler)
+        cluster = None
+    else:
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        client = Client(cluster)
+    try:
+        with parallel_config(backend="dask"):
+            yield from Parallel(n_jobs=-1, return_as="generator_unordered")(calls)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run_generation(
+    config: GenerationConfig,
+    split: str,
+    stages: list[Stage],
+    out: Path,
+    steps: tuple[int, int] | None = None,
+    workers: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    verify: bool = True,
+    config_path: str = "",
+    command: str = "",
+    progress: Callable[[int, int], Callable[[int], None]] | None = None,
+) -> RunSummary:
+    """Generate the shards of ``stages`` (x ``steps``) of ``split`` into ``out``.
+
+    ``progress(total_tasks, already_done)`` may return a callback that receives the number of
+    tasks of each finished shard.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    started = time.perf_counter()
+    summary = RunSummary()
+    jobs = plan_jobs(config, split, stages, steps)
+    summary.planned = len(jobs)
+    out.mkdir(parents=True, exist_ok=True)
+    with WriterLock(out):
+        summary.removed_temporaries = remove_temporaries(out)
+        manifest = load_manifest(out)
+        if manifest is None:
+            manifest = new_manifest(config, config_path)
+        else:
+            check_compatible(manifest, config, out)
+        if command:
+            manifest["commands"] = [*manifest["commands"], command][-100:]
+        records = manifest["splits"].setdefault(split, {})
+
+        listed = [
+            (job, records.get(stage_key(job.stage), {}).get(shard_key(job.first_step)))
+            for job in jobs
+        ]
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            checks = list(
+                pool.map(
+                    lambda pair: pair[1] is not None and _verified(out, pair[1], verify), listed
+                )
+            )
+        todo = []
+        for (job, record), ok in zip(listed, checks, strict=True):
+            if ok:
+                summary.reused += 1
+            else:
+                if record is not None:
+                    summary.regenerated.append(record["path"])
+                    del records[stage_key(job.stage)][shard_key(job.first_step)]
+                todo.append(job)
+
+        batch = config.curriculum.global_batch
+        total_tasks = sum(job.n_steps for job in jobs) * batch
+        done_tasks = total_tasks - sum(job.n_steps for job in todo) * batch
+        advance = progress(total_tasks, done_tasks) if progress else None
+        last_flush = time.monotonic()
+        try:
+            for record in _execute(config, todo, out, workers, backend, scheduler):
+                records.setdefault(record["stage"], {})[shard_key(record["first_step"])] = record
+                summary.written += 1
+                summary.tasks_written += record["n_tasks"]
+                summary.bytes_written += record["bytes"]
+                if advance is not None:
+                    advance(record["n_tasks"])
+                if time.monotonic() - last_flush >= _FLUSH_SECONDS:
+                    write_manifest(out, manifest)
+                    last_flush = time.monotonic()
+        finally:
+            write_manifest(out, manifest)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def default_workers() -> int:
+    """Cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

@@ -1,0 +1,216 @@
+"""Random MLP SCMs of paper §2.1–2.2, run for a group of tasks in one batched pass.
+
+For one task with k causes, width h and L_g layers:
+
+    h⁰ = W₀ u,   hˡ = W_l φ_l(hˡ⁻¹) + εˡ  (l = 1 .. L_g − 1),   εˡ ~ N(0, σ²_noise I)
+
+with every weight ~ N(0, σ²_init) and zero biases. Non-causal SCMs read the features with a
+head R_x (or take the causes themselves) and the score with r_y from the last hidden state;
+causal SCMs take the label node and the d feature nodes from the hidden blocks h¹ .. h^{L_g−1}.
+
+Tasks whose :meth:`TaskPlan.forward_signature` match (the default scopes give every task of a
+step the same k, h, L_g, activations and noise level) have their rows stacked, so each
+activation is one array pass for the whole group; the per-task matrix products and all random
+draws use the task's own stream, so a task's values do not depend on the rest of its group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from prior_gen.activations import apply_activation
+from prior_gen.factors import TaskPlan
+from prior_gen.gaussian import box_muller, draw_words, place_normals
+
+__all__ = ["CausalSelection", "RawTask", "forward_group", "select_causal_nodes"]
+
+
+@dataclass
+class CausalSelection:
+    label_node: int  # index into the pool of (L_g − 1)·h hidden nodes
+    feature_nodes: np.ndarray  # int64 [d], in feature-column order
+
+
+@dataclass
+class RawTask:
+    """SCM output of one task before standardization: features [n, d] and score [n]."""
+
+    x: np.ndarray
+    score: np.ndarray
+    label_node: int | None = None
+
+
+def select_causal_nodes(plan: TaskPlan) -> CausalSelection:
+    """Pick the label node and the feature nodes of a causal SCM (§2.2)."""
+    rng = plan.rng
+    h, d = plan.width, plan.n_features
+    total = (plan.depth - 1) * h
+    first = 0 if plan.label_block == "first" else total - h
+    label = first + int(rng.integers(0, h))
+    if plan.feature_selection == "clique":
+        # d + 1 contiguous nodes that include the label node
+        lo = max(0, label - d)
+        hi = min(label, total - d - 1)
+        start = int(rng.integers(lo, hi + 1))
+        nodes = np.arange(start, start + d + 1, dtype=np.int64)
+        features = nodes[nodes != label]
+    else:
+        drawn = rng.permutation(total - 1)[:d].astype(np.int64)
+        features = drawn + (drawn >= label)  # skip the label node
+    if plan.feature_order == "sorted":
+        features = np.sort(features)
+    return CausalSelection(label_node=label, feature_nodes=features)
+
+
+CHUNK_ELEMENTS = 1 << 16  # hidden values processed together (a chunk and its scratch fit L2)
+
+
+def _chunks(rows: list[int], width: int) -> list[list[int]]:
+    """Consecutive runs of task indices holding about CHUNK_ELEMENTS hidden values each."""
+    chunks: list[list[int]] = [[]]
+    size = 0
+    for i, n in enumerate(rows):
+        if chunks[-1] and size + n * width > CHUNK_ELEMENTS:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(i)
+        size += n * width
+    return chunks
+
+
+def _gather_plan(selection: CausalSelection, width: int, depth: int) -> list:
+    """Per hidden block: (positions in [features..., label], columns of that block) or None."""
+    nodes = np.append(selection.feature_nodes, selection.label_node)
+    blocks = nodes // width
+    plan: list = []
+    for block in range(depth - 1):
+        positions = np.flatnonzero(blocks == block)
+        plan.append((positions, nodes[positions] % width) if positions.size else None)
+    return plan
+
+
+def _transform(words: list[tuple[np.ndarray, np.ndarray]], scale: float):
+    """One Box–Muller pass over the word arrays of several tasks (in task order)."""
+    return box_muller(
+        np.concatenate([w[0] for w in words]), np.concatenate([w[1] for w in words]), scale
+    )
+
+
+@dataclass
+class _Parameters:
+    """The drawn parameters of a group: per-task weights, causal choices, stacked causes."""
+
+    weights_in: list[np.ndarray]  # [k, h]
+    weights_hidden: list[np.ndarray]  # [L_g − 1, h, h]
+    heads: list[np.ndarray]  # non-causal: r_y [h] then R_x [h·d] (head mode)
+    selections: list[CausalSelection | None]
+    causes: np.ndarray  # [Σ n, k]
+
+
+def _draw_parameters(plans: list[TaskPlan], bounds: np.ndarray, init_std: float) -> _Parameters:
+    """Each task's stream gives, in this order: its weights, its causal node choices, its causes.
+    The normal draws of all tasks are then transformed together (one Box–Muller pass each)."""
+    first = plans[0]
+    k, h, depth = first.n_causes, first.width, first.depth
+    n_core = k * h + (depth - 1) * h * h
+    counts, weight_words, cause_words, selections = [], [], [], []
+    causes = np.empty((int(bounds[-1]), k), np.float32)
+    for i, plan in enumerate(plans):
+        n_head = (
+            0 if plan.causal else h * (1 + (plan.noncausal_features == "head") * plan.n_features)
+        )
+        counts.append(n_core + n_head)
+        weight_words.append(draw_words(plan.rng.bit_generator, counts[-1]))
+        selections.append(select_causal_nodes(plan) if plan.causal else None)
+        if plan.cause_dist == "normal":
+            cause_words.append(draw_words(plan.rng.bit_generator, plan.n_rows * k))
+        else:
+            plan.rng.random(out=causes[bounds[i] : bounds[i + 1]], dtype=np.float32)
+
+    weights_in, weights_hidden, heads = [], [], []
+    z_cos, z_sin = _transform(weight_words, init_std)
+    start = 0
+    for count in counts:
+        buffer = np.empty(count, np.float32)
+        start = place_normals(z_cos, z_sin, start, count, buffer, add=False)
+        weights_in.append(buffer[: k * h].reshape(k, h))
+        weights_hidden.append(buffer[k * h : n_core].reshape(depth - 1, h, h))
+        heads.append(buffer[n_core:])
+    if cause_words:
+        z_cos, z_sin = _transform(cause_words, 1.0)
+        start = 0
+        for i, plan in enumerate(plans):
+            if plan.cause_dist == "normal":
+                flat = causes[bounds[i] : bounds[i + 1]].reshape(-1)
+                start = place_normals(z_cos, z_sin, start, plan.n_rows * k, flat, add=False)
+    return _Parameters(weights_in, weights_hidden, heads, selections, causes)
+
+
+def forward_group(plans: list[TaskPlan], init_std: float) -> list[RawTask]:
+    """Run the SCMs of ``plans`` (equal forward signatures) and return their raw outputs."""
+    first = plans[0]
+    h, depth, sigma = first.width, first.depth, first.noise_std
+    rows = [plan.n_rows for plan in plans]
+    bounds = np.concatenate([[0], np.cumsum(rows)])
+    params = _draw_parameters(plans, bounds, init_std)
+
+    hidden = np.empty((int(bounds[-1]), h), np.float32)
+    activated = np.empty((min(hidden.shape[0], max(rows) + CHUNK_ELEMENTS // h), h), np.float32)
+    # causal tasks keep only their d + 1 chosen nodes: picked[:, :d] features, [:, d] label
+    picked = [
+        np.empty((plan.n_rows, plan.n_features + 1), np.float32) if plan.causal else None
+        for plan in plans
+    ]
+    gathers = [
+        _gather_plan(selection, h, depth) if selection is not None else None
+        for selection in params.selections
+    ]
+
+    def rows_of(i: int) -> slice:
+        return slice(bounds[i], bounds[i + 1])
+
+    # Run the whole depth on a few tasks at a time so that their hidden states stay in cache.
+    for members in _chunks(rows, h):
+        lo_chunk, hi_chunk = bounds[members[0]], bounds[members[-1] + 1]
+        chunk = hidden[lo_chunk:hi_chunk]
+        scratch = activated[: hi_chunk - lo_chunk]
+        for i in members:
+            np.matmul(params.causes[rows_of(i)], params.weights_in[i], out=hidden[rows_of(i)])
+        counts = [rows[i] * h for i in members]
+        for layer in range(depth - 1):
+            apply_activation(first.activations[layer], chunk, scratch)
+            for i in members:
+                lo, hi = bounds[i] - lo_chunk, bounds[i + 1] - lo_chunk
+                np.matmul(scratch[lo:hi], params.weights_hidden[i][layer], out=chunk[lo:hi])
+            if sigma > 0:
+                words = [
+                    draw_words(plans[i].rng.bit_generator, count)
+                    for i, count in zip(members, counts, strict=True)
+                ]
+                z_cos, z_sin = _transform(words, sigma)
+                start = 0
+                for i, count in zip(members, counts, strict=True):
+                    flat = hidden[rows_of(i)].reshape(-1)
+                    start = place_normals(z_cos, z_sin, start, count, flat, add=True)
+            for i in members:
+                if gathers[i] is not None and gathers[i][layer] is not None:
+                    positions, columns = gathers[i][layer]
+                    picked[i][:, positions] = hidden[rows_of(i), columns]
+
+    outputs = []
+    for i, plan in enumerate(plans):
+        if plan.causal:
+            d = plan.n_features
+            label = params.selections[i].label_node
+            outputs.append(RawTask(x=picked[i][:, :d], score=picked[i][:, d], label_node=label))
+            continue
+        last, head = hidden[rows_of(i)], params.heads[i]
+        score = last @ head[:h]
+        if plan.noncausal_features == "causes":
+            x = params.causes[rows_of(i)].copy()
+        else:
+            x = last @ head[h:].reshape(h, plan.n_features)
+        outputs.append(RawTask(x=x, score=score))
+    return outputs

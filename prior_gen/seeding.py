@@ -1,0 +1,56 @@
+"""Seed keys: every random draw is keyed by *what* is drawn (DESIGN.md §2).
+
+A scope object is a stage, a step or a task of one split. Its random stream is
+
+    SeedSequence(entropy=seed, spawn_key=(split_code, stage_code, scope_code, position))
+
+with ``position`` = 0 for a stage, the step index for a step and the task index within the
+stage for a task. DESIGN.md writes the keys as (seed, split, stage[, step | index]); the scope
+code is added so that step 3 and task 3 of a stage cannot share a stream. The tail has stage
+code 0, which no phase-1 stage (1..K) uses, so it stays distinct whatever K is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "SCOPE_CODES",
+    "SPLIT_CODES",
+    "TAIL",
+    "scope_generator",
+    "seed_key",
+    "stage_code",
+]
+
+SPLIT_CODES = {"train": 0, "val": 1}
+SCOPE_CODES = {"stage": 0, "step": 1, "task": 2}
+TAIL = "tail"  # the stage identifier of phase 2
+_TAIL_CODE = 0
+
+Stage = int | str
+
+
+def stage_code(stage: Stage) -> int:
+    """Seed code of a stage: 1..K for phase 1, 0 for the tail."""
+    if stage == TAIL:
+        return _TAIL_CODE
+    if isinstance(stage, bool) or not isinstance(stage, (int, np.integer)) or stage < 1:
+        raise ValueError(f"a stage is an integer >= 1 or {TAIL!r}, got {stage!r}")
+    return int(stage)
+
+
+def seed_key(seed: int, split: str, stage: Stage, scope: str, position: int) -> list[int]:
+    """The full key ``[seed, split, stage, scope, position]`` stored in task metadata."""
+    if split not in SPLIT_CODES:
+        raise ValueError(f"split must be one of {sorted(SPLIT_CODES)}, got {split!r}")
+    return [int(seed), SPLIT_CODES[split], stage_code(stage), SCOPE_CODES[scope], int(position)]
+
+
+def scope_generator(
+    seed: int, split: str, stage: Stage, scope: str, position: int
+) -> np.random.Generator:
+    """The random stream of one scope object (PCG64DXSM: fast, statistically strong)."""
+    key = seed_key(seed, split, stage, scope, position)
+    sequence = np.random.SeedSequence(entropy=key[0], spawn_key=tuple(key[1:]))
+    return np.random.Generator(np.random.PCG64DXSM(sequence))

@@ -1,0 +1,59 @@
+"""Shared helpers of the prior-generator tests: small configs and shard-directory digests.
+
+Imported by name: conftest.py puts this directory on sys.path (the suite runs with
+--import-mode=importlib, which does not).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from prior_gen.config import GenerationConfig, generation_config_from_mapping
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = REPO / "configs" / "smoke.yaml"
+PAPER = REPO / "configs" / "paper.yaml"
+
+
+def _merge(base: Any, update: Any) -> Any:
+    if isinstance(base, dict) and isinstance(update, dict):
+        return {**base, **{k: _merge(base.get(k), v) for k, v in update.items()}}
+    return update
+
+
+def tiny_config(**sections: Any) -> GenerationConfig:
+    """The smoke config with ``sections`` deep-merged into it."""
+    import yaml
+
+    return generation_config_from_mapping(_merge(yaml.safe_load(SMOKE.read_text()), sections))
+
+
+def with_format(config: GenerationConfig, fmt: str) -> GenerationConfig:
+    return dataclasses.replace(config, shards=dataclasses.replace(config.shards, format=fmt))
+
+
+def shard_digests(directory: Path, split: str = "train") -> dict[str, str]:
+    """{relative path: sha256} of every shard listed in the manifest (checked against disk)."""
+    from prior_gen.storage import digest_path
+
+    manifest = json.loads((directory / "manifest.json").read_text())
+    digests = {}
+    for shards in manifest["splits"][split].values():
+        for record in shards.values():
+            on_disk = digest_path(directory / record["path"])[0]
+            assert on_disk == record["sha256"], record["path"]
+            digests[record["path"]] = on_disk
+    return digests
+
+
+def data_digest(tasks) -> str:
+    digest = hashlib.sha256()
+    for task in tasks:
+        digest.update(task.x.tobytes())
+        digest.update(task.y.tobytes())
+        digest.update(json.dumps(task.meta, sort_keys=True).encode())
+    return digest.hexdigest()
