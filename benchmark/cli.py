@@ -1,0 +1,97 @@
+"""``puicl-bench``: run the PU benchmark of paper §6 and write its reports.
+
+Example (the full baseline run of docs/benchmark.md)::
+
+    puicl-bench --methods ulsif,empu,vpu,tedn,nnpu,elkan-noto --datasets all --repeats 10 \\
+        --jobs 2 --out results/baselines
+
+Rerunning the same command resumes from ``OUT/cache`` (only missing replicates are computed);
+``--report-only`` rewrites the reports from the cache without computing anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmark.datasets import DATASET_SLUGS, DataError
+from benchmark.methods import METHOD_NAMES, MissingWeightsError
+from benchmark.report import write_reports
+from benchmark.runner import RunSpec, expand_names, plan_run, run
+from puicl_model.configio import ConfigError, load_yaml
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="puicl-bench",
+        description="PU benchmark of the PUICL paper (§6, Table 1): 20 UCI datasets, PUICL "
+        "and the baselines, AUC / accuracy / F1.",
+    )
+    parser.add_argument("--methods", default=",".join(m for m in METHOD_NAMES if m != "puicl"),
+                        help=f"comma-separated list or 'all' of: {', '.join(METHOD_NAMES)} "
+                        "(default: every baseline)")
+    parser.add_argument("--datasets", default="all",
+                        help=f"comma-separated list or 'all' of: {', '.join(DATASET_SLUGS)}")
+    parser.add_argument("--repeats", type=int, default=10, help="repetitions per dataset")
+    parser.add_argument("--out", type=Path, required=True, help="output folder (and its cache)")
+    parser.add_argument("--weights", type=Path, default=None,
+                        help="PUICL weights (.safetensors); required when puicl is selected")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="folder of the raw datasets (default: $PUICL_DATA_DIR, else "
+                        "../shared/datasets)")
+    parser.add_argument("--seed", type=int, default=0, help="root seed of tasks and methods")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes")
+    parser.add_argument("--method-config", type=Path, default=None,
+                        help="YAML mapping method name -> settings overriding its defaults")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the reports from the cache; fail if replicates are missing")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _spec_from_args(args: argparse.Namespace) -> RunSpec:
+    methods = expand_names(args.methods, METHOD_NAMES, "method")
+    datasets = expand_names(args.datasets, DATASET_SLUGS, "dataset")
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    overrides: dict = {}
+    if args.method_config is not None:
+        overrides = load_yaml(args.method_config)
+        for name, section in overrides.items():
+            if name not in METHOD_NAMES:
+                raise ConfigError(name, f"unknown method (known: {', '.join(METHOD_NAMES)})")
+            if not isinstance(section, dict):
+                raise ConfigError(name, "expected a mapping of settings")
+    return RunSpec(methods=methods, datasets=datasets, repeats=args.repeats, out=args.out,
+                   seed=args.seed, data_dir=args.data_dir, weights=args.weights,
+                   jobs=args.jobs, method_overrides=overrides)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    try:
+        spec = _spec_from_args(args)
+        if args.report_only:
+            plan = plan_run(spec)
+            if plan.todo:
+                print(f"puicl-bench: {len(plan.todo)} replicates are not in {spec.out}/cache; "
+                      "run without --report-only first", file=sys.stderr)
+                return 2
+            records = plan.cached
+        else:
+            records = run(spec, progress=False if args.no_progress else None)
+        paths = write_reports(spec, records, argv)
+    except (DataError, MissingWeightsError, ConfigError, ValueError) as err:
+        print(f"puicl-bench: error: {err}", file=sys.stderr)
+        return 2
+    print(f"puicl-bench: wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

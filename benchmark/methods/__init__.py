@@ -1,0 +1,82 @@
+"""PU methods behind one interface: ``method.fit_predict(X, s, seed) -> MethodOutput``.
+
+``X`` float ``[n, d]`` (NaN allowed), ``s`` 1 on labeled positives and 0 on unlabeled rows;
+the output holds, for the unlabeled rows in their order, the score P(y = + | x) (or a
+monotone stand-in, stated per method), the hard label (1 = positive) and, where the method
+estimates it, π̂ = the negative share of the pool. The same seed gives the same output.
+
+Method names (``puicl-bench --methods``): puicl, ulsif, empu, vpu, tedn, nnpu, elkan-noto.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from benchmark.methods.common import MethodOutput
+from benchmark.methods.elkan_noto import ElkanNoto, ElkanNotoConfig
+from benchmark.methods.empu import EMPU, EMPUConfig
+from benchmark.methods.nnpu import NNPU, NNPUConfig
+from benchmark.methods.puicl import PUICL, MissingWeightsError, resolve_weights
+from benchmark.methods.tedn import TEDn, TEDnConfig
+from benchmark.methods.ulsif import ULSIF, ULSIFConfig
+from benchmark.methods.vpu import VPU, VPUConfig
+from puicl_model.configio import ConfigError, from_mapping, to_dict
+
+
+class PUMethod(Protocol):
+    name: str
+
+    def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int) -> MethodOutput: ...
+
+
+# name -> (method class, its config class); puicl is built separately (it needs weights)
+BASELINES: dict[str, tuple[type, type]] = {
+    "ulsif": (ULSIF, ULSIFConfig),
+    "empu": (EMPU, EMPUConfig),
+    "vpu": (VPU, VPUConfig),
+    "tedn": (TEDn, TEDnConfig),
+    "nnpu": (NNPU, NNPUConfig),
+    "elkan-noto": (ElkanNoto, ElkanNotoConfig),
+}
+METHOD_NAMES: tuple[str, ...] = ("puicl", *BASELINES)
+
+
+def make_method(
+    name: str,
+    weights: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> PUMethod:
+    """Build a method by name; ``overrides`` are config fields (strictly validated)."""
+    if name == "puicl":
+        if overrides:
+            raise ConfigError("puicl", "takes no settings here; pass --weights")
+        return PUICL(weights=resolve_weights(weights))
+    if name not in BASELINES:
+        raise ValueError(f"unknown method {name!r}; known: {', '.join(METHOD_NAMES)}")
+    method_cls, config_cls = BASELINES[name]
+    config = from_mapping(config_cls, dict(overrides or {}), path=name)
+    return method_cls(config=config)
+
+
+def method_settings(method: PUMethod) -> dict[str, Any]:
+    """The settings that identify a method's results (stored with every cached replicate)."""
+    if isinstance(method, PUICL):
+        return {"weights": str(method.weights)}
+    settings = to_dict(method.config)  # type: ignore[attr-defined]
+    settings["_version"] = method.version  # type: ignore[attr-defined]
+    return settings
+
+
+__all__ = [
+    "BASELINES",
+    "METHOD_NAMES",
+    "MethodOutput",
+    "MissingWeightsError",
+    "PUMethod",
+    "make_method",
+    "method_settings",
+]

@@ -1,0 +1,67 @@
+"""PUICL through its scikit-learn style classifier (paper §3–§5).
+
+One forward pass per task: ``PUICLClassifier(weights=..., device="cpu", random_state=seed)``
+is fitted on all rows with ``s`` (1 = labeled positive, 0 = unlabeled); the unlabeled rows'
+P(y = +) and hard labels come from ``predict_proba`` / ``predict`` on exactly the fitted
+unlabeled rows (the classifier's transductive path), and ``estimate_class_prior()`` gives π̂.
+The classifier does its own preprocessing (missing values, feature subsets), so it receives the
+raw ordinal-coded matrix of the loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from benchmark.methods.common import MethodOutput, check_inputs
+
+
+def default_weights() -> Path | None:
+    """The checkpoint bundled with puicl_model, or None while none ships (then --weights is
+    required). This is the one place to change if the benchmark should default elsewhere."""
+    from puicl_model.weights import bundled_weights_path
+
+    return bundled_weights_path()
+
+
+class MissingWeightsError(ValueError):
+    """PUICL was selected without weights."""
+
+
+@dataclass(frozen=True)
+class PUICL:
+    weights: Path
+    device: str = "cpu"
+    name: str = "puicl"
+
+    def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int) -> MethodOutput:
+        from puicl_model import PUICLClassifier
+
+        X, labeled = check_inputs(X, s)
+        # One torch thread: the runner already runs one replicate per core.
+        clf = PUICLClassifier(weights=self.weights, device=self.device, random_state=seed,
+                              n_threads=1, progress=False)
+        clf.fit(X, labeled.astype(np.int8))
+        x_u = X[~labeled]
+        proba = np.asarray(clf.predict_proba(x_u), dtype=np.float64)[:, 1]
+        labels = np.asarray(clf.predict(x_u)).astype(np.int8)
+        pi_hat = clf.estimate_class_prior()
+        return MethodOutput(
+            scores=proba, labels=labels, pi_hat=None if pi_hat is None else float(pi_hat)
+        )
+
+
+def resolve_weights(weights: str | Path | None) -> Path:
+    """The checkpoint PUICL runs with, or a clear error that says to pass --weights."""
+    chosen = Path(weights) if weights is not None else default_weights()
+    if chosen is None:
+        raise MissingWeightsError(
+            "method 'puicl' needs trained weights: pass --weights PATH (a checkpoint directory "
+            "or .safetensors file written by `trainer export`); no checkpoint ships with the "
+            "package yet"
+        )
+    if not chosen.exists():
+        raise MissingWeightsError(f"--weights {chosen}: no such file or directory")
+    return chosen

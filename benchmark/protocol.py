@@ -1,0 +1,137 @@
+"""PU task construction of paper §6.1, and the seed keys of the benchmark.
+
+From a binary dataset whose positive class (label 1) is the majority class:
+
+1. draw ``P_total = min(max_positives, #positives)`` positives without replacement;
+2. the first ``n_labeled = P_total // 3`` of them (1 : 2 split) are the labeled positives, the
+   other ``n_u⁺ = P_total − n_labeled`` go to the unlabeled pool;
+3. add ``n_u⁻ = min(#negatives, round(n_u⁺ · π / (1 − π)))`` negatives to the pool, i.e. as
+   many as needed for a negative share π (paper: 0.5) where the dataset has enough, else all
+   of them (the realized π is then lower and is recorded);
+4. shuffle the pool. The task's rows are the labeled positives first, then the pool
+   (DESIGN.md §2), with ``s = 1`` on labeled rows and the hidden ``y_true``.
+
+Every draw comes from ``numpy.random.SeedSequence`` keyed by what is drawn:
+``(root_seed, dataset key, repetition)`` for the task and
+``(root_seed, dataset key, repetition, method key)`` for a method's own randomness, so a task
+is the same bytes whatever the worker count or the order in which tasks run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmark.datasets import Dataset
+
+MAX_POSITIVES = 600
+TARGET_PI = 0.5
+
+
+def name_key(name: str) -> int:
+    """A stable 32-bit integer for a name (dataset slug, method name) used in seed keys."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:4], "little")
+
+
+def task_seed_sequence(root_seed: int, dataset: str, repetition: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence([root_seed, name_key(dataset), repetition])
+
+
+def method_seed(root_seed: int, dataset: str, repetition: int, method: str) -> int:
+    """The integer seed handed to ``method.fit_predict`` for one replicate."""
+    seq = np.random.SeedSequence([root_seed, name_key(dataset), repetition, name_key(method)])
+    return int(seq.generate_state(1, dtype=np.uint32)[0])
+
+
+@dataclass(frozen=True)
+class PUTask:
+    """One PU task: labeled positives first, then the unlabeled pool."""
+
+    dataset: str
+    repetition: int
+    X: np.ndarray  # float64 [n_labeled + n_unlabeled, d]
+    s: np.ndarray  # int8, 1 on labeled rows
+    y_true: np.ndarray  # int8, hidden labels (1 on every labeled row)
+    categorical: tuple[bool, ...]
+
+    @property
+    def n_labeled(self) -> int:
+        return int(self.s.sum())
+
+    @property
+    def y_unlabeled(self) -> np.ndarray:
+        return self.y_true[self.s == 0]
+
+    @property
+    def n_u_pos(self) -> int:
+        return int(self.y_unlabeled.sum())
+
+    @property
+    def n_u_neg(self) -> int:
+        return int((self.y_unlabeled == 0).sum())
+
+    @property
+    def pi(self) -> float:
+        """Realized negative share of the unlabeled pool."""
+        return self.n_u_neg / (self.n_u_pos + self.n_u_neg)
+
+    def fingerprint(self) -> str:
+        """sha256 of the task's bytes: the runner's cache refuses results of another task."""
+        digest = hashlib.sha256()
+        for array in (self.X, self.s, self.y_true):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        return digest.hexdigest()
+
+
+def composition(
+    n_positive: int,
+    n_negative: int,
+    max_positives: int = MAX_POSITIVES,
+    target_pi: float = TARGET_PI,
+) -> tuple[int, int, int]:
+    """(n_labeled, n_u⁺, n_u⁻) of the task built from a dataset with these class counts."""
+    if not 0.0 <= target_pi < 1.0:
+        raise ValueError(f"target_pi must be in [0, 1), got {target_pi}")
+    p_total = min(max_positives, n_positive)
+    n_labeled = p_total // 3
+    n_u_pos = p_total - n_labeled
+    wanted_neg = round(n_u_pos * target_pi / (1.0 - target_pi))
+    n_u_neg = min(n_negative, wanted_neg)
+    if n_labeled < 1 or n_u_pos + n_u_neg < 1:
+        raise ValueError(
+            f"too few rows for a PU task: {n_positive} positives and {n_negative} negatives"
+        )
+    return n_labeled, n_u_pos, n_u_neg
+
+
+def make_task(
+    dataset: Dataset,
+    repetition: int,
+    root_seed: int,
+    max_positives: int = MAX_POSITIVES,
+    target_pi: float = TARGET_PI,
+) -> PUTask:
+    """Build replicate ``repetition`` of the PU task of ``dataset`` (§6.1)."""
+    n_labeled, n_u_pos, n_u_neg = composition(
+        dataset.n_positive, dataset.n_negative, max_positives, target_pi
+    )
+    rng = np.random.default_rng(task_seed_sequence(root_seed, dataset.slug, repetition))
+    positives = np.flatnonzero(dataset.y == 1)
+    negatives = np.flatnonzero(dataset.y == 0)
+    chosen_pos = rng.choice(positives, size=n_labeled + n_u_pos, replace=False)
+    chosen_neg = rng.choice(negatives, size=n_u_neg, replace=False)
+    labeled = chosen_pos[:n_labeled]
+    pool = rng.permutation(np.concatenate([chosen_pos[n_labeled:], chosen_neg]))
+    rows = np.concatenate([labeled, pool])
+    s = np.zeros(len(rows), dtype=np.int8)
+    s[:n_labeled] = 1
+    return PUTask(
+        dataset=dataset.slug,
+        repetition=repetition,
+        X=np.ascontiguousarray(dataset.X[rows]),
+        s=s,
+        y_true=dataset.y[rows].astype(np.int8),
+        categorical=dataset.categorical,
+    )

@@ -1,0 +1,27 @@
+"""Shared fixtures of the benchmark tests: a small, easy synthetic PU task."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def easy_pu_task(seed: int = 0, n_labeled: int = 60, n_u_pos: int = 120, n_u_neg: int = 120,
+                 dim: int = 4, shift: float = 2.5):
+    """Positives N(0, I), negatives N(shift·1/√d · 1, I): Bayes AUC ≈ 0.96 at shift 2.5."""
+    rng = np.random.default_rng(seed)
+    direction = np.ones(dim) / np.sqrt(dim)
+    x_l = rng.normal(size=(n_labeled, dim))
+    x_up = rng.normal(size=(n_u_pos, dim))
+    x_un = rng.normal(size=(n_u_neg, dim)) + shift * direction
+    pool = np.vstack([x_up, x_un])
+    y_pool = np.array([1] * n_u_pos + [0] * n_u_neg, dtype=np.int8)
+    order = rng.permutation(len(pool))
+    X = np.vstack([x_l, pool[order]])
+    s = np.array([1] * n_labeled + [0] * len(pool), dtype=np.int8)
+    return X, s, y_pool[order]
+
+
+@pytest.fixture(scope="session")
+def easy_task():
+    return easy_pu_task()

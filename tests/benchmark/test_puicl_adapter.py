@@ -1,0 +1,50 @@
+"""The PUICL adapter, run with a randomly initialised model saved as a checkpoint."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("puicl_model.classifier")
+
+from benchmark.methods import make_method
+from benchmark.runner import evaluate_replicate
+
+
+@pytest.fixture(scope="module")
+def random_weights(tmp_path_factory):
+    import torch
+
+    from puicl_model import ModelConfig, PUICLModel
+    from puicl_model.weights import save_weights
+
+    torch.manual_seed(0)
+    model = PUICLModel(ModelConfig(embed_dim=16, num_layers=1, num_heads=2, ff_dim=32))
+    return save_weights(model, tmp_path_factory.mktemp("w") / "random.safetensors")
+
+
+def test_adapter_returns_pool_predictions_and_prior(random_weights, easy_task):
+    X, s, y_u = easy_task
+    method = make_method("puicl", weights=random_weights)
+    out = method.fit_predict(X, s, seed=4)
+    assert out.scores.shape == y_u.shape == out.labels.shape
+    assert ((out.scores >= 0) & (out.scores <= 1)).all()
+    np.testing.assert_array_equal(out.labels, (out.scores > 0.5).astype(np.int8))
+    # π̂ of the classifier = mean P(y = 0) over the pool
+    assert out.pi_hat == pytest.approx(float(np.mean(1 - out.scores)))
+    again = make_method("puicl", weights=random_weights).fit_predict(X, s, seed=4)
+    np.testing.assert_array_equal(out.scores, again.scores)
+
+
+def test_runner_records_prior_error_for_puicl(random_weights):
+    from benchmark.datasets import Dataset
+    from benchmark.protocol import make_task
+
+    rng = np.random.default_rng(1)
+    y = np.array([1] * 90 + [0] * 40, dtype=np.int8)
+    data = Dataset(slug="toy", name="toy", X=rng.normal(size=(130, 3)) + y[:, None], y=y,
+                   feature_names=("a", "b", "c"), categorical=(False,) * 3, positive_label="1")
+    task = make_task(data, 0, 0)
+    record = evaluate_replicate(task, "puicl", seed=3, weights=random_weights)
+    assert record["pi_true"] == pytest.approx(40 / 100)
+    assert record["pi_abs_error"] == pytest.approx(abs(record["pi_hat"] - 40 / 100))
