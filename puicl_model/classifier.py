@@ -1,0 +1,381 @@
+"""``PUICLClassifier``: in-context PU classification with scikit-learn conventions.
+
+``fit(X, s)`` stores the table (``s = 1`` labeled positive, ``0`` unlabeled) after
+preprocessing (:mod:`puicl_model.preprocessing`); no parameter is trained. The unlabeled rows'
+predictions come from forward passes of the pretrained model over the whole table (paper §5,
+"Inference"), planned by :mod:`puicl_model.inference`, computed once and cached:
+
+* ``predict_proba(X)`` returns ``[P(y=0), P(y=1)]`` per row. A row of ``X`` equal to a fitted
+  unlabeled row gets that row's transductive prediction (so passing exactly the fitted
+  unlabeled rows returns the predictions of the fitted task — one forward pass when the table
+  is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
+  next to the fitted pool (see :mod:`puicl_model.inference`).
+* ``estimate_class_prior()`` returns π̂ = the mean of P(y=0) over the fitted pool, i.e. the
+  expected negative share of the pool.
+* ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
+  fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
+  to new rows too).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from puicl_model.inference import PassPlanner, run_passes
+from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, TablePreprocessor
+from puicl_model.weights import bundled_weights_path, load_weights
+
+__all__ = ["NoBundledWeightsError", "PUICLClassifier"]
+
+
+class NoBundledWeightsError(FileNotFoundError):
+    """No weights were given and no checkpoint ships inside the package."""
+
+
+def _no_bundled_weights_message() -> str:
+    return (
+        "PUICLClassifier needs trained weights, and no bundled checkpoint ships with this "
+        "version of puicl yet (looked for puicl_model/weights/model.safetensors). Pass "
+        "weights=PATH: a checkpoint directory or .safetensors file written by "
+        "`trainer export RUN --out DIR` or puicl_model.weights.save_weights."
+    )
+
+
+class PUICLClassifier(ClassifierMixin, BaseEstimator):
+    """In-context positive-unlabeled classifier (paper §3–§5).
+
+    Parameters
+    ----------
+    weights : path, PUICLModel or None
+        A checkpoint directory or ``.safetensors`` file (or a loaded ``PUICLModel``). None
+        uses the checkpoint bundled with the package (none ships yet: then this raises).
+    device : "auto", "cpu", "cuda", "cuda:1", "mps", ...
+        "auto" picks CUDA when available, else the CPU.
+    n_estimators : int or None
+        Ensemble members (see :mod:`puicl_model.inference`). None: ``ceil(d / 20)`` so that
+        every row is scored with every feature once. Irrelevant inside the trained range.
+    single_pass_limit : int
+        Pools of at most this many unlabeled rows are scored in one forward pass.
+    chunk_size : int
+        Larger pools are split into chunks of at most this many rows, each scored next to at
+        most ``chunk_size // 2`` labeled positives.
+    max_labeled : int
+        Most labeled positives in one forward pass; more are subsampled per pass.
+    threshold : float in (0, 1) or "prior"
+        ``predict`` cut on P(y=1), or "prior" to predict the share π̂ of the pool negative.
+    categorical, missing : preprocessing strategies (:mod:`puicl_model.preprocessing`).
+    random_state : int or None
+        Seeds every random choice (feature subsets, chunks, labeled subsets). None draws
+        fresh entropy at ``fit``.
+    precision : "auto", "float32" or "bfloat16"
+        "auto" runs bfloat16 autocast on CUDA and float32 elsewhere.
+    n_threads : int or None
+        torch CPU threads during inference (None keeps torch's setting).
+    progress : bool or None
+        tqdm progress bar over forward passes; None shows it on a terminal when there are
+        more than a few passes.
+    """
+
+    def __init__(
+        self,
+        weights: str | Path | torch.nn.Module | None = None,
+        device: str = "auto",
+        n_estimators: int | None = None,
+        single_pass_limit: int = 1024,
+        chunk_size: int = 200,
+        max_labeled: int = 300,
+        threshold: float | Literal["prior"] = 0.5,
+        categorical: CategoricalStrategy = "ordinal",
+        missing: MissingStrategy = "median",
+        random_state: int | None = 0,
+        precision: Literal["auto", "float32", "bfloat16"] = "auto",
+        n_threads: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        if weights is None and bundled_weights_path() is None:
+            raise NoBundledWeightsError(_no_bundled_weights_message())
+        self.weights = weights
+        self.device = device
+        self.n_estimators = n_estimators
+        self.single_pass_limit = single_pass_limit
+        self.chunk_size = chunk_size
+        self.max_labeled = max_labeled
+        self.threshold = threshold
+        self.categorical = categorical
+        self.missing = missing
+        self.random_state = random_state
+        self.precision = precision
+        self.n_threads = n_threads
+        self.progress = progress
+
+    # ------------------------------------------------------------------------- settings
+    def _check_settings(self) -> None:
+        def positive_int(name: str, value: Any, minimum: int = 1) -> None:
+            is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            if not is_int or value < minimum:
+                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+        if self.n_estimators is not None:
+            positive_int("n_estimators", self.n_estimators)
+        positive_int("single_pass_limit", self.single_pass_limit)
+        positive_int("chunk_size", self.chunk_size, 4)
+        positive_int("max_labeled", self.max_labeled, 2)
+        if self.n_threads is not None:
+            positive_int("n_threads", self.n_threads)
+        if self.threshold != "prior" and not (
+            isinstance(self.threshold, (int, float))
+            and not isinstance(self.threshold, bool)
+            and 0 < self.threshold < 1
+        ):
+            raise ValueError(f"threshold must be a number in (0, 1) or 'prior', got "
+                             f"{self.threshold!r}")
+        if self.precision not in ("auto", "float32", "bfloat16"):
+            raise ValueError(f"precision must be 'auto', 'float32' or 'bfloat16', got "
+                             f"{self.precision!r}")
+        if self.random_state is not None and (
+            isinstance(self.random_state, bool)
+            or not isinstance(self.random_state, (int, np.integer))
+            or self.random_state < 0
+        ):
+            raise ValueError(f"random_state must be a non-negative integer or None, got "
+                             f"{self.random_state!r}")
+
+    def _resolve_device(self) -> torch.device:
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            device = torch.device(self.device)
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got "
+                             f"{self.device!r}") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device='cuda' was requested but CUDA is not available here; "
+                             "use device='cpu' or 'auto'")
+        return device
+
+    def _load_model(self, device: torch.device) -> torch.nn.Module:
+        from puicl_model.model import PUICLModel
+
+        if isinstance(self.weights, PUICLModel):
+            return self.weights.to(device).eval()
+        if isinstance(self.weights, torch.nn.Module):
+            raise TypeError(f"weights must be a path or a PUICLModel, got "
+                            f"{type(self.weights).__name__}")
+        path = self.weights if self.weights is not None else bundled_weights_path()
+        if path is None:
+            raise NoBundledWeightsError(_no_bundled_weights_message())
+        return load_weights(path, device=device)
+
+    # ------------------------------------------------------------------------------ fit
+    @staticmethod
+    def _check_s(s: Any, n_rows: int) -> np.ndarray:
+        values = np.asarray(s)
+        if values.ndim != 1:
+            values = values.reshape(-1) if values.ndim == 2 and 1 in values.shape else values
+        if values.ndim != 1:
+            raise ValueError(f"s must be a 1-D array of 0/1 labels, got shape {values.shape}")
+        if len(values) != n_rows:
+            raise ValueError(f"X has {n_rows} rows but s has {len(values)} entries; pass one "
+                             f"label per row")
+        try:
+            numeric = values.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "s must contain only 0 (unlabeled) and 1 (labeled positive); found non-numeric "
+                f"values such as {values[0]!r}"
+            ) from None
+        bad = ~np.isin(numeric, (0.0, 1.0))
+        if bad.any():
+            found = sorted({repr(v) for v in values[bad].tolist()})[:5]
+            raise ValueError(
+                "s must contain only 0 (unlabeled) and 1 (labeled positive); found "
+                f"{', '.join(found)}"
+            )
+        labeled = numeric == 1.0
+        if labeled.sum() < 2:
+            raise ValueError(
+                f"PU learning needs at least two labeled positives (s == 1); got "
+                f"{int(labeled.sum())}"
+            )
+        if labeled.all():
+            raise ValueError("s has no unlabeled rows (s == 0): there is nothing to classify")
+        return labeled
+
+    def fit(self, X: Any, s: Any) -> PUICLClassifier:
+        """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
+        self._check_settings()
+        n_rows = len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
+        labeled = self._check_s(s, n_rows)
+        preprocessor = TablePreprocessor(categorical=self.categorical, missing=self.missing)
+        table = preprocessor.fit_transform(X)
+        device = self._resolve_device()
+        model = self._load_model(device)
+
+        self.preprocessor_ = preprocessor
+        self.n_features_in_ = preprocessor.n_features_in_
+        if preprocessor.is_dataframe_:
+            self.feature_names_in_ = np.asarray(preprocessor.feature_names_in_, dtype=object)
+        self.classes_ = np.array([0, 1])
+        self.model_ = model
+        self.device_ = device
+        self.x_labeled_ = np.ascontiguousarray(table[labeled])
+        self.x_pool_ = np.ascontiguousarray(table[~labeled])
+        max_features = int(model.config.max_features)
+        n_features = table.shape[1]
+        groups = math.ceil(n_features / max_features)
+        entropy = (
+            int(self.random_state)
+            if self.random_state is not None
+            else int(np.random.SeedSequence().entropy)
+        )
+        self.planner_ = PassPlanner(
+            n_labeled=len(self.x_labeled_),
+            n_pool=len(self.x_pool_),
+            n_features=n_features,
+            n_estimators=self.n_estimators if self.n_estimators is not None else groups,
+            single_pass_limit=int(self.single_pass_limit),
+            chunk_size=int(self.chunk_size),
+            max_labeled=int(self.max_labeled),
+            max_features=max_features,
+            entropy=entropy,
+        )
+        self._pool_proba: np.ndarray | None = None
+        self._pool_index: dict[bytes, int] | None = None
+        return self
+
+    # -------------------------------------------------------------------------- scoring
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "planner_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
+
+    def _run(self, passes: Any, n_passes: int, n_scored: int,
+             x_new: np.ndarray | None) -> np.ndarray:
+        bar = None
+        show = self.progress if self.progress is not None else (
+            sys.stderr.isatty() and n_passes > 4
+        )
+        if show:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=n_passes, unit="pass", desc="PUICL", leave=False)
+        use_bf16 = self.precision == "bfloat16" or (
+            self.precision == "auto" and self.device_.type == "cuda"
+        )
+        try:
+            return run_passes(
+                self.model_,
+                self.x_labeled_,
+                self.x_pool_,
+                passes,
+                n_scored=n_scored,
+                x_new=x_new,
+                device=self.device_,
+                bfloat16=use_bf16,
+                # a few small passes per forward on CPU (fewer, larger ops; the [cells, e]
+                # matrices stay near the cache size); a GPU wants large batches
+                cells_per_forward=(1 << 19) if self.device_.type == "cuda" else (1 << 15),
+                n_threads=self.n_threads,
+                progress=None if bar is None else bar.update,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _pool_probabilities(self) -> np.ndarray:
+        """P(y=1) of every fitted unlabeled row (computed once)."""
+        self._check_fitted()
+        if self._pool_proba is None:
+            planner = self.planner_
+            n_passes = sum(1 for _ in planner.pool_passes())
+            started = time.perf_counter()
+            self._pool_proba = self._run(planner.pool_passes(), n_passes, planner.n_pool, None)
+            self.inference_seconds_ = time.perf_counter() - started
+            self.n_passes_ = n_passes
+        return self._pool_proba
+
+    def _new_probabilities(self, x_new: np.ndarray) -> np.ndarray:
+        planner = self.planner_
+        n_passes = sum(1 for _ in planner.new_row_passes(x_new))
+        return self._run(planner.new_row_passes(x_new), n_passes, len(x_new), x_new)
+
+    def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
+        self._check_fitted()
+        table = self.preprocessor_.transform(X)
+        pool_proba = self._pool_probabilities()
+        if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):
+            return pool_proba.copy(), np.arange(len(table))
+        if self._pool_index is None:
+            index: dict[bytes, int] = {}
+            for row, values in enumerate(self.x_pool_):
+                index.setdefault(values.tobytes(), row)
+            self._pool_index = index
+        match = np.array([self._pool_index.get(values.tobytes(), -1) for values in table],
+                         dtype=np.int64)
+        proba = np.empty(len(table), dtype=np.float64)
+        known = match >= 0
+        proba[known] = pool_proba[match[known]]
+        if (~known).any():
+            proba[~known] = self._new_probabilities(np.ascontiguousarray(table[~known]))
+        return proba, match
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2])."""
+        positive, _ = self._positive_probability(X)
+        return np.stack([1.0 - positive, positive], axis=1)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Log-odds log(P(y=1) / P(y=0)) per row; > 0 means positive at threshold 0.5."""
+        positive, _ = self._positive_probability(X)
+        eps = np.finfo(np.float64).eps
+        clipped = np.clip(positive, eps, 1.0 - eps)
+        return np.log(clipped) - np.log1p(-clipped)
+
+    def estimate_class_prior(self) -> float:
+        """π̂: the estimated negative share of the fitted unlabeled pool."""
+        return float(np.mean(1.0 - self._pool_probabilities()))
+
+    def _prior_cut(self) -> tuple[np.ndarray, float]:
+        """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
+        proba = self._pool_probabilities()
+        n = len(proba)
+        negatives = min(n, max(0, round(self.estimate_class_prior() * n)))
+        order = np.argsort(proba, kind="stable")
+        labels = np.ones(n, dtype=np.int64)
+        labels[order[:negatives]] = 0
+        ranked = proba[order]
+        if negatives == 0:
+            cut = -math.inf
+        elif negatives == n:
+            cut = math.inf
+        else:
+            cut = float(ranked[negatives - 1] + ranked[negatives]) / 2.0
+        return labels, cut
+
+    def predict(self, X: Any) -> np.ndarray:
+        """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``."""
+        positive, match = self._positive_probability(X)
+        if self.threshold != "prior":
+            return (positive > float(self.threshold)).astype(np.int64)
+        pool_labels, cut = self._prior_cut()
+        labels = (positive > cut).astype(np.int64)
+        known = match >= 0
+        labels[known] = pool_labels[match[known]]
+        return labels
+
+    def __sklearn_tags__(self):  # scikit-learn >= 1.6 estimator tags
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags

@@ -1,0 +1,215 @@
+"""``puicl``: command-line access to the PUICL classifier.
+
+``puicl predict`` reads a PU table from CSV in one of two layouts
+
+* one table with a 0/1 label column: ``--input table.csv --label-column s``
+  (1 = labeled positive, 0 = unlabeled), or
+* two tables with the same columns: ``--positives pos.csv --unlabeled unl.csv``,
+
+fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one CSV row per unlabeled row
+(``row``: its 0-based position among the data rows of its input file; ``p_positive``;
+``label``: 1 = positive, 0 = negative), then prints π̂, the estimated negative share of the
+unlabeled rows. ``puicl info WEIGHTS`` prints a checkpoint's config and parameter counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+class CliError(Exception):
+    """A problem with the command line or its input files (exit status 2)."""
+
+
+def _threshold(text: str) -> float | str:
+    if text == "prior":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1) or 'prior', got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="puicl", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    predict = commands.add_parser(
+        "predict",
+        help="score the unlabeled rows of a PU table given as CSV",
+        description="Score the unlabeled rows of a PU table: writes row, p_positive, label "
+        "per unlabeled row and prints the estimated negative share π̂.",
+    )
+    layout = predict.add_argument_group("input (one of the two layouts)")
+    layout.add_argument("--input", type=Path, help="one CSV table with a label column")
+    layout.add_argument("--label-column", help="the 0/1 column of --input (1 = labeled positive)")
+    layout.add_argument("--positives", type=Path, help="CSV of the labeled positives")
+    layout.add_argument("--unlabeled", type=Path, help="CSV of the unlabeled rows")
+    predict.add_argument("--output", "-o", default="-",
+                         help="output CSV (default: standard output)")
+    predict.add_argument("--weights", type=Path, default=None,
+                         help="checkpoint directory or .safetensors file (default: bundled)")
+    predict.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
+    predict.add_argument("--n-estimators", type=int, default=None,
+                         help="ensemble members (default: ceil(features / 20))")
+    predict.add_argument("--single-pass-limit", type=int, default=1024,
+                         help="pools up to this many rows are scored in one pass (default 1024)")
+    predict.add_argument("--chunk-size", type=int, default=200,
+                         help="chunk length for larger pools (default 200)")
+    predict.add_argument("--threshold", type=_threshold, default=0.5,
+                         help="cut on p_positive, or 'prior' to label the share π̂ negative")
+    predict.add_argument("--drop-columns", nargs="*", default=[],
+                         help="columns to ignore (identifiers, ...)")
+    predict.add_argument("--random-state", type=int, default=0)
+    predict.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    info = commands.add_parser("info", help="print a checkpoint's model config")
+    info.add_argument("weights", type=Path)
+    return parser
+
+
+def _read_csv(path: Path):
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise CliError(f"input file not found: {path}") from None
+    except (OSError, ValueError) as err:  # pandas' parser errors are ValueErrors
+        raise CliError(f"cannot read {path} as CSV: {err}") from None
+
+
+def _load_table(args: argparse.Namespace):
+    """(features DataFrame, s array, row numbers of the unlabeled rows)."""
+    import numpy as np
+    import pandas as pd
+
+    one_table = args.input is not None or args.label_column is not None
+    two_tables = args.positives is not None or args.unlabeled is not None
+    if one_table == two_tables:
+        raise CliError("give either --input with --label-column, or --positives with --unlabeled")
+    if one_table:
+        if args.input is None or args.label_column is None:
+            raise CliError("--input and --label-column go together")
+        table = _read_csv(args.input)
+        if args.label_column not in table.columns:
+            raise CliError(f"{args.input} has no column {args.label_column!r}; its columns are "
+                           f"{list(table.columns)}")
+        labels = table[args.label_column]
+        if labels.isna().any():
+            raise CliError(f"column {args.label_column!r} has empty entries; mark every row 1 "
+                           f"(labeled positive) or 0 (unlabeled)")
+        features = table.drop(columns=[args.label_column])
+        s = labels.to_numpy()
+        unlabeled_rows = None  # known after s has been validated by the classifier
+    else:
+        if args.positives is None or args.unlabeled is None:
+            raise CliError("--positives and --unlabeled go together")
+        positives, unlabeled = _read_csv(args.positives), _read_csv(args.unlabeled)
+        if list(positives.columns) != list(unlabeled.columns):
+            raise CliError(
+                f"{args.positives} and {args.unlabeled} must have the same columns; got "
+                f"{list(positives.columns)} and {list(unlabeled.columns)}"
+            )
+        features = pd.concat([positives, unlabeled], ignore_index=True)
+        s = np.concatenate([np.ones(len(positives), np.int64), np.zeros(len(unlabeled), np.int64)])
+        unlabeled_rows = np.arange(len(unlabeled))
+    missing = [c for c in args.drop_columns if c not in features.columns]
+    if missing:
+        raise CliError(f"--drop-columns: no such column(s) {missing}")
+    features = features.drop(columns=list(args.drop_columns))
+    return features, s, unlabeled_rows
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _predict(args: argparse.Namespace) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from puicl_model.classifier import PUICLClassifier
+
+    features, s, unlabeled_rows = _load_table(args)
+    classifier = PUICLClassifier(
+        weights=args.weights,
+        device=args.device,
+        n_estimators=args.n_estimators,
+        single_pass_limit=args.single_pass_limit,
+        chunk_size=args.chunk_size,
+        threshold=args.threshold,
+        random_state=args.random_state,
+        progress=False if args.no_progress else None,
+    )
+    classifier.fit(features, s)
+    is_unlabeled = np.asarray(s).astype(np.float64) == 0
+    if unlabeled_rows is None:
+        unlabeled_rows = np.flatnonzero(is_unlabeled)
+    pool = features[is_unlabeled]
+    proba = classifier.predict_proba(pool)[:, 1]
+    labels = classifier.predict(pool)
+    pi_hat = classifier.estimate_class_prior()
+    result = pd.DataFrame({"row": unlabeled_rows, "p_positive": proba, "label": labels})
+    buffer = io.StringIO()
+    result.to_csv(buffer, index=False, float_format="%.6f")
+    message = (
+        f"π̂ (estimated negative share of the {len(pool)} unlabeled rows): {pi_hat:.4f}; "
+        f"predicted negative: {int((labels == 0).sum())}"
+    )
+    if args.output == "-":
+        sys.stdout.write(buffer.getvalue())
+        print(message, file=sys.stderr)
+    else:
+        _write_atomically(Path(args.output), buffer.getvalue())
+        print(f"wrote {len(result)} rows to {args.output}")
+        print(message)
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    import json
+
+    from puicl_model.configio import to_dict
+    from puicl_model.weights import load_weights, resolve_weights_path
+
+    model = load_weights(args.weights)
+    print(f"weights: {resolve_weights_path(args.weights)}")
+    print(json.dumps(to_dict(model.config), indent=2, sort_keys=True))
+    counts = model.parameter_counts()
+    print("parameters: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "predict":
+            return _predict(args)
+        return _info(args)
+    except (CliError, ValueError, FileNotFoundError) as err:
+        print(f"puicl {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

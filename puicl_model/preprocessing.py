@@ -1,0 +1,287 @@
+"""Real tables -> the float32 feature matrix the model reads.
+
+The model consumes numbers only and standardizes every column itself with the labeled rows'
+statistics (paper §3.1). What it cannot do is read strings, skip missing values or ignore
+columns that carry nothing; :class:`TablePreprocessor` does that, learning every mapping from
+the table given to ``fit`` (labeled and unlabeled rows together, never the hidden labels):
+
+* **numeric columns** pass through. Infinite values are an error.
+* **categorical columns** (pandas ``category``/``object``/``string``/``bool`` columns, and
+  numpy object columns whose values are not all numbers) become numbers:
+  ``"ordinal"`` (default) maps the categories, sorted by their text, to 0, 1, 2, …;
+  ``"frequency"`` maps each category to its share of the fitted rows. A missing value is a
+  category of its own; a category first seen after ``fit`` is treated as missing.
+* **missing numeric values** (NaN, None, pandas NA): ``"median"`` (default) fills them with
+  the column's median over the fitted rows; ``"median+indicator"`` also appends a 0/1 column
+  "was missing" for every column that had missing values in ``fit``; ``"error"`` rejects them.
+* **constant columns** (one value over all fitted rows, after the steps above) carry no
+  information and are dropped. If no column is left, one all-zero column stands in, so the
+  model still runs (every unlabeled row then gets the same prediction) and a warning says so.
+
+Finally each kept column is centred and scaled with its mean and standard deviation over the
+fitted rows, in float64, before the cast to float32. The model's own standardization makes
+this a no-op mathematically (it is invariant to positive affine maps of a column), but it keeps
+large offsets (timestamps, identifiers) from losing their variation to float32 rounding.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = ["CategoricalStrategy", "MissingStrategy", "TablePreprocessor"]
+
+CategoricalStrategy = Literal["ordinal", "frequency"]
+MissingStrategy = Literal["median", "median+indicator", "error"]
+
+_MISSING = "\x00missing"  # the category that stands for a missing categorical value
+
+
+@dataclass
+class _Column:
+    """How one input column becomes zero, one or two model features."""
+
+    name: str
+    kind: Literal["numeric", "categorical"]
+    fill: float = 0.0  # numeric: median of the fitted rows
+    indicator: bool = False  # append a "was missing" feature
+    codes: dict[str, float] = field(default_factory=dict)  # categorical: category -> number
+    missing_code: float = 0.0  # categorical: the number of the missing category
+
+
+def _is_dataframe(X: Any) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+
+
+def _category_key(value: Any) -> str:
+    """A category's identity: its text (so 1, 1.0 and '1' of a mixed column stay distinct)."""
+    return f"{type(value).__name__}:{value}"
+
+
+def _is_missing(values: np.ndarray) -> np.ndarray:
+    import pandas as pd
+
+    return np.asarray(pd.isna(values), dtype=bool)
+
+
+class TablePreprocessor:
+    """Learns column encodings on the fitted table; turns tables into float32 matrices."""
+
+    def __init__(
+        self,
+        categorical: CategoricalStrategy = "ordinal",
+        missing: MissingStrategy = "median",
+    ) -> None:
+        if categorical not in ("ordinal", "frequency"):
+            raise ValueError(
+                f"categorical must be 'ordinal' or 'frequency', got {categorical!r}"
+            )
+        if missing not in ("median", "median+indicator", "error"):
+            raise ValueError(
+                f"missing must be 'median', 'median+indicator' or 'error', got {missing!r}"
+            )
+        self.categorical = categorical
+        self.missing = missing
+
+    # ----------------------------------------------------------------------------- input
+    def _columns_of(self, X: Any) -> tuple[list[str], list[np.ndarray], bool]:
+        """Column names, per-column arrays, and whether X is a DataFrame."""
+        if _is_dataframe(X):
+            import pandas as pd
+
+            names = [str(c) for c in X.columns]
+            if len(set(names)) != len(names):
+                raise ValueError("X has duplicate column names; give every column a unique name")
+            arrays = []
+            for column in X.columns:
+                series = X[column]
+                if isinstance(series.dtype, pd.CategoricalDtype) or not (
+                    pd.api.types.is_numeric_dtype(series.dtype)
+                    and not pd.api.types.is_bool_dtype(series.dtype)
+                ):
+                    arrays.append(series.astype(object).to_numpy())
+                else:
+                    arrays.append(series.to_numpy(dtype=np.float64, na_value=np.nan))
+            return names, arrays, True
+        array = np.asarray(X)
+        if array.ndim != 2:
+            raise ValueError(
+                f"X must be a 2-D table (rows × features), got an array of shape {array.shape}"
+            )
+        if array.dtype.kind in "biuf":
+            array = array.astype(np.float64, copy=False)
+        elif array.dtype.kind not in "OUS":
+            raise ValueError(f"X has unsupported dtype {array.dtype}; pass numbers or strings")
+        names = [str(i) for i in range(array.shape[1])]
+        return names, [array[:, i] for i in range(array.shape[1])], False
+
+    @staticmethod
+    def _as_numeric(values: np.ndarray) -> np.ndarray | None:
+        """``values`` as float64 when every non-missing entry is a number, else None."""
+        if values.dtype.kind == "f":
+            return values
+        if values.dtype.kind in "biu":
+            return values.astype(np.float64)
+        missing = _is_missing(values)
+        present = values[~missing]
+        if any(isinstance(v, (bool, np.bool_, str, bytes)) for v in present):
+            return None
+        try:
+            numbers = np.asarray(present, dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+        result = np.full(values.shape, np.nan)
+        result[~missing] = numbers
+        return result
+
+    # ------------------------------------------------------------------------------- fit
+    def fit(self, X: Any) -> TablePreprocessor:
+        names, arrays, is_frame = self._columns_of(X)
+        if not names:
+            raise ValueError("X has no columns; pass at least one feature")
+        self.is_dataframe_ = is_frame
+        self.feature_names_in_ = names
+        self.n_features_in_ = len(names)
+        columns: list[_Column] = []
+        for name, values in zip(names, arrays, strict=True):
+            numeric = self._as_numeric(values)
+            if numeric is not None:
+                columns.append(self._fit_numeric(name, numeric))
+            else:
+                columns.append(self._fit_categorical(name, values))
+        self.columns_ = columns
+        raw = self._encode(arrays)
+        low, high = raw.min(axis=0), raw.max(axis=0)
+        keep = high > low
+        self.dropped_features_ = [
+            label for label, kept in zip(self._feature_labels(), keep, strict=True) if not kept
+        ]
+        self.keep_ = keep
+        if not keep.any():
+            warnings.warn(
+                "every feature is constant over the fitted rows; the model sees no information "
+                "and gives all unlabeled rows the same prediction",
+                UserWarning,
+                stacklevel=3,
+            )
+            self.center_ = np.zeros(0)
+            self.scale_ = np.ones(0)
+        else:
+            kept = raw[:, keep]
+            self.center_ = kept.mean(axis=0)
+            self.scale_ = kept.std(axis=0)
+        return self
+
+    def _fit_numeric(self, name: str, values: np.ndarray) -> _Column:
+        if np.isinf(values).any():
+            row = int(np.flatnonzero(np.isinf(values))[0])
+            raise ValueError(
+                f"column {name!r} holds an infinite value (row {row}); replace it with a finite "
+                f"number or NaN (missing)"
+            )
+        missing = np.isnan(values)
+        if missing.any() and self.missing == "error":
+            raise ValueError(
+                f"column {name!r} has {int(missing.sum())} missing values (NaN) and "
+                f"missing='error'; impute them, or use missing='median'"
+            )
+        fill = float(np.median(values[~missing])) if (~missing).any() else 0.0
+        indicator = bool(missing.any()) and self.missing == "median+indicator"
+        return _Column(name, "numeric", fill=fill, indicator=indicator)
+
+    def _fit_categorical(self, name: str, values: np.ndarray) -> _Column:
+        missing = _is_missing(values)
+        keys = [_MISSING if gone else _category_key(v) for v, gone in
+                zip(values.tolist(), missing.tolist(), strict=True)]
+        categories, counts = np.unique(np.asarray(keys, dtype=object), return_counts=True)
+        if self.categorical == "ordinal":
+            ordered = [c for c in categories.tolist() if c != _MISSING]
+            codes = {c: float(i) for i, c in enumerate(ordered)}
+            missing_code = float(len(ordered))  # missing (and unseen) after the known ones
+        else:
+            shares = counts / counts.sum()
+            codes = {c: float(s) for c, s in zip(categories.tolist(), shares, strict=True)}
+            missing_code = codes.pop(_MISSING, 0.0)
+        return _Column(name, "categorical", codes=codes, missing_code=missing_code)
+
+    # ------------------------------------------------------------------------- transform
+    def _feature_labels(self) -> list[str]:
+        labels: list[str] = []
+        for column in self.columns_:
+            labels.append(column.name)
+            if column.indicator:
+                labels.append(f"{column.name} (missing)")
+        return labels
+
+    def _encode(self, arrays: list[np.ndarray]) -> np.ndarray:
+        features: list[np.ndarray] = []
+        for column, values in zip(self.columns_, arrays, strict=True):
+            if column.kind == "numeric":
+                numeric = self._as_numeric(values)
+                if numeric is None:
+                    raise ValueError(
+                        f"column {column.name!r} was numeric in fit but now holds non-numeric "
+                        f"values"
+                    )
+                if np.isinf(numeric).any():
+                    row = int(np.flatnonzero(np.isinf(numeric))[0])
+                    raise ValueError(
+                        f"column {column.name!r} holds an infinite value (row {row}); replace "
+                        f"it with a finite number or NaN (missing)"
+                    )
+                missing = np.isnan(numeric)
+                if missing.any() and self.missing == "error":
+                    raise ValueError(
+                        f"column {column.name!r} has {int(missing.sum())} missing values (NaN) "
+                        f"and missing='error'; impute them, or use missing='median'"
+                    )
+                features.append(np.where(missing, column.fill, numeric))
+                if column.indicator:
+                    features.append(missing.astype(np.float64))
+            else:
+                missing = _is_missing(values)
+                encoded = np.array(
+                    [
+                        column.missing_code
+                        if gone
+                        else column.codes.get(_category_key(v), column.missing_code)
+                        for v, gone in zip(values.tolist(), missing.tolist(), strict=True)
+                    ],
+                    dtype=np.float64,
+                )
+                features.append(encoded)
+        return np.stack(features, axis=1) if features else np.zeros((0, 0))
+
+    def transform(self, X: Any) -> np.ndarray:
+        """float32 [n_rows, n_kept_features] for the table ``X`` (columns as in ``fit``)."""
+        names, arrays, is_frame = self._columns_of(X)
+        if is_frame and self.is_dataframe_:
+            if names != self.feature_names_in_:
+                missing = [n for n in self.feature_names_in_ if n not in names]
+                extra = [n for n in names if n not in self.feature_names_in_]
+                if missing or extra:
+                    raise ValueError(
+                        "X's columns differ from those seen in fit: "
+                        + (f"missing {missing}" if missing else "")
+                        + ("; " if missing and extra else "")
+                        + (f"unexpected {extra}" if extra else "")
+                    )
+                position = {n: i for i, n in enumerate(names)}  # same names, other order
+                arrays = [arrays[position[n]] for n in self.feature_names_in_]
+        elif len(names) != self.n_features_in_:
+            raise ValueError(
+                f"X has {len(names)} columns but the classifier was fitted with "
+                f"{self.n_features_in_}; pass the same columns as in fit"
+            )
+        raw = self._encode(arrays)
+        if not self.keep_.any():
+            return np.zeros((raw.shape[0], 1), dtype=np.float32)
+        kept = raw[:, self.keep_]
+        return ((kept - self.center_) / self.scale_).astype(np.float32)
+
+    def fit_transform(self, X: Any) -> np.ndarray:
+        self.fit(X)
+        return self.transform(X)

@@ -1,0 +1,279 @@
+"""Model weights on disk: safetensors + the JSON model config, never a pickle.
+
+Layout (docs/architecture.md §7). A checkpoint is either
+
+* a directory ``DIR/`` holding ``model.safetensors`` and ``config.json`` (what
+  :func:`save_weights` writes for a path without the ``.safetensors`` suffix, and what
+  ``trainer export RUN --out DIR`` produces), or
+* a single ``*.safetensors`` file.
+
+Either way the safetensors header metadata carries everything needed to rebuild the model:
+``format`` (``"puicl-weights"``), ``format_version``, ``model_config`` (the JSON of
+:class:`~puicl_model.config.ModelConfig`), ``tensors_sha256`` (a checksum of the tensor bytes,
+verified on load) and ``puicl_version``. ``config.json`` duplicates ``model_config`` so that a
+person can read it; when both exist they must agree.
+
+This directory is also where the bundled default checkpoint ships
+(``puicl_model/weights/model.safetensors`` + ``config.json``, package data); it is found through
+:mod:`importlib.resources`, so shipping one needs no code change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+from puicl_model.config import ModelConfig
+from puicl_model.configio import ConfigError, from_mapping, to_dict
+
+__all__ = [
+    "CONFIG_FILE",
+    "WEIGHTS_FILE",
+    "WeightsError",
+    "bundled_weights_path",
+    "load_weights",
+    "resolve_weights_path",
+    "save_weights",
+]
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+FORMAT_NAME = "puicl-weights"
+FORMAT_VERSION = "1"
+
+
+class WeightsError(ValueError):
+    """A weights file is missing, unreadable, corrupted or does not fit its model config."""
+
+
+def _tensor_digest(tensors: Mapping[str, torch.Tensor]) -> str:
+    """sha256 over names, dtypes, shapes and raw bytes, in sorted name order."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().to("cpu").contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+def save_weights(model: torch.nn.Module, path: str | Path) -> Path:
+    """Write ``model``'s weights and config; returns the safetensors file written.
+
+    ``path`` ending in ``.safetensors`` writes that single self-contained file; any other
+    path is a directory that receives ``model.safetensors`` and ``config.json``. Each file is
+    written to a temporary name and renamed, so an interrupted save never leaves a truncated
+    file under the final name.
+    """
+    from safetensors.torch import save
+
+    from puicl_model import __version__
+    from puicl_model.model import PUICLModel
+
+    if not isinstance(model, PUICLModel):
+        raise TypeError(f"save_weights expects a PUICLModel, got {type(model).__name__}")
+    path = Path(path)
+    tensors = {
+        name: tensor.detach().to("cpu", torch.float32).contiguous()
+        for name, tensor in model.state_dict().items()
+    }
+    config_json = json.dumps(to_dict(model.config), sort_keys=True)
+    metadata = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "model_config": config_json,
+        "tensors_sha256": _tensor_digest(tensors),
+        "puicl_version": __version__,
+    }
+    blob = save(tensors, metadata=metadata)
+    if path.suffix == ".safetensors":
+        _atomic_write_bytes(path, blob)
+        return path
+    weights_path = path / WEIGHTS_FILE
+    _atomic_write_bytes(weights_path, blob)
+    pretty = json.dumps(to_dict(model.config), indent=2, sort_keys=True) + "\n"
+    _atomic_write_bytes(path / CONFIG_FILE, pretty.encode())
+    return weights_path
+
+
+def bundled_weights_path() -> Path | None:
+    """The checkpoint shipped inside the package, or None while none ships."""
+    candidate = resources.files(__name__) / WEIGHTS_FILE
+    if not candidate.is_file():
+        return None
+    return Path(str(candidate))
+
+
+def resolve_weights_path(path: str | Path) -> Path:
+    """The safetensors file that ``path`` (a checkpoint directory or file) designates."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        weights_path = path / WEIGHTS_FILE
+        if not weights_path.is_file():
+            raise WeightsError(
+                f"{path} is a directory without {WEIGHTS_FILE}; pass a checkpoint directory "
+                f"written by save_weights / `trainer export`, or a .safetensors file"
+            )
+        return weights_path
+    if not path.is_file():
+        raise WeightsError(f"weights not found: {path} (expected a .safetensors file or a "
+                           f"directory holding {WEIGHTS_FILE} and {CONFIG_FILE})")
+    return path
+
+
+def _read_config(weights_path: Path, metadata: Mapping[str, str]) -> ModelConfig:
+    """The model config from the file's metadata and/or a ``config.json`` beside it."""
+    sidecar = weights_path.parent / CONFIG_FILE
+    sources: dict[str, dict] = {}
+    if "model_config" in metadata:
+        try:
+            sources[f"the metadata of {weights_path.name}"] = json.loads(metadata["model_config"])
+        except json.JSONDecodeError as err:
+            raise WeightsError(
+                f"{weights_path}: model_config metadata is not JSON: {err}"
+            ) from None
+    if sidecar.is_file():
+        try:
+            sources[str(sidecar)] = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise WeightsError(f"cannot read {sidecar}: {err}") from None
+    if not sources:
+        raise WeightsError(
+            f"{weights_path} carries no model config (no model_config metadata and no "
+            f"{CONFIG_FILE} beside it); save it with puicl_model.weights.save_weights"
+        )
+    configs = {}
+    for source, data in sources.items():
+        try:
+            configs[source] = from_mapping(ModelConfig, data, "model")
+        except ConfigError as err:
+            raise WeightsError(f"invalid model config in {source}: {err}") from None
+    if len(configs) == 2:
+        (name_a, config_a), (name_b, config_b) = configs.items()
+        if config_a != config_b:
+            dict_a, dict_b = to_dict(config_a), to_dict(config_b)
+            differing = ", ".join(
+                f"{key}: {dict_a[key]!r} vs {dict_b[key]!r}"
+                for key in dict_a
+                if dict_a[key] != dict_b[key]
+            )
+            raise WeightsError(
+                f"the model config in {name_a} and in {name_b} differ ({differing}); the "
+                f"checkpoint is inconsistent — export it again"
+            )
+    return next(iter(configs.values()))
+
+
+def _describe_shape_mismatch(name: str, found: tuple, expected: tuple, config: ModelConfig) -> str:
+    """'<name>: shape (a, b) in file, (c, d) expected by config <field>=<value>'."""
+    # Which config fields produce a dimension of the given size.
+    producers: dict[int, list[str]] = {}
+    for size, text in (
+        (config.embed_dim, f"embed_dim={config.embed_dim}"),
+        (3 * config.embed_dim, f"embed_dim={config.embed_dim} (q/k/v: 3*embed_dim)"),
+        (config.ff_dim, f"ff_dim={config.ff_dim}"),
+    ):
+        producers.setdefault(size, []).append(text)
+    culprits: list[str] = []
+    if len(found) == len(expected):
+        for got, want in zip(found, expected, strict=True):
+            if got != want:
+                culprits.extend(producers.get(want, []))
+    reason = " or ".join(dict.fromkeys(culprits)) or (
+        f"embed_dim={config.embed_dim}, ff_dim={config.ff_dim}"
+    )
+    return f"{name}: shape {found} in file, {expected} expected by config {reason}"
+
+
+def _check_tensors(tensors: Mapping[str, torch.Tensor], model: torch.nn.Module,
+                   config: ModelConfig, source: Path) -> None:
+    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+    problems: list[str] = []
+    missing = [name for name in expected if name not in tensors]
+    unexpected = [name for name in tensors if name not in expected]
+    if missing:
+        problems.append(
+            f"missing from the file: {', '.join(missing[:5])}"
+            + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            + f" (config num_layers={config.num_layers})"
+        )
+    if unexpected:
+        problems.append(
+            f"in the file but not in a model with config num_layers={config.num_layers}: "
+            + ", ".join(unexpected[:5])
+            + (f" and {len(unexpected) - 5} more" if len(unexpected) > 5 else "")
+        )
+    wrong_shapes = [
+        _describe_shape_mismatch(name, tuple(tensors[name].shape), shape, config)
+        for name, shape in expected.items()
+        if name in tensors and tuple(tensors[name].shape) != shape
+    ]
+    problems.extend(wrong_shapes[:3])
+    if len(wrong_shapes) > 3:
+        problems.append(f"{len(wrong_shapes) - 3} more tensors have other shapes")
+    for name, tensor in tensors.items():
+        if not tensor.is_floating_point():
+            problems.append(f"{name}: dtype {tensor.dtype} in file, floating point expected")
+    if problems:
+        raise WeightsError(
+            f"{source} does not fit its model config: " + "; ".join(problems)
+        )
+
+
+def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
+    """Rebuild the :class:`~puicl_model.model.PUICLModel` stored at ``path``, in eval mode.
+
+    ``path`` is a checkpoint directory or a ``.safetensors`` file. The file's tensor names,
+    shapes and checksum are verified against its config; any difference is a
+    :class:`WeightsError` that says what differs.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    from puicl_model.model import PUICLModel
+
+    weights_path = resolve_weights_path(path)
+    try:
+        with safe_open(str(weights_path), framework="pt", device="cpu") as handle:
+            metadata = dict(handle.metadata() or {})
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError) as err:
+        raise WeightsError(f"{weights_path} is not a readable safetensors file: {err}") from None
+    if metadata.get("format", FORMAT_NAME) != FORMAT_NAME:
+        raise WeightsError(f"{weights_path} holds {metadata['format']!r}, not PUICL weights")
+    version = metadata.get("format_version", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise WeightsError(
+            f"{weights_path} uses weights format version {version}; this puicl reads version "
+            f"{FORMAT_VERSION} — upgrade puicl or re-export the checkpoint"
+        )
+    config = _read_config(weights_path, metadata)
+    model = PUICLModel(config)
+    _check_tensors(tensors, model, config, weights_path)
+    if "tensors_sha256" in metadata and _tensor_digest(tensors) != metadata["tensors_sha256"]:
+        raise WeightsError(
+            f"{weights_path}: tensor checksum mismatch — the file is corrupted or was modified "
+            f"after export; export it again"
+        )
+    state = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}
+    model.load_state_dict(state, strict=True)
+    return model.to(device).eval()

@@ -1,0 +1,285 @@
+"""PUICLClassifier: the transductive contract, new rows, π̂, ensembles, chunking, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+
+from puicl_model import PUICLClassifier
+from puicl_model.batch import collate_tasks
+from puicl_model.classifier import NoBundledWeightsError
+
+
+def direct_proba(model, x_labeled: np.ndarray, x_rest: np.ndarray) -> np.ndarray:
+    """P(y=1) of the rows ``x_rest`` in one forward pass of [labeled; rest]."""
+    x = np.vstack([x_labeled, x_rest]).astype(np.float32)
+    with torch.no_grad():
+        logits = model(collate_tasks([x], [len(x_labeled)]))
+    return torch.softmax(logits, -1)[0, len(x_labeled):, 1].numpy().astype(np.float64)
+
+
+class ForwardLog:
+    """Records the task sizes of every forward pass of a model."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.calls: list[list[tuple[int, int, int]]] = []
+        self.contexts: list[int] = []  # rows before the query rows, per task
+        self._handle = model.register_forward_hook(self._record)
+
+    def _record(self, module, inputs, output) -> None:
+        self.calls.append(inputs[0].sizes())
+        self.contexts.extend(inputs[0].context_sizes())
+
+    @property
+    def tasks(self) -> list[tuple[int, int, int]]:
+        return [task for call in self.calls for task in call]
+
+
+def test_fitted_unlabeled_rows_get_the_one_pass_transductive_prediction(
+    small_weights, table, rng
+) -> None:
+    X, s = table(rng, 30, 50, 6)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(X, s)
+    expected = direct_proba(clf.model_, clf.x_labeled_, clf.x_pool_)
+    raw = direct_proba(clf.model_, X[s == 1], X[s == 0])
+    log = ForwardLog(clf.model_)
+    proba = clf.predict_proba(X[s == 0])
+    assert proba.shape == (50, 2) and np.allclose(proba.sum(axis=1), 1.0)
+    assert log.tasks == [(30, 80, 6)]  # exactly one forward pass over the whole table
+    np.testing.assert_array_equal(proba[:, 1], expected)
+    # the classifier's float64 centring/scaling does not change what the model computes
+    np.testing.assert_allclose(proba[:, 1], raw, rtol=0, atol=1e-5)
+    # cached: later calls, also on shuffled or partial pools, run no further pass
+    order = rng.permutation(50)
+    np.testing.assert_array_equal(clf.predict_proba(X[s == 0][order])[:, 1], expected[order])
+    np.testing.assert_array_equal(clf.predict_proba(X[s == 0][:3])[:, 1], expected[:3])
+    assert len(log.calls) == 1
+    assert list(clf.classes_) == [0, 1]
+
+
+def test_new_rows_are_query_rows_next_to_the_fitted_pool(small_weights, table, rng) -> None:
+    X, s = table(rng, 30, 40, 5)
+    clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
+    x_new = rng.normal(size=(15, 5))
+    log = ForwardLog(clf.model_)
+    proba = clf.predict_proba(x_new)[:, 1]
+    # the pool's transductive pass, then one pass with the 15 new rows as query rows
+    assert log.tasks == [(30, 70, 5), (30, 85, 5)]
+    table_new = clf.preprocessor_.transform(x_new)
+    one = np.vstack([clf.x_labeled_, clf.x_pool_, table_new[4:5]]).astype(np.float32)
+    with torch.no_grad():
+        logits = clf.model_(collate_tasks([one], [30], n_context=[70]))
+    assert proba[4] == pytest.approx(torch.softmax(logits, -1)[0, 70, 1].item(), abs=1e-6)
+    # a new row's prediction depends neither on the other rows passed nor on their order
+    mixed = np.vstack([x_new[7:8], X[s == 0][:2], x_new[::-1]])
+    mixed_proba = clf.predict_proba(mixed)[:, 1]
+    np.testing.assert_allclose(mixed_proba[0], proba[7], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(mixed_proba[3:], proba[::-1], rtol=0, atol=1e-6)
+    # known rows keep their transductive prediction
+    np.testing.assert_array_equal(mixed_proba[1:3], clf.predict_proba(X[s == 0])[:2, 1])
+
+
+def test_class_prior_and_thresholds(small_weights, table, rng) -> None:
+    X, s = table(rng, 30, 61, 4)
+    clf = PUICLClassifier(weights=small_weights).fit(X, s)
+    p = clf.predict_proba(X[s == 0])[:, 1]
+    pi_hat = clf.estimate_class_prior()
+    assert pi_hat == pytest.approx(np.mean(1 - p), abs=1e-12) and 0 < pi_hat < 1
+    np.testing.assert_array_equal(clf.predict(X[s == 0]), (p > 0.5).astype(int))
+    scores = clf.decision_function(X[s == 0])
+    np.testing.assert_allclose(scores, np.log(p / (1 - p)), rtol=1e-9)
+    assert ((scores > 0) == (p > 0.5)).all()
+
+    prior = clone(clf).set_params(threshold="prior").fit(X, s)
+    labels = prior.predict(X[s == 0])
+    assert (labels == 0).sum() == round(pi_hat * 61)
+    assert p[labels == 0].max() <= p[labels == 1].min()  # the lowest P(y=1) are negative
+    new = rng.normal(size=(6, 4)) + 1.0
+    new_p = prior.predict_proba(new)[:, 1]
+    _, cut = prior._prior_cut()
+    np.testing.assert_array_equal(prior.predict(new), (new_p > cut).astype(int))
+
+
+def test_pandas_table_with_categorical_missing_and_constant_columns(small_weights, rng) -> None:
+    n = 80
+    frame = pd.DataFrame(
+        {
+            "size": rng.normal(size=n),
+            "weight": np.where(rng.random(n) < 0.2, np.nan, rng.normal(size=n)),
+            "colour": rng.choice(["red", "green", "blue"], size=n).astype(object),
+            "grade": pd.Categorical(rng.choice(["A", "B"], size=n)),
+            "ok": rng.random(n) < 0.5,
+            "always": np.full(n, 3.0),
+        }
+    )
+    frame.loc[rng.choice(n, 5, replace=False), "colour"] = None
+    s = pd.Series((np.arange(n) < 25).astype(int))
+    clf = PUICLClassifier(weights=small_weights).fit(frame, s)
+    assert clf.preprocessor_.dropped_features_ == ["always"]
+    assert clf.x_pool_.shape == (55, 5)
+    assert list(clf.feature_names_in_) == list(frame.columns) and clf.n_features_in_ == 6
+    proba = clf.predict_proba(frame[s == 0])
+    assert np.isfinite(proba).all()
+    # a frame with the columns in another order is the same table
+    shuffled = frame[s == 0][list(reversed(frame.columns))]
+    np.testing.assert_array_equal(clf.predict_proba(shuffled), proba)
+
+
+def test_more_features_than_trained_are_an_ensemble_over_feature_groups(
+    small_weights, table, rng
+) -> None:
+    X, s = table(rng, 20, 30, 45)
+    clf = PUICLClassifier(weights=small_weights, random_state=3).fit(X, s)
+    planner = clf.planner_
+    assert planner.n_estimators == 3 and planner.effective_estimators == 3
+    groups = [planner.features_of(k) for k in range(3)]
+    assert sorted(np.concatenate(groups).tolist()) == list(range(45))  # a partition
+    assert [len(g) for g in groups] == [15, 15, 15]
+    log = ForwardLog(clf.model_)
+    proba = clf.predict_proba(X[s == 0])[:, 1]
+    assert sorted(log.tasks) == [(20, 50, 15)] * 3
+    expected = np.mean(
+        [direct_proba(clf.model_, clf.x_labeled_[:, g], clf.x_pool_[:, g]) for g in groups], axis=0
+    )
+    np.testing.assert_allclose(proba, expected, rtol=0, atol=1e-6)
+    # the next three estimators use a fresh partition
+    assert not all(np.array_equal(a, planner.features_of(k + 3)) for k, a in enumerate(groups))
+
+
+def test_large_pool_is_chunked_with_bounded_passes(small_weights, table, rng) -> None:
+    X, s = table(rng, 12, 100, 3)
+    clf = PUICLClassifier(weights=small_weights, single_pass_limit=99, chunk_size=16,
+                          random_state=1).fit(X, s)
+    planner = clf.planner_
+    chunks = planner.chunks_of(0)
+    assert len(chunks) == 7 and max(len(c) for c in chunks) <= 16
+    assert sorted(np.concatenate(chunks).tolist()) == list(range(100))
+    log = ForwardLog(clf.model_)
+    proba = clf.predict_proba(X[s == 0])[:, 1]
+    # each pass: chunk_size // 2 = 8 of the 12 labeled rows (η = 2) and one chunk
+    assert [(labeled, rows - labeled) for labeled, rows, _ in log.tasks] == [
+        (8, len(c)) for c in chunks
+    ]
+    for index, chunk in enumerate(chunks):  # each chunk equals its own direct forward pass
+        labeled = clf.x_labeled_[planner.labeled_of(0, index)]
+        expected = direct_proba(clf.model_, labeled, clf.x_pool_[chunk])
+        np.testing.assert_allclose(proba[chunk], expected, rtol=0, atol=1e-6)
+    assert len({tuple(planner.labeled_of(0, i)) for i in range(7)}) > 1  # bagging
+    # new rows join one chunk each, at most chunk_size per pass: bounded as well
+    log.calls.clear()
+    log.contexts.clear()
+    clf.predict_proba(rng.normal(size=(70, 3)))
+    assert max(rows for _, rows, _ in log.tasks) <= 8 + 16 + 16
+    pairs = zip(log.tasks, log.contexts, strict=True)
+    queries = [rows - context for (_, rows, _), context in pairs]
+    assert sum(queries) == 70 and max(queries) <= 16
+    # one row more than the limit, not less, is what switches chunking on
+    single = PUICLClassifier(weights=small_weights, single_pass_limit=100).fit(X, s)
+    assert not single.planner_.chunked and single.planner_.effective_estimators == 1
+
+
+def test_many_labeled_positives_are_subsampled_per_pass(small_weights, table, rng) -> None:
+    X, s = table(rng, 40, 20, 3)
+    clf = PUICLClassifier(weights=small_weights, max_labeled=10, n_estimators=4).fit(X, s)
+    log = ForwardLog(clf.model_)
+    clf.predict_proba(X[s == 0])
+    assert log.tasks == [(10, 30, 3)] * 4
+    subsets = {tuple(clf.planner_.labeled_of(k, 0)) for k in range(4)}
+    assert len(subsets) == 4
+
+
+def test_random_state_makes_results_reproducible(small_weights, table, rng) -> None:
+    X, s = table(rng, 12, 60, 25)
+
+    def run(seed):
+        return PUICLClassifier(weights=small_weights, single_pass_limit=30, chunk_size=20,
+                               random_state=seed).fit(X, s).predict_proba(X[s == 0])[:, 1]
+
+    np.testing.assert_array_equal(run(7), run(7))
+    assert not np.array_equal(run(7), run(8))
+
+
+def test_model_object_as_weights_and_sklearn_clone(small_model, table, rng) -> None:
+    X, s = table(rng, 10, 20, 3)
+    clf = PUICLClassifier(weights=small_model, device="auto", random_state=0)
+    assert clf.get_params()["random_state"] == 0
+    first = clf.fit(X, s).predict_proba(X[s == 0])
+    assert clf.device_.type == "cpu"
+    np.testing.assert_array_equal(clone(clf).fit(X, s).predict_proba(X[s == 0]), first)
+
+
+def test_without_weights_it_says_no_checkpoint_ships_yet() -> None:
+    with pytest.raises(NoBundledWeightsError, match="no bundled checkpoint ships") as caught:
+        PUICLClassifier()
+    assert "weights=PATH" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("s", "message"),
+    [
+        (np.r_[np.ones(3), np.zeros(6), 2], r"s must contain only 0 \(unlabeled\) and 1 "
+                                            r"\(labeled positive\); found 2\.0"),
+        (np.r_[np.ones(1), np.zeros(9)], r"at least two labeled positives \(s == 1\); got 1"),
+        (np.ones(10), r"no unlabeled rows \(s == 0\)"),
+        (np.r_[np.ones(3), np.zeros(6)], "X has 10 rows but s has 9 entries"),
+        (np.r_[np.ones(3), np.zeros(6), np.nan], "s must contain only 0"),
+    ],
+)
+def test_bad_labels_are_rejected_with_clear_messages(small_weights, s, message) -> None:
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(ValueError, match=message):
+        PUICLClassifier(weights=small_weights).fit(X, s)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"n_estimators": 0}, "n_estimators must be an integer >= 1, got 0"),
+        ({"chunk_size": 3}, "chunk_size must be an integer >= 4, got 3"),
+        ({"threshold": 1.5}, r"threshold must be a number in \(0, 1\) or 'prior', got 1\.5"),
+        ({"precision": "half"}, "precision must be 'auto', 'float32' or 'bfloat16'"),
+        ({"device": "tpu"}, "device must be 'auto', 'cpu'"),
+        ({"missing": "zero"}, "missing must be 'median', 'median\\+indicator' or 'error'"),
+    ],
+)
+def test_bad_settings_are_rejected_at_fit(small_weights, params, message) -> None:
+    X, s = np.random.default_rng(0).normal(size=(10, 3)), np.r_[np.ones(3), np.zeros(7)]
+    with pytest.raises(ValueError, match=message):
+        PUICLClassifier(weights=small_weights, **params).fit(X, s)
+
+
+def test_bad_tables_are_rejected_with_clear_messages(small_weights) -> None:
+    X, s = np.random.default_rng(0).normal(size=(10, 3)), np.r_[np.ones(3), np.zeros(7)]
+    clf = PUICLClassifier(weights=small_weights)
+    with pytest.raises(NotFittedError, match="call fit"):
+        clf.predict(X)
+    bad = X.copy()
+    bad[4, 1] = np.inf
+    with pytest.raises(ValueError, match=r"column '1' holds an infinite value \(row 4\)"):
+        clf.fit(bad, s)
+    bad[4, 1] = np.nan
+    with pytest.raises(ValueError, match=r"column '1' has 1 missing values \(NaN\)"):
+        PUICLClassifier(weights=small_weights, missing="error").fit(bad, s)
+    assert np.isfinite(clf.fit(bad, s).predict_proba(bad)).all()  # NaN imputed by default
+    with pytest.raises(ValueError, match="X has 2 columns but the classifier was fitted with 3"):
+        clf.predict(X[:, :2])
+
+
+def test_precision_threads_and_progress_options(small_weights, table, rng, capsys) -> None:
+    X, s = table(rng, 20, 40, 4)
+    exact = PUICLClassifier(weights=small_weights).fit(X, s).predict_proba(X[s == 0])[:, 1]
+    threads = torch.get_num_threads()
+    low = PUICLClassifier(weights=small_weights, precision="bfloat16", n_threads=1,
+                          progress=True).fit(X, s)
+    low_p = low.predict_proba(X[s == 0])[:, 1]
+    assert torch.get_num_threads() == threads  # restored after inference
+    assert np.abs(low_p - exact).max() < 0.05 and not np.array_equal(low_p, exact)
+    assert "PUICL" in capsys.readouterr().err  # the tqdm bar
+    cut = float(np.median(exact))
+    labels = PUICLClassifier(weights=small_weights, threshold=cut).fit(X, s).predict(X[s == 0])
+    np.testing.assert_array_equal(labels, (exact > cut).astype(int))
+    assert labels.sum() == 20  # half of the 40 pool rows lie above their median

@@ -1,0 +1,112 @@
+"""Real tables -> model features: categorical, missing and constant columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from puicl_model.preprocessing import TablePreprocessor
+
+
+def raw_features(pre: TablePreprocessor, X) -> np.ndarray:
+    """The encoded features before the (model-irrelevant) float64 centring and scaling."""
+    return pre.transform(X).astype(np.float64) * pre.scale_ + pre.center_
+
+
+def close(actual: np.ndarray, expected: list[float]) -> None:
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)  # float32 round trip
+
+
+def mixed_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "num": [1.0, np.nan, 3.0, 5.0, np.nan, 7.0],
+            "text": ["b", "a", None, "c", "a", "b"],
+            "cat": pd.Categorical(["x", "y", "x", "y", "x", "x"]),
+            "flag": [True, False, True, True, False, True],
+            "const": [4, 4, 4, 4, 4, 4],
+        }
+    )
+
+
+def test_ordinal_encoding_median_imputation_and_constant_columns() -> None:
+    pre = TablePreprocessor().fit(mixed_frame())
+    assert pre.dropped_features_ == ["const"]
+    encoded = raw_features(pre, mixed_frame())
+    assert encoded.shape == (6, 4)
+    # num: NaN -> median of 1, 3, 5, 7 = 4
+    close(encoded[:, 0], [1, 4, 3, 5, 4, 7])
+    # text: categories sorted a < b < c, missing after them
+    close(encoded[:, 1], [1, 0, 3, 2, 0, 1])
+    close(encoded[:, 2], [0, 1, 0, 1, 0, 0])
+    close(encoded[:, 3], [1, 0, 1, 1, 0, 1])  # False < True
+    assert pre.transform(mixed_frame()).dtype == np.float32
+
+
+def test_frequency_encoding_and_missing_indicator() -> None:
+    pre = TablePreprocessor(categorical="frequency", missing="median+indicator")
+    pre.fit(mixed_frame())
+    encoded = raw_features(pre, mixed_frame())
+    assert encoded.shape == (6, 5)  # num, num (missing), text, cat, flag
+    close(encoded[:, 1], [0, 1, 0, 0, 1, 0])
+    close(encoded[:, 2], [2 / 6, 2 / 6, 1 / 6, 1 / 6, 2 / 6, 2 / 6])
+
+
+def test_unseen_categories_count_as_missing_and_columns_may_be_reordered() -> None:
+    pre = TablePreprocessor().fit(mixed_frame())
+    new = mixed_frame().iloc[:2].copy()
+    new["text"] = ["zzz", None]
+    reordered = new[["const", "flag", "cat", "text", "num"]]
+    encoded = raw_features(pre, reordered)
+    close(encoded[:, 1], [3, 3])  # the missing code
+
+
+def test_numeric_object_columns_stay_numeric() -> None:
+    X = np.array([[1, "a"], [2.5, "b"], [None, "a"]], dtype=object)
+    pre = TablePreprocessor().fit(X)
+    assert [c.kind for c in pre.columns_] == ["numeric", "categorical"]
+    close(raw_features(pre, X)[:, 0], [1, 2.5, 1.75])
+
+
+@pytest.mark.parametrize(
+    ("fit_X", "X", "message"),
+    [
+        (np.zeros((3, 4)) + np.arange(3)[:, None], np.zeros((2, 3)),
+         "X has 3 columns but the classifier was fitted with 4"),
+        (mixed_frame(), mixed_frame().drop(columns="num"), r"missing \['num'\]"),
+        (mixed_frame(), mixed_frame().assign(extra=1), r"unexpected \['extra'\]"),
+        (mixed_frame(), mixed_frame().assign(num="x"),
+         "column 'num' was numeric in fit but now holds non-numeric values"),
+        (np.arange(6.0).reshape(3, 2), np.array([[np.inf, 1.0]]),
+         r"column '0' holds an infinite value \(row 0\)"),
+    ],
+)
+def test_transform_errors(fit_X, X, message) -> None:
+    pre = TablePreprocessor().fit(fit_X)
+    with pytest.raises(ValueError, match=message):
+        pre.transform(X)
+
+
+def test_fit_errors() -> None:
+    with pytest.raises(ValueError, match=r"column '1' holds an infinite value \(row 2\)"):
+        TablePreprocessor().fit(np.array([[1.0, 2.0], [2.0, 3.0], [3.0, -np.inf]]))
+    with pytest.raises(ValueError, match="1 missing values \\(NaN\\) and missing='error'"):
+        TablePreprocessor(missing="error").fit(np.array([[1.0, np.nan], [2.0, 3.0]]))
+    with pytest.raises(ValueError, match="2-D table"):
+        TablePreprocessor().fit(np.zeros(5))
+    with pytest.raises(ValueError, match="categorical must be 'ordinal' or 'frequency'"):
+        TablePreprocessor(categorical="onehot")
+
+
+def test_all_constant_table_warns_and_yields_one_zero_column() -> None:
+    with pytest.warns(UserWarning, match="every feature is constant"):
+        pre = TablePreprocessor().fit(np.ones((5, 3)))
+    out = pre.transform(np.ones((2, 3)))
+    assert out.shape == (2, 1) and (out == 0).all()
+
+
+def test_large_offsets_survive_the_float32_cast() -> None:
+    X = 1.6e9 + np.array([[0.0], [1.0], [2.0], [3.0]])  # float32 would round these together
+    out = TablePreprocessor().fit_transform(X)
+    assert len(np.unique(out)) == 4

@@ -1,0 +1,137 @@
+"""safetensors + JSON config on disk: round trips and errors that say what differs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+
+from puicl_model.batch import collate_tasks
+from puicl_model.config import ModelConfig
+from puicl_model.weights import (
+    WeightsError,
+    bundled_weights_path,
+    load_weights,
+    save_weights,
+)
+
+
+def same_state(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_directory_round_trip_is_bit_identical(small_model, tmp_path) -> None:
+    written = save_weights(small_model, tmp_path / "ckpt")
+    assert written == tmp_path / "ckpt" / "model.safetensors"
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["config.json",
+                                                                     "model.safetensors"]
+    loaded = load_weights(tmp_path / "ckpt")
+    assert loaded.config == small_model.config and not loaded.training
+    assert same_state(loaded, small_model)
+    batch = collate_tasks([torch.randn(12, 3)], [4])
+    with torch.no_grad():
+        assert torch.equal(loaded(batch), small_model(batch))
+    assert json.loads((tmp_path / "ckpt" / "config.json").read_text())["embed_dim"] == 32
+
+
+def test_single_file_carries_its_config(small_model, tmp_path) -> None:
+    path = save_weights(small_model, tmp_path / "alone.safetensors")
+    assert [p.name for p in tmp_path.iterdir()] == ["alone.safetensors"]
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    assert metadata["format"] == "puicl-weights"
+    assert json.loads(metadata["model_config"])["ff_dim"] == 48
+    assert same_state(load_weights(path), small_model)
+
+
+def test_shape_mismatch_names_tensor_shapes_and_config_field(small_model, tmp_path) -> None:
+    path = save_weights(small_model, tmp_path / "w.safetensors")
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    config = json.loads(metadata["model_config"])
+    config["ff_dim"] = 64  # the file's tensors were made with ff_dim=48
+    metadata["model_config"] = json.dumps(config)
+    save_file(load_file(path), path, metadata=metadata)
+    with pytest.raises(WeightsError) as caught:
+        load_weights(path)
+    assert ("blocks.0.ff.0.weight: shape (48, 32) in file, (64, 32) expected by config "
+            "ff_dim=64") in str(caught.value)
+    assert "more tensors have other shapes" in str(caught.value)
+
+
+def test_missing_layers_are_reported_with_num_layers(small_model, tmp_path) -> None:
+    path = save_weights(small_model, tmp_path / "w.safetensors")
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    config = json.loads(metadata["model_config"])
+    config["num_layers"] = 3
+    metadata["model_config"] = json.dumps(config)
+    tensors = load_file(path)
+    save_file(tensors, path, metadata={k: v for k, v in metadata.items() if k != "tensors_sha256"})
+    with pytest.raises(WeightsError, match=r"missing from the file: blocks\.2\.attn_features"
+                                           r"\.qkv\.weight.*config num_layers=3"):
+        load_weights(path)
+
+
+def test_config_json_and_metadata_must_agree(small_model, tmp_path) -> None:
+    save_weights(small_model, tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["num_heads"] = 8
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightsError, match=r"differ \(num_heads: 4 vs 8\)"):
+        load_weights(tmp_path)
+
+
+def test_invalid_config_is_a_config_error_naming_the_key(small_model, tmp_path) -> None:
+    save_weights(small_model, tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["ff_dimm"] = config.pop("ff_dim")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightsError, match=r"model\.ff_dimm: unknown key"):
+        load_weights(tmp_path)
+
+
+def test_modified_tensor_fails_the_checksum(small_model, tmp_path) -> None:
+    path = save_weights(small_model, tmp_path / "w.safetensors")
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    tensors = load_file(path)
+    tensors["decoder.2.bias"] = tensors["decoder.2.bias"] + 1.0
+    save_file(tensors, path, metadata=metadata)
+    with pytest.raises(WeightsError, match="checksum mismatch"):
+        load_weights(path)
+
+
+def test_unreadable_and_missing_files(tmp_path) -> None:
+    garbage = tmp_path / "garbage.safetensors"
+    garbage.write_bytes(b"not a safetensors file at all")
+    with pytest.raises(WeightsError, match="is not a readable safetensors file"):
+        load_weights(garbage)
+    with pytest.raises(WeightsError, match="weights not found"):
+        load_weights(tmp_path / "nope.safetensors")
+    with pytest.raises(WeightsError, match=r"is a directory without model\.safetensors"):
+        load_weights(tmp_path)
+
+
+def test_foreign_safetensors_without_config_is_rejected(tmp_path) -> None:
+    path = tmp_path / "foreign.safetensors"
+    save_file({"weight": torch.zeros(2)}, path)
+    with pytest.raises(WeightsError, match="carries no model config"):
+        load_weights(path)
+
+
+def test_no_bundled_checkpoint_ships_yet() -> None:
+    assert bundled_weights_path() is None
+
+
+def test_default_config_round_trip(tmp_path: Path) -> None:
+    from puicl_model.model import PUICLModel
+
+    model = PUICLModel(ModelConfig())
+    loaded = load_weights(save_weights(model, tmp_path / "default"))
+    assert loaded.parameter_counts()["total"] == 1_226_882 and same_state(loaded, model)

@@ -1,0 +1,105 @@
+"""RunConfig: every section of a run config, strictly validated, in sync with prior_gen."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from prior_gen.config import KNOWN_SECTIONS, load_generation_config
+from puicl_model.configio import ConfigError
+from trainer.config import RunConfig, TrainingConfig, load_run_config, run_config_from_mapping
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def test_run_config_sections_are_the_known_sections() -> None:
+    assert tuple(f.name for f in dataclasses.fields(RunConfig)) == KNOWN_SECTIONS
+
+
+@pytest.mark.parametrize("name", ["paper.yaml", "smoke.yaml"])
+def test_shipped_configs_load(name: str) -> None:
+    config = load_run_config(CONFIGS / name)
+    # the trainer and prior-gen read the same generation sections
+    assert config.generation() == load_generation_config(CONFIGS / name)
+
+
+def test_paper_config_is_the_paper() -> None:
+    config = load_run_config(CONFIGS / "paper.yaml")
+    assert config.training == TrainingConfig(
+        micro_batch_size=config.training.micro_batch_size,
+        micro_batch_cells=config.training.micro_batch_cells,
+        group_by_rows=config.training.group_by_rows,
+        activation_checkpointing=config.training.activation_checkpointing,
+        checkpoint_every=config.training.checkpoint_every,
+        keep_checkpoints=config.training.keep_checkpoints,
+        log_every=config.training.log_every,
+        max_consecutive_skips=config.training.max_consecutive_skips,
+    )  # optimizer, both schedules, EMA and sampler at the paper's values (the defaults)
+    training = config.training
+    assert (training.optimizer.beta1, training.optimizer.beta2) == (0.9, 0.95)
+    assert training.optimizer.weight_decay == 1e-4 and training.optimizer.grad_clip == 1.0
+    assert (training.phase1.peak_lr, training.phase1.floor_lr) == (1.6e-4, 1.6e-5)
+    assert (training.phase1.warmup_steps, training.phase1.decay_power) == (4000, 1.5)
+    assert (training.phase2.peak_lr, training.phase2.floor_lr) == (4e-5, 4e-6)
+    assert training.phase2.warmup_steps == 2000 and training.ema_decay == 0.95
+    assert config.curriculum.global_batch == 48
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"trainig": {}}, "trainig: unknown key"),
+        (
+            {"training": {"phase1": {"peak_lr": -1, "floor_lr": 0, "warmup_steps": 1}}},
+            "training.phase1.peak_lr: must be positive",
+        ),
+        ({"training": {"phase1": {"peak_lr": 1e-3}}}, "training.phase1.floor_lr: missing"),
+        (
+            {"training": {"phase2": {"peak_lr": 1e-5, "floor_lr": 1e-4, "warmup_steps": 1}}},
+            "training.phase2.floor_lr: must be in [0, peak_lr=1e-05]",
+        ),
+        ({"training": {"sampler": "random"}}, "training.sampler: must be one of 'sequential'"),
+        ({"training": {"ema_decay": 1.0}}, "training.ema_decay: must be in [0, 1)"),
+        ({"training": {"micro_batch_size": 0}}, "training.micro_batch_size: must be positive"),
+        ({"training": {"optimizer": {"betas": [0.9, 0.95]}}}, "training.optimizer.betas: unknown"),
+        ({"validation": {"stages": [1, 7]}}, "validation.stages[1]: stage 7 is outside 1..3"),
+        ({"validation": {"stages": ["last"]}}, "validation.stages[0]:"),
+        ({"validation": {"pi_buckets": [0.2, 1.0]}}, "validation.pi_buckets: must cover [0, 1]"),
+        ({"model": {"num_heads": 3}}, "model.num_heads: must divide embed_dim"),
+        ({"seed": -1}, "seed: must lie in 0..2**63-1"),
+    ],
+)
+def test_errors_name_the_key(patch: dict, message: str) -> None:
+    base = {
+        "seed": 1,
+        "curriculum": {"stages": 3, "steps_per_stage": 2, "tail_steps": 1, "global_batch": 4},
+        "validation": {"stages": [1, "tail"]},
+    }
+    for key, value in patch.items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    with pytest.raises(ConfigError) as err:
+        run_config_from_mapping(base)
+    assert message in str(err.value)
+
+
+def test_load_error_names_the_file(tmp_path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("training:\n  log_evry: 3\n")
+    with pytest.raises(ConfigError, match=r"training.log_evry: unknown key .* \(in .*run.yaml\)"):
+        load_run_config(path)
+
+
+def test_training_hash_ignores_bookkeeping_only() -> None:
+    base = run_config_from_mapping({"validation": {"stages": [1]}})
+    same = run_config_from_mapping(
+        {"validation": {"stages": [1], "every_steps": 7}, "training": {"log_every": 3}}
+    )
+    other = run_config_from_mapping(
+        {"validation": {"stages": [1]}, "training": {"phase1": {"peak_lr": 1e-3,
+                                                               "floor_lr": 0.0,
+                                                               "warmup_steps": 1}}}
+    )
+    assert base.training_hash() == same.training_hash()
+    assert base.training_hash() != other.training_hash()

@@ -1,0 +1,24 @@
+"""Distributed trainer of the PUICL model (paper §5).
+
+Training runs as a script, ``torchrun --nproc_per_node N trainer/main.py --config ...`` or
+``python trainer/main.py ...``; ``trainer export`` and ``trainer plot`` (``trainer.cli``) work
+on a finished or running run directory. The modules, one job each:
+
+* ``trainer.config``      -- the whole run configuration (``RunConfig``) and its loading
+* ``trainer.schedule``    -- the two-phase learning-rate schedule
+* ``trainer.sampler``     -- which stored step (phase, stage, step in stage) a global step reads
+* ``trainer.shard_check`` -- refuses shards that do not fit the run, naming what to generate
+* ``trainer.batching``    -- rank slices, size-grouped micro-batches, the per-task loss
+* ``trainer.ema``         -- exponential moving average of the weights
+* ``trainer.checkpoint``  -- atomic, checksummed, keep-last-K checkpoints with RNG states
+* ``trainer.dist_env``    -- torchrun environment, process group, collective helpers
+* ``trainer.evaluation``  -- validation metrics (AUC with ties, accuracy, per-π buckets)
+* ``trainer.metrics_log`` -- the JSONL metrics file and the console/progress-bar reporter
+* ``trainer.loop``        -- the training loop that ties these together
+* ``trainer.export``      -- EMA weights of a run -> the model's safetensors format
+* ``trainer.plotting``    -- metrics.jsonl -> PNG
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

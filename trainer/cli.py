@@ -1,0 +1,68 @@
+"""The ``trainer`` command: ``trainer export RUN --out DIR`` and ``trainer plot RUN``.
+
+Training itself is ``torchrun ... trainer/main.py`` (or ``python trainer/main.py``); the same
+options are available as ``trainer train ...`` for a single process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainer", description="Work with PUICL training runs (see docs/training.md)."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    export = commands.add_parser(
+        "export", help="write a run's EMA weights for PUICLClassifier(weights=DIR)"
+    )
+    export.add_argument("run", type=Path, help="run directory (--run-dir of the training)")
+    export.add_argument("--out", type=Path, required=True, help="output weights directory")
+    export.add_argument(
+        "--step", type=int, default=None, help="checkpoint step (default: the newest)"
+    )
+
+    plot = commands.add_parser("plot", help="draw the curves of metrics.jsonl to a PNG")
+    plot.add_argument("run", type=Path, help="run directory")
+    plot.add_argument("--out", type=Path, default=None, help="PNG path (default RUN/metrics.png)")
+
+    commands.add_parser(
+        "train",
+        help="train in this process (same options as trainer/main.py)",
+        add_help=False,
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:
+        from trainer.main import main as train_main
+
+        return train_main(argv[1:])
+    args = build_parser().parse_args(argv)
+
+    from trainer.checkpoint import CheckpointError
+
+    try:
+        if args.command == "export":
+            from trainer.export import export_run
+
+            used = export_run(args.run, args.out, args.step)
+            print(f"wrote the EMA weights of {used} to {args.out}")
+        elif args.command == "plot":
+            from trainer.plotting import plot_run
+
+            print(f"wrote {plot_run(args.run, args.out)}")
+    except (CheckpointError, FileNotFoundError, ValueError) as err:
+        print(f"trainer {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

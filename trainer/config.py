@@ -1,0 +1,233 @@
+"""The run configuration: one YAML file -> ``RunConfig`` (all sections, strictly validated).
+
+``seed``, ``prior``, ``curriculum`` and ``shards`` are the prior generator's sections
+(``prior_gen.config``), ``model`` is ``puicl_model.config.ModelConfig``; ``training`` and
+``validation`` are defined here. Every section goes through ``puicl_model.configio``, so an
+unknown key, a wrong type or an out-of-range value is a ``ConfigError`` naming the dotted key.
+Defaults are the paper's (§5); ``configs/paper.yaml`` spells them out anyway.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from prior_gen.config import CurriculumConfig, GenerationConfig, PriorConfig, ShardConfig
+from puicl_model.config import ModelConfig
+from puicl_model.configio import ConfigError, config_hash, from_mapping, load_yaml, require, to_dict
+
+SamplerName = Literal["sequential", "shuffled", "uniform", "final_stage"]
+StageName = int | Literal["tail"]
+
+
+@dataclass(frozen=True)
+class PhaseSchedule:
+    """Learning-rate schedule of one phase: linear warmup, then polynomial decay to a floor."""
+
+    peak_lr: float
+    floor_lr: float
+    warmup_steps: int
+    decay_power: float = 1.5
+
+    def validate(self) -> None:
+        require(self.peak_lr > 0, "peak_lr", f"must be positive, got {self.peak_lr}")
+        require(
+            0 <= self.floor_lr <= self.peak_lr,
+            "floor_lr",
+            f"must be in [0, peak_lr={self.peak_lr}], got {self.floor_lr}",
+        )
+        require(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+        require(self.decay_power > 0, "decay_power", f"must be positive, got {self.decay_power}")
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    """AdamW hyper-parameters and gradient clipping (paper §5)."""
+
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    weight_decay: float = 1e-4  # applied to every parameter, as in the reference
+    grad_clip: float = 1.0  # max L2 norm of the whole gradient; 0 turns clipping off
+
+    def validate(self) -> None:
+        require(0 <= self.beta1 < 1, "beta1", f"must be in [0, 1), got {self.beta1}")
+        require(0 <= self.beta2 < 1, "beta2", f"must be in [0, 1), got {self.beta2}")
+        require(self.eps > 0, "eps", f"must be positive, got {self.eps}")
+        require(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
+        require(self.grad_clip >= 0, "grad_clip", f"must be >= 0, got {self.grad_clip}")
+
+
+def _phase1_default() -> PhaseSchedule:
+    return PhaseSchedule(peak_lr=1.6e-4, floor_lr=1.6e-5, warmup_steps=4000, decay_power=1.5)
+
+
+def _phase2_default() -> PhaseSchedule:
+    return PhaseSchedule(peak_lr=4e-5, floor_lr=4e-6, warmup_steps=2000, decay_power=1.5)
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """How the model is trained: data order, optimizer, schedule, EMA, batching, bookkeeping."""
+
+    # how global steps map to stored steps: "sequential" is the paper's curriculum; the others
+    # are ablations on the same shards (see trainer.sampler)
+    sampler: SamplerName = "sequential"
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    phase1: PhaseSchedule = field(default_factory=_phase1_default)
+    phase2: PhaseSchedule = field(default_factory=_phase2_default)
+    ema_decay: float = 0.95  # the EMA weights are what is validated and exported
+    # A rank cuts its tasks into micro-batches of at most micro_batch_size tasks and (unless
+    # null) micro_batch_cells table cells, accumulating gradients over them: this bounds the
+    # activation memory without changing the objective.
+    micro_batch_size: int = 8
+    micro_batch_cells: int | None = None
+    group_by_rows: bool = True  # order a rank's tasks by row count before cutting
+    # recompute each block in the backward pass instead of storing its activations
+    activation_checkpointing: bool = False
+    # "auto": bf16 autocast on CUDA, float32 on CPU
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    max_consecutive_skips: int = 10  # non-finite steps in a row before the run stops
+    checkpoint_every: int = 1000  # steps; a checkpoint is also written when a segment ends
+    keep_checkpoints: int = 3  # the newest K checkpoints are kept
+    log_every: int = 50  # steps per JSONL record / console summary line
+
+    def validate(self) -> None:
+        require(
+            0 <= self.ema_decay < 1, "ema_decay", f"must be in [0, 1), got {self.ema_decay}"
+        )
+        require(
+            self.micro_batch_size > 0,
+            "micro_batch_size",
+            f"must be positive, got {self.micro_batch_size}",
+        )
+        require(
+            self.micro_batch_cells is None or self.micro_batch_cells > 0,
+            "micro_batch_cells",
+            f"must be positive or null, got {self.micro_batch_cells}",
+        )
+        require(
+            self.max_consecutive_skips > 0,
+            "max_consecutive_skips",
+            f"must be positive, got {self.max_consecutive_skips}",
+        )
+        require(
+            self.checkpoint_every > 0,
+            "checkpoint_every",
+            f"must be positive, got {self.checkpoint_every}",
+        )
+        require(
+            self.keep_checkpoints > 0,
+            "keep_checkpoints",
+            f"must be positive, got {self.keep_checkpoints}",
+        )
+        require(self.log_every > 0, "log_every", f"must be positive, got {self.log_every}")
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    """Periodic validation of the EMA weights on the held-out split (``prior-gen --split val``)."""
+
+    every_steps: int = 1000  # 0 turns periodic validation off
+    # stages of the val split to validate on; steps 0..steps_per_stage-1 of each
+    stages: tuple[StageName, ...] = (1, 50, 100, "tail")
+    steps_per_stage: int = 1
+    batch_size: int = 8  # tasks per forward pass
+    # edges of the realized-π buckets for the per-bucket AUC (π = negative share of the pool)
+    pi_buckets: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7, 1.0)
+
+    def validate(self) -> None:
+        require(self.every_steps >= 0, "every_steps", f"must be >= 0, got {self.every_steps}")
+        require(len(self.stages) > 0, "stages", "must list at least one stage")
+        require(
+            self.steps_per_stage > 0,
+            "steps_per_stage",
+            f"must be positive, got {self.steps_per_stage}",
+        )
+        require(self.batch_size > 0, "batch_size", f"must be positive, got {self.batch_size}")
+        edges = self.pi_buckets
+        require(
+            len(edges) >= 2 and all(a < b for a, b in itertools.pairwise(edges)),
+            "pi_buckets",
+            f"must be at least two increasing edges, got {list(edges)}",
+        )
+        require(
+            edges[0] <= 0.0 and edges[-1] >= 1.0,
+            "pi_buckets",
+            f"must cover [0, 1] (first edge <= 0, last >= 1), got {list(edges)}",
+        )
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one training run needs; the top-level keys of ``configs/*.yaml``."""
+
+    seed: int = 0
+    prior: PriorConfig = field(default_factory=PriorConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    shards: ShardConfig = field(default_factory=ShardConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+
+    def validate(self) -> None:
+        self.generation().validate()  # the seed's range, as prior-gen checks it
+        num_stages = self.curriculum.stages
+        for i, stage in enumerate(self.validation.stages):
+            if stage != "tail":
+                require(
+                    1 <= stage <= num_stages,
+                    f"validation.stages[{i}]",
+                    f"stage {stage} is outside 1..{num_stages} of the curriculum",
+                )
+
+    def generation(self) -> GenerationConfig:
+        """The prior generator's view of this run (what the shard manifest was made from)."""
+        return GenerationConfig(
+            seed=self.seed, prior=self.prior, curriculum=self.curriculum, shards=self.shards
+        )
+
+    def training_hash(self) -> str:
+        """Hash of everything that decides the trained weights (checked when resuming).
+
+        Bookkeeping (checkpoint cadence, logging, validation, shard storage format) and the
+        micro-batch layout (which changes float rounding only) are left out, so they may change
+        between the segments of one run.
+        """
+        training = self.training
+        identity = {
+            "seed": self.seed,
+            "prior": self.prior,
+            "curriculum": self.curriculum,
+            "model": self.model,
+            "training": {
+                "sampler": training.sampler,
+                "optimizer": training.optimizer,
+                "phase1": training.phase1,
+                "phase2": training.phase2,
+                "ema_decay": training.ema_decay,
+                "precision": training.precision,
+            },
+        }
+        return config_hash(identity)
+
+
+def run_config_from_mapping(data: Any) -> RunConfig:
+    """Build and validate a ``RunConfig`` from a parsed YAML mapping."""
+    return from_mapping(RunConfig, data)
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    """Read a run config file; every problem is a ``ConfigError`` naming file and key."""
+    data = load_yaml(path)
+    try:
+        return run_config_from_mapping(data)
+    except ConfigError as err:
+        raise ConfigError(err.key, f"{err.message} (in {path})") from None
+
+
+def run_config_to_dict(config: RunConfig) -> dict[str, Any]:
+    """Plain-JSON form of a config (stored in checkpoints and the run directory)."""
+    return to_dict(config)

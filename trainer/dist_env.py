@@ -1,0 +1,101 @@
+"""Process-group setup from the torchrun environment, and the few collectives the loop needs.
+
+``torchrun`` sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; a plain
+``python trainer/main.py`` sets none of them and runs as world size 1 without a process group.
+The backend is NCCL when the device is a GPU and gloo on CPU. Collectives time out (default
+10 minutes) instead of hanging forever if a peer dies.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    """Where this process sits in the job."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+    backend: str | None  # None: single process, no process group
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.backend is not None
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise RuntimeError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def resolve_device(preference: str, local_rank: int) -> torch.device:
+    """``auto`` -> this process's GPU if there is one, else CPU; ``cuda`` without a GPU fails."""
+    if preference not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, got {preference!r}")
+    if preference == "auto":
+        preference = "cuda" if torch.cuda.is_available() else "cpu"
+    if preference == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError("--device cuda was asked for but torch sees no GPU")
+        return torch.device("cuda", local_rank % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
+def init_distributed(device_preference: str = "auto", timeout_minutes: float = 10.0) -> DistEnv:
+    """Join the torchrun job described by the environment (or run alone)."""
+    world_size = _env_int("WORLD_SIZE", 1)
+    rank = _env_int("RANK", 0)
+    local_rank = _env_int("LOCAL_RANK", 0)
+    device = resolve_device(device_preference, local_rank)
+    if world_size == 1:
+        return DistEnv(0, 1, 0, device, None)
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group(
+            backend=backend,
+            init_method="env://",
+            rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(minutes=timeout_minutes),
+            device_id=device if device.type == "cuda" else None,
+        )
+    return DistEnv(rank, world_size, local_rank, device, backend)
+
+
+def all_reduce_sum(tensor: torch.Tensor, env: DistEnv) -> torch.Tensor:
+    """Sum ``tensor`` over ranks, in place (no-op alone). The tensor must be on env.device."""
+    if env.distributed:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def barrier(env: DistEnv) -> None:
+    if env.distributed:
+        if env.device.type == "cuda":
+            dist.barrier(device_ids=[env.device.index])
+        else:
+            dist.barrier()
+
+
+def shutdown(env: DistEnv) -> None:
+    if env.distributed and dist.is_initialized():
+        dist.destroy_process_group()

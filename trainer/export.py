@@ -1,0 +1,59 @@
+"""``trainer export RUN --out DIR``: a run's EMA weights in the model's safetensors format.
+
+The EMA weights (paper §5: what is evaluated and used for inference) of the run's newest
+checkpoint, or of ``--step N``, are loaded into a ``PUICLModel`` built from the model config
+stored in the checkpoint and written with ``puicl_model.weights.save_weights``, so that
+``PUICLClassifier(weights=DIR)`` loads them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from puicl_model.config import ModelConfig
+from puicl_model.configio import from_mapping
+from trainer.checkpoint import CheckpointError, CheckpointStore, checkpoint_name
+
+
+def load_run_checkpoint(run_dir: str | Path, step: int | None = None) -> tuple[Path, dict]:
+    """The newest verified checkpoint of a run, or the one of ``step``."""
+    run_dir = Path(run_dir)
+    directory = run_dir / "checkpoints"
+    if not directory.is_dir():
+        raise CheckpointError(
+            f"{run_dir} has no checkpoints/ directory: is it a run directory of "
+            "trainer/main.py, and has the run reached its first checkpoint?"
+        )
+    store = CheckpointStore(directory)
+    if step is not None:
+        path = directory / checkpoint_name(step)
+        available = [e["step"] for e in store.entries()]
+        if not path.exists():
+            raise CheckpointError(
+                f"{run_dir} has no checkpoint of step {step}; available steps: {available}"
+            )
+        return path, store.load(path)
+    found = store.latest()
+    if found is None:
+        raise CheckpointError(f"{run_dir} has no checkpoint yet")
+    return found
+
+
+def ema_model_from_checkpoint(payload: dict[str, Any]):
+    """A ``PUICLModel`` (eval mode, CPU) holding the checkpoint's EMA weights."""
+    from puicl_model.model import PUICLModel
+
+    config = from_mapping(ModelConfig, payload["config"]["model"], "model")
+    model = PUICLModel(config)
+    model.load_state_dict(payload["ema"], strict=True)
+    return model.eval()
+
+
+def export_run(run_dir: str | Path, out: str | Path, step: int | None = None) -> Path:
+    """Write the EMA weights of a run to ``out``; returns the checkpoint used."""
+    from puicl_model.weights import save_weights
+
+    path, payload = load_run_checkpoint(run_dir, step)
+    save_weights(ema_model_from_checkpoint(payload), out)
+    return path

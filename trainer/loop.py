@@ -1,0 +1,528 @@
+"""The training loop: one call of :func:`train` trains one segment of a run.
+
+A segment runs global steps ``[start, stop)``: ``start`` is 0 for a new run or the step of the
+checkpoint it resumes from; ``stop`` is the end of the run, or earlier with ``--max-steps`` /
+``--until-step``. Each step (see ``trainer.batching`` for the loss scaling):
+
+1. the sampler gives the stored step to read; this rank reads its contiguous slice of tasks;
+2. forward/backward per micro-batch (DDP synchronises gradients on the last one only);
+3. gradient norm, then one all-reduce of [loss sum, non-finite flag, stop request] so that
+   every rank takes the same decision: skip the step (any non-finite loss or gradient
+   anywhere), or clip, set the scheduled learning rate, step AdamW and update the EMA;
+4. every ``log_every`` steps a metrics record, every ``validation.every_steps`` a validation
+   of the EMA weights, every ``checkpoint_every`` (and at the segment's end, or on SIGTERM /
+   SIGINT) a checkpoint.
+
+Nothing in a step depends on wall-clock time, rank-local randomness or the checkpoint
+history, which is why a resumed run reproduces an uninterrupted one bit for bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+from torch.nn.parallel import DistributedDataParallel
+
+from prior_gen.errors import ShardError
+from prior_gen.shards import ShardReader
+from puicl_model.configio import ConfigError
+from puicl_model.model import PUICLModel
+from trainer.batching import (
+    accumulate_gradients,
+    collate_with_targets,
+    plan_micro_batches,
+    rank_slice,
+)
+from trainer.checkpoint import (
+    CheckpointError,
+    CheckpointStore,
+    atomic_write_bytes,
+    capture_rng_state,
+    restore_rng_state,
+)
+from trainer.config import RunConfig, load_run_config, run_config_to_dict
+from trainer.dist_env import DistEnv, all_reduce_sum, init_distributed, shutdown
+from trainer.ema import WeightEMA
+from trainer.evaluation import TaskScores, score_task, summarize
+from trainer.faults import FaultPlan, faults_from_env
+from trainer.metrics_log import ConsoleReporter, MetricsLog
+from trainer.sampler import StepSampler
+from trainer.schedule import learning_rate
+from trainer.shard_check import (
+    ShardPlanError,
+    check_train_shards,
+    check_val_shards,
+    manifest_sha256,
+)
+
+# seed-key word for the model's initial weights (DESIGN.md §2: keyed by what is drawn)
+INIT_KEY = 0x1A17
+
+
+class TrainingStopped(RuntimeError):
+    """The run stopped on purpose (too many consecutive non-finite steps)."""
+
+
+@dataclass(frozen=True)
+class TrainArgs:
+    """Command-line arguments of ``trainer/main.py`` (see ``trainer.main``)."""
+
+    config: Path
+    shards: Path
+    run_dir: Path
+    val_shards: Path | None = None  # default: the --shards directory
+    resume: Path | None = None  # a checkpoint file; default: the run directory's newest
+    max_steps: int | None = None  # train at most this many steps in this segment
+    until_step: int | None = None  # stop when this many steps are completed
+    device: str = "auto"
+    threads: int | None = None  # torch intra-op threads per process
+
+
+@dataclass
+class Counters:
+    skipped_total: int = 0
+    consecutive_skips: int = 0
+
+    def state(self) -> dict[str, int]:
+        return {"skipped_total": self.skipped_total, "consecutive_skips": self.consecutive_skips}
+
+
+class _StopFlag:
+    """Set by SIGTERM/SIGINT; the loop finishes the step, checkpoints and exits."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+                self._previous[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.requested = True
+        # a second signal takes the default path (immediate exit)
+        signal.signal(signum, self._previous.get(signum, signal.SIG_DFL))
+
+    def uninstall(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def _autocast(config: RunConfig, device: torch.device) -> contextlib.AbstractContextManager:
+    precision = config.training.precision
+    if precision == "auto":
+        precision = "bf16" if device.type == "cuda" else "fp32"
+    if precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def init_model(config: RunConfig, device: torch.device) -> PUICLModel:
+    """The model with initial weights drawn from the run's seed (same on every rank)."""
+    sequence = np.random.SeedSequence(config.seed, spawn_key=(INIT_KEY,))
+    seed_words = sequence.generate_state(2)
+    torch.manual_seed(int(seed_words[0]) << 32 | int(seed_words[1]))
+    model = PUICLModel(config.model).to(device)
+    model.activation_checkpointing = config.training.activation_checkpointing
+    return model
+
+
+def _config_differences(saved: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list:
+    diffs = []
+    for key in sorted(set(saved) | set(current)):
+        path = f"{prefix}{key}"
+        a, b = saved.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            diffs.extend(_config_differences(a, b, path + "."))
+        elif a != b:
+            diffs.append(f"{path}: {a!r} in the checkpoint, {b!r} now")
+    return diffs
+
+
+class Trainer:
+    """State and steps of one training segment on one rank."""
+
+    def __init__(self, args: TrainArgs, config: RunConfig, env: DistEnv, faults: FaultPlan):
+        self.args = args
+        self.config = config
+        self.env = env
+        self.faults = faults
+        self.sampler = StepSampler(config.training.sampler, config.curriculum, config.seed)
+        self.plan = self.sampler.plan
+        self.global_batch = config.curriculum.global_batch
+        try:
+            self.slice = rank_slice(self.global_batch, env.rank, env.world_size)
+        except ValueError as err:
+            raise ConfigError("curriculum.global_batch", str(err)) from None
+        self.store = CheckpointStore(args.run_dir / "checkpoints", config.training.keep_checkpoints)
+        self.counters = Counters()
+        self.model = init_model(config, env.device)
+        self.ema = WeightEMA(self.model, config.training.ema_decay)
+        opt = config.training.optimizer
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=config.training.phase1.peak_lr,  # replaced by the schedule every step
+            betas=(opt.beta1, opt.beta2),
+            eps=opt.eps,
+            weight_decay=opt.weight_decay,
+        )
+        self.start_step = 0
+        self.resumed_from: Path | None = None
+        self.reader: ShardReader | None = None  # opened by check_data
+        self.val_reader: ShardReader | None = None
+        self.val_tasks: list = []
+        self.val_stages: list[str] = []  # stage label of each validation task
+
+    # ----------------------------------------------------------------- resume ---------------
+    def resume(self) -> None:
+        found = None
+        if self.args.resume is not None:
+            found = (self.args.resume, self.store.load(self.args.resume))
+        else:
+            found = self.store.latest()
+        if found is None:
+            return
+        path, payload = found
+        if payload["training_hash"] != self.config.training_hash():
+            diffs = _config_differences(
+                payload["config"], run_config_to_dict(self.config)
+            )
+            raise ConfigError(
+                "",
+                f"{path} was trained with a different configuration; resuming would not "
+                "continue the same run. Differences: " + "; ".join(diffs[:10])
+                + ". Use the original config, or a new --run-dir for a new run.",
+            )
+        if payload["world_size"] != self.env.world_size and self.env.is_main:
+            warnings.warn(
+                f"resuming a run trained with {payload['world_size']} processes on "
+                f"{self.env.world_size}: the result is the same up to float rounding, "
+                "not bit-identical",
+                stacklevel=2,
+            )
+        self.model.load_state_dict(payload["model"])
+        self.ema.load_state_dict(payload["ema"])
+        self.optimizer.load_state_dict(payload["optimizer"])
+        restore_rng_state(payload["rng"])
+        self.counters = Counters(**payload["counters"])
+        self.start_step = int(payload["step"])
+        self.resumed_from = path
+
+    def segment_stop(self) -> int:
+        stop = self.plan.total_steps
+        if self.args.until_step is not None:
+            stop = min(stop, self.args.until_step)
+        if self.args.max_steps is not None:
+            stop = min(stop, self.start_step + self.args.max_steps)
+        return stop
+
+    # ----------------------------------------------------------------- checks ---------------
+    def check_data(self, stop: int) -> None:
+        """Open the shards, refusing any that cannot feed steps [start, stop) of this run."""
+        self.reader = check_train_shards(
+            self.args.shards, self.config, self.args.config, self.sampler, self.start_step, stop
+        )
+        validation = self.config.validation
+        if validation.every_steps > 0:
+            val_dir = self.args.val_shards or self.args.shards
+            self.val_reader = check_val_shards(val_dir, self.config, self.args.config)
+            for stage in validation.stages:
+                for step in range(validation.steps_per_stage):
+                    step_tasks = self.val_reader.read_step(stage, step)
+                    self.val_tasks.extend(step_tasks)
+                    self.val_stages.extend([str(stage)] * len(step_tasks))
+
+    # ----------------------------------------------------------------- one step -------------
+    def _set_lr(self, global_step: int) -> float:
+        lr = learning_rate(global_step, self.plan, self.config.training)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    def train_step(
+        self, global_step: int, module: torch.nn.Module, stop_flag: _StopFlag
+    ) -> dict[str, Any]:
+        if self.faults.sigterm_at(global_step, self.env.rank):
+            os.kill(os.getpid(), signal.SIGTERM)
+        address = self.sampler.address(global_step)
+        start, stop = self.slice
+        tasks = self.reader.read_step(address.stage, address.step_in_stage, start, stop)
+        training = self.config.training
+        groups = plan_micro_batches(
+            [t.x.shape[0] for t in tasks],
+            [t.x.shape[1] for t in tasks],
+            training.micro_batch_size,
+            training.micro_batch_cells,
+            training.group_by_rows,
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        local_loss = accumulate_gradients(
+            module,
+            tasks,
+            groups,
+            scale=self.env.world_size / self.global_batch,
+            device=self.env.device,
+            autocast=lambda: _autocast(self.config, self.env.device),
+            corrupt=self.faults.corruption_at(global_step, self.env.rank),
+        )
+
+        if self.faults.kill_at(global_step, self.env.rank):
+            os.kill(os.getpid(), signal.SIGKILL)
+        clip = self.config.training.optimizer.grad_clip
+        grad_norm = torch.nn.utils.clip_grad_norm_(
+            self.model.parameters(), max_norm=clip if clip > 0 else float("inf")
+        )
+        nonfinite = not (torch.isfinite(local_loss) and torch.isfinite(grad_norm))
+        decision = torch.tensor(
+            [local_loss.item(), float(nonfinite), float(stop_flag.requested)],
+            dtype=torch.float64,
+            device=self.env.device,
+        )
+        all_reduce_sum(decision, self.env)
+        skip = bool(decision[1].item() > 0)
+        lr = self._set_lr(global_step)
+        if skip:
+            self.optimizer.zero_grad(set_to_none=True)
+            self.counters.skipped_total += 1
+            self.counters.consecutive_skips += 1
+        else:
+            self.optimizer.step()
+            self.ema.update(self.model)
+            self.counters.consecutive_skips = 0
+        return {
+            "loss": decision[0].item() / self.global_batch,
+            "grad_norm": float(grad_norm),
+            "lr": lr,
+            "phase": address.phase,
+            "stage": address.stage,
+            "skipped": skip,
+            "stop": bool(decision[2].item() > 0),
+        }
+
+    # ----------------------------------------------------------------- validation -----------
+    @torch.inference_mode()
+    def validate(self) -> dict[str, object]:
+        """Scores of the EMA weights on the validation tasks, split over the ranks."""
+        tasks = self.val_tasks
+        per_rank = -(-len(tasks) // self.env.world_size)
+        mine = range(self.env.rank * per_rank, min(len(tasks), (self.env.rank + 1) * per_rank))
+        table = torch.zeros((len(tasks), 4), dtype=torch.float64)
+        model = self.ema.module
+        groups = plan_micro_batches(
+            [tasks[i].x.shape[0] for i in mine],
+            [tasks[i].x.shape[1] for i in mine],
+            self.config.validation.batch_size,
+        )
+        for group in groups:
+            chosen = [tasks[mine[j]] for j in group]
+            batch, _, _ = collate_with_targets(chosen)
+            with _autocast(self.config, self.env.device):
+                logits = model(batch.to(self.env.device)).float().cpu()
+            for position, (j, task) in enumerate(zip(group, chosen, strict=True)):
+                n_labeled, n_rows = int(task.n_labeled), task.x.shape[0]
+                scores = score_task(
+                    logits[position, n_labeled:n_rows].numpy(), task.y[n_labeled:], "-"
+                )
+                table[mine[j]] = torch.tensor(
+                    [scores.loss, scores.auc, scores.accuracy, scores.pi], dtype=torch.float64
+                )
+        table = all_reduce_sum(table.to(self.env.device), self.env).cpu()
+        scored = [
+            TaskScores(float(r[0]), float(r[1]), float(r[2]), float(r[3]), stage)
+            for r, stage in zip(table.tolist(), self.val_stages, strict=True)
+        ]
+        return summarize(scored, self.config.validation.pi_buckets)
+
+    # ----------------------------------------------------------------- checkpoint -----------
+    def save_checkpoint(self, completed: int) -> Path | None:
+        if not self.env.is_main:
+            return None
+        payload = {
+            "model": self.model.state_dict(),
+            "ema": self.ema.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": capture_rng_state(),
+            "counters": self.counters.state(),
+            "config": run_config_to_dict(self.config),
+            "training_hash": self.config.training_hash(),
+            "generation_hash": self.config.generation().hash(),
+            "shard_manifest_sha256": manifest_sha256(self.reader),
+            "world_size": self.env.world_size,
+            "torch_version": str(torch.__version__),
+        }
+        return self.store.save(completed, payload)
+
+
+def _new_window() -> dict[str, Any]:
+    """Accumulators of one logging window."""
+    return {"loss": [], "grad_norm": [], "skipped": 0, "steps": 0, "seconds": 0.0}
+
+
+def _write_run_files(run_dir: Path, config: RunConfig) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(run_config_to_dict(config), sort_keys=False)
+    atomic_write_bytes(run_dir / "config.yaml", text.encode("utf-8"))
+
+
+def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
+    """Train one segment on this rank; returns the number of completed steps of the run."""
+    config = load_run_config(args.config)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    trainer = Trainer(args, config, env, faults)
+    trainer.resume()
+    start, stop = trainer.start_step, trainer.segment_stop()
+    trainer.check_data(stop)
+    training = config.training
+    if env.is_main:
+        _write_run_files(args.run_dir, config)
+    metrics = MetricsLog(args.run_dir / "metrics.jsonl", start) if env.is_main else None
+    reporter = ConsoleReporter(start, stop, enabled=env.is_main)
+    if start >= stop:
+        reporter.summary(f"nothing to train: the run is at step {start} of {stop}")
+        if metrics is not None:
+            metrics.close()
+        return start
+
+    module: torch.nn.Module = trainer.model
+    if env.distributed:
+        device_ids = [env.device.index] if env.device.type == "cuda" else None
+        module = DistributedDataParallel(trainer.model, device_ids=device_ids)
+
+    origin = f"resumed from {trainer.resumed_from}" if trainer.resumed_from else "new run"
+    reporter.summary(
+        f"training steps {start}..{stop - 1} of {trainer.plan.total_steps} ({origin}); "
+        f"{env.world_size} process(es) on {env.device}; run dir {args.run_dir}"
+    )
+    if metrics is not None:
+        metrics.write(
+            {"kind": "event", "event": "start", "step": start, "stop": stop, "origin": origin,
+             "world_size": env.world_size, "device": str(env.device)}
+        )
+
+    stop_flag = _StopFlag()
+    stop_flag.install()
+    window = _new_window()
+    completed = start
+    try:
+        for global_step in range(start, stop):
+            began = time.perf_counter()
+            result = trainer.train_step(global_step, module, stop_flag)
+            window["seconds"] += time.perf_counter() - began
+            completed = global_step + 1
+            window["steps"] += 1
+            if result["skipped"]:
+                window["skipped"] += 1
+                if metrics is not None:
+                    metrics.write({"kind": "event", "event": "skipped", "step": completed,
+                                   "loss": result["loss"], "grad_norm": result["grad_norm"]})
+                reporter.summary(
+                    f"step {completed}/{stop}: non-finite loss or gradient on some rank; "
+                    f"step skipped ({trainer.counters.consecutive_skips} in a row)"
+                )
+                if trainer.counters.consecutive_skips >= training.max_consecutive_skips:
+                    raise TrainingStopped(
+                        f"{trainer.counters.consecutive_skips} consecutive steps had a "
+                        f"non-finite loss or gradient (limit training.max_consecutive_skips="
+                        f"{training.max_consecutive_skips}); stopping at step {completed}. "
+                        "The last checkpoint holds the state before the divergence."
+                    )
+            else:
+                window["loss"].append(result["loss"])
+                window["grad_norm"].append(result["grad_norm"])
+            reporter.step({"loss": f"{result['loss']:.4f}", "stage": result["stage"]})
+
+            if completed % training.log_every == 0 or completed == stop:
+                record = {
+                    "kind": "train",
+                    "step": completed,
+                    "phase": result["phase"],
+                    "stage": result["stage"],
+                    "loss": float(np.mean(window["loss"])) if window["loss"] else None,
+                    "grad_norm": (
+                        float(np.mean(window["grad_norm"])) if window["grad_norm"] else None
+                    ),
+                    "lr": result["lr"],
+                    # training throughput: time in steps only (not validation, checkpoints)
+                    "tasks_per_s": window["steps"] * trainer.global_batch
+                    / max(window["seconds"], 1e-9),
+                    "skipped": window["skipped"],
+                    "skipped_total": trainer.counters.skipped_total,
+                }
+                if metrics is not None:
+                    metrics.write(record)
+                if reporter.bar is None:
+                    loss = "n/a" if record["loss"] is None else f"{record['loss']:.4f}"
+                    reporter.summary(
+                        f"step {completed}/{stop} phase {record['phase']} stage "
+                        f"{record['stage']} loss {loss} lr {record['lr']:.3g} "
+                        f"{record['tasks_per_s']:.1f} tasks/s"
+                    )
+                window = _new_window()
+
+            every = config.validation.every_steps
+            if every > 0 and (completed % every == 0 or completed == trainer.plan.total_steps):
+                summary = trainer.validate()
+                if metrics is not None:
+                    metrics.write({"kind": "val", "step": completed, **summary})
+                reporter.summary(
+                    f"validation at step {completed}: loss {summary['loss']:.4f} "
+                    f"AUC {summary['auc']:.4f} accuracy {summary['accuracy']:.4f}"
+                )
+
+            if (
+                completed % training.checkpoint_every == 0
+                or completed == stop
+                or result["stop"]
+            ):
+                path = trainer.save_checkpoint(completed)
+                if path is not None and metrics is not None:
+                    metrics.write({"kind": "event", "event": "checkpoint", "step": completed,
+                                   "path": str(path)})
+            if result["stop"]:
+                reporter.summary(f"stop requested: checkpoint written at step {completed}")
+                break
+    finally:
+        stop_flag.uninstall()
+        reporter.close()
+        if metrics is not None:
+            metrics.close()
+    return completed
+
+
+def train(args: TrainArgs) -> int:
+    """Entry point of ``trainer/main.py``: set up the process group, train, tear down.
+
+    Returns the process exit code: 0 done, 2 configuration or data problem, 3 stopped after
+    too many non-finite steps.
+    """
+    env = init_distributed(args.device)
+    try:
+        run_segment(args, env, faults_from_env())
+        return 0
+    except (ConfigError, ShardPlanError, ShardError, CheckpointError) as err:
+        # every rank meets the same config/plan problems: rank 0 reports them; a damaged
+        # shard may be in one rank's slice only, so that rank reports it itself
+        if env.is_main:
+            print(f"error: {err}", file=sys.stderr, flush=True)
+        elif isinstance(err, ShardError):
+            print(f"error (rank {env.rank}): {err}", file=sys.stderr, flush=True)
+        return 2
+    except TrainingStopped as err:
+        if env.is_main:
+            print(f"stopped: {err}", file=sys.stderr, flush=True)
+        return 3
+    finally:
+        shutdown(env)

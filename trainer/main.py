@@ -1,0 +1,97 @@
+"""Train PUICL on stored shards: ``torchrun --nproc_per_node N trainer/main.py ...``.
+
+Also runs as a single process: ``python trainer/main.py --config configs/smoke.yaml
+--shards shards/smoke --run-dir runs/smoke``. See docs/training.md for the whole workflow.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":
+    # Run as a script, Python puts trainer/ itself first on sys.path, where its modules would
+    # shadow top-level modules of the same name. Put the repository root there instead, so
+    # that ``import trainer`` works from a checkout without installation, and nothing shadows.
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
+
+import argparse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainer/main.py",
+        description="Train the PUICL model on shards written by prior-gen (paper §5). "
+        "Run with torchrun for several processes; gloo on CPU, NCCL on GPUs.",
+    )
+    parser.add_argument("--config", type=Path, required=True, help="run config (YAML)")
+    parser.add_argument(
+        "--shards",
+        type=Path,
+        default=Path("shards"),
+        help="train split directory (default: shards/, prior-gen's default output)",
+    )
+    parser.add_argument(
+        "--val-shards",
+        type=Path,
+        default=None,
+        help="directory of the validation split (default: the --shards directory)",
+    )
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=None,
+        help="checkpoints, metrics.jsonl and config.yaml go here; an existing run resumes "
+        "(default: runs/<config file name without .yaml>)",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        help="resume from this checkpoint file instead of the run directory's newest",
+    )
+    parser.add_argument(
+        "--max-steps", type=int, default=None, help="train at most this many steps now"
+    )
+    parser.add_argument(
+        "--until-step",
+        type=int,
+        default=None,
+        help="stop once the run has completed this many steps (with --max-steps: the earlier)",
+    )
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads per process (default: torch's)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    for name in ("max_steps", "until_step", "threads"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            build_parser().error(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+    from trainer.loop import TrainArgs, train
+
+    run_dir = args.run_dir if args.run_dir is not None else Path("runs") / args.config.stem
+    return train(
+        TrainArgs(
+            config=args.config,
+            shards=args.shards,
+            run_dir=run_dir,
+            val_shards=args.val_shards,
+            resume=args.resume,
+            max_steps=args.max_steps,
+            until_step=args.until_step,
+            device=args.device,
+            threads=args.threads,
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
