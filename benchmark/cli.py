@@ -12,6 +12,7 @@ Rerunning the same command resumes from ``OUT/cache`` (only missing replicates a
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,9 +72,16 @@ def _spec_from_args(args: argparse.Namespace) -> RunSpec:
                    jobs=args.jobs, method_overrides=overrides)
 
 
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    # SIGTERM (e.g. `kill`, a job scheduler) takes the same path as Ctrl-C: the worker
+    # processes are stopped and the cache keeps every finished replicate.
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
         spec = _spec_from_args(args)
         if args.report_only:
@@ -89,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DataError, MissingWeightsError, ConfigError, ValueError) as err:
         print(f"puicl-bench: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("puicl-bench: interrupted; finished replicates are cached, rerun the same "
+              "command to resume", file=sys.stderr)
+        return 130
     print(f"puicl-bench: wrote {', '.join(str(p) for p in paths.values())}")
     return 0
 

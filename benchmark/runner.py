@@ -207,18 +207,26 @@ def run(spec: RunSpec, progress: bool | None = None,
             from tqdm import tqdm
 
             bar = tqdm(total=total, desc="replicates", unit="fit")
-        for done, record in enumerate(results, start=1):
-            records.append(record)
-            if on_record is not None:
-                on_record(record)
+        try:
+            for done, record in enumerate(results, start=1):
+                records.append(record)
+                if on_record is not None:
+                    on_record(record)
+                if bar is not None:
+                    bar.update(1)
+                elif done % 25 == 0 or done == total:
+                    elapsed = time.perf_counter() - start
+                    print(f"[puicl-bench] {done}/{total} computed ({elapsed:.0f} s)",
+                          file=sys.stderr, flush=True)
+        except BaseException:
+            # Ctrl-C / SIGTERM: stop the worker processes now instead of letting them finish
+            # the queued fits. Finished replicates are already in the cache; a rerun resumes.
+            if spec.jobs != 1:
+                _kill_workers()
+            raise
+        finally:
             if bar is not None:
-                bar.update(1)
-            elif done % 25 == 0 or done == total:
-                elapsed = time.perf_counter() - start
-                print(f"[puicl-bench] {done}/{total} computed ({elapsed:.0f} s)",
-                      file=sys.stderr, flush=True)
-        if bar is not None:
-            bar.close()
+                bar.close()
     print(
         f"[puicl-bench] {len(records)} replicates: {len(plan.cached)} from cache, "
         f"{total} computed in {time.perf_counter() - start:.1f} s",
@@ -226,6 +234,12 @@ def run(spec: RunSpec, progress: bool | None = None,
         flush=True,
     )
     return records
+
+
+def _kill_workers() -> None:
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=False, kill_workers=True)
 
 
 def expand_names(value: str, known: Sequence[str], what: str) -> tuple[str, ...]:

@@ -20,11 +20,17 @@ from benchmark.methods.common import MethodOutput
 from benchmark.methods.elkan_noto import ElkanNoto, ElkanNotoConfig
 from benchmark.methods.empu import EMPU, EMPUConfig
 from benchmark.methods.nnpu import NNPU, NNPUConfig
-from benchmark.methods.puicl import PUICL, MissingWeightsError, resolve_weights
+from benchmark.methods.puicl import (
+    PUICL,
+    MissingWeightsError,
+    PUICLConfig,
+    resolve_weights,
+    weights_digest,
+)
 from benchmark.methods.tedn import TEDn, TEDnConfig
 from benchmark.methods.ulsif import ULSIF, ULSIFConfig
 from benchmark.methods.vpu import VPU, VPUConfig
-from puicl_model.configio import ConfigError, from_mapping, to_dict
+from puicl_model.configio import from_mapping, to_dict
 
 
 class PUMethod(Protocol):
@@ -52,9 +58,8 @@ def make_method(
 ) -> PUMethod:
     """Build a method by name; ``overrides`` are config fields (strictly validated)."""
     if name == "puicl":
-        if overrides:
-            raise ConfigError("puicl", "takes no settings here; pass --weights")
-        return PUICL(weights=resolve_weights(weights))
+        config = from_mapping(PUICLConfig, dict(overrides or {}), path="puicl")
+        return PUICL(weights=resolve_weights(weights), config=config)
     if name not in BASELINES:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(METHOD_NAMES)}")
     method_cls, config_cls = BASELINES[name]
@@ -65,7 +70,7 @@ def make_method(
 def method_settings(method: PUMethod) -> dict[str, Any]:
     """The settings that identify a method's results (stored with every cached replicate)."""
     if isinstance(method, PUICL):
-        return {"weights": str(method.weights)}
+        return {"weights_sha256": weights_digest(method.weights), **to_dict(method.config)}
     settings = to_dict(method.config)  # type: ignore[attr-defined]
     settings["_version"] = method.version  # type: ignore[attr-defined]
     return settings

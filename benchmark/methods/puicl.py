@@ -10,12 +10,14 @@ raw ordinal-coded matrix of the loader.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from benchmark.methods.common import MethodOutput, check_inputs
+from puicl_model.configio import require
 
 
 def default_weights() -> Path | None:
@@ -31,10 +33,28 @@ class MissingWeightsError(ValueError):
 
 
 @dataclass(frozen=True)
+class PUICLConfig:
+    """Inference settings passed to ``PUICLClassifier`` (``--method-config``: ``puicl: {...}``);
+    the classifier's own defaults when left out. docs/classifier.md explains each."""
+
+    n_estimators: int | None = None
+    single_pass_limit: int = 1024
+    chunk_size: int = 200
+    max_labeled: int = 300
+
+    def validate(self) -> None:
+        for name in ("single_pass_limit", "chunk_size", "max_labeled"):
+            require(int(getattr(self, name)) >= 2, name, f"must be >= 2, got {getattr(self, name)}")
+        require(self.n_estimators is None or int(self.n_estimators) >= 1, "n_estimators",
+                f"must be >= 1, got {self.n_estimators}")
+
+
+@dataclass(frozen=True)
 class PUICL:
     weights: Path
     device: str = "cpu"
     name: str = "puicl"
+    config: PUICLConfig = PUICLConfig()
 
     def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int) -> MethodOutput:
         from puicl_model import PUICLClassifier
@@ -42,7 +62,11 @@ class PUICL:
         X, labeled = check_inputs(X, s)
         # One torch thread: the runner already runs one replicate per core.
         clf = PUICLClassifier(weights=self.weights, device=self.device, random_state=seed,
-                              n_threads=1, progress=False)
+                              n_threads=1, progress=False,
+                              n_estimators=self.config.n_estimators,
+                              single_pass_limit=self.config.single_pass_limit,
+                              chunk_size=self.config.chunk_size,
+                              max_labeled=self.config.max_labeled)
         clf.fit(X, labeled.astype(np.int8))
         x_u = X[~labeled]
         proba = np.asarray(clf.predict_proba(x_u), dtype=np.float64)[:, 1]
@@ -51,6 +75,21 @@ class PUICL:
         return MethodOutput(
             scores=proba, labels=labels, pi_hat=None if pi_hat is None else float(pi_hat)
         )
+
+
+def weights_digest(weights: Path) -> str:
+    """sha256 of the checkpoint's files: cached results follow the weights' content, not the
+    path (a re-exported checkpoint at the same path must not reuse old replicates)."""
+    digest = hashlib.sha256()
+    if weights.is_dir():
+        files = sorted(weights.glob("*"))
+    else:
+        files = [weights, weights.parent / "config.json"]
+    for path in files:
+        if path.suffix in (".safetensors", ".json") and path.is_file():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def resolve_weights(weights: str | Path | None) -> Path:

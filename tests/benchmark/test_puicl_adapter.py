@@ -48,3 +48,29 @@ def test_runner_records_prior_error_for_puicl(random_weights):
     record = evaluate_replicate(task, "puicl", seed=3, weights=random_weights)
     assert record["pi_true"] == pytest.approx(40 / 100)
     assert record["pi_abs_error"] == pytest.approx(abs(record["pi_hat"] - 40 / 100))
+
+
+def test_puicl_settings_are_validated_and_follow_the_weights_content(random_weights, tmp_path):
+    from benchmark.methods import make_method, method_settings
+    from puicl_model.configio import ConfigError
+
+    with pytest.raises(ConfigError, match=r"puicl\.chunk_size"):
+        make_method("puicl", weights=random_weights, overrides={"chunk_size": 1})
+    with pytest.raises(ConfigError, match=r"puicl\.chunksize"):
+        make_method("puicl", weights=random_weights, overrides={"chunksize": 100})
+    method = make_method("puicl", weights=random_weights, overrides={"single_pass_limit": 300})
+    assert method.config.single_pass_limit == 300
+    before = method_settings(method)
+    # the same path with other content must not reuse cached replicates
+    import shutil
+
+    copy = tmp_path / "weights"
+    shutil.copytree(random_weights.parent, copy)
+    target = copy / random_weights.name
+    same = method_settings(make_method("puicl", weights=target,
+                                       overrides={"single_pass_limit": 300}))
+    assert same == before
+    target.write_bytes(target.read_bytes()[:-1] + b"\x01")
+    changed = method_settings(make_method("puicl", weights=target,
+                                          overrides={"single_pass_limit": 300}))
+    assert changed["weights_sha256"] != before["weights_sha256"]
