@@ -6,7 +6,8 @@
 Measures, on one core (BLAS limited to one thread) unless said otherwise:
 
 * tasks/s per core at stages 1, 50, 100 — generation alone, and generation + writing a shard
-  in each format — and, side by side on the same tasks, a plain per-task numpy generator
+  in each format — and, side by side on the same plans (interleaved step by step), the other
+  ``prior.scm.noise_sampler`` (box_muller vs table) and a plain per-task numpy generator
   (``Generator.standard_normal``, one task at a time) as the baseline the design is measured
   against;
 * the speed-up from 1 to 2 worker processes (``run_generation``, wall clock, same jobs);
@@ -124,25 +125,68 @@ def _baseline_step(config: GenerationConfig, stage: Any, step: int) -> None:
 
 
 # -- measurements -------------------------------------------------------------------------------
+def _other_sampler(config: GenerationConfig) -> GenerationConfig:
+    """``config`` with the other ``prior.scm.noise_sampler`` (table <-> box_muller)."""
+    scm = config.prior.scm
+    other = "box_muller" if scm.noise_sampler == "table" else "table"
+    prior = dataclasses.replace(config.prior, scm=dataclasses.replace(scm, noise_sampler=other))
+    return dataclasses.replace(config, prior=prior)
+
+
+def _interleaved_steps(variants: dict[str, Callable[[int], Any]], steps: int, repeats: int):
+    """Tasks/s of each variant (a function of the step), timed step by step in turn: the
+    minimum CPU time of each (variant, step) over ``repeats`` rounds, summed over the steps.
+    Interleaving puts every variant under the same load, so their ratios hold on a busy
+    machine even when the absolute figures do not."""
+    best = {(name, step): math.inf for name in variants for step in range(steps)}
+    for _ in range(repeats):
+        for step in range(steps):
+            for name, run in variants.items():
+                start = time.process_time()
+                run(step)
+                best[name, step] = min(best[name, step], time.process_time() - start)
+    return {name: sum(best[name, step] for step in range(steps)) for name in variants}
+
+
 def measure_stages(config: GenerationConfig, stages: list, steps: int, repeats: int) -> list[dict]:
     batch = config.curriculum.global_batch
+    sampler = config.prior.scm.noise_sampler
+    other = _other_sampler(config)
+    # one-time costs (noise table, imports of scipy and zarr) stay outside the timings
+    for warm_up in (config, other):
+        generate_step(warm_up, "train", stages[0], 0)
+    _baseline_step(config, stages[0], 0)
+    for fmt in ("zarr", "webdataset"):
+        shards = dataclasses.replace(config.shards, format=fmt, steps_per_shard=1)
+        with tempfile.TemporaryDirectory() as out:
+            write_shard(
+                dataclasses.replace(config, shards=shards), ShardJob("train", stages[0], 0, 1), out
+            )
     rows = []
     for stage in stages:
         tasks = steps * batch
-
-        def generate(stage=stage) -> None:
-            for step in range(steps):
-                generate_step(config, "train", stage, step)
-
-        def baseline(stage=stage) -> None:
-            for step in range(steps):
-                _baseline_step(config, stage, step)
-
-        row: dict[str, Any] = {"stage": stage}
+        seconds = _interleaved_steps(
+            {
+                "generate": lambda step, stage=stage: generate_step(config, "train", stage, step),
+                "other": lambda step, stage=stage: generate_step(other, "train", stage, step),
+            },
+            steps,
+            repeats,
+        )
+        # the baseline separately: its large temporaries would evict the others' caches
+        seconds.update(
+            _interleaved_steps(
+                {"baseline": lambda step, stage=stage: _baseline_step(config, stage, step)},
+                steps,
+                repeats,
+            )
+        )
+        row: dict[str, Any] = {"stage": stage, "noise_sampler": sampler}
         sample = plan_step(config, "train", stage, 0)[0]
         row["depth"], row["width"] = sample.depth, sample.width
-        row["generate_tps"] = tasks / _cpu_min(generate, repeats)
-        row["baseline_tps"] = tasks / _cpu_min(baseline, repeats)
+        row["generate_tps"] = tasks / seconds["generate"]
+        row["other_sampler_tps"] = tasks / seconds["other"]
+        row["baseline_tps"] = tasks / seconds["baseline"]
         for fmt in ("zarr", "webdataset"):
             shard_config = dataclasses.replace(config.shards, format=fmt, steps_per_shard=steps)
             fmt_config = dataclasses.replace(config, shards=shard_config)
@@ -160,8 +204,10 @@ def measure_stages(config: GenerationConfig, stages: list, steps: int, repeats: 
         rows.append(row)
         print(
             f"  stage {stage!s:>4} (depth {row['depth']:2d}, width {row['width']:2d}): "
-            f"generate {row['generate_tps']:7.0f} tasks/s, +zarr {row['write_zarr_tps']:7.0f}, "
-            f"+webdataset {row['write_webdataset_tps']:7.0f}; baseline {row['baseline_tps']:6.0f} "
+            f"generate {row['generate_tps']:7.0f} tasks/s ({sampler}; "
+            f"{other.prior.scm.noise_sampler} {row['other_sampler_tps']:.0f}), "
+            f"+zarr {row['write_zarr_tps']:7.0f}, +webdataset {row['write_webdataset_tps']:7.0f}; "
+            f"baseline {row['baseline_tps']:6.0f} "
             f"({row['generate_tps'] / row['baseline_tps']:.1f}x)",
             flush=True,
         )
@@ -298,7 +344,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=str(REPO / "configs" / "paper.yaml"))
     parser.add_argument("--steps", type=int, default=3, help="steps timed per stage")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="1 step, 1 repeat (a smoke run)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
@@ -316,11 +362,20 @@ def main() -> None:
 
     print(f"tasks/s per core, {args.steps} steps of {config.curriculum.global_batch} tasks:")
     results["stages"] = measure_stages(config, stages, args.steps, args.repeats)
-    mean_rate = len(stages) / sum(1 / r["generate_tps"] for r in results["stages"])
-    mean_write = len(stages) / sum(1 / r["write_zarr_tps"] for r in results["stages"])
+
+    def mean(key: str) -> float:  # time-weighted: total tasks / total time
+        return len(stages) / sum(1 / r[key] for r in results["stages"])
+
+    mean_rate, mean_write, mean_other = (
+        mean("generate_tps"),
+        mean("write_zarr_tps"),
+        mean("other_sampler_tps"),
+    )
     results["mean_generate_tps"], results["mean_write_zarr_tps"] = mean_rate, mean_write
+    results["mean_other_sampler_tps"] = mean_other
     print(
-        f"  mean over stages {stages} (time-weighted): generate {mean_rate:.0f} tasks/s, "
+        f"  mean over stages {stages} (time-weighted): generate {mean_rate:.0f} tasks/s "
+        f"({mean_rate / mean_other:.2f}x the other noise sampler's {mean_other:.0f}), "
         f"generate+zarr {mean_write:.0f} tasks/s"
     )
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from prior_gen.config import FACTORS, GenerationConfig
 from prior_gen.curriculum import annealing_stage, causal_probability, steps_in_stage
-from prior_gen.seeding import Stage, scope_generator, seed_key
+from prior_gen.seeding import Stage, generator_for_key, scope_generator, seed_key
 
 __all__ = ["TaskPlan", "plan_step", "pu_sizes"]
 
@@ -127,33 +127,55 @@ def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> 
     p_causal = causal_probability(stage, curriculum)
     n_scalar = len(FACTORS)
 
+    # value of each factor from its uniform (the "activations" slot picks the schedule)
+    resolve = {
+        "depth": lambda u: _integer(u, scm.depth),
+        "width": lambda u: _integer(u, scm.width),
+        "n_features": lambda u: _integer(u, prior.dataset.n_features),
+        "n_labeled": lambda u: _integer(u, prior.dataset.n_labeled),
+        "noise_std": lambda u: float(_pick(u, scm.noise_std)),
+        "cause_dist": lambda u: str(_pick(u, scm.cause_dist)),
+        "activations": lambda u: str(_pick(u, scm.activation_schedule)),
+        "noncausal_features": lambda u: str(_pick(u, modes.noncausal_features)),
+        "label_block": lambda u: str(_pick(u, modes.label_block)),
+        "feature_selection": lambda u: str(_pick(u, modes.feature_selection)),
+        "feature_order": lambda u: str(_pick(u, modes.feature_order)),
+        "causal": lambda u: bool(u < p_causal),
+        "eta": lambda u: _uniform(u, eta_range),
+        "pi": lambda u: _uniform(u, pi_range),
+    }
+
+    def functions_of(block: np.ndarray) -> list[str]:
+        """The function drawn for each possible hidden block, from a block's function slots."""
+        return [str(_pick(float(u), scm.activations)) for u in block[n_scalar:]]
+
+    # factors drawn at stage or step scope are resolved once for the whole step
+    task_scoped = [name for name in FACTORS if getattr(scopes, name) == "task"]
+    shared = {
+        name: resolve[name](float(blocks[getattr(scopes, name)][_SLOT[name]]))
+        for name in FACTORS
+        if name not in task_scoped
+    }
+    shared_functions = (
+        None if scopes.activations == "task" else functions_of(blocks[scopes.activations])
+    )
+
     plans = []
     batch = curriculum.global_batch
     for index in range(step * batch, (step + 1) * batch):
-        rng = scope_generator(config.seed, split, stage, "task", index)
-        blocks["task"] = rng.random(size)
-
-        def u(name: str) -> float:
-            return float(blocks[getattr(scopes, name)][_SLOT[name]])
-
-        depth = _integer(u("depth"), scm.depth)
-        width = _integer(u("width"), scm.width)
-        n_features = _integer(u("n_features"), prior.dataset.n_features)
-        n_labeled = _integer(u("n_labeled"), prior.dataset.n_labeled)
-        # the "activations" slot picks the schedule; the function slots follow the factors
-        schedule = str(_pick(u("activations"), scm.activation_schedule))
-        act_block = blocks[scopes.activations]
-        if schedule == "shared":
-            functions = (str(_pick(float(act_block[n_scalar]), scm.activations)),) * (depth - 1)
-        else:
-            functions = tuple(
-                str(_pick(float(act_block[n_scalar + j]), scm.activations))
-                for j in range(depth - 1)
-            )
-        causal = u("causal") < p_causal
-        eta = _uniform(u("eta"), eta_range)
-        pi = _uniform(u("pi"), pi_range)
-        noncausal_features = str(_pick(u("noncausal_features"), modes.noncausal_features))
+        key = seed_key(config.seed, split, stage, "task", index)
+        rng = generator_for_key(key)
+        task_block = rng.random(size)
+        value = dict(shared)
+        for name in task_scoped:
+            value[name] = resolve[name](float(task_block[_SLOT[name]]))
+        depth = value["depth"]
+        schedule = value["activations"]
+        bank = shared_functions if shared_functions is not None else functions_of(task_block)
+        functions = (bank[0],) * (depth - 1) if schedule == "shared" else tuple(bank[: depth - 1])
+        causal = value["causal"]
+        eta, pi, n_labeled = value["eta"], value["pi"], value["n_labeled"]
+        noncausal_features = value["noncausal_features"]
         n_train, n_unlabeled = pu_sizes(n_labeled, eta, pi)
         uses_causes = not causal and noncausal_features == "causes"
         plans.append(
@@ -161,23 +183,23 @@ def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> 
                 stage=stage,
                 index=index,
                 step=step,
-                seed_key=tuple(seed_key(config.seed, split, stage, "task", index)),
+                seed_key=tuple(key),
                 depth=depth,
-                width=width,
-                n_features=n_features,
+                width=value["width"],
+                n_features=value["n_features"],
                 n_labeled=n_labeled,
-                noise_std=float(_pick(u("noise_std"), scm.noise_std)),
-                cause_dist=str(_pick(u("cause_dist"), scm.cause_dist)),
+                noise_std=value["noise_std"],
+                cause_dist=value["cause_dist"],
                 activation_schedule=schedule,
                 activations=functions,
                 noncausal_features=noncausal_features,
-                label_block=str(_pick(u("label_block"), modes.label_block)),
-                feature_selection=str(_pick(u("feature_selection"), modes.feature_selection)),
-                feature_order=str(_pick(u("feature_order"), modes.feature_order)),
-                causal=bool(causal),
+                label_block=value["label_block"],
+                feature_selection=value["feature_selection"],
+                feature_order=value["feature_order"],
+                causal=causal,
                 eta=eta,
                 pi=pi,
-                n_causes=n_features if uses_causes else scm.n_causes,
+                n_causes=value["n_features"] if uses_causes else scm.n_causes,
                 n_train=n_train,
                 n_unlabeled=n_unlabeled,
                 rng=rng,

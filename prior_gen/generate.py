@@ -40,7 +40,7 @@ def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task
     tasks: list[Task | None] = [None] * len(plans)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for members in groups.values():
-            raws = forward_group([plans[i] for i in members], scm.init_std)
+            raws = forward_group([plans[i] for i in members], scm.init_std, scm.noise_sampler)
             for i, raw in zip(members, raws, strict=True):
                 tasks[i] = _build_with_retries(plans[i], raw, config)
     return tasks  # type: ignore[return-value]
@@ -61,7 +61,7 @@ def _build_with_retries(plan: TaskPlan, raw, config: GenerationConfig) -> Task:
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
                 plan = _redraw_activations(plan, scm.activations)
-            (raw,) = forward_group([plan], scm.init_std)
+            (raw,) = forward_group([plan], scm.init_std, scm.noise_sampler)
     raise RuntimeError(
         f"task {plan.index} of stage {plan.stage}: the SCM overflowed float32 "
         f"{MAX_ATTEMPTS} times in a row; lower prior.scm.init_std"

@@ -26,22 +26,49 @@ class NonFiniteOutput(ArithmeticError):
     """The SCM overflowed float32 (e.g. a chain of square activations); redraw the task."""
 
 
-def column_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float64 column means and population stds (floor 1e-6) of float32 ``values`` [n, d];
-    raises NonFiniteOutput when the SCM overflowed."""
+def _ones(n: int) -> np.ndarray:
+    """A float64 vector of n ones (a read-only slice of a cached one: no allocation)."""
+    global _ONES
+    if _ONES.shape[0] < n:
+        _ONES = np.ones(max(n, 2 * _ONES.shape[0]))
+        _ONES.flags.writeable = False
+    return _ONES[:n]
+
+
+_ONES = np.ones(0)
+
+
+def _centered_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values − mean in float64, mean, std floored at 1e-6) of float32 ``values`` [n, d], by
+    column; raises NonFiniteOutput when the SCM overflowed."""
     n = values.shape[0]
-    ones = np.ones(n)
+    ones = _ones(n)
     centered = values.astype(np.float64)
     mean = ones @ centered / n
     centered -= mean
-    std = np.sqrt(ones @ (centered * centered) / n)
-    if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+    std = np.sqrt(ones @ np.multiply(centered, centered) / n)
+    # a non-finite mean makes the std non-finite too, so one test covers both
+    if not np.isfinite(std).all():
         raise NonFiniteOutput("SCM output is not finite")
-    return mean, np.maximum(std, _STD_FLOOR)
+    return centered, mean, np.maximum(std, _STD_FLOOR, out=std)
+
+
+def _scaled(centered: np.ndarray, std: np.ndarray, clip: float) -> np.ndarray:
+    """float32 of centered / std clipped to ±clip (= apply_stats on the original values)."""
+    out = np.divide(centered, std)
+    np.clip(out, -clip, clip, out=out)
+    return out.astype(np.float32)
+
+
+def column_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float64 column means and population stds (floor 1e-6) of float32 ``values`` [n, d];
+    raises NonFiniteOutput when the SCM overflowed."""
+    return _centered_stats(values)[1:]
 
 
 def apply_stats(values: np.ndarray, mean: np.ndarray, std: np.ndarray, clip: float) -> np.ndarray:
-    out = (values - mean) / std
+    out = np.subtract(values, mean)
+    np.divide(out, std, out=out)
     np.clip(out, -clip, clip, out=out)
     return out.astype(np.float32)
 
@@ -71,23 +98,23 @@ def pu_split(labels: np.ndarray, n_labeled: int, n_dropped: int, rng: np.random.
     shuffling each class separately and then shuffling the unlabeled pool (§2.3).
     """
     order = rng.permutation(labels.shape[0])
-    positive = labels[order] == 1
+    positive = labels[order].view(bool)  # labels are 0 / 1
+    positions = np.flatnonzero(positive)
     keep = np.ones(order.shape[0], bool)
-    labeled = positive & (np.cumsum(positive) <= n_labeled)
-    keep[labeled] = False
-    keep[~positive & (np.cumsum(~positive) <= n_dropped)] = False
-    return order[labeled], order[keep]
+    keep[positions[:n_labeled]] = False
+    keep[np.flatnonzero(~positive)[:n_dropped]] = False
+    return order[positions[:n_labeled]], order[keep]
 
 
 def build_task(plan: TaskPlan, raw: RawTask, clip: float, attempts: int) -> Task:
     """Standardize, label and PU-split one task's SCM output (uses the task's stream)."""
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
-    x_stats = column_stats(raw.x)
-    score = standardize(raw.score[:, None], clip)[:, 0]
-    labels = rank_labels(score, plan.pi)
+    x_centered, _, x_std = _centered_stats(raw.x)
+    score_centered, _, score_std = _centered_stats(raw.score[:, None])
+    labels = rank_labels(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
 
     n_labeled = plan.n_labeled
-    n_negative = labels.shape[0] - int(np.count_nonzero(labels))
+    n_negative = n_negatives(labels.shape[0], plan.pi)  # rank_labels made exactly these 0
     dropped = min(plan.n_train - n_labeled, n_negative)
     labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng)
     rows = np.concatenate([labeled, unlabeled])
@@ -128,4 +155,5 @@ def build_task(plan: TaskPlan, raw: RawTask, clip: float, attempts: int) -> Task
         )
     else:
         meta["noncausal_features"] = plan.noncausal_features
-    return Task(x=apply_stats(raw.x[rows], *x_stats, clip), y=y, n_labeled=n_labeled, meta=meta)
+    x = _scaled(x_centered[rows], x_std, clip)
+    return Task(x=x, y=y, n_labeled=n_labeled, meta=meta)

@@ -16,6 +16,7 @@ draws use the task's own stream, so a task's values do not depend on the rest of
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 from prior_gen.activations import apply_activation
 from prior_gen.factors import TaskPlan
 from prior_gen.gaussian import box_muller, draw_words, place_normals
+from prior_gen.noise_table import noise_adder, scaled_table
 
 __all__ = ["CausalSelection", "RawTask", "forward_group", "select_causal_nodes"]
 
@@ -106,17 +108,33 @@ class _Parameters:
     weights_hidden: list[np.ndarray]  # [L_g − 1, h, h]
     heads: list[np.ndarray]  # non-causal: r_y [h] then R_x [h·d] (head mode)
     selections: list[CausalSelection | None]
-    causes: np.ndarray  # [Σ n, k]
+    causes: np.ndarray  # [Σ n, k]; normal causes are filled by fill_causes (per chunk)
+    cause_words: list[tuple[np.ndarray, np.ndarray] | None]  # raw words of normal causes
+
+    def fill_causes(self, members: list[int], bounds: list[int]) -> None:
+        """Transform the normal causes of tasks ``members`` (one Box–Muller pass), just before
+        the chunk uses them, so that they are still in cache."""
+        normal = [i for i in members if self.cause_words[i] is not None]
+        if not normal:
+            return
+        z_cos, z_sin = _transform([self.cause_words[i] for i in normal], 1.0)
+        start = 0
+        for i in normal:
+            flat = self.causes[bounds[i] : bounds[i + 1]].reshape(-1)
+            start = place_normals(z_cos, z_sin, start, flat.shape[0], flat, add=False)
+            self.cause_words[i] = None
 
 
-def _draw_parameters(plans: list[TaskPlan], bounds: np.ndarray, init_std: float) -> _Parameters:
+def _draw_parameters(plans: list[TaskPlan], bounds: list[int], init_std: float) -> _Parameters:
     """Each task's stream gives, in this order: its weights, its causal node choices, its causes.
-    The normal draws of all tasks are then transformed together (one Box–Muller pass each)."""
+    The weights of all tasks are then transformed together (one Box–Muller pass); normal
+    causes later, chunk by chunk (:meth:`_Parameters.fill_causes`)."""
     first = plans[0]
     k, h, depth = first.n_causes, first.width, first.depth
     n_core = k * h + (depth - 1) * h * h
-    counts, weight_words, cause_words, selections = [], [], [], []
-    causes = np.empty((int(bounds[-1]), k), np.float32)
+    counts, weight_words, selections = [], [], []
+    cause_words: list[tuple[np.ndarray, np.ndarray] | None] = []
+    causes = np.empty((bounds[-1], k), np.float32)
     for i, plan in enumerate(plans):
         n_head = (
             0 if plan.causal else h * (1 + (plan.noncausal_features == "head") * plan.n_features)
@@ -127,6 +145,7 @@ def _draw_parameters(plans: list[TaskPlan], bounds: np.ndarray, init_std: float)
         if plan.cause_dist == "normal":
             cause_words.append(draw_words(plan.rng.bit_generator, plan.n_rows * k))
         else:
+            cause_words.append(None)
             plan.rng.random(out=causes[bounds[i] : bounds[i + 1]], dtype=np.float32)
 
     weights_in, weights_hidden, heads = [], [], []
@@ -138,25 +157,26 @@ def _draw_parameters(plans: list[TaskPlan], bounds: np.ndarray, init_std: float)
         weights_in.append(buffer[: k * h].reshape(k, h))
         weights_hidden.append(buffer[k * h : n_core].reshape(depth - 1, h, h))
         heads.append(buffer[n_core:])
-    if cause_words:
-        z_cos, z_sin = _transform(cause_words, 1.0)
-        start = 0
-        for i, plan in enumerate(plans):
-            if plan.cause_dist == "normal":
-                flat = causes[bounds[i] : bounds[i + 1]].reshape(-1)
-                start = place_normals(z_cos, z_sin, start, plan.n_rows * k, flat, add=False)
-    return _Parameters(weights_in, weights_hidden, heads, selections, causes)
+    return _Parameters(weights_in, weights_hidden, heads, selections, causes, cause_words)
 
 
-def forward_group(plans: list[TaskPlan], init_std: float) -> list[RawTask]:
-    """Run the SCMs of ``plans`` (equal forward signatures) and return their raw outputs."""
+def forward_group(
+    plans: list[TaskPlan], init_std: float, noise_sampler: str = "box_muller"
+) -> list[RawTask]:
+    """Run the SCMs of ``plans`` (equal forward signatures) and return their raw outputs.
+
+    ``noise_sampler`` (``prior.scm.noise_sampler``) picks how the per-layer noise is drawn,
+    in both cases from the task's stream when its block is computed: ``box_muller`` (the
+    original bytes) or ``table`` (:mod:`prior_gen.noise_table`: one word of the task's stream
+    seeds the block's noise, looked up in a normal quantile table).
+    """
     first = plans[0]
     h, depth, sigma = first.width, first.depth, first.noise_std
     rows = [plan.n_rows for plan in plans]
-    bounds = np.concatenate([[0], np.cumsum(rows)])
+    bounds = [0, *itertools.accumulate(rows)]  # Python ints: cheap in the loops below
     params = _draw_parameters(plans, bounds, init_std)
 
-    hidden = np.empty((int(bounds[-1]), h), np.float32)
+    hidden = np.empty((bounds[-1], h), np.float32)
     activated = np.empty((min(hidden.shape[0], max(rows) + CHUNK_ELEMENTS // h), h), np.float32)
     # causal tasks keep only their d + 1 chosen nodes: picked[:, :d] features, [:, d] label
     picked = [
@@ -176,28 +196,53 @@ def forward_group(plans: list[TaskPlan], init_std: float) -> list[RawTask]:
         lo_chunk, hi_chunk = bounds[members[0]], bounds[members[-1] + 1]
         chunk = hidden[lo_chunk:hi_chunk]
         scratch = activated[: hi_chunk - lo_chunk]
+        params.fill_causes(members, bounds)
         for i in members:
             np.matmul(params.causes[rows_of(i)], params.weights_in[i], out=hidden[rows_of(i)])
         counts = [rows[i] * h for i in members]
+        # per member: (activated rows, hidden rows, its weights), views made once per chunk
+        products = [
+            (
+                scratch[bounds[i] - lo_chunk : bounds[i + 1] - lo_chunk],
+                chunk[bounds[i] - lo_chunk : bounds[i + 1] - lo_chunk],
+                params.weights_hidden[i],
+            )
+            for i in members
+        ]
+        picking = [
+            (i, hidden_rows)
+            for i, (_, hidden_rows, _) in zip(members, products, strict=True)
+            if gathers[i] is not None
+        ]
+        table_noise = sigma > 0 and noise_sampler == "table"
+        if table_noise:
+            table, add_noise = scaled_table(sigma), noise_adder()
+            targets = [
+                (out.reshape(-1), plans[i].rng.bit_generator)
+                for i, (_, out, _) in zip(members, products, strict=True)
+            ]
         for layer in range(depth - 1):
             apply_activation(first.activations[layer], chunk, scratch)
-            for i in members:
-                lo, hi = bounds[i] - lo_chunk, bounds[i + 1] - lo_chunk
-                np.matmul(scratch[lo:hi], params.weights_hidden[i][layer], out=chunk[lo:hi])
-            if sigma > 0:
+            for activated_rows, hidden_rows, weights in products:
+                np.matmul(activated_rows, weights[layer], out=hidden_rows)
+            if table_noise:
+                for flat, bit_generator in targets:
+                    # one word of the task's stream seeds this block's noise
+                    add_noise(flat, table, np.uint64(bit_generator.random_raw()))
+            elif sigma > 0:
                 words = [
                     draw_words(plans[i].rng.bit_generator, count)
                     for i, count in zip(members, counts, strict=True)
                 ]
                 z_cos, z_sin = _transform(words, sigma)
                 start = 0
-                for i, count in zip(members, counts, strict=True):
-                    flat = hidden[rows_of(i)].reshape(-1)
+                for (_, hidden_rows, _), count in zip(products, counts, strict=True):
+                    flat = hidden_rows.reshape(-1)
                     start = place_normals(z_cos, z_sin, start, count, flat, add=True)
-            for i in members:
-                if gathers[i] is not None and gathers[i][layer] is not None:
+            for i, hidden_rows in picking:
+                if gathers[i][layer] is not None:
                     positions, columns = gathers[i][layer]
-                    picked[i][:, positions] = hidden[rows_of(i), columns]
+                    picked[i][:, positions] = hidden_rows[:, columns]
 
     outputs = []
     for i, plan in enumerate(plans):

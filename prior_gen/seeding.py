@@ -18,6 +18,7 @@ __all__ = [
     "SCOPE_CODES",
     "SPLIT_CODES",
     "TAIL",
+    "generator_for_key",
     "scope_generator",
     "seed_key",
     "stage_code",
@@ -51,6 +52,10 @@ def scope_generator(
     seed: int, split: str, stage: Stage, scope: str, position: int
 ) -> np.random.Generator:
     """The random stream of one scope object (PCG64DXSM: fast, statistically strong)."""
-    key = seed_key(seed, split, stage, scope, position)
+    return generator_for_key(seed_key(seed, split, stage, scope, position))
+
+
+def generator_for_key(key: list[int]) -> np.random.Generator:
+    """The random stream of the scope object whose full key (:func:`seed_key`) is ``key``."""
     sequence = np.random.SeedSequence(entropy=key[0], spawn_key=tuple(key[1:]))
     return np.random.Generator(np.random.PCG64DXSM(sequence))

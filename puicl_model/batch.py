@@ -173,25 +173,36 @@ def collate_tasks(
 
 
 def micro_batches(
-    n_rows: Sequence[int], n_features: Sequence[int], max_cells: int
+    n_rows: Sequence[int],
+    n_features: Sequence[int],
+    max_cells: int | None,
+    max_tasks: int | None = None,
+    order: Sequence[int] | None = None,
 ) -> list[list[int]]:
-    """Split tasks (in order) into consecutive groups of at most ``max_cells`` table cells.
+    """Split tasks into consecutive groups of at most ``max_cells`` table cells and (if given)
+    ``max_tasks`` tasks.
 
     A task of ``r`` rows and ``f`` features has ``r * (f + 1)`` cells (the label column
     included); the model's activation memory is proportional to the cells of a forward pass.
-    A task larger than ``max_cells`` forms a group of its own. The order of tasks is kept so
-    that a caller's per-task results stay aligned with its inputs.
+    A task larger than ``max_cells`` forms a group of its own; ``max_cells=None`` bounds the
+    task count only. Tasks are taken in ``order`` (default: as given), so that a caller's
+    per-task results stay aligned with its inputs.
     """
     if len(n_rows) != len(n_features):
         raise ValueError(f"{len(n_rows)} row counts but {len(n_features)} feature counts")
-    if max_cells < 1:
+    if max_cells is not None and max_cells < 1:
         raise ValueError(f"max_cells must be positive, got {max_cells}")
+    if max_tasks is not None and max_tasks < 1:
+        raise ValueError(f"max_tasks must be positive, got {max_tasks}")
     groups: list[list[int]] = []
     current: list[int] = []
     current_cells = 0
-    for index, (rows, features) in enumerate(zip(n_rows, n_features, strict=True)):
-        cells = int(rows) * (int(features) + 1)
-        if current and current_cells + cells > max_cells:
+    for index in range(len(n_rows)) if order is None else order:
+        cells = int(n_rows[index]) * (int(n_features[index]) + 1)
+        full = (max_tasks is not None and len(current) >= max_tasks) or (
+            max_cells is not None and current_cells + cells > max_cells
+        )
+        if current and full:
             groups.append(current)
             current, current_cells = [], 0
         current.append(index)

@@ -175,7 +175,9 @@ class TablePreprocessor:
             self.scale_ = kept.std(axis=0)
         return self
 
-    def _fit_numeric(self, name: str, values: np.ndarray) -> _Column:
+    def _missing_mask(self, name: str, values: np.ndarray) -> np.ndarray:
+        """NaN mask of a numeric column; infinities, and NaN under missing='error', are errors
+        (the same rules in fit and transform)."""
         if np.isinf(values).any():
             row = int(np.flatnonzero(np.isinf(values))[0])
             raise ValueError(
@@ -188,6 +190,10 @@ class TablePreprocessor:
                 f"column {name!r} has {int(missing.sum())} missing values (NaN) and "
                 f"missing='error'; impute them, or use missing='median'"
             )
+        return missing
+
+    def _fit_numeric(self, name: str, values: np.ndarray) -> _Column:
+        missing = self._missing_mask(name, values)
         fill = float(np.median(values[~missing])) if (~missing).any() else 0.0
         indicator = bool(missing.any()) and self.missing == "median+indicator"
         return _Column(name, "numeric", fill=fill, indicator=indicator)
@@ -226,18 +232,7 @@ class TablePreprocessor:
                         f"column {column.name!r} was numeric in fit but now holds non-numeric "
                         f"values"
                     )
-                if np.isinf(numeric).any():
-                    row = int(np.flatnonzero(np.isinf(numeric))[0])
-                    raise ValueError(
-                        f"column {column.name!r} holds an infinite value (row {row}); replace "
-                        f"it with a finite number or NaN (missing)"
-                    )
-                missing = np.isnan(numeric)
-                if missing.any() and self.missing == "error":
-                    raise ValueError(
-                        f"column {column.name!r} has {int(missing.sum())} missing values (NaN) "
-                        f"and missing='error'; impute them, or use missing='median'"
-                    )
+                missing = self._missing_mask(column.name, numeric)
                 features.append(np.where(missing, column.fill, numeric))
                 if column.indicator:
                     features.append(missing.astype(np.float64))

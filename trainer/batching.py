@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from puicl_model.batch import TaskBatch, collate_tasks
+from puicl_model.batch import TaskBatch, collate_tasks, micro_batches
 
 
 def rank_slice(global_batch: int, rank: int, world_size: int) -> tuple[int, int]:
@@ -54,25 +54,12 @@ def plan_micro_batches(
     """
     if len(row_counts) != len(feature_counts):
         raise ValueError(f"{len(row_counts)} row counts but {len(feature_counts)} feature counts")
+    if max_tasks < 1:
+        raise ValueError(f"max_tasks must be positive, got {max_tasks}")
     order = list(range(len(row_counts)))
     if group_by_rows:
         order.sort(key=lambda i: row_counts[i])
-    groups: list[list[int]] = []
-    current: list[int] = []
-    cells_in_current = 0
-    for index in order:
-        cells = int(row_counts[index]) * (int(feature_counts[index]) + 1)
-        full = len(current) >= max_tasks or (
-            max_cells is not None and cells_in_current + cells > max_cells
-        )
-        if current and full:
-            groups.append(current)
-            current, cells_in_current = [], 0
-        current.append(index)
-        cells_in_current += cells
-    if current:
-        groups.append(current)
-    return groups
+    return micro_batches(row_counts, feature_counts, max_cells, max_tasks=max_tasks, order=order)
 
 
 def collate_with_targets(tasks: Sequence) -> tuple[TaskBatch, torch.Tensor, torch.Tensor]:

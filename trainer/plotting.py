@@ -87,7 +87,7 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
     out_path = Path(out) if out is not None else run_dir / "metrics.png"
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.suptitle(f"run {run_dir.name}")
+    fig.suptitle(f"run {run_dir}")  # the path as given: run directories are often named "run"
     fig.savefig(out_path, dpi=100)
     plt.close(fig)
     return out_path
