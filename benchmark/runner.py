@@ -108,7 +108,12 @@ def evaluate_replicate(
     """Fit one method on one task and score its unlabeled predictions."""
     method = make_method(method_name, weights=weights, overrides=overrides)
     start = time.perf_counter()
-    output = method.fit_predict(task.X, task.s, seed)
+    if getattr(method, "uses_categorical", False):
+        # PUICL encodes categorical columns itself (one-hot); the baselines see the ordinal
+        # codes as numbers, as in the paper's setup.
+        output = method.fit_predict(task.X, task.s, seed, categorical=task.categorical)
+    else:
+        output = method.fit_predict(task.X, task.s, seed)
     elapsed = time.perf_counter() - start
     y_u = task.y_unlabeled
     scores = np.asarray(output.scores, dtype=np.float64)

@@ -30,7 +30,12 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puicl_model.inference import PassPlanner, run_passes
-from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, TablePreprocessor
+from puicl_model.preprocessing import (
+    CategoricalStrategy,
+    MissingStrategy,
+    NumericStrategy,
+    TablePreprocessor,
+)
 from puicl_model.weights import bundled_weights_path, load_weights
 
 __all__ = ["NoBundledWeightsError", "PUICLClassifier"]
@@ -56,7 +61,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     ----------
     weights : path, PUICLModel or None
         A checkpoint directory or ``.safetensors`` file (or a loaded ``PUICLModel``). None
-        uses the checkpoint bundled with the package (none ships yet: then this raises).
+        uses the checkpoint bundled with the package (docs/model_card.md).
     device : "auto", "cpu", "cuda", "cuda:1", "mps", ...
         "auto" picks CUDA when available, else the CPU.
     n_estimators : int or None
@@ -71,7 +76,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         Most labeled positives in one forward pass; more are subsampled per pass.
     threshold : float in (0, 1) or "prior"
         ``predict`` cut on P(y=1), or "prior" to predict the share π̂ of the pool negative.
-    categorical, missing : preprocessing strategies (:mod:`puicl_model.preprocessing`).
+    categorical, missing, numeric : preprocessing strategies
+        (:mod:`puicl_model.preprocessing`): categories one-hot encoded, missing numbers
+        filled with the median, numeric columns mapped to normal scores of their ranks.
     random_state : int or None
         Seeds every random choice (feature subsets, chunks, labeled subsets). None draws
         fresh entropy at ``fit``.
@@ -93,8 +100,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         chunk_size: int = 200,
         max_labeled: int = 300,
         threshold: float | Literal["prior"] = 0.5,
-        categorical: CategoricalStrategy = "ordinal",
+        categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
+        numeric: NumericStrategy = "quantile",
         random_state: int | None = 0,
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
         n_threads: int | None = None,
@@ -111,6 +119,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.threshold = threshold
         self.categorical = categorical
         self.missing = missing
+        self.numeric = numeric
         self.random_state = random_state
         self.precision = precision
         self.n_threads = n_threads
@@ -214,7 +223,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self._check_settings()
         n_rows = len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
         labeled = self._check_s(s, n_rows)
-        preprocessor = TablePreprocessor(categorical=self.categorical, missing=self.missing)
+        preprocessor = TablePreprocessor(categorical=self.categorical, missing=self.missing,
+                                         numeric=self.numeric)
         table = preprocessor.fit_transform(X)
         device = self._resolve_device()
         model = self._load_model(device)

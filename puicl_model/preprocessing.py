@@ -5,12 +5,21 @@ statistics (paper §3.1). What it cannot do is read strings, skip missing values
 columns that carry nothing; :class:`TablePreprocessor` does that, learning every mapping from
 the table given to ``fit`` (labeled and unlabeled rows together, never the hidden labels):
 
-* **numeric columns** pass through. Infinite values are an error.
+* **numeric columns**: ``numeric="quantile"`` (default) replaces each value by the standard
+  normal quantile of its mid-rank among the fitted rows, ``Φ⁻¹((#{< x} + #{≤ x}) / 2n)``
+  (new rows: the same formula against the fitted values, clipped to ``[1/2n, 1 − 1/2n]``).
+  It keeps the order of the values and removes skew and outliers, which the model, trained
+  on standardized SCM outputs, handles less well than bell-shaped columns (measured in
+  docs/model_card.md). ``numeric="standard"`` passes the values through. Infinite values are
+  an error.
 * **categorical columns** (pandas ``category``/``object``/``string``/``bool`` columns, and
   numpy object columns whose values are not all numbers) become numbers:
-  ``"ordinal"`` (default) maps the categories, sorted by their text, to 0, 1, 2, …;
-  ``"frequency"`` maps each category to its share of the fitted rows. A missing value is a
-  category of its own; a category first seen after ``fit`` is treated as missing.
+  ``"onehot"`` (default) gives every category of a column with 3 to
+  ``MAX_ONEHOT_LEVELS`` categories its own 0/1 feature (more categories: ``"frequency"``;
+  two: one 0/1 feature); ``"ordinal"`` maps the categories, sorted by their text, to
+  0, 1, 2, …; ``"frequency"`` maps each category to its share of the fitted rows. A missing
+  value is a category of its own (one-hot: all zeros); a category first seen after ``fit`` is
+  treated as missing.
 * **missing numeric values** (NaN, None, pandas NA): ``"median"`` (default) fills them with
   the column's median over the fitted rows; ``"median+indicator"`` also appends a 0/1 column
   "was missing" for every column that had missing values in ``fit``; ``"error"`` rejects them.
@@ -32,9 +41,20 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["CategoricalStrategy", "MissingStrategy", "TablePreprocessor"]
+__all__ = [
+    "MAX_ONEHOT_LEVELS",
+    "CategoricalStrategy",
+    "MissingStrategy",
+    "NumericStrategy",
+    "TablePreprocessor",
+]
 
-CategoricalStrategy = Literal["ordinal", "frequency"]
+CategoricalStrategy = Literal["onehot", "ordinal", "frequency"]
+NumericStrategy = Literal["quantile", "standard"]
+
+# One-hot encoding beyond this many categories would crowd out the other features (the model
+# reads 20 per pass); such columns are frequency-encoded instead.
+MAX_ONEHOT_LEVELS = 16
 MissingStrategy = Literal["median", "median+indicator", "error"]
 
 _MISSING = "\x00missing"  # the category that stands for a missing categorical value
@@ -50,6 +70,8 @@ class _Column:
     indicator: bool = False  # append a "was missing" feature
     codes: dict[str, float] = field(default_factory=dict)  # categorical: category -> number
     missing_code: float = 0.0  # categorical: the number of the missing category
+    onehot: list[str] = field(default_factory=list)  # categorical: one feature per category
+    quantiles: np.ndarray | None = None  # numeric, numeric="quantile": sorted fitted values
 
 
 def _is_dataframe(X: Any) -> bool:
@@ -67,18 +89,33 @@ def _is_missing(values: np.ndarray) -> np.ndarray:
     return np.asarray(pd.isna(values), dtype=bool)
 
 
+def _normal_scores(values: np.ndarray, fitted_sorted: np.ndarray) -> np.ndarray:
+    """Standard normal quantile of each value's mid-rank among the fitted values."""
+    from scipy.special import ndtri
+
+    n = len(fitted_sorted)
+    below = np.searchsorted(fitted_sorted, values, side="left")
+    at_or_below = np.searchsorted(fitted_sorted, values, side="right")
+    share = np.clip((below + at_or_below) / (2.0 * n), 0.5 / n, 1.0 - 0.5 / n)
+    return ndtri(share)
+
+
 class TablePreprocessor:
     """Learns column encodings on the fitted table; turns tables into float32 matrices."""
 
     def __init__(
         self,
-        categorical: CategoricalStrategy = "ordinal",
+        categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
+        numeric: NumericStrategy = "quantile",
     ) -> None:
-        if categorical not in ("ordinal", "frequency"):
+        if categorical not in ("onehot", "ordinal", "frequency"):
             raise ValueError(
-                f"categorical must be 'ordinal' or 'frequency', got {categorical!r}"
+                f"categorical must be 'onehot', 'ordinal' or 'frequency', got {categorical!r}"
             )
+        if numeric not in ("quantile", "standard"):
+            raise ValueError(f"numeric must be 'quantile' or 'standard', got {numeric!r}")
+        self.numeric = numeric
         if missing not in ("median", "median+indicator", "error"):
             raise ValueError(
                 f"missing must be 'median', 'median+indicator' or 'error', got {missing!r}"
@@ -96,15 +133,19 @@ class TablePreprocessor:
             if len(set(names)) != len(names):
                 raise ValueError("X has duplicate column names; give every column a unique name")
             arrays = []
+            declared = set()  # columns whose dtype says "categorical", whatever their values
             for column in X.columns:
                 series = X[column]
                 if isinstance(series.dtype, pd.CategoricalDtype) or not (
                     pd.api.types.is_numeric_dtype(series.dtype)
                     and not pd.api.types.is_bool_dtype(series.dtype)
                 ):
+                    if not pd.api.types.is_object_dtype(series.dtype):
+                        declared.add(str(column))
                     arrays.append(series.astype(object).to_numpy())
                 else:
                     arrays.append(series.to_numpy(dtype=np.float64, na_value=np.nan))
+            self._declared_categorical = declared
             return names, arrays, True
         array = np.asarray(X)
         if array.ndim != 2:
@@ -116,6 +157,7 @@ class TablePreprocessor:
         elif array.dtype.kind not in "OUS":
             raise ValueError(f"X has unsupported dtype {array.dtype}; pass numbers or strings")
         names = [str(i) for i in range(array.shape[1])]
+        self._declared_categorical = set()
         return names, [array[:, i] for i in range(array.shape[1])], False
 
     @staticmethod
@@ -147,7 +189,7 @@ class TablePreprocessor:
         self.n_features_in_ = len(names)
         columns: list[_Column] = []
         for name, values in zip(names, arrays, strict=True):
-            numeric = self._as_numeric(values)
+            numeric = None if name in self._declared_categorical else self._as_numeric(values)
             if numeric is not None:
                 columns.append(self._fit_numeric(name, numeric))
             else:
@@ -196,14 +238,20 @@ class TablePreprocessor:
         missing = self._missing_mask(name, values)
         fill = float(np.median(values[~missing])) if (~missing).any() else 0.0
         indicator = bool(missing.any()) and self.missing == "median+indicator"
-        return _Column(name, "numeric", fill=fill, indicator=indicator)
+        quantiles = None
+        if self.numeric == "quantile":
+            quantiles = np.sort(np.where(missing, fill, values))
+        return _Column(name, "numeric", fill=fill, indicator=indicator, quantiles=quantiles)
 
     def _fit_categorical(self, name: str, values: np.ndarray) -> _Column:
         missing = _is_missing(values)
         keys = [_MISSING if gone else _category_key(v) for v, gone in
                 zip(values.tolist(), missing.tolist(), strict=True)]
         categories, counts = np.unique(np.asarray(keys, dtype=object), return_counts=True)
-        if self.categorical == "ordinal":
+        known = [c for c in categories.tolist() if c != _MISSING]
+        if self.categorical == "onehot" and 2 < len(known) <= MAX_ONEHOT_LEVELS:
+            return _Column(name, "categorical", onehot=known)
+        if self.categorical == "ordinal" or (self.categorical == "onehot" and len(known) <= 2):
             ordered = [c for c in categories.tolist() if c != _MISSING]
             codes = {c: float(i) for i, c in enumerate(ordered)}
             missing_code = float(len(ordered))  # missing (and unseen) after the known ones
@@ -217,6 +265,10 @@ class TablePreprocessor:
     def _feature_labels(self) -> list[str]:
         labels: list[str] = []
         for column in self.columns_:
+            if column.onehot:
+                labels.extend(f"{column.name}={category.split(':', 1)[1]}"
+                              for category in column.onehot)
+                continue
             labels.append(column.name)
             if column.indicator:
                 labels.append(f"{column.name} (missing)")
@@ -233,9 +285,19 @@ class TablePreprocessor:
                         f"values"
                     )
                 missing = self._missing_mask(column.name, numeric)
-                features.append(np.where(missing, column.fill, numeric))
+                filled = np.where(missing, column.fill, numeric)
+                if column.quantiles is not None:
+                    filled = _normal_scores(filled, column.quantiles)
+                features.append(filled)
                 if column.indicator:
                     features.append(missing.astype(np.float64))
+            elif column.onehot:
+                missing = _is_missing(values)
+                keys = np.asarray([_MISSING if gone else _category_key(v) for v, gone in
+                                   zip(values.tolist(), missing.tolist(), strict=True)],
+                                  dtype=object)
+                features.extend((keys == category).astype(np.float64)
+                                for category in column.onehot)
             else:
                 missing = _is_missing(values)
                 encoded = np.array(

@@ -11,10 +11,12 @@ raw ordinal-coded matrix of the loader.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from benchmark.methods.common import MethodOutput, check_inputs
 from puicl_model.configio import require
@@ -56,10 +58,18 @@ class PUICL:
     name: str = "puicl"
     config: PUICLConfig = PUICLConfig()
 
-    def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int) -> MethodOutput:
+    uses_categorical = True  # the runner passes the dataset's categorical-column flags
+    # Bump when the adapter or the classifier's default preprocessing/inference changes what a
+    # replicate computes (part of the cache key, like the baselines' ``version``). 2: one-hot
+    # categorical columns and normal-score numeric columns.
+    version = 2
+
+    def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
+                    categorical: Sequence[bool] | None = None) -> MethodOutput:
         from puicl_model import PUICLClassifier
 
         X, labeled = check_inputs(X, s)
+        table = as_table(X, categorical)
         # One torch thread: the runner already runs one replicate per core.
         clf = PUICLClassifier(weights=self.weights, device=self.device, random_state=seed,
                               n_threads=1, progress=False,
@@ -67,14 +77,28 @@ class PUICL:
                               single_pass_limit=self.config.single_pass_limit,
                               chunk_size=self.config.chunk_size,
                               max_labeled=self.config.max_labeled)
-        clf.fit(X, labeled.astype(np.int8))
-        x_u = X[~labeled]
+        clf.fit(table, labeled.astype(np.int8))
+        x_u = table[~labeled]
         proba = np.asarray(clf.predict_proba(x_u), dtype=np.float64)[:, 1]
         labels = np.asarray(clf.predict(x_u)).astype(np.int8)
         pi_hat = clf.estimate_class_prior()
         return MethodOutput(
             scores=proba, labels=labels, pi_hat=None if pi_hat is None else float(pi_hat)
         )
+
+
+def as_table(X: np.ndarray, categorical: Sequence[bool] | None) -> np.ndarray | pd.DataFrame:
+    """X itself, or a DataFrame whose categorical columns (the loader's ordinal codes) have the
+    pandas ``category`` dtype, so that the classifier encodes them as categories."""
+    if categorical is None or not any(categorical):
+        return X
+    if len(categorical) != X.shape[1]:
+        raise ValueError(f"categorical has {len(categorical)} flags for {X.shape[1]} columns")
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    for j, flag in enumerate(categorical):
+        if flag:
+            frame[f"x{j}"] = frame[f"x{j}"].astype("category")
+    return frame
 
 
 def weights_digest(weights: Path) -> str:

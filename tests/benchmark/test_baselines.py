@@ -83,6 +83,17 @@ def test_bad_inputs_and_settings_give_clear_errors(easy_task):
         make_method("svm")
 
 
-def test_puicl_without_weights_says_to_pass_weights():
+def test_puicl_without_weights_says_to_pass_weights(monkeypatch):
+    import benchmark.methods.puicl as puicl_method
+
+    monkeypatch.setattr(puicl_method, "default_weights", lambda: None)  # no bundled checkpoint
     with pytest.raises(ValueError, match="--weights"):
         make_method("puicl")
+    with pytest.raises(ValueError, match="no such file or directory"):
+        make_method("puicl", weights="/nonexistent/weights")
+
+
+def test_puicl_uses_the_bundled_checkpoint_by_default():
+    from puicl_model.weights import bundled_weights_path
+
+    assert make_method("puicl").weights == bundled_weights_path()

@@ -74,3 +74,24 @@ def test_puicl_settings_are_validated_and_follow_the_weights_content(random_weig
     changed = method_settings(make_method("puicl", weights=target,
                                           overrides={"single_pass_limit": 300}))
     assert changed["weights_sha256"] != before["weights_sha256"]
+
+
+def test_categorical_flags_reach_the_classifier_as_categories(random_weights):
+    import pandas as pd
+
+    from benchmark.methods.puicl import as_table
+
+    X = np.array([[1.0, 0.5], [2.0, 0.1], [3.0, 0.7], [1.0, 0.2]])
+    assert as_table(X, None) is X and as_table(X, (False, False)) is X
+    frame = as_table(X, (True, False))
+    assert isinstance(frame["x0"].dtype, pd.CategoricalDtype)
+    assert frame["x1"].dtype == np.float64
+    with pytest.raises(ValueError, match="categorical has 1 flags for 2 columns"):
+        as_table(X, (True,))
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 4, 60), rng.normal(size=60)]).astype(float)
+    s = (np.arange(60) < 20).astype(int)
+    method = make_method("puicl", weights=random_weights)
+    plain = method.fit_predict(X, s, seed=1)
+    coded = method.fit_predict(X, s, seed=1, categorical=(True, False))
+    assert not np.allclose(plain.scores, coded.scores)  # one-hot features, not the codes

@@ -115,7 +115,10 @@ def test_cli_report_only_refuses_missing_replicates(data_dir, tmp_path, capsys):
     assert "not in" in capsys.readouterr().err
 
 
-def test_cli_puicl_without_weights_is_a_clear_error(data_dir, tmp_path, capsys):
+def test_cli_puicl_without_weights_is_a_clear_error(data_dir, tmp_path, capsys, monkeypatch):
+    import benchmark.methods.puicl as puicl_method
+
+    monkeypatch.setattr(puicl_method, "default_weights", lambda: None)  # no bundled checkpoint
     argv = ["--methods", "puicl", "--datasets", "haberman", "--repeats", "1", "--out",
             str(tmp_path / "o"), "--data-dir", str(data_dir)]
     assert cli.main(argv) == 2

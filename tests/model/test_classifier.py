@@ -43,7 +43,8 @@ def test_fitted_unlabeled_rows_get_the_one_pass_transductive_prediction(
     small_weights, table, rng
 ) -> None:
     X, s = table(rng, 30, 50, 6)
-    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(X, s)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0,
+                          numeric="standard").fit(X, s)
     expected = direct_proba(clf.model_, clf.x_labeled_, clf.x_pool_)
     raw = direct_proba(clf.model_, X[s == 1], X[s == 0])
     log = ForwardLog(clf.model_)
@@ -120,7 +121,7 @@ def test_pandas_table_with_categorical_missing_and_constant_columns(small_weight
     s = pd.Series((np.arange(n) < 25).astype(int))
     clf = PUICLClassifier(weights=small_weights).fit(frame, s)
     assert clf.preprocessor_.dropped_features_ == ["always"]
-    assert clf.x_pool_.shape == (55, 5)
+    assert clf.x_pool_.shape == (55, 7)  # size, weight, colour one-hot (3), grade, ok
     assert list(clf.feature_names_in_) == list(frame.columns) and clf.n_features_in_ == 6
     proba = clf.predict_proba(frame[s == 0])
     assert np.isfinite(proba).all()
@@ -212,10 +213,31 @@ def test_model_object_as_weights_and_sklearn_clone(small_model, table, rng) -> N
     np.testing.assert_array_equal(clone(clf).fit(X, s).predict_proba(X[s == 0]), first)
 
 
-def test_without_weights_it_says_no_checkpoint_ships_yet() -> None:
+def test_without_a_bundled_checkpoint_it_says_so(monkeypatch) -> None:
+    import puicl_model.classifier as classifier_module
+
+    monkeypatch.setattr(classifier_module, "bundled_weights_path", lambda: None)
     with pytest.raises(NoBundledWeightsError, match="no bundled checkpoint ships") as caught:
         PUICLClassifier()
     assert "weights=PATH" in str(caught.value)
+
+
+def test_bundled_model_separates_a_real_pu_task() -> None:
+    """The shipped weights, loaded with no arguments, rank a real PU pool far above chance
+    (breast cancer, benign = positive, a third of the positives labeled). Guards against a
+    corrupt or mis-exported checkpoint and against a broken default inference path."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.metrics import roc_auc_score
+
+    data = load_breast_cancer()
+    y = (data.target == 1).astype(int)
+    positives = np.random.default_rng(0).permutation(np.flatnonzero(y == 1))
+    s = np.zeros(len(y), dtype=int)
+    s[positives[: len(positives) // 3]] = 1
+    clf = PUICLClassifier(random_state=0).fit(data.data, s)
+    p = clf.predict_proba(data.data[s == 0])[:, 1]
+    assert roc_auc_score(y[s == 0], p) > 0.9
+    assert abs(clf.estimate_class_prior() - np.mean(y[s == 0] == 0)) < 0.15
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ def mixed_frame() -> pd.DataFrame:
 
 
 def test_ordinal_encoding_median_imputation_and_constant_columns() -> None:
-    pre = TablePreprocessor().fit(mixed_frame())
+    pre = TablePreprocessor(categorical="ordinal", numeric="standard").fit(mixed_frame())
     assert pre.dropped_features_ == ["const"]
     encoded = raw_features(pre, mixed_frame())
     assert encoded.shape == (6, 4)
@@ -45,7 +45,8 @@ def test_ordinal_encoding_median_imputation_and_constant_columns() -> None:
 
 
 def test_frequency_encoding_and_missing_indicator() -> None:
-    pre = TablePreprocessor(categorical="frequency", missing="median+indicator")
+    pre = TablePreprocessor(categorical="frequency", missing="median+indicator",
+                            numeric="standard")
     pre.fit(mixed_frame())
     encoded = raw_features(pre, mixed_frame())
     assert encoded.shape == (6, 5)  # num, num (missing), text, cat, flag
@@ -54,7 +55,7 @@ def test_frequency_encoding_and_missing_indicator() -> None:
 
 
 def test_unseen_categories_count_as_missing_and_columns_may_be_reordered() -> None:
-    pre = TablePreprocessor().fit(mixed_frame())
+    pre = TablePreprocessor(categorical="ordinal").fit(mixed_frame())
     new = mixed_frame().iloc[:2].copy()
     new["text"] = ["zzz", None]
     reordered = new[["const", "flag", "cat", "text", "num"]]
@@ -64,7 +65,7 @@ def test_unseen_categories_count_as_missing_and_columns_may_be_reordered() -> No
 
 def test_numeric_object_columns_stay_numeric() -> None:
     X = np.array([[1, "a"], [2.5, "b"], [None, "a"]], dtype=object)
-    pre = TablePreprocessor().fit(X)
+    pre = TablePreprocessor(numeric="standard").fit(X)
     assert [c.kind for c in pre.columns_] == ["numeric", "categorical"]
     close(raw_features(pre, X)[:, 0], [1, 2.5, 1.75])
 
@@ -95,8 +96,10 @@ def test_fit_errors() -> None:
         TablePreprocessor(missing="error").fit(np.array([[1.0, np.nan], [2.0, 3.0]]))
     with pytest.raises(ValueError, match="2-D table"):
         TablePreprocessor().fit(np.zeros(5))
-    with pytest.raises(ValueError, match="categorical must be 'ordinal' or 'frequency'"):
-        TablePreprocessor(categorical="onehot")
+    with pytest.raises(ValueError, match="categorical must be 'onehot', 'ordinal' or 'frequency'"):
+        TablePreprocessor(categorical="target")
+    with pytest.raises(ValueError, match="numeric must be 'quantile' or 'standard', got 'log'"):
+        TablePreprocessor(numeric="log")
 
 
 def test_all_constant_table_warns_and_yields_one_zero_column() -> None:
@@ -110,3 +113,50 @@ def test_large_offsets_survive_the_float32_cast() -> None:
     X = 1.6e9 + np.array([[0.0], [1.0], [2.0], [3.0]])  # float32 would round these together
     out = TablePreprocessor().fit_transform(X)
     assert len(np.unique(out)) == 4
+
+
+def test_onehot_gives_each_category_a_feature_and_unseen_ones_all_zeros() -> None:
+    pre = TablePreprocessor(numeric="standard").fit(mixed_frame())  # categorical="onehot"
+    # text has a, b, c (+ missing): one-hot; cat and flag have two values: one 0/1 feature
+    names = [label for label in pre._feature_labels()]
+    assert names == ["num", "text=a", "text=b", "text=c", "cat", "flag", "const"]
+    encoded = raw_features(pre, mixed_frame())
+    assert encoded.shape == (6, 6)
+    close(encoded[:, 1:4], [[0, 1, 0], [1, 0, 0], [0, 0, 0], [0, 0, 1], [1, 0, 0], [0, 1, 0]])
+    new = mixed_frame().iloc[:2].copy()
+    new["text"] = ["zzz", "c"]
+    close(raw_features(pre, new)[:, 1:4], [[0, 0, 0], [0, 0, 1]])
+
+
+def test_onehot_falls_back_to_frequency_for_many_categories() -> None:
+    from puicl_model.preprocessing import MAX_ONEHOT_LEVELS
+
+    levels = MAX_ONEHOT_LEVELS + 1
+    values = [f"v{i % levels}" for i in range(3 * levels)] + ["v0"] * 4  # unequal shares
+    frame = pd.DataFrame({"many": values, "x": np.arange(len(values), dtype=float)})
+    pre = TablePreprocessor().fit(frame)
+    assert pre.transform(frame).shape == (len(values), 2)
+    assert not pre.columns_[0].onehot and pre.columns_[0].codes
+
+
+def test_category_dtype_of_numbers_is_categorical() -> None:
+    frame = pd.DataFrame({"code": pd.Series([1.0, 2.0, 3.0, 1.0]).astype("category"),
+                          "x": [0.5, 0.1, 0.3, 0.2]})
+    pre = TablePreprocessor(numeric="standard").fit(frame)
+    assert [c.kind for c in pre.columns_] == ["categorical", "numeric"]
+    assert pre.transform(frame).shape == (4, 4)  # three one-hot features + x
+
+
+def test_quantile_maps_midranks_to_normal_scores_and_keeps_order() -> None:
+    from scipy.stats import norm
+
+    values = np.array([3.0, 1.0, 1.0, 10.0, 1000.0])
+    pre = TablePreprocessor().fit(values[:, None])  # numeric="quantile"
+    midranks = np.array([3.0, 1.5, 1.5, 4.0, 5.0])
+    fitted = pre.transform(values[:, None])[:, 0].astype(np.float64) * pre.scale_ + pre.center_
+    close(fitted, norm.ppf((midranks - 0.5) / 5))
+    # new rows: placed among the fitted values, clipped at the extreme mid-ranks
+    new = np.array([[-5.0], [2.0], [3.0], [5000.0]])
+    scored = pre.transform(new)[:, 0].astype(np.float64) * pre.scale_ + pre.center_
+    close(scored, norm.ppf([0.5 / 5, 4 / 10, 5 / 10, 1 - 0.5 / 5]))
+    assert np.all(np.diff(scored) > 0)

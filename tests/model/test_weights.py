@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -125,8 +126,17 @@ def test_foreign_safetensors_without_config_is_rejected(tmp_path) -> None:
         load_weights(path)
 
 
-def test_no_bundled_checkpoint_ships_yet() -> None:
-    assert bundled_weights_path() is None
+def test_bundled_checkpoint_is_the_documented_configuration() -> None:
+    """The shipped checkpoint loads, verifies and is the model of configs/puicl_cpu.yaml."""
+    import yaml
+
+    path = bundled_weights_path()
+    assert path is not None and path.name == "model.safetensors"
+    model = load_weights(path)
+    spec = yaml.safe_load((Path(__file__).parents[2] / "configs/puicl_cpu.yaml").read_text())
+    for key, value in spec["model"].items():
+        assert getattr(model.config, key) == value, key
+    assert model.parameter_counts()["total"] == 209_858
 
 
 def test_default_config_round_trip(tmp_path: Path) -> None:
@@ -135,3 +145,14 @@ def test_default_config_round_trip(tmp_path: Path) -> None:
     model = PUICLModel(ModelConfig())
     loaded = load_weights(save_weights(model, tmp_path / "default"))
     assert loaded.parameter_counts()["total"] == 1_226_882 and same_state(loaded, model)
+
+
+def test_saved_weights_are_readable_by_others(tmp_path: Path) -> None:
+    from puicl_model.model import PUICLModel
+
+    written = save_weights(PUICLModel(ModelConfig(embed_dim=8, num_layers=1, num_heads=2,
+                                                  ff_dim=8)), tmp_path / "w")
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in (written, written.parent / "config.json"):
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
