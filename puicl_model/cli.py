@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
                          help="cut on p_positive, or 'prior' to label the share π̂ negative")
     predict.add_argument("--drop-columns", nargs="*", default=[],
                          help="columns to ignore (identifiers, ...)")
+    predict.add_argument("--categorical", choices=("onehot", "ordinal", "frequency"),
+                         default="onehot", help="encoding of text/category columns")
+    predict.add_argument("--numeric", choices=("quantile", "standard"), default="quantile",
+                         help="transform of numeric columns (docs/classifier.md)")
     predict.add_argument("--random-state", type=int, default=0)
     predict.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -158,6 +162,8 @@ def _predict(args: argparse.Namespace) -> int:
         single_pass_limit=args.single_pass_limit,
         chunk_size=args.chunk_size,
         threshold=args.threshold,
+        categorical=args.categorical,
+        numeric=args.numeric,
         random_state=args.random_state,
         progress=False if args.no_progress else None,
     )

@@ -108,3 +108,18 @@ def test_info_prints_config_and_parameter_counts(small_weights) -> None:
                           capture_output=True, text=True, check=True)
     assert '"embed_dim": 32' in done.stdout
     assert "blocks 23,584, decoder 1,682, total 25,426" in done.stdout
+
+
+def test_preprocessing_options_reach_the_classifier(frame, small_weights, tmp_path) -> None:
+    frame.to_csv(tmp_path / "table.csv", index=False)
+    out = tmp_path / "scores.csv"
+    assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                 "--drop-columns", "id", "--weights", str(small_weights), "--output", str(out),
+                 "--numeric", "standard", "--categorical", "ordinal", "--no-progress"]) == 0
+    features = frame.drop(columns=["id", "s"])
+    clf = PUICLClassifier(weights=small_weights, random_state=0, numeric="standard",
+                          categorical="ordinal").fit(features, frame["s"])
+    expected = clf.predict_proba(features[frame["s"] == 0])[:, 1]
+    np.testing.assert_allclose(pd.read_csv(out)["p_positive"], expected, rtol=0, atol=1e-6)
+    default = PUICLClassifier(weights=small_weights, random_state=0).fit(features, frame["s"])
+    assert not np.allclose(default.predict_proba(features[frame["s"] == 0])[:, 1], expected)

@@ -149,7 +149,8 @@ def test_export_then_classifier_round_trip(reference_run, smoke_shards, tmp_path
     task = open_shards(smoke_shards, "val").read_step(3, 1)[0]
     s = np.zeros(task.n_rows, dtype=int)
     s[: task.n_labeled] = 1
-    clf = PUICLClassifier(weights=out, device="cpu", random_state=0).fit(task.x, s)
+    clf = PUICLClassifier(weights=out, device="cpu", random_state=0,
+                          numeric="standard").fit(task.x, s)  # the model sees the raw task
     proba = clf.predict_proba(task.x[s == 0])[:, 1]
     with torch.no_grad():
         logits = ema(collate_tasks([task.x], [task.n_labeled]))[0, task.n_labeled :]
