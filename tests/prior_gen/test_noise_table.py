@@ -220,22 +220,3 @@ def test_table_sampler_shards_are_the_same_for_any_worker_count(tmp_path: Path) 
     run_generation(config, "train", stages, tmp_path / "two", workers=2, backend="loky")
     assert shard_digests(tmp_path / "one") == shard_digests(tmp_path / "two")
     assert len(shard_digests(tmp_path / "one")) == 6
-
-
-def test_table_sampler_redraws_overflowing_scms() -> None:
-    # as test_prior.py's overflow test: chains of squares at init_std 4 overflow float32
-    config = _table_config(
-        scm={
-            "depth": [12, 12],
-            "width": [12, 12],
-            "init_std": 4.0,
-            "activations": ["square", "tanh"],
-            "noise_std": [0.01],
-            "n_causes": 8,
-            "activation_schedule": ["per_layer"],
-        },
-        curriculum={"global_batch": 16},
-    )
-    tasks = generate_step(config, "train", 1, 3)
-    assert all(np.isfinite(t.x).all() for t in tasks)
-    assert max(t.meta["attempts"] for t in tasks) > 1
