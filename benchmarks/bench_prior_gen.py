@@ -47,22 +47,22 @@ from prior_gen.runner import ShardJob, run_generation, write_shard  # noqa: E402
 from prior_gen.shards import open_shards  # noqa: E402
 
 
-def _cpu_min(function: Callable[[], Any], repeats: int) -> float:
+def _min_time(function: Callable[[], Any], repeats: int,
+              clock: Callable[[], float] = time.perf_counter) -> float:
     best = math.inf
     for _ in range(repeats):
-        start = time.process_time()
+        start = clock()
         function()
-        best = min(best, time.process_time() - start)
+        best = min(best, clock() - start)
     return best
+
+
+def _cpu_min(function: Callable[[], Any], repeats: int) -> float:
+    return _min_time(function, repeats, time.process_time)
 
 
 def _wall_min(function: Callable[[], Any], repeats: int) -> float:
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return _min_time(function, repeats)
 
 
 # -- the baseline: one task at a time, numpy's own normal sampler ------------------------------

@@ -181,6 +181,11 @@ class TablePreprocessor:
 
     # ------------------------------------------------------------------------------- fit
     def fit(self, X: Any) -> TablePreprocessor:
+        self._fit(X)
+        return self
+
+    def _fit(self, X: Any) -> np.ndarray:
+        """Learn the encodings; return the fitted table's encoded features (before scaling)."""
         names, arrays, is_frame = self._columns_of(X)
         if not names:
             raise ValueError("X has no columns; pass at least one feature")
@@ -215,7 +220,7 @@ class TablePreprocessor:
             kept = raw[:, keep]
             self.center_ = kept.mean(axis=0)
             self.scale_ = kept.std(axis=0)
-        return self
+        return raw
 
     def _missing_mask(self, name: str, values: np.ndarray) -> np.ndarray:
         """NaN mask of a numeric column; infinities, and NaN under missing='error', are errors
@@ -333,12 +338,13 @@ class TablePreprocessor:
                 f"X has {len(names)} columns but the classifier was fitted with "
                 f"{self.n_features_in_}; pass the same columns as in fit"
             )
-        raw = self._encode(arrays)
+        return self._scaled(self._encode(arrays))
+
+    def _scaled(self, raw: np.ndarray) -> np.ndarray:
         if not self.keep_.any():
             return np.zeros((raw.shape[0], 1), dtype=np.float32)
         kept = raw[:, self.keep_]
         return ((kept - self.center_) / self.scale_).astype(np.float32)
 
     def fit_transform(self, X: Any) -> np.ndarray:
-        self.fit(X)
-        return self.transform(X)
+        return self._scaled(self._fit(X))  # the fitted table is encoded once

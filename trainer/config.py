@@ -198,9 +198,9 @@ class RunConfig:
         """
         training = self.training
         identity = {
-            "seed": self.seed,
-            "prior": self.prior,
-            "curriculum": self.curriculum,
+            # the data's identity as prior_gen defines it (with its legacy-key rule), so a
+            # prior key added later changes neither shard nor checkpoint hashes of old configs
+            **self.generation().identity(),
             "model": self.model,
             "training": {
                 "sampler": training.sampler,

@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -58,11 +59,12 @@ class PUICL:
     name: str = "puicl"
     config: PUICLConfig = PUICLConfig()
 
-    uses_categorical = True  # the runner passes the dataset's categorical-column flags
+    # the runner passes the dataset's categorical-column flags
+    uses_categorical: ClassVar[bool] = True
     # Bump when the adapter or the classifier's default preprocessing/inference changes what a
     # replicate computes (part of the cache key, like the baselines' ``version``). 2: one-hot
     # categorical columns and normal-score numeric columns.
-    version = 2
+    version: ClassVar[int] = 2
 
     def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
                     categorical: Sequence[bool] | None = None) -> MethodOutput:
