@@ -55,6 +55,53 @@ def test_a_padded_batch_equals_each_task_alone(config, small_model, rng) -> None
         assert alone[labeled:, 1].std() > 1e-3
 
 
+def dense_reference(model: PUICLModel, x: np.ndarray, n_labeled: int) -> torch.Tensor:
+    """Paper §3 written densely for one task: every block computes every cell ([r, c, e])
+    with explicit softmax attention; the decoder then reads the label column."""
+    e, heads = model.config.embed_dim, model.config.num_heads
+
+    def attention(tokens: torch.Tensor, module) -> torch.Tensor:  # [batch, length, e]
+        b, length, _ = tokens.shape
+        q, k, v = module.qkv(tokens).view(b, length, 3, heads, e // heads).unbind(2)
+        scores = torch.einsum("bihd,bjhd->bhij", q, k) / (e // heads) ** 0.5
+        out = torch.einsum("bhij,bjhd->bihd", scores.softmax(-1), v).reshape(b, length, e)
+        return module.out(out)
+
+    z = standardize_features(torch.from_numpy(x), n_labeled, model.config.feature_clip)
+    cells = model.feature_encoder(z.unsqueeze(-1))  # [r, d, e]
+    label = torch.cat([
+        model.target_encoder(torch.ones(n_labeled, 1)),
+        model.unlabeled_token.expand(x.shape[0] - n_labeled, e),
+    ])
+    h = torch.cat([cells, label.unsqueeze(1)], dim=1)  # [r, d + 1, e]
+    for block in model.blocks:
+        h = block.norm_features(h + attention(h, block.attn_features))
+        columns = h.transpose(0, 1)
+        h = block.norm_rows(columns + attention(columns, block.attn_rows)).transpose(0, 1)
+        h = block.norm_ff(h + block.ff(h))
+    return model.decoder(h[:, -1])
+
+
+def test_the_packed_model_computes_the_dense_definition(small_model, rng) -> None:
+    # The packed forward prunes the last block to the label cells (the only ones the decoder
+    # reads); the dense reference computes every cell. Outputs and gradients must agree.
+    model = PUICLModel(small_model.config)
+    model.load_state_dict(small_model.state_dict())
+    x = random_task(rng, 9, 17, 5)
+    with torch.no_grad():
+        expected = dense_reference(model, x, 9)
+        torch.testing.assert_close(run_alone(model, x, 9), expected, rtol=0, atol=1e-5)
+    grads = []
+    packed = collate_tasks([x], [9])
+    for forward in (lambda: model(packed)[0], lambda: dense_reference(model, x, 9)):
+        model.zero_grad()
+        torch.log_softmax(forward(), -1)[9:, 1].sum().backward()
+        grads.append({name: p.grad.clone() for name, p in model.named_parameters()})
+    for name, grad in grads[1].items():
+        assert grad.abs().max() > 0, name  # every parameter takes part
+        torch.testing.assert_close(grads[0][name], grad, rtol=1e-4, atol=1e-5)
+
+
 def test_inference_path_equals_differentiable_path(small_model, rng) -> None:
     tasks = [random_task(rng, *shape) for shape in SHAPES[:3]]
     batch = collate_tasks(tasks, [s[0] for s in SHAPES[:3]])
