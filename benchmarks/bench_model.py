@@ -8,13 +8,17 @@ Sections (all by default; ``--sections a,b`` picks some):
                  (``nn.MultiheadAttention`` per axis with its default ``need_weights=True``,
                  reshapes and transposes, as the public reference implementation does), same
                  weights, same task, timed alternately in one process: a ratio.
+* ``pruning``    the last block computing the label column only (the model's default) vs.
+                 every cell, alternately: forward and forward + backward, as ratios.
 * ``classifier`` fit + predict_proba + predict + estimate_class_prior through
                  ``PUICLClassifier`` for (100, 200, 8), (200, 800, 20), (300, 20 000, 60); each
                  case in its own process so that its peak resident memory is its own.
 * ``batched``    one forward pass of a 24-task training batch (stage-100 shapes: P in 100..300
                  and d in 5..20 per step, η in 0.5..2 per task) vs. a loop over its tasks,
                  timed alternately: a ratio per batch (``--train``: also forward + backward,
-                 for batches small enough to keep activations in memory).
+                 for batches small enough to keep activations in memory); then the same
+                 ratio for 24 equal tasks of P labeled + 1.25 P unlabeled rows, 10 features,
+                 for each P of ``--sweep`` (where batching pays on this machine).
 * ``chunks``     seconds per scored row of one pass for pool chunks of several sizes next to
                  several labeled-set sizes (20 features), projected to the 20 000-row,
                  60-feature pool (3 feature groups): the trade-off behind the classifier's
@@ -93,18 +97,33 @@ def pu_task(rng: np.random.Generator, n_labeled: int, n_unlabeled: int, d: int) 
 
 
 # ------------------------------------------------------------------------------------ floor
-def forward_flops(rows: int, columns: int, config: ModelConfig) -> dict[str, float]:
-    """Multiply-add FLOPs (2 per MAC) of one forward pass, by kind."""
+def forward_flops(rows: int, columns: int, config: ModelConfig, pruned: bool = True
+                  ) -> dict[str, float]:
+    """Multiply-add FLOPs (2 per MAC) of one forward pass, by kind.
+
+    ``pruned``: what the model computes -- its last block projects keys and values for all
+    cells and does the rest for the label column only (docs/architecture.md §7). Otherwise
+    every block computes every cell (the issue's ≈ 115 GFLOP for (200, 800, 20)).
+    """
     e, ff, layers = config.embed_dim, config.ff_dim, config.num_layers
     cells = rows * columns
-    linear = layers * cells * 2 * (2 * 4 * e * e + 2 * e * ff)
-    row_attention = layers * columns * 4 * rows * rows * e
-    feature_attention = layers * rows * 4 * columns * columns * e
+    per_cell = 2 * (2 * 4 * e * e + 2 * e * ff)  # q/k/v + output of 2 attentions, feed-forward
+    full_layers = layers - 1 if pruned else layers
+    linear = full_layers * cells * per_cell
+    row_attention = full_layers * columns * 4 * rows * rows * e
+    feature_attention = full_layers * rows * 4 * columns * columns * e
+    if pruned:  # the last block
+        linear += cells * 2 * 2 * e * e + rows * (per_cell - 2 * 2 * e * e)
+        row_attention += 4 * rows * rows * e
+        feature_attention += rows * 4 * columns * e
     return {"linear": linear, "row_attention": row_attention,
             "feature_attention": feature_attention}
 
 
 def section_floor(args: argparse.Namespace) -> dict:
+    """Throughput of this machine's kernels and the floor they set for one forward pass:
+    the FLOPs the model computes (its pruned last block) and, as the issue counts them,
+    those of every block computing every cell."""
     model = PUICLModel().eval()
     rng = np.random.default_rng(0)
     batch = collate_tasks([pu_task(rng, 200, 800, 20)], [200])
@@ -125,11 +144,15 @@ def section_floor(args: argparse.Namespace) -> dict:
     gemm_rate = 2 * 21_000 * e * 3 * e / times["gemm"]
     sdpa_rate = 4 * 21 * 1000 * 1000 * e / times["sdpa"]
     floor = flops["linear"] / gemm_rate + flops["row_attention"] / sdpa_rate
+    full = forward_flops(1000, 21, model.config, pruned=False)
+    full_floor = full["linear"] / gemm_rate + full["row_attention"] / sdpa_rate
     return {
         "gemm_gflops": gemm_rate / 1e9,
         "sdpa_gflops": sdpa_rate / 1e9,
         "forward_gflop": {k: v / 1e9 for k, v in flops.items()},
+        "forward_gflop_every_cell": {k: v / 1e9 for k, v in full.items()},
         "floor_s": floor,
+        "floor_every_cell_s": full_floor,
         "forward_s": times["forward"],
         "forward_over_floor": times["forward"] / floor,
     }
@@ -312,7 +335,71 @@ def section_batched(args: argparse.Namespace) -> dict:
         rows.append(row)
     total_loop = sum(r["forward_loop_s"] for r in rows)
     total_batched = sum(r["forward_batched_s"] for r in rows)
-    return {"batches": rows, "forward_loop_over_batched_overall": total_loop / total_batched}
+    # Where batching pays: 24 equal-shaped tasks of P labeled rows, 1.25 P unlabeled rows and
+    # 10 features, for P from tiny to training-sized.
+    sweep = []
+    for n_labeled in (int(v) for v in args.sweep.split(",") if v):
+        xs = [pu_task(rng, n_labeled, (5 * n_labeled) // 4, 10) for _ in range(24)]
+        batch = collate_tasks(xs, [n_labeled] * 24)
+        singles = [collate_tasks([x], [n_labeled]) for x in xs]
+
+        def loop(singles=singles) -> None:
+            for single in singles:
+                model(single)
+
+        with torch.inference_mode():
+            forward = alternate({"batched": lambda batch=batch: model(batch), "loop": loop},
+                                args.repeats)
+        sweep.append({"n_labeled": n_labeled, "rows": xs[0].shape[0], "d": 10,
+                      "forward_batched_s": forward["batched"], "forward_loop_s": forward["loop"],
+                      "forward_loop_over_batched": forward["loop"] / forward["batched"]})
+        print(f"  24 tasks of {xs[0].shape[0]} rows x 10 features: loop/batched "
+              f"{sweep[-1]['forward_loop_over_batched']:.2f}", flush=True)
+    return {"batches": rows, "forward_loop_over_batched_overall": total_loop / total_batched,
+            "sweep": sweep}
+
+
+# ---------------------------------------------------------------------------------- pruning
+def section_pruning(args: argparse.Namespace) -> dict:
+    """The last block computing the label column only vs. every cell, same model, alternately:
+    forward of the (200, 800, 20) task and of one classifier forward of a chunked pool (5
+    passes of 100 labeled + 200 pool rows, 20 features), forward + backward of a 700-row,
+    15-feature training task."""
+    model = PUICLModel()
+    rng = np.random.default_rng(0)
+    single = collate_tasks([pu_task(rng, 200, 800, 20)], [200])
+    chunks = collate_tasks([pu_task(rng, 100, 200, 20) for _ in range(5)], [100] * 5)
+    train = collate_tasks([pu_task(rng, 250, 450, 15)], [250])
+
+    def forward(batch, prune: bool) -> Callable[[], object]:
+        def run() -> None:
+            model.prune_last_block = prune
+            with torch.inference_mode():
+                model(batch)
+        return run
+
+    def forward_backward(prune: bool) -> Callable[[], object]:
+        def run() -> None:
+            model.prune_last_block = prune
+            model.zero_grad(set_to_none=True)
+            model(train)[train.unlabeled_mask].logsumexp(-1).sum().backward()
+        return run
+
+    results = {}
+    for name, functions in {
+        "forward (200, 800, 20)": {"every_cell": forward(single, False),
+                                   "pruned": forward(single, True)},
+        "forward 5 x (100 + 200, 20)": {"every_cell": forward(chunks, False),
+                                        "pruned": forward(chunks, True)},
+        "forward + backward (250 + 450, 15)": {"every_cell": forward_backward(False),
+                                               "pruned": forward_backward(True)},
+    }.items():
+        times = alternate(functions, args.repeats)
+        results[name] = {**times, "every_cell_over_pruned": times["every_cell"] / times["pruned"]}
+        print(f"  {name}: every cell {times['every_cell']:.3f} s, pruned {times['pruned']:.3f} s"
+              f" ({results[name]['every_cell_over_pruned']:.2f}x)", flush=True)
+    model.prune_last_block = True
+    return results
 
 
 # ----------------------------------------------------------------------------------- chunks
@@ -341,7 +428,8 @@ def section_chunks(args: argparse.Namespace) -> list[dict]:
     return results
 
 
-SECTIONS = {"floor": section_floor, "naive": section_naive, "classifier": section_classifier,
+SECTIONS = {"floor": section_floor, "naive": section_naive, "pruning": section_pruning,
+            "classifier": section_classifier,
             "batched": section_batched, "chunks": section_chunks}
 
 
@@ -350,6 +438,8 @@ def main() -> None:
     parser.add_argument("--sections", default=",".join(SECTIONS))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batches", type=int, default=3, help="24-task batches to time")
+    parser.add_argument("--sweep", default="4,16,64,200",
+                        help="section batched: labeled-row counts of the equal-shaped batches")
     parser.add_argument("--train", action="store_true",
                         help="also time forward + backward of batches up to --train-max-cells")
     parser.add_argument("--train-max-cells", type=int, default=150_000)

@@ -22,7 +22,8 @@ ratios to ``per_task`` are the figures to compare. ``--layouts 1x2,2x1`` also ti
 as W gloo processes × T threads each, as ``torchrun --nproc_per_node W trainer/main.py
 --threads T`` runs it: every process trains its contiguous 1/W of the tasks
 (``trainer.batching.rank_slice``) through DistributedDataParallel, the step's time being the
-slowest process's; the layouts run one after the other on the same batches.
+slowest process's. The layouts take turns step by step (each waits, idle, while another
+runs), again in rotating order.
 
 Peak memory is measured in a fresh child process per strategy, one step on the heaviest batch,
 as the rise of the peak resident set (``ru_maxrss``) over the resident memory before the step,
@@ -85,10 +86,11 @@ def paper_generation_config():
     return load_generation_config(ROOT / "configs" / "paper.yaml")
 
 
-def generate_batches(stage: int, steps: int, tasks: int, out: Path, heaviest: bool) -> None:
+def generate_batches(stage: int, steps: int, tasks: int, out: Path, heaviest: bool
+                     ) -> list[int]:
     """Save the first ``tasks`` tasks of steps 0..steps-1 of ``stage``, and of the heaviest
     (most table cells) of its first 20 steps, to ``out`` (npz), so that the processes that
-    measure do not carry the generator's memory peak."""
+    measure do not carry the generator's memory peak; returns the steps saved."""
     import numpy as np
 
     from prior_gen.factors import plan_step
@@ -102,12 +104,14 @@ def generate_batches(stage: int, steps: int, tasks: int, out: Path, heaviest: bo
 
     heavy = max(range(20), key=planned_cells)
     arrays: dict[str, np.ndarray] = {"heaviest": np.array(heavy)}
-    for step in sorted({*range(steps), heavy} if heaviest else set(range(steps))):
+    timed = sorted({*range(steps), heavy} if heaviest else set(range(steps)))
+    for step in timed:
         for i, task in enumerate(generate_step(config, "train", stage, step)[:tasks]):
             arrays[f"{step}/{i}/x"] = task.x
             arrays[f"{step}/{i}/y"] = task.y
             arrays[f"{step}/{i}/n_labeled"] = np.array(task.n_labeled)
     np.savez(out, **arrays)
+    return timed
 
 
 def load_batches(path: Path) -> tuple[dict[int, list], int]:
@@ -217,8 +221,8 @@ def time_strategies(args: argparse.Namespace) -> dict:
     # figure least disturbed by other load
     timings: dict[str, dict[str, float]] = {s: {} for s in strategies}
     cpu: dict[str, dict[str, float]] = {s: {} for s in strategies}
-    rounds = [step for _ in range(args.repeats) for step in batches]
-    for round_index, step in enumerate(rounds):
+
+    def time_step(step: int, round_index: int) -> None:
         shift = round_index % len(strategies)
         for strategy in strategies[shift:] + strategies[:shift]:
             if strategy == "one_batch" and _cells(batches[step]) > args.max_one_batch_cells:
@@ -229,7 +233,19 @@ def time_strategies(args: argparse.Namespace) -> dict:
             cpu[strategy][str(step)] = min(cpu[strategy].get(str(step), math.inf), cpu_seconds)
             if main_process:
                 print(f"  {strategy:18s} step {step:2d}: {seconds:6.2f} s wall, "
-                      f"{cpu_seconds:6.2f} s CPU", file=sys.stderr, flush=True)
+                      f"{cpu_seconds:6.2f} s CPU ({args.layout_name})", file=sys.stderr,
+                      flush=True)
+
+    # The parent says which step to time next (one line each, "end" to finish), so that
+    # several layouts, each waiting on its own pipe, take turns step by step.
+    if main_process:
+        print("ready", flush=True)
+    for round_index, line in enumerate(sys.stdin):
+        if line.strip() == "end":
+            break
+        time_step(int(line), round_index)
+        if main_process:
+            print("done", flush=True)
     sizes = {}
     for step, tasks in batches.items():
         rows = [t.x.shape[0] for t in tasks]
@@ -323,6 +339,7 @@ def main() -> None:
         help="comma-separated PROCESSESxTHREADS layouts to time, e.g. 1x2,2x1 (default 1x2)",
     )
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--layout-name", default="1x2", help=argparse.SUPPRESS)
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     parser.add_argument("--timing-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--batches", type=Path, help=argparse.SUPPRESS)
@@ -347,41 +364,62 @@ def main() -> None:
         out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
-    def timing_children(processes: int, threads: int) -> dict:
-        """Rank 0's timings of W timing children forming one gloo job (torchrun's variables)."""
-        options = ["--timing-child", "--strategies", args.strategies, "--repeats",
-                   str(args.repeats), "--max-one-batch-cells", str(args.max_one_batch_cells),
-                   "--threads", str(threads)]
-        if processes == 1:
-            return child(*options)
-        command = [sys.executable, __file__, "--batches", str(args.batches), *options]
+    def start_layout(layout: str) -> list[subprocess.Popen]:
+        """The W timing processes of one layout, waiting for steps on their stdin."""
+        processes, threads = parse_layout(layout)
+        command = [sys.executable, __file__, "--batches", str(args.batches), "--timing-child",
+                   "--strategies", args.strategies, "--max-one-batch-cells",
+                   str(args.max_one_batch_cells), "--threads", str(threads),
+                   "--layout-name", layout]
         port = _free_port()
-        children = []
+        group = []
         for rank in range(processes):
             env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(processes),
                        OMP_NUM_THREADS=str(threads))
-            children.append(subprocess.Popen(
-                command, stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
+            group.append(subprocess.Popen(
+                command, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
                 text=True, cwd=ROOT, env=env,
             ))
-        out, _ = children[0].communicate()
-        for process in children:
-            if process.wait() != 0:
-                raise SystemExit(f"a timing process of layout {processes}x{threads} failed")
-        return json.loads(out.strip().splitlines()[-1])
+        return group
+
+    def tell(group: list[subprocess.Popen], message: str) -> None:
+        for process in group:
+            process.stdin.write(message + "\n")
+            process.stdin.flush()
+
+    def expect(group: list[subprocess.Popen], layout: str, answer: str) -> str:
+        line = group[0].stdout.readline().strip()
+        if answer and line != answer:
+            raise SystemExit(f"a timing process of layout {layout} failed (said {line!r})")
+        return line
 
     layouts = args.layouts.split(",")
     with tempfile.TemporaryDirectory(prefix="bench_trainer_") as tmp:
         args.batches = Path(tmp) / "batches.npz"
         print(f"generating {args.tasks} tasks of stage {args.stage} per step ...",
               file=sys.stderr)
-        generate_batches(args.stage, args.steps, args.tasks, args.batches, args.heaviest)
+        steps = generate_batches(args.stage, args.steps, args.tasks, args.batches, args.heaviest)
+        print(f"timing {args.strategies} as {args.layouts} (processes x threads), taking turns"
+              f" step by step, best of {args.repeats} ...", file=sys.stderr)
+        groups = {}
+        for layout in layouts:  # one at a time: their warm-up steps do not overlap
+            groups[layout] = start_layout(layout)
+            expect(groups[layout], layout, "ready")
+        turn = 0
+        for _ in range(args.repeats):
+            for step in steps:
+                for layout in layouts[turn % len(layouts):] + layouts[: turn % len(layouts)]:
+                    tell(groups[layout], str(step))
+                    expect(groups[layout], layout, "done")
+                turn += 1
         timings = {}
-        for layout in layouts:
-            print(f"timing {args.strategies} as {layout} (processes x threads), best of "
-                  f"{args.repeats} ...", file=sys.stderr)
-            timings[layout] = timing_children(*parse_layout(layout))
+        for layout, group in groups.items():
+            tell(group, "end")
+            timings[layout] = json.loads(expect(group, layout, ""))
+            if any(process.wait() != 0 for process in group):
+                raise SystemExit(f"a timing process of layout {layout} failed")
         memory = {}
         if not args.no_memory:
             for strategy in args.strategies.split(","):

@@ -100,6 +100,13 @@ def test_the_packed_model_computes_the_dense_definition(small_model, rng) -> Non
     for name, grad in grads[1].items():
         assert grad.abs().max() > 0, name  # every parameter takes part
         torch.testing.assert_close(grads[0][name], grad, rtol=1e-4, atol=1e-5)
+    # the unpruned packed forward (every cell of every block) agrees too, batched
+    tasks = [random_task(rng, *shape) for shape in SHAPES]
+    batch = collate_tasks(tasks, [shape[0] for shape in SHAPES])
+    with torch.no_grad():
+        pruned = model(batch)
+        model.prune_last_block = False
+        torch.testing.assert_close(model(batch), pruned, rtol=0, atol=1e-5)
 
 
 def test_inference_path_equals_differentiable_path(small_model, rng) -> None:
