@@ -290,6 +290,19 @@ def stage100_batch(rng: np.random.Generator, tasks: int = 24) -> tuple[list, lis
     return xs, [n_labeled] * tasks
 
 
+def forward_batched_vs_loop(model: PUICLModel, batch, singles: list, repeats: int) -> dict:
+    """No-grad forward of ``batch`` in one call vs. of its tasks ``singles`` one by one."""
+
+    def loop() -> None:
+        for single in singles:
+            model(single)
+
+    with torch.inference_mode():
+        forward = alternate({"batched": lambda: model(batch), "loop": loop}, repeats)
+    return {"forward_batched_s": forward["batched"], "forward_loop_s": forward["loop"],
+            "forward_loop_over_batched": forward["loop"] / forward["batched"]}
+
+
 def section_batched(args: argparse.Namespace) -> dict:
     model = PUICLModel().eval()
     rng = np.random.default_rng(2026)
@@ -299,18 +312,9 @@ def section_batched(args: argparse.Namespace) -> dict:
         batch = collate_tasks(xs, n_labeled)
         singles = [collate_tasks([x], [n]) for x, n in zip(xs, n_labeled, strict=True)]
         cells = sum(x.shape[0] * (x.shape[1] + 1) for x in xs)
-
-        def loop(singles=singles) -> None:
-            for single in singles:
-                model(single)
-
-        with torch.inference_mode():
-            forward = alternate({"batched": lambda batch=batch: model(batch), "loop": loop},
-                                args.repeats)
         row = {"step": step, "n_labeled": n_labeled[0], "d": xs[0].shape[1],
                "rows": [x.shape[0] for x in xs], "cells": cells,
-               "forward_batched_s": forward["batched"], "forward_loop_s": forward["loop"],
-               "forward_loop_over_batched": forward["loop"] / forward["batched"]}
+               **forward_batched_vs_loop(model, batch, singles, args.repeats)}
         message = (f"  batch {step}: P={row['n_labeled']} d={row['d']} ({cells} cells): forward "
                    f"loop/batched {row['forward_loop_over_batched']:.2f}")
         # Training activations take ~10 kB per cell: only small batches go through backward
@@ -342,17 +346,8 @@ def section_batched(args: argparse.Namespace) -> dict:
         xs = [pu_task(rng, n_labeled, (5 * n_labeled) // 4, 10) for _ in range(24)]
         batch = collate_tasks(xs, [n_labeled] * 24)
         singles = [collate_tasks([x], [n_labeled]) for x in xs]
-
-        def loop(singles=singles) -> None:
-            for single in singles:
-                model(single)
-
-        with torch.inference_mode():
-            forward = alternate({"batched": lambda batch=batch: model(batch), "loop": loop},
-                                args.repeats)
         sweep.append({"n_labeled": n_labeled, "rows": xs[0].shape[0], "d": 10,
-                      "forward_batched_s": forward["batched"], "forward_loop_s": forward["loop"],
-                      "forward_loop_over_batched": forward["loop"] / forward["batched"]})
+                      **forward_batched_vs_loop(model, batch, singles, args.repeats)})
         print(f"  24 tasks of {xs[0].shape[0]} rows x 10 features: loop/batched "
               f"{sweep[-1]['forward_loop_over_batched']:.2f}", flush=True)
     return {"batches": rows, "forward_loop_over_batched_overall": total_loop / total_batched,

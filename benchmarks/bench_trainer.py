@@ -262,45 +262,49 @@ def time_strategies(args: argparse.Namespace) -> dict:
             "peak_rss_gb_all_processes": float(peak) / 1e9}
 
 
-def stage_cost_model(timing: dict, strategy: str, stage: int, tasks: int) -> dict:
-    """The mean step of the whole stage, from the timed steps.
-
-    A step's time is fitted as a * (sum over tasks of rows x columns) + b * (sum of rows^2 x
-    columns): per-cell work (projections, feed-forward, norms) plus row attention, whose cost
-    per column grows with the square of the rows. Fitted to the timed steps (least squares),
-    it is applied to the planned sizes of every step of the stage (``plan_step``: no data
-    generated), which gives the expected seconds of a step drawn from the stage.
-    """
+def stage_step_sizes(stage: int, tasks: int):
+    """[steps of the stage, 2]: per step, the sum over its first ``tasks`` tasks of rows x
+    columns and of rows² x columns, from the planned sizes (``plan_step``: no data
+    generated)."""
     import numpy as np
 
     from prior_gen.factors import plan_step
 
     config = paper_generation_config()
+    sizes = []
+    for step in range(config.curriculum.steps_per_stage):
+        plans = plan_step(config, "train", stage, step)[:tasks]
+        cells = [(p.n_labeled + p.n_unlabeled, p.n_features + 1) for p in plans]
+        sizes.append([sum(r * c for r, c in cells), sum(r * r * c for r, c in cells)])
+    return np.array(sizes, dtype=np.float64)
 
-    def features(plans) -> list[float]:
-        linear = sum((p.n_labeled + p.n_unlabeled) * (p.n_features + 1) for p in plans)
-        square = sum((p.n_labeled + p.n_unlabeled) ** 2 * (p.n_features + 1) for p in plans)
-        return [linear, square]
+
+def stage_cost_model(timing: dict, strategy: str, stage_sizes) -> dict:
+    """The mean step of the whole stage, from the timed steps.
+
+    A step's time is fitted as a * (sum over tasks of rows x columns) + b * (sum of rows^2 x
+    columns): per-cell work (projections, feed-forward, norms) plus row attention, whose cost
+    per column grows with the square of the rows. Fitted to the timed steps (least squares),
+    it is applied to every step of the stage (``stage_sizes`` from :func:`stage_step_sizes`),
+    which gives the expected seconds of a step drawn from the stage.
+    """
+    import numpy as np
 
     timed = timing["seconds"][strategy]
     steps = sorted(int(k) for k in timed)
-    design = np.array([features(plan_step(config, "train", stage, s)[:tasks]) for s in steps])
+    design = stage_sizes[steps]
     seconds = np.array([timed[str(s)] for s in steps])
     coefficients, *_ = np.linalg.lstsq(design, seconds, rcond=None)
     fitted = design @ coefficients
-    all_steps = np.array([
-        features(plan_step(config, "train", stage, s)[:tasks])
-        for s in range(config.curriculum.steps_per_stage)
-    ])
-    predicted = all_steps @ coefficients
+    predicted = stage_sizes @ coefficients
     return {
         "strategy": strategy,
         "seconds_per_cell": float(coefficients[0]),
         "seconds_per_row_squared_column": float(coefficients[1]),
         "max_relative_residual": float(np.max(np.abs(fitted - seconds) / seconds)),
         "timed_steps_mean_s": float(seconds.mean()),
-        "stage_steps": len(all_steps),
-        "stage_mean_cells": float(all_steps[:, 0].mean()),
+        "stage_steps": len(stage_sizes),
+        "stage_mean_cells": float(stage_sizes[:, 0].mean()),
         "stage_mean_s": float(predicted.mean()),
         "stage_median_s": float(np.median(predicted)),
         "stage_p90_s": float(np.percentile(predicted, 90)),
@@ -428,10 +432,11 @@ def main() -> None:
                 memory[strategy] = child("--memory-child", strategy)
 
     models = {}
+    stage_sizes = stage_step_sizes(args.stage, args.tasks)
     for layout, timing in timings.items():
         report(args, layout, timing, memory)
         models[layout] = {
-            strategy: stage_cost_model(timing, strategy, args.stage, args.tasks)
+            strategy: stage_cost_model(timing, strategy, stage_sizes)
             for strategy in timing["seconds"] if len(timing["seconds"][strategy]) >= 3
         }
         for strategy, model in models[layout].items():

@@ -429,27 +429,23 @@ class PUICLModel(nn.Module):
         # last block computes the label cells only (DualAxisBlock._forward_label_cells).
         inner = list(self.blocks)
         last = inner.pop() if self.prune_last_block else None  # None: every block in full
+        checkpointing = self.activation_checkpointing and torch.is_grad_enabled()
         if torch.is_grad_enabled() or _autocast_active(h.device.type):
-            checkpointing = self.activation_checkpointing and torch.is_grad_enabled()
             for block in inner:
                 h = checkpoint(block, h, layout, use_reentrant=False) if checkpointing else (
                     block(h, layout))
-            if last is None:
-                label_cells = layout.label_cells(h)
-            elif checkpointing:
-                label_cells = checkpoint(last, h, layout, True, use_reentrant=False)
-            else:
-                label_cells = last(h, layout, label_only=True)
         else:
             config = self.config
             work = _Workspace(layout.n_cells, config.embed_dim, config.ff_dim, like=h)
             for block in inner:
                 h = block.forward_inference(h, layout, work)
             del work
-            if last is None:
-                label_cells = layout.label_cells(h)
-            else:
-                label_cells = last(h, layout, label_only=True)
+        if last is None:
+            label_cells = layout.label_cells(h)
+        elif checkpointing:
+            label_cells = checkpoint(last, h, layout, True, use_reentrant=False)
+        else:
+            label_cells = last(h, layout, label_only=True)
         logits = self.decoder(label_cells).float()
 
         batch_size, max_rows = batch.x.shape[0], batch.x.shape[1]
