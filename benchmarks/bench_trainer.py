@@ -23,7 +23,10 @@ as W gloo processes × T threads each, as ``torchrun --nproc_per_node W trainer/
 --threads T`` runs it: every process trains its contiguous 1/W of the tasks
 (``trainer.batching.rank_slice``) through DistributedDataParallel, the step's time being the
 slowest process's. The layouts take turns step by step (each waits, idle, while another
-runs), again in rotating order.
+runs), again in rotating order. A layout may carry memory options: ``+trim`` returns freed
+memory to the system after every step, ``+trimGB`` after a step that leaves a process above GB
+(``training.release_memory_above_gb``), ``+thp`` puts PyTorch's large tensors on transparent
+huge pages; each step's page faults (memory touched afresh: the cost of trimming) are counted.
 
 Peak memory is measured in a fresh child process per strategy, one step on the heaviest batch,
 as the rise of the peak resident set (``ru_maxrss``) over the resident memory before the step,
@@ -32,6 +35,7 @@ and as the process peak.
     .venv/bin/python benchmarks/bench_trainer.py
     .venv/bin/python benchmarks/bench_trainer.py --steps 1 --strategies per_task,cells_60000
     .venv/bin/python benchmarks/bench_trainer.py --layouts 1x2,2x1 --strategies cells_12000
+    .venv/bin/python benchmarks/bench_trainer.py --layouts 2x1,2x1+trim2.5 --strategies cells_12000
 
 Batches timed: steps 0..N-1 of stage 100 (P and d are drawn per step, so each step has its own
 sizes) and the heaviest (most table cells) of the stage's first 20 steps; one untimed warm-up
@@ -50,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,19 +139,52 @@ def load_batches(path: Path) -> tuple[dict[int, list], int]:
     return batches, heavy
 
 
-def parse_layout(name: str) -> tuple[int, int]:
-    """"WxT" -> (W processes, T threads per process)."""
-    processes, _, threads = name.partition("x")
-    if not (processes.isdigit() and threads.isdigit() and int(processes) > 0 and int(threads) > 0):
-        raise ValueError(f"layout {name!r} is not PROCESSESxTHREADS, e.g. 1x2 or 2x1")
-    return int(processes), int(threads)
+@dataclass(frozen=True)
+class Layout:
+    """How the step is run: W processes x T threads, and the memory options."""
+
+    processes: int
+    threads: int
+    release_above_gb: float | None  # training.release_memory_above_gb (None: never)
+    huge_pages: bool  # PyTorch's tensors of >= 2 MB on transparent huge pages
+
+
+def parse_layout(name: str) -> Layout:
+    """"WxT[+trim[GB]][+thp]" -> :class:`Layout`.
+
+    ``+trim``: return freed memory to the system after every step, ``+trimGB`` after a step
+    that leaves a process holding more than GB (``training.release_memory_above_gb``);
+    ``+thp``: ``THP_MEM_ALLOC_ENABLE=1``.
+    """
+    base, *options = name.split("+")
+    processes, _, threads = base.partition("x")
+    release: float | None = None
+    huge_pages = False
+    valid = processes.isdigit() and threads.isdigit() and int(processes) > 0 and int(threads) > 0
+    for option in options:
+        if option == "thp":
+            huge_pages = True
+        elif option.startswith("trim"):
+            try:
+                release = float(option[4:] or 0)
+            except ValueError:
+                valid = False
+            else:
+                valid = valid and release >= 0
+        else:
+            valid = False
+    if not valid:
+        raise ValueError(
+            f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp], e.g. 1x2 or 2x1+trim2.5"
+        )
+    return Layout(int(processes), int(threads), release, huge_pages)
 
 
 class Stepper:
     """One trainer step (micro-batches, clip, AdamW, EMA) of the paper's model, on this
     process's share of the tasks when it is one of several (torchrun-style environment)."""
 
-    def __init__(self) -> None:
+    def __init__(self, release_above_gb: float | None = None) -> None:
         import torch
         from torch.nn.parallel import DistributedDataParallel
 
@@ -165,15 +203,18 @@ class Stepper:
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=1e-4
         )
+        self.release_above_gb = release_above_gb
+        self.releases = 0  # steps after which freed memory went back to the system
 
-    def step(self, tasks, strategy: str) -> tuple[float, float]:
-        """(wall seconds of the slowest process, CPU seconds of all threads of all processes)
-        of one step."""
+    def step(self, tasks, strategy: str) -> tuple[float, float, float]:
+        """(wall seconds of the slowest process, CPU seconds of all threads of all processes,
+        page faults of all processes: memory touched afresh) of one step."""
         import torch
         import torch.distributed as dist
 
         from trainer.batching import accumulate_gradients, plan_micro_batches, rank_slice
         from trainer.dist_env import all_reduce_sum, barrier
+        from trainer.heap import release_if_above
 
         env = self.env
         first, stop = rank_slice(len(tasks), env.rank, env.world_size)
@@ -182,6 +223,7 @@ class Stepper:
         self.model.activation_checkpointing = ckpt
         barrier(env)
         start, cpu_start = time.perf_counter(), time.process_time()
+        faults_start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         groups = plan_micro_batches(
             [t.x.shape[0] for t in tasks], [t.x.shape[1] for t in tasks], max_tasks, max_cells
         )
@@ -195,12 +237,19 @@ class Stepper:
         all_reduce_sum(torch.stack([loss, norm.double(), loss.new_zeros(())]), env)
         self.optimizer.step()
         self.ema.update(self.model)
+        # timed: its cost is the trim plus the page faults of the steps after it
+        self.releases += release_if_above(self.release_above_gb)
         seconds = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
         cpu_seconds = torch.tensor([time.process_time() - cpu_start], dtype=torch.float64)
+        faults = torch.tensor(
+            [resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_start],
+            dtype=torch.float64,
+        )
         if env.distributed:
             dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
             dist.all_reduce(cpu_seconds, op=dist.ReduceOp.SUM)
-        return float(seconds), float(cpu_seconds)
+            dist.all_reduce(faults, op=dist.ReduceOp.SUM)
+        return float(seconds), float(cpu_seconds), float(faults)
 
 
 def time_strategies(args: argparse.Namespace) -> dict:
@@ -212,7 +261,7 @@ def time_strategies(args: argparse.Namespace) -> dict:
         torch.set_num_threads(args.threads)
     strategies = args.strategies.split(",")
     batches, heavy = load_batches(args.batches)
-    stepper = Stepper()
+    stepper = Stepper(parse_layout(args.layout_name).release_above_gb)
     main_process = stepper.env.is_main
     smallest = min(batches, key=lambda s: _cells(batches[s]))
     for strategy in strategies:  # warm-up: thread pool, allocator, first-call overheads
@@ -221,20 +270,22 @@ def time_strategies(args: argparse.Namespace) -> dict:
     # figure least disturbed by other load
     timings: dict[str, dict[str, float]] = {s: {} for s in strategies}
     cpu: dict[str, dict[str, float]] = {s: {} for s in strategies}
+    faults: dict[str, dict[str, float]] = {s: {} for s in strategies}
 
     def time_step(step: int, round_index: int) -> None:
         shift = round_index % len(strategies)
         for strategy in strategies[shift:] + strategies[:shift]:
             if strategy == "one_batch" and _cells(batches[step]) > args.max_one_batch_cells:
                 continue  # its activations would not fit next to other users of the machine
-            seconds, cpu_seconds = stepper.step(batches[step], strategy)
+            seconds, cpu_seconds, step_faults = stepper.step(batches[step], strategy)
             best = timings[strategy].get(str(step), float("inf"))
             timings[strategy][str(step)] = min(best, seconds)
             cpu[strategy][str(step)] = min(cpu[strategy].get(str(step), math.inf), cpu_seconds)
+            faults[strategy][str(step)] = step_faults  # of the last repeat
             if main_process:
                 print(f"  {strategy:18s} step {step:2d}: {seconds:6.2f} s wall, "
-                      f"{cpu_seconds:6.2f} s CPU ({args.layout_name})", file=sys.stderr,
-                      flush=True)
+                      f"{cpu_seconds:6.2f} s CPU, {step_faults / 1e3:6.0f} k page faults "
+                      f"({args.layout_name})", file=sys.stderr, flush=True)
 
     # The parent says which step to time next (one line each, "end" to finish), so that
     # several layouts, each waiting on its own pipe, take turns step by step.
@@ -257,9 +308,13 @@ def time_strategies(args: argparse.Namespace) -> dict:
     # at one time): the memory of the layout, batches of every timed step included
     peak = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0])
     all_reduce_sum(peak, stepper.env)
+    releases = torch.tensor([float(stepper.releases)])
+    all_reduce_sum(releases, stepper.env)
     return {"threads": torch.get_num_threads(), "processes": stepper.env.world_size,
             "heaviest_step": heavy, "sizes": sizes, "seconds": timings, "cpu_seconds": cpu,
-            "peak_rss_gb_all_processes": float(peak) / 1e9}
+            "page_faults": faults,
+            "peak_rss_gb_all_processes": float(peak) / 1e9,
+            "memory_releases_all_processes": int(releases)}
 
 
 def stage_step_sizes(stage: int, tasks: int):
@@ -317,7 +372,7 @@ def measure_memory(args: argparse.Namespace) -> dict:
         raise SystemExit("memory is measured on the heaviest step: drop --no-heaviest")
     stepper = Stepper()
     before = _rss_bytes()
-    seconds, _ = stepper.step(batches[heavy], args.memory_child)
+    seconds, _, _ = stepper.step(batches[heavy], args.memory_child)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"strategy": args.memory_child, "step": heavy, "seconds": seconds,
             "rss_before_gb": before / 1e9, "peak_rss_gb": peak / 1e9,
@@ -340,7 +395,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="timings per step (best kept)")
     parser.add_argument(
         "--layouts", default="1x2",
-        help="comma-separated PROCESSESxTHREADS layouts to time, e.g. 1x2,2x1 (default 1x2)",
+        help="comma-separated PROCESSESxTHREADS layouts to time, e.g. 1x2,2x1 (default 1x2); "
+        "+trim returns freed memory to the system after each step, +trimGB after a step that "
+        "leaves a process above GB; +thp puts large tensors on transparent huge pages",
     )
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--layout-name", default="1x2", help=argparse.SUPPRESS)
@@ -370,7 +427,8 @@ def main() -> None:
 
     def start_layout(layout: str) -> list[subprocess.Popen]:
         """The W timing processes of one layout, waiting for steps on their stdin."""
-        processes, threads = parse_layout(layout)
+        spec = parse_layout(layout)
+        processes, threads = spec.processes, spec.threads
         command = [sys.executable, __file__, "--batches", str(args.batches), "--timing-child",
                    "--strategies", args.strategies, "--max-one-batch-cells",
                    str(args.max_one_batch_cells), "--threads", str(threads),
@@ -380,7 +438,8 @@ def main() -> None:
         for rank in range(processes):
             env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(processes),
-                       OMP_NUM_THREADS=str(threads))
+                       OMP_NUM_THREADS=str(threads),
+                       THP_MEM_ALLOC_ENABLE="1" if spec.huge_pages else "0")
             group.append(subprocess.Popen(
                 command, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
@@ -473,7 +532,8 @@ def report(args: argparse.Namespace, layout: str, timing: dict, memory: dict) ->
     cpu_base = timing["cpu_seconds"].get("per_task", {})
     print(f"\n{args.tasks} tasks of stage {args.stage}, paper model, layout {layout} "
           f"({timing['processes']} processes x {timing['threads']} threads; peak RSS of all "
-          f"processes {timing['peak_rss_gb_all_processes']:.2f} GB);"
+          f"processes {timing['peak_rss_gb_all_processes']:.2f} GB; freed memory returned "
+          f"{timing['memory_releases_all_processes']} times);"
           f" step sizes: {json.dumps(timing['sizes'])}")
     print("wall s/step = best of --repeats; CPU seconds = all threads (wall on an idle machine"
           " is about CPU / the cores used)")
@@ -497,6 +557,9 @@ def report(args: argparse.Namespace, layout: str, timing: dict, memory: dict) ->
         )
         cpu_ratio_text = f"{cpu_ratio:.2f}x" if cpu_ratio is not None else "-"
         print(f"{'  CPU seconds':18s} {cpu_text:>40s}  {cpu_ratio_text:>18s}")
+        step_faults = timing["page_faults"][strategy].values()
+        print(f"{'  page faults':18s} {sum(step_faults) / len(step_faults) / 1e3:.0f} k per step"
+              " on average (all processes; pages touched afresh, last repeat)")
 
 
 if __name__ == "__main__":

@@ -87,6 +87,13 @@ class TrainingConfig:
     group_by_rows: bool = True  # order a rank's tasks by row count before cutting
     # recompute each block in the backward pass instead of storing its activations
     activation_checkpointing: bool = False
+    # after a step that leaves this process holding more than this many GB, hand the
+    # allocator's free pages back to the system (trainer.heap; glibc). The heap otherwise
+    # keeps every page it ever touched, and with steps of varying sizes it grows well past
+    # the heaviest step's peak; trimming after every step (0) costs ~6 % of time in page
+    # faults, trimming above a cap only when it is reached (docs/performance.md, Trainer).
+    # null: never.
+    release_memory_above_gb: float | None = None
     # "auto": bf16 autocast on CUDA, float32 on CPU
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     max_consecutive_skips: int = 10  # non-finite steps in a row before the run stops
@@ -107,6 +114,11 @@ class TrainingConfig:
             self.micro_batch_cells is None or self.micro_batch_cells > 0,
             "micro_batch_cells",
             f"must be positive or null, got {self.micro_batch_cells}",
+        )
+        require(
+            self.release_memory_above_gb is None or self.release_memory_above_gb >= 0,
+            "release_memory_above_gb",
+            f"must be >= 0 or null, got {self.release_memory_above_gb}",
         )
         require(
             self.max_consecutive_skips > 0,

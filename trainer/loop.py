@@ -8,7 +8,9 @@ checkpoint it resumes from; ``stop`` is the end of the run, or earlier with ``--
 2. forward/backward per micro-batch (DDP synchronises gradients on the last one only);
 3. gradient norm, then one all-reduce of [loss sum, non-finite flag, stop request] so that
    every rank takes the same decision: skip the step (any non-finite loss or gradient
-   anywhere), or clip, set the scheduled learning rate, step AdamW and update the EMA;
+   anywhere), or clip, set the scheduled learning rate, step AdamW and update the EMA; a
+   process holding more than ``training.release_memory_above_gb`` then returns its
+   allocator's free pages to the system (``trainer.heap``);
 4. every ``log_every`` steps a metrics record, every ``validation.every_steps`` a validation
    of the EMA weights, every ``checkpoint_every`` (and at the segment's end, or on SIGTERM /
    SIGINT) a checkpoint.
@@ -56,6 +58,7 @@ from trainer.dist_env import DistEnv, all_reduce_sum, init_distributed, shutdown
 from trainer.ema import WeightEMA
 from trainer.evaluation import TaskScores, score_task, summarize
 from trainer.faults import FaultPlan, faults_from_env
+from trainer.heap import release_if_above
 from trainer.metrics_log import ConsoleReporter, MetricsLog
 from trainer.sampler import StepSampler
 from trainer.schedule import learning_rate
@@ -301,6 +304,7 @@ class Trainer:
             self.optimizer.step()
             self.ema.update(self.model)
             self.counters.consecutive_skips = 0
+        release_if_above(training.release_memory_above_gb)
         return {
             "loss": decision[0].item() / self.global_batch,
             "grad_norm": float(grad_norm),

@@ -32,6 +32,7 @@ def test_paper_config_is_the_paper() -> None:
         micro_batch_cells=config.training.micro_batch_cells,
         group_by_rows=config.training.group_by_rows,
         activation_checkpointing=config.training.activation_checkpointing,
+        release_memory_above_gb=config.training.release_memory_above_gb,
         checkpoint_every=config.training.checkpoint_every,
         keep_checkpoints=config.training.keep_checkpoints,
         log_every=config.training.log_every,
