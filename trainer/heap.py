@@ -63,6 +63,16 @@ def resident_bytes() -> int:
         return 0
 
 
+def peak_resident_bytes() -> int:
+    """The peak resident set of this process so far (0 where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
+
+
 def release_if_above(limit_gb: float | None) -> bool:
     """Return freed memory to the system if this process holds more than ``limit_gb`` GB
     (10^9 bytes; 0 = always, None = never); True if it did."""

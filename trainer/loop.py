@@ -58,7 +58,7 @@ from trainer.dist_env import DistEnv, all_reduce_sum, init_distributed, shutdown
 from trainer.ema import WeightEMA
 from trainer.evaluation import TaskScores, score_task, summarize
 from trainer.faults import FaultPlan, faults_from_env
-from trainer.heap import release_if_above
+from trainer.heap import peak_resident_bytes, release_if_above, resident_bytes
 from trainer.metrics_log import ConsoleReporter, MetricsLog
 from trainer.sampler import StepSampler
 from trainer.schedule import learning_rate
@@ -464,6 +464,9 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
                     / max(window["seconds"], 1e-9),
                     "skipped": window["skipped"],
                     "skipped_total": trainer.counters.skipped_total,
+                    # rank 0's resident memory: watch it grow, or stay under the release cap
+                    "rss_gb": resident_bytes() / 1e9,
+                    "peak_rss_gb": peak_resident_bytes() / 1e9,
                 }
                 if metrics is not None:
                     metrics.write(record)

@@ -4,8 +4,9 @@
 
 * ``train`` -- every ``training.log_every`` steps: ``step`` (completed steps), ``phase``,
   ``stage``, ``loss`` and ``grad_norm`` (means over the window's applied steps), ``lr`` (of the
-  last step), ``tasks_per_s`` (window), ``skipped`` (non-finite steps in the window) and
-  ``skipped_total``;
+  last step), ``tasks_per_s`` (window), ``skipped`` (non-finite steps in the window),
+  ``skipped_total``, and rank 0's resident memory now and at its peak so far (``rss_gb``,
+  ``peak_rss_gb``);
 * ``val`` -- every ``validation.every_steps`` steps: ``loss``, ``auc``, ``accuracy``,
   ``auc_by_pi``, ``auc_by_stage``, ``tasks``;
 * ``event`` -- start, resume, skipped step, checkpoint, stop.

@@ -34,7 +34,7 @@ def reference_run(smoke_shards, tmp_path_factory):
 
 def _train_records(run_dir):
     return [
-        {k: v for k, v in r.items() if k != "tasks_per_s"}
+        {k: v for k, v in r.items() if k not in ("tasks_per_s", "rss_gb", "peak_rss_gb")}
         for r in read_metrics(run_dir / "metrics.jsonl")
         if r["kind"] in ("train", "val")
     ]
@@ -51,6 +51,9 @@ def test_reference_run_metrics_and_schedule(reference_run) -> None:
     for record in train:
         assert record["lr"] == learning_rate(record["step"] - 1, plan, config.training)
         assert np.isfinite(record["loss"]) and record["grad_norm"] > 0
+        assert 0 < record["rss_gb"] < 100 and 0 < record["peak_rss_gb"] < 100
+    peaks = [r["peak_rss_gb"] for r in train]  # one process: its peak never falls
+    assert peaks == sorted(peaks)
     assert [(r["phase"], r["stage"]) for r in train[::4]] == [
         (1, 1), (1, 2), (1, 3), (2, "tail")
     ]
