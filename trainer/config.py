@@ -90,9 +90,9 @@ class TrainingConfig:
     # after a step that leaves this process holding more than this many GB, hand the
     # allocator's free pages back to the system (trainer.heap; glibc). The heap otherwise
     # keeps every page it ever touched, and with steps of varying sizes it grows well past
-    # the heaviest step's peak; trimming after every step (0) costs ~6 % of time in page
-    # faults, trimming above a cap only when it is reached (docs/performance.md, Trainer).
-    # null: never.
+    # the heaviest step's peak. 0 trims after every step (~6 % of the time, in page faults);
+    # a cap trims only when it is reached (~2 % at paper.yaml's 2.5 GB per process;
+    # docs/performance.md, Trainer). null: never.
     release_memory_above_gb: float | None = None
     # "auto": bf16 autocast on CUDA, float32 on CPU
     precision: Literal["auto", "fp32", "bf16"] = "auto"
