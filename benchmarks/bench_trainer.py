@@ -57,6 +57,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainer.heap import peak_resident_bytes, release_if_above, resident_bytes
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STRATEGIES = "per_task,one_batch,cells_40000,cells_120000_ckpt"
 
@@ -73,11 +75,6 @@ def parse_strategy(name: str) -> tuple[int, int | None, bool]:
             raise ValueError(name)
         return 10**9, int(parts[1]), len(parts) == 3
     raise ValueError(f"unknown strategy {name!r} (per_task, one_batch, cells_N, cells_N_ckpt)")
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _cells(tasks) -> int:
@@ -214,7 +211,6 @@ class Stepper:
 
         from trainer.batching import accumulate_gradients, plan_micro_batches, rank_slice
         from trainer.dist_env import all_reduce_sum, barrier
-        from trainer.heap import release_if_above
 
         env = self.env
         first, stop = rank_slice(len(tasks), env.rank, env.world_size)
@@ -306,7 +302,7 @@ def time_strategies(args: argparse.Namespace) -> dict:
         }
     # the peak resident memory of all processes together (an upper bound of what they held
     # at one time): the memory of the layout, batches of every timed step included
-    peak = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0])
+    peak = torch.tensor([float(peak_resident_bytes())])
     all_reduce_sum(peak, stepper.env)
     releases = torch.tensor([float(stepper.releases)])
     all_reduce_sum(releases, stepper.env)
@@ -371,9 +367,9 @@ def measure_memory(args: argparse.Namespace) -> dict:
     if heavy not in batches:
         raise SystemExit("memory is measured on the heaviest step: drop --no-heaviest")
     stepper = Stepper()
-    before = _rss_bytes()
+    before = resident_bytes()
     seconds, _, _ = stepper.step(batches[heavy], args.memory_child)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_resident_bytes()
     return {"strategy": args.memory_child, "step": heavy, "seconds": seconds,
             "rss_before_gb": before / 1e9, "peak_rss_gb": peak / 1e9,
             "peak_rise_gb": (peak - before) / 1e9}

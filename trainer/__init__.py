@@ -14,6 +14,7 @@ on a finished or running run directory. The modules, one job each:
 * ``trainer.dist_env``    -- torchrun environment, process group, collective helpers
 * ``trainer.evaluation``  -- validation metrics (AUC with ties, accuracy, per-π buckets)
 * ``trainer.metrics_log`` -- the JSONL metrics file and the console/progress-bar reporter
+* ``trainer.heap``        -- returns the C heap's free pages to the system above a cap
 * ``trainer.loop``        -- the training loop that ties these together
 * ``trainer.export``      -- EMA weights of a run -> the model's safetensors format
 * ``trainer.plotting``    -- metrics.jsonl -> PNG

@@ -4,18 +4,12 @@ of it."""
 from __future__ import annotations
 
 import ctypes
-import os
 
 import pytest
 
-from trainer.heap import can_release_freed_memory, release_freed_memory
+from trainer.heap import can_release_freed_memory, release_freed_memory, resident_bytes
 
 from .conftest import SMOKE, run_inprocess
-
-
-def _resident_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 @pytest.mark.skipif(not can_release_freed_memory(), reason="needs glibc's malloc_trim")
@@ -36,9 +30,9 @@ def test_release_returns_the_free_pages_inside_the_heap() -> None:
             ctypes.memset(pointer, 1, block)
         for pointer in pointers[:-1]:
             libc.free(pointer)
-        held = _resident_bytes()
+        held = resident_bytes()
         assert release_freed_memory()
-        returned = held - _resident_bytes()
+        returned = held - resident_bytes()
         assert returned > 0.75 * (count - 1) * block
     finally:
         libc.free(pointers[-1])
