@@ -26,7 +26,9 @@ slowest process's. The layouts take turns step by step (each waits, idle, while 
 runs), again in rotating order. A layout may carry memory options: ``+trim`` returns freed
 memory to the system after every step, ``+trimGB`` after a step that leaves a process above GB
 (``training.release_memory_above_gb``), ``+thp`` puts PyTorch's large tensors on transparent
-huge pages; each step's page faults (memory touched afresh: the cost of trimming) are counted.
+huge pages, ``+sdpa`` trains with PyTorch's attention backward instead of the compiled one
+(``PUICL_CPU_ATTENTION=0``, puicl_model.cpu_attention); each step's page faults (memory
+touched afresh: the cost of trimming) are counted.
 
 Peak memory is measured in a fresh child process per strategy, one step on the heaviest batch,
 as the rise of the peak resident set (``ru_maxrss``) over the resident memory before the step,
@@ -144,23 +146,26 @@ class Layout:
     threads: int
     release_above_gb: float | None  # training.release_memory_above_gb (None: never)
     huge_pages: bool  # PyTorch's tensors of >= 2 MB on transparent huge pages
+    pytorch_backward: bool = False  # PUICL_CPU_ATTENTION=0: no compiled attention backward
 
 
 def parse_layout(name: str) -> Layout:
-    """"WxT[+trim[GB]][+thp]" -> :class:`Layout`.
+    """"WxT[+trim[GB]][+thp][+sdpa]" -> :class:`Layout`.
 
     ``+trim``: return freed memory to the system after every step, ``+trimGB`` after a step
     that leaves a process holding more than GB (``training.release_memory_above_gb``);
-    ``+thp``: ``THP_MEM_ALLOC_ENABLE=1``.
+    ``+thp``: ``THP_MEM_ALLOC_ENABLE=1``; ``+sdpa``: ``PUICL_CPU_ATTENTION=0``.
     """
     base, *options = name.split("+")
     processes, _, threads = base.partition("x")
     release: float | None = None
-    huge_pages = False
+    huge_pages = pytorch_backward = False
     valid = processes.isdigit() and threads.isdigit() and int(processes) > 0 and int(threads) > 0
     for option in options:
         if option == "thp":
             huge_pages = True
+        elif option == "sdpa":
+            pytorch_backward = True
         elif option.startswith("trim"):
             try:
                 release = float(option[4:] or 0)
@@ -172,9 +177,10 @@ def parse_layout(name: str) -> Layout:
             valid = False
     if not valid:
         raise ValueError(
-            f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp], e.g. 1x2 or 2x1+trim2.5"
+            f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp][+sdpa], "
+            "e.g. 1x2 or 2x1+trim2.5"
         )
-    return Layout(int(processes), int(threads), release, huge_pages)
+    return Layout(int(processes), int(threads), release, huge_pages, pytorch_backward)
 
 
 class Stepper:
@@ -393,7 +399,8 @@ def main() -> None:
         "--layouts", default="1x2",
         help="comma-separated PROCESSESxTHREADS layouts to time, e.g. 1x2,2x1 (default 1x2); "
         "+trim returns freed memory to the system after each step, +trimGB after a step that "
-        "leaves a process above GB; +thp puts large tensors on transparent huge pages",
+        "leaves a process above GB; +thp puts large tensors on transparent huge pages; +sdpa "
+        "uses PyTorch's attention backward instead of the compiled one",
     )
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--layout-name", default="1x2", help=argparse.SUPPRESS)
@@ -436,6 +443,8 @@ def main() -> None:
                        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(processes),
                        OMP_NUM_THREADS=str(threads),
                        THP_MEM_ALLOC_ENABLE="1" if spec.huge_pages else "0")
+            if spec.pytorch_backward:
+                env["PUICL_CPU_ATTENTION"] = "0"
             group.append(subprocess.Popen(
                 command, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,

@@ -1,0 +1,374 @@
+// Unmasked multi-head self-attention with head dimension 16, float32, on CPU: forward pass
+// (output and log-sum-exp of the scores) and backward pass.
+//
+// Used by puicl_model.cpu_attention for the row attention of training (paper §3), where every
+// row of a column attends to every row. The forward pass keeps 32 queries in the vector lanes
+// and runs an online softmax over chunks of keys. The backward pass follows FlashAttention-2
+// (Dao, 2023): for each block of 32 keys and 32 queries it recomputes the probabilities
+// P = exp(S - lse), then dS = P * (dP - D) with D = rowsum(dO * O), and accumulates
+// dQ = dS K * scale, dK = dS^T Q * scale and dV = P^T dO.
+//
+// Why a kernel of our own: with 16 dimensions per head every product is narrow, and what
+// limits a CPU is loading the broadcast operand of each fused multiply-add. The products here
+// are register-blocked like a matrix-multiply micro-kernel (8 rows x 2 vectors of
+// accumulators), so that 10 loads feed 16 FMAs; docs/performance.md has the measurements.
+// Written with GCC/Clang vector extensions, so it compiles to AVX-512, AVX2 or NEON.
+//
+// Determinism: each (column, head) pair is computed by one thread in a fixed order, so the
+// result does not depend on the number of threads.
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DH 16
+#define IB 32 /* queries per block */
+#define JB 32 /* keys per block (2 vectors) */
+#define KC 128 /* keys per chunk of the forward's online softmax (a multiple of JB) */
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+
+static inline v16 load_u(const float *p) { return *(const v16u *)p; }
+static inline void store_u(float *p, v16 v) { *(v16u *)p = v; }
+static inline float hsum(v16 v) {
+    float s = 0;
+    for (int l = 0; l < 16; l++) s += v[l];
+    return s;
+}
+static inline v16 vmax(v16 a, v16 b) {
+    v16i m = a > b;
+    return (v16)(((v16i)a & m) | ((v16i)b & ~m));
+}
+static inline v16 bcast(float x) { return (v16){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+
+// exp(t) for t <= 0, clamped below at -87: Cody-Waite range reduction and the degree-6
+// polynomial of Cephes' expf; relative error ~1e-7.
+static inline v16 vexp(v16 t) {
+    const v16 lo = bcast(-87.0f);
+    v16i below = t < lo;
+    t = (v16)(((v16i)t & ~below) | ((v16i)lo & below));
+    v16 z = t * 1.44269504088896341f;
+    const v16 magic = bcast(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    v16 n = (z + magic) - magic;
+    v16 f = t - n * 0.693359375f;
+    f = f - n * -2.12194440e-4f;
+    v16 p = bcast(1.9875691500e-4f);
+    p = p * f + 1.3981999507e-3f;
+    p = p * f + 8.3334519073e-3f;
+    p = p * f + 4.1665795894e-2f;
+    p = p * f + 1.6666665459e-1f;
+    p = p * f + 5.0000001201e-1f;
+    p = p * f * f + f + 1.0f;
+    v16i e = (__builtin_convertvector(n, v16i) + 127) << 23;
+    return p * (v16)e;
+}
+
+
+typedef int32_t v16m __attribute__((vector_size(64)));
+// In-place transpose of a 16x16 block held as 16 vectors (4 rounds of two-vector shuffles).
+static inline void transpose16(v16 r[16]) {
+    v16 t[16];
+    const v16m lo32 = {0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29};
+    const v16m hi32 = {2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31};
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = __builtin_shuffle(r[i], r[i + 1], lo32);
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi32);
+    }
+    const v16m lo64 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
+    const v16m hi64 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
+    for (int i = 0; i < 16; i += 4)
+        for (int k = 0; k < 2; k++) {
+            r[i + 2 * k] = __builtin_shuffle(t[i + k], t[i + k + 2], lo64);
+            r[i + 2 * k + 1] = __builtin_shuffle(t[i + k], t[i + k + 2], hi64);
+        }
+    const v16m lo128 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
+    const v16m hi128 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31};
+    for (int i = 0; i < 16; i += 8)
+        for (int k = 0; k < 4; k++) {
+            t[i + k] = __builtin_shuffle(r[i + k], r[i + k + 4], lo128);
+            t[i + k + 4] = __builtin_shuffle(r[i + k], r[i + k + 4], hi128);
+        }
+    const v16m lo256 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
+    const v16m hi256 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
+    for (int k = 0; k < 8; k++) {
+        r[k] = __builtin_shuffle(t[k], t[k + 8], lo256);
+        r[k + 8] = __builtin_shuffle(t[k], t[k + 8], hi256);
+    }
+}
+
+typedef struct {
+    float *q, *k, *g;      /* [RQ][16]: q pre-scaled, k, dO (rows padded with zeros) */
+    v16 *kt, *vt;          /* [RK/16][16 d]: keys in lanes */
+    float *lse, *D;        /* [RQ] */
+    float *P, *dS;         /* [IB][JB]: probabilities, then score gradients */
+    v16 *dqt;              /* [RQ]: rows of dQ (lanes over d) */
+    v16 *dkt, *dvt;        /* [RK/16][16 d] */
+} work_t;
+
+static void *zalloc(size_t bytes) {
+    bytes = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+// S or dP block, lanes over keys: out[q][j] = sum_d a[q][d] * bt[j / 16][d][j % 16].
+static inline void block_products(const float *a, const v16 *bt, float *out) {
+    for (int q0 = 0; q0 < IB; q0 += 8) {
+        v16 acc[8][2];
+        for (int i = 0; i < 8; i++) acc[i][0] = acc[i][1] = (v16){0};
+        for (int d = 0; d < DH; d++) {
+            v16 b0 = bt[d], b1 = bt[DH + d];
+            for (int i = 0; i < 8; i++) {
+                v16 x = bcast(a[(q0 + i) * DH + d]);
+                acc[i][0] += x * b0;
+                acc[i][1] += x * b1;
+            }
+        }
+        for (int i = 0; i < 8; i++) {
+            *(v16 *)(out + (q0 + i) * JB) = acc[i][0];
+            *(v16 *)(out + (q0 + i) * JB + 16) = acc[i][1];
+        }
+    }
+}
+
+// dK or dV of the JB keys, lanes over keys: acc_t[j / 16][d] += sum_q a[q][d] * m[q][j],
+// in two halves of 8 dimensions so that the accumulators stay in registers.
+static inline void accumulate_keys(const float *a, const float *m, v16 *acc_t /*[2][16 d]*/) {
+    for (int half = 0; half < 2; half++) {
+        v16 acc[8][2];
+        for (int i = 0; i < 8; i++) {
+            acc[i][0] = acc_t[half * 8 + i];
+            acc[i][1] = acc_t[DH + half * 8 + i];
+        }
+        for (int q = 0; q < IB; q++) {
+            v16 m0 = *(const v16 *)(m + q * JB), m1 = *(const v16 *)(m + q * JB + 16);
+            for (int i = 0; i < 8; i++) {
+                v16 x = bcast(a[q * DH + half * 8 + i]);
+                acc[i][0] += x * m0;
+                acc[i][1] += x * m1;
+            }
+        }
+        for (int i = 0; i < 8; i++) {
+            acc_t[half * 8 + i] = acc[i][0];
+            acc_t[DH + half * 8 + i] = acc[i][1];
+        }
+    }
+}
+
+// qkv: [C, R, 3E] (element strides col_stride, row_stride, 1), E = 16 H, heads of q | k | v.
+// out, dout: [C, R, E] contiguous (attention output and its gradient).
+// lse: log-sum-exp of the scaled scores, element (c, h, i) at c*lse_c + h*lse_h + i*lse_i.
+// dqkv: [C, R, 3E] contiguous, written in full. Returns 0, or 1 if memory ran out.
+int attn16_backward(const float *qkv, int64_t col_stride, int64_t row_stride, int C, int R, int H,
+                    const float *out, const float *dout, const float *lse, int64_t lse_c,
+                    int64_t lse_h, int64_t lse_i, float *dqkv, int nthreads) {
+    const int E = H * DH;
+    const float scale = 0.25f;
+    const int RQ = (R + IB - 1) / IB * IB, RK = (R + JB - 1) / JB * JB;
+    int failed = 0;
+#pragma omp parallel num_threads(nthreads) reduction(| : failed)
+    {
+        work_t w;
+        w.q = zalloc((size_t)RQ * DH * 4);
+        w.k = zalloc((size_t)RK * DH * 4);
+        w.g = zalloc((size_t)RQ * DH * 4);
+        w.kt = zalloc((size_t)RK * DH * 4);
+        w.vt = zalloc((size_t)RK * DH * 4);
+        w.lse = zalloc((size_t)RQ * 4);
+        w.D = zalloc((size_t)RQ * 4);
+        w.P = zalloc(IB * JB * 4);
+        w.dS = zalloc(IB * JB * 4);
+        w.dqt = zalloc((size_t)RQ * DH * 4);
+        w.dkt = zalloc((size_t)RK * DH * 4);
+        w.dvt = zalloc((size_t)RK * DH * 4);
+        if (!w.q || !w.k || !w.g || !w.kt || !w.vt || !w.lse || !w.D || !w.P || !w.dS ||
+            !w.dqt || !w.dkt || !w.dvt)
+            failed = 1;
+#pragma omp for schedule(static)
+        for (int ch = 0; ch < C * H; ch++) {
+            if (failed) continue;
+            const int c = ch / H, h = ch % H;
+            const float *base = qkv + c * col_stride;
+            for (int i0 = 0; i0 < R; i0 += 16) {
+                v16 kb[16], vb[16];
+                for (int l = 0; l < 16; l++) {
+                    int i = i0 + l;
+                    if (i >= R) { kb[l] = vb[l] = (v16){0}; continue; }
+                    const float *row = base + (int64_t)i * row_stride;
+                    v16 qi = load_u(row + h * DH), gi = load_u(dout + ((int64_t)c * R + i) * E + h * DH);
+                    v16 oi = load_u(out + ((int64_t)c * R + i) * E + h * DH);
+                    kb[l] = load_u(row + E + h * DH);
+                    vb[l] = load_u(row + 2 * E + h * DH);
+                    *(v16 *)(w.q + i * DH) = qi * scale;
+                    *(v16 *)(w.k + i * DH) = kb[l];
+                    *(v16 *)(w.g + i * DH) = gi;
+                    w.D[i] = hsum(gi * oi);
+                    w.lse[i] = lse[c * lse_c + h * lse_h + i * lse_i];
+                }
+                transpose16(kb);
+                transpose16(vb);
+                for (int d = 0; d < DH; d++) {
+                    w.kt[(i0 / 16) * DH + d] = kb[d];
+                    w.vt[(i0 / 16) * DH + d] = vb[d];
+                }
+            }
+            memset(w.dqt, 0, (size_t)RQ * DH * 4);
+            memset(w.dkt, 0, (size_t)RK * DH * 4);
+            memset(w.dvt, 0, (size_t)RK * DH * 4);
+            for (int j0 = 0; j0 < RK; j0 += JB) {
+                v16 keymask[2];
+                for (int l = 0; l < JB; l++) keymask[l / 16][l % 16] = j0 + l < R ? 1.0f : 0.0f;
+                const v16 *kt = w.kt + (j0 / 16) * DH, *vt = w.vt + (j0 / 16) * DH;
+                for (int i0 = 0; i0 < R; i0 += IB) {
+                    block_products(w.q + i0 * DH, kt, w.P);   /* S */
+                    block_products(w.g + i0 * DH, vt, w.dS);  /* dP */
+                    for (int qi = 0; qi < IB; qi++) {
+                        float l = w.lse[i0 + qi], Dq = w.D[i0 + qi];
+                        for (int kv = 0; kv < 2; kv++) {
+                            v16 *s = (v16 *)(w.P + qi * JB + kv * 16);
+                            v16 *dp = (v16 *)(w.dS + qi * JB + kv * 16);
+                            v16 p = vexp(*s - l) * keymask[kv];
+                            *s = p;
+                            *dp = p * (*dp - Dq);
+                        }
+                    }
+                    accumulate_keys(w.g + i0 * DH, w.P, w.dvt + (j0 / 16) * DH);
+                    accumulate_keys(w.q + i0 * DH, w.dS, w.dkt + (j0 / 16) * DH);
+                    /* dQ[q][:] += dS[q][j] * K[j][:], 8 queries at a time (lanes over d) */
+                    for (int q0 = 0; q0 < IB; q0 += 8) {
+                        v16 acc[8];
+                        v16 *dq = w.dqt + i0 + q0;  /* [RQ] rows of 16 */
+                        for (int i = 0; i < 8; i++) acc[i] = dq[i];
+                        for (int j = 0; j < JB; j++) {
+                            v16 kj = *(v16 *)(w.k + (j0 + j) * DH);
+                            for (int i = 0; i < 8; i++) acc[i] += bcast(w.dS[(q0 + i) * JB + j]) * kj;
+                        }
+                        for (int i = 0; i < 8; i++) dq[i] = acc[i];
+                    }
+                }
+            }
+            for (int i0 = 0; i0 < R; i0 += 16) {
+                v16 kb[16], vb[16];
+                for (int d = 0; d < DH; d++) {
+                    kb[d] = w.dkt[(i0 / 16) * DH + d];
+                    vb[d] = w.dvt[(i0 / 16) * DH + d];
+                }
+                transpose16(kb);
+                transpose16(vb);
+                for (int l = 0; l < 16 && i0 + l < R; l++) {
+                    float *row = dqkv + ((int64_t)c * R + i0 + l) * 3 * E;
+                    store_u(row + h * DH, w.dqt[i0 + l] * scale);
+                    store_u(row + E + h * DH, kb[l]);
+                    store_u(row + 2 * E + h * DH, vb[l]);
+                }
+            }
+        }
+        free(w.q); free(w.k); free(w.g); free(w.kt); free(w.vt); free(w.lse); free(w.D);
+        free(w.P); free(w.dS); free(w.dqt); free(w.dkt); free(w.dvt);
+    }
+    return failed;
+}
+
+// Forward pass, lanes over queries: for a block of 32 queries, S^T[j][q] = sum_d K[j][d] Q[q][d]
+// (scaled) for every key j, the softmax over j lane by lane (no horizontal reductions), then
+// O^T[d][q] = sum_j V[j][d] P^T[j][q]; both products register-blocked like the backward's.
+// qkv as for the backward; out: [C, R, E] contiguous; lse as for the backward (written).
+int attn16_forward(const float *qkv, int64_t col_stride, int64_t row_stride, int C, int R, int H,
+                   float *out, float *lse, int64_t lse_c, int64_t lse_h, int64_t lse_i,
+                   int nthreads) {
+    const int E = H * DH;
+    const float scale = 0.25f;
+    const int RQ = (R + IB - 1) / IB * IB, RK = (R + JB - 1) / JB * JB;
+    int failed = 0;
+#pragma omp parallel num_threads(nthreads) reduction(| : failed)
+    {
+        float *k = zalloc((size_t)RK * DH * 4), *v = zalloc((size_t)RK * DH * 4);
+        v16 *qt = zalloc((size_t)RQ * DH * 4);  /* [RQ/16][16 d]: queries in lanes */
+        float *st = zalloc((size_t)KC * IB * 4); /* [KC][IB]: a chunk's scores, then probabilities */
+        if (!k || !v || !qt || !st) failed = 1;
+#pragma omp for schedule(static)
+        for (int ch = 0; ch < C * H; ch++) {
+            if (failed) continue;
+            const int c = ch / H, h = ch % H;
+            const float *base = qkv + c * col_stride;
+            for (int i0 = 0; i0 < R; i0 += 16) {
+                v16 qb[16];
+                for (int l = 0; l < 16; l++) {
+                    int i = i0 + l;
+                    if (i >= R) { qb[l] = (v16){0}; continue; }
+                    const float *row = base + (int64_t)i * row_stride;
+                    qb[l] = load_u(row + h * DH) * scale;
+                    *(v16 *)(k + i * DH) = load_u(row + E + h * DH);
+                    *(v16 *)(v + i * DH) = load_u(row + 2 * E + h * DH);
+                }
+                transpose16(qb);
+                for (int d = 0; d < DH; d++) qt[(i0 / 16) * DH + d] = qb[d];
+            }
+            for (int i0 = 0; i0 < R; i0 += IB) {
+                const v16 *qblock = qt + (i0 / 16) * DH;
+                /* Online softmax over chunks of KC keys, so that the chunk's scores stay in L1. */
+                v16 mx[2] = {bcast(-INFINITY), bcast(-INFINITY)};
+                v16 sum[2] = {(v16){0}, (v16){0}};
+                v16 ot[2][DH];
+                for (int d = 0; d < DH; d++) ot[0][d] = ot[1][d] = (v16){0};
+                for (int c0 = 0; c0 < R; c0 += KC) {
+                    const int nk = R - c0 < KC ? R - c0 : KC;
+                    for (int j0 = 0; j0 < nk; j0 += JB)
+                        block_products(k + (c0 + j0) * DH, qblock, st + j0 * IB);
+                    v16 cm[2] = {mx[0], mx[1]};
+                    for (int j = 0; j < nk; j++)
+                        for (int qv = 0; qv < 2; qv++) cm[qv] = vmax(cm[qv], *(v16 *)(st + j * IB + qv * 16));
+                    for (int qv = 0; qv < 2; qv++) {
+                        v16 shrink = vexp(mx[qv] - cm[qv]); /* exp(-inf) -> 0 on the first chunk */
+                        sum[qv] *= shrink;
+                        for (int d = 0; d < DH; d++) ot[qv][d] *= shrink;
+                        mx[qv] = cm[qv];
+                    }
+                    for (int j = 0; j < nk; j++)
+                        for (int qv = 0; qv < 2; qv++) {
+                            v16 *sc = (v16 *)(st + j * IB + qv * 16);
+                            v16 pr = vexp(*sc - mx[qv]);
+                            *sc = pr;
+                            sum[qv] += pr;
+                        }
+                    /* O^T[d][q] += V[j][d] * P^T[j][q], 8 dimensions x 2 query vectors at a time */
+                    for (int half = 0; half < 2; half++) {
+                        v16 acc[8][2];
+                        for (int i = 0; i < 8; i++) {
+                            acc[i][0] = ot[0][half * 8 + i];
+                            acc[i][1] = ot[1][half * 8 + i];
+                        }
+                        for (int j = 0; j < nk; j++) {
+                            v16 p0 = *(v16 *)(st + j * IB), p1 = *(v16 *)(st + j * IB + 16);
+                            const float *vj = v + (c0 + j) * DH + half * 8;
+                            for (int i = 0; i < 8; i++) {
+                                v16 x = bcast(vj[i]);
+                                acc[i][0] += x * p0;
+                                acc[i][1] += x * p1;
+                            }
+                        }
+                        for (int i = 0; i < 8; i++) {
+                            ot[0][half * 8 + i] = acc[i][0];
+                            ot[1][half * 8 + i] = acc[i][1];
+                        }
+                    }
+                }
+                for (int qv = 0; qv < 2; qv++) {
+                    transpose16(ot[qv]);
+                    for (int l = 0; l < 16; l++) {
+                        int i = i0 + qv * 16 + l;
+                        if (i >= R) break;
+                        float total = sum[qv][l];
+                        store_u(out + ((int64_t)c * R + i) * E + h * DH, ot[qv][l] * (1.0f / total));
+                        lse[c * lse_c + h * lse_h + i * lse_i] = mx[qv][l] + logf(total);
+                    }
+                }
+            }
+        }
+        free(k); free(v); free(qt); free(st);
+    }
+    return failed;
+}

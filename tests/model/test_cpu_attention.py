@@ -1,0 +1,182 @@
+"""The compiled CPU kernel of the row attention (puicl_model.cpu_attention).
+
+It must compute PyTorch's attention and its gradient (to float32 rounding), deterministically,
+only where it applies, and training must fall back to PyTorch's kernel, with a warning, when
+it cannot be built.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from puicl_model import cpu_attention
+from puicl_model.batch import collate_tasks
+from puicl_model.config import ModelConfig
+from puicl_model.model import PUICLModel
+
+
+@pytest.fixture(autouse=True)
+def fresh_kernel_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
+    """Every test decides for itself whether the kernel loads; one build cache per session."""
+    cache = tmp_path_factory.getbasetemp() / "kernel-cache"
+    monkeypatch.setenv(cpu_attention.ENV_CACHE, str(cache))
+    monkeypatch.delenv(cpu_attention.ENV_SWITCH, raising=False)
+    cpu_attention._reset_for_tests()
+    yield
+    cpu_attention._reset_for_tests()
+
+
+def require_kernel() -> None:
+    if not cpu_attention.kernel_available():
+        pytest.skip(f"CPU attention kernel not built here: {cpu_attention.kernel_status()}")
+
+
+def reference_attention(qkv: torch.Tensor, heads: int) -> torch.Tensor:
+    columns, rows, three_e = qkv.shape
+    e = three_e // 3
+    q, k, v = (t.transpose(1, 2) for t in qkv.view(columns, rows, 3, heads, e // heads).unbind(2))
+    return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(columns, rows, e)
+
+
+def strided_block(columns: int, rows: int, heads: int, seed: int) -> torch.Tensor:
+    """A task's rows cut out of a larger packed block, as the model passes them."""
+    generator = torch.Generator().manual_seed(seed)
+    e = 16 * heads
+    packed = torch.randn(columns, rows + 7, 3 * e, generator=generator) * 1.5
+    return packed[:, 3 : 3 + rows]
+
+
+def gradients(function, qkv: torch.Tensor, heads: int, grad_out: torch.Tensor):
+    leaf = qkv.detach().clone().requires_grad_(True)
+    out = function(leaf, heads)
+    out.backward(grad_out)
+    return out.detach(), leaf.grad
+
+
+@pytest.mark.parametrize(
+    ("columns", "rows", "heads"),
+    [(1, 1, 1), (3, 17, 2), (2, 33, 8), (4, 64, 2), (2, 100, 8), (1, 257, 1)],
+)
+def test_kernel_outputs_and_gradients_equal_pytorchs(columns: int, rows: int, heads: int) -> None:
+    require_kernel()
+    qkv = strided_block(columns, rows, heads, seed=rows)
+    grad_out = torch.randn(columns, rows, 16 * heads, generator=torch.Generator().manual_seed(1))
+    out, grad = gradients(cpu_attention.attend_rows, qkv, heads, grad_out)
+    out_ref, grad_ref = gradients(reference_attention, qkv, heads, grad_out)
+    # Sums over `rows` terms in another order: float32 rounding grows like sqrt(rows).
+    tolerance = 2e-6 * max(1.0, rows**0.5)
+    assert (out - out_ref).abs().max() <= tolerance * out_ref.abs().max()
+    assert (grad - grad_ref).abs().max() <= tolerance * grad_ref.abs().max()
+
+
+def test_kernel_is_deterministic_and_independent_of_the_thread_count() -> None:
+    require_kernel()
+    qkv = strided_block(6, 150, 8, seed=3)
+    grad_out = torch.randn(6, 150, 128, generator=torch.Generator().manual_seed(2))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        _, one_thread = gradients(cpu_attention.attend_rows, qkv, 8, grad_out)
+        torch.set_num_threads(2)
+        _, two_threads = gradients(cpu_attention.attend_rows, qkv, 8, grad_out)
+        _, again = gradients(cpu_attention.attend_rows, qkv, 8, grad_out)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one_thread, two_threads)
+    assert torch.equal(two_threads, again)
+
+
+def test_the_kernel_is_used_only_for_cpu_float32_training_with_16_dim_heads() -> None:
+    require_kernel()
+    qkv = strided_block(2, 40, 2, seed=4).requires_grad_(False)
+    leaf = qkv.detach().clone().requires_grad_(True)
+    assert cpu_attention._kernel_applies(leaf, 2)
+    assert not cpu_attention._kernel_applies(qkv, 2)  # no gradient wanted: inference
+    with torch.no_grad():
+        assert not cpu_attention._kernel_applies(leaf, 2)
+    assert not cpu_attention._kernel_applies(leaf, 4)  # heads of 8 dimensions
+    assert not cpu_attention._kernel_applies(leaf.double(), 2)
+    # Inference output is bit for bit PyTorch's.
+    with torch.no_grad():
+        assert torch.equal(cpu_attention.attend_rows(qkv, 2), reference_attention(qkv, 2))
+
+
+def model_gradients(model: PUICLModel, batch) -> torch.Tensor:
+    model.zero_grad(set_to_none=True)
+    logits = model(batch)
+    logits[batch.unlabeled_mask].log_softmax(-1)[:, 1].sum().backward()
+    return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+
+def test_training_gradients_of_the_model_match_with_and_without_the_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    require_kernel()
+    torch.manual_seed(0)
+    model = PUICLModel(ModelConfig(embed_dim=32, num_layers=2, num_heads=2, ff_dim=48))
+    rng = np.random.default_rng(5)
+    tasks = [rng.standard_normal((90, 6)).astype(np.float32),
+             rng.standard_normal((61, 6)).astype(np.float32)]
+    batch = collate_tasks(tasks, [30, 20])
+    with_kernel = model_gradients(model, batch)
+    monkeypatch.setenv(cpu_attention.ENV_SWITCH, "0")
+    cpu_attention._reset_for_tests()
+    assert not cpu_attention.kernel_available()
+    assert cpu_attention.kernel_status() == f"disabled by {cpu_attention.ENV_SWITCH}"
+    without = model_gradients(model, batch)
+    assert not torch.equal(with_kernel, without)  # a different kernel really ran
+    torch.testing.assert_close(with_kernel, without, rtol=1e-4, atol=1e-6)
+
+
+def fallback_gradients_are_pytorchs() -> None:
+    qkv = strided_block(2, 30, 2, seed=6)
+    grad_out = torch.randn(2, 30, 32, generator=torch.Generator().manual_seed(7))
+    _, grad = gradients(cpu_attention.attend_rows, qkv, 2, grad_out)
+    _, grad_ref = gradients(reference_attention, qkv, 2, grad_out)
+    assert torch.equal(grad, grad_ref)
+
+
+def test_without_a_compiler_training_falls_back_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CC", "/nonexistent/puicl-cc")
+    with pytest.warns(RuntimeWarning, match="falls back to PyTorch"):
+        assert not cpu_attention.kernel_available()
+    assert cpu_attention.kernel_status() == "no C compiler (/nonexistent/puicl-cc) found"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once, not on every call
+        fallback_gradients_are_pytorchs()
+
+
+def test_a_failing_build_falls_back_and_leaves_no_library_behind(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    compiler = tmp_path / "broken-cc"
+    compiler.write_text("#!/bin/sh\necho 'cc: fatal error: no vector support' >&2\nexit 1\n")
+    compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CC", str(compiler))
+    monkeypatch.setenv(cpu_attention.ENV_CACHE, str(cache))
+    with pytest.warns(RuntimeWarning, match="build failed: cc: fatal error: no vector support"):
+        assert not cpu_attention.kernel_available()
+    assert not any(path.suffix == ".so" for path in cache.iterdir())
+    fallback_gradients_are_pytorchs()
+
+
+def test_the_build_is_cached_per_source_and_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv(cpu_attention.ENV_CACHE, str(tmp_path))
+    require_kernel()
+    built = sorted(tmp_path.glob("attention_d16-*.so"))
+    assert len(built) == 1
+    modified = os.stat(built[0]).st_mtime_ns
+    cpu_attention._reset_for_tests()
+    assert cpu_attention.kernel_available()
+    assert os.stat(built[0]).st_mtime_ns == modified  # loaded, not rebuilt
