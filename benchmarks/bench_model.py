@@ -19,6 +19,10 @@ Sections (all by default; ``--sections a,b`` picks some):
                  for batches small enough to keep activations in memory); then the same
                  ratio for 24 equal tasks of P labeled + 1.25 P unlabeled rows, 10 features,
                  for each P of ``--sweep`` (where batching pays on this machine).
+* ``attention``  the row attention of training, one thread: the compiled kernel
+                 (``puicl_model.cpu_attention``) vs. PyTorch's flash kernel, alternately, forward
+                 and forward + backward on [columns, 8 heads, rows, 16] blocks; then forward +
+                 backward of a 700-row, 15-feature training task through the whole model.
 * ``chunks``     seconds per scored row of one pass for pool chunks of several sizes next to
                  several labeled-set sizes (20 features), projected to the 20 000-row,
                  60-feature pool (3 feature groups): the trade-off behind the classifier's
@@ -397,6 +401,65 @@ def section_pruning(args: argparse.Namespace) -> dict:
     return results
 
 
+# -------------------------------------------------------------------------------- attention
+def section_attention(args: argparse.Namespace) -> dict:
+    """Compiled attention kernel vs. PyTorch's, alternately, on one thread (the trainer's
+    2-process layout gives each process one)."""
+    from puicl_model import cpu_attention
+
+    if not cpu_attention.kernel_available():
+        print(f"  kernel not available: {cpu_attention.kernel_status()}", flush=True)
+        return {"status": cpu_attention.kernel_status()}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    heads = 8
+    generator = torch.Generator().manual_seed(0)
+
+    def attention(qkv: torch.Tensor, kernel: bool, backward: bool) -> Callable[[], object]:
+        grad = torch.randn(qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3, generator=generator)
+
+        def run() -> None:
+            leaf = qkv.detach().requires_grad_(True)  # the kernel serves training only
+            cpu_attention._library_enabled = kernel
+            out = cpu_attention.attend_rows(leaf, heads)
+            if backward:
+                out.backward(grad)
+        return run
+
+    results: dict = {}
+    try:
+        for columns, rows in [(20, 700), (12, 400), (20, 300)]:
+            qkv = torch.randn(columns, rows, 3 * 16 * heads, generator=generator)
+            for backward in (False, True):
+                name = f"[{columns}, {heads}, {rows}, 16] " + (
+                    "forward + backward" if backward else "forward")
+                times = alternate({"pytorch": attention(qkv, False, backward),
+                                   "kernel": attention(qkv, True, backward)}, args.repeats)
+                ratio = times["pytorch"] / times["kernel"]
+                results[name] = {**times, "pytorch_over_kernel": ratio}
+                print(f"  {name}: PyTorch {1e3 * times['pytorch']:.1f} ms, kernel "
+                      f"{1e3 * times['kernel']:.1f} ms ({ratio:.2f}x)", flush=True)
+        model = PUICLModel()
+        train = collate_tasks([pu_task(np.random.default_rng(0), 250, 450, 15)], [250])
+
+        def step(kernel: bool) -> Callable[[], object]:
+            def run() -> None:
+                cpu_attention._library_enabled = kernel
+                model.zero_grad(set_to_none=True)
+                model(train)[train.unlabeled_mask].logsumexp(-1).sum().backward()
+            return run
+
+        times = alternate({"pytorch": step(False), "kernel": step(True)}, args.repeats)
+        name = "model forward + backward (250 + 450, 15)"
+        results[name] = {**times, "pytorch_over_kernel": times["pytorch"] / times["kernel"]}
+        print(f"  {name}: PyTorch {times['pytorch']:.3f} s, kernel {times['kernel']:.3f} s "
+              f"({results[name]['pytorch_over_kernel']:.2f}x)", flush=True)
+    finally:
+        cpu_attention._library_enabled = True
+        torch.set_num_threads(threads)
+    return results
+
+
 # ----------------------------------------------------------------------------------- chunks
 def section_chunks(args: argparse.Namespace) -> list[dict]:
     model = PUICLModel().eval()
@@ -425,7 +488,8 @@ def section_chunks(args: argparse.Namespace) -> list[dict]:
 
 SECTIONS = {"floor": section_floor, "naive": section_naive, "pruning": section_pruning,
             "classifier": section_classifier,
-            "batched": section_batched, "chunks": section_chunks}
+            "batched": section_batched, "attention": section_attention,
+            "chunks": section_chunks}
 
 
 def main() -> None:

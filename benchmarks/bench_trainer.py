@@ -23,10 +23,10 @@ as W gloo processes × T threads each, as ``torchrun --nproc_per_node W trainer/
 --threads T`` runs it: every process trains its contiguous 1/W of the tasks
 (``trainer.batching.rank_slice``) through DistributedDataParallel, the step's time being the
 slowest process's. The layouts take turns step by step (each waits, idle, while another
-runs), again in rotating order. A layout may carry memory options: ``+trim`` returns freed
+runs), again in rotating order. A layout may carry options: ``+trim`` returns freed
 memory to the system after every step, ``+trimGB`` after a step that leaves a process above GB
 (``training.release_memory_above_gb``), ``+thp`` puts PyTorch's large tensors on transparent
-huge pages, ``+sdpa`` trains with PyTorch's attention backward instead of the compiled one
+huge pages, ``+sdpa`` trains with PyTorch's attention kernel instead of the compiled one
 (``PUICL_CPU_ATTENTION=0``, puicl_model.cpu_attention); each step's page faults (memory
 touched afresh: the cost of trimming) are counted.
 
@@ -146,7 +146,7 @@ class Layout:
     threads: int
     release_above_gb: float | None  # training.release_memory_above_gb (None: never)
     huge_pages: bool  # PyTorch's tensors of >= 2 MB on transparent huge pages
-    pytorch_backward: bool = False  # PUICL_CPU_ATTENTION=0: no compiled attention backward
+    pytorch_attention: bool = False  # PUICL_CPU_ATTENTION=0: PyTorch's attention kernel
 
 
 def parse_layout(name: str) -> Layout:
@@ -159,13 +159,13 @@ def parse_layout(name: str) -> Layout:
     base, *options = name.split("+")
     processes, _, threads = base.partition("x")
     release: float | None = None
-    huge_pages = pytorch_backward = False
+    huge_pages = pytorch_attention = False
     valid = processes.isdigit() and threads.isdigit() and int(processes) > 0 and int(threads) > 0
     for option in options:
         if option == "thp":
             huge_pages = True
         elif option == "sdpa":
-            pytorch_backward = True
+            pytorch_attention = True
         elif option.startswith("trim"):
             try:
                 release = float(option[4:] or 0)
@@ -180,7 +180,7 @@ def parse_layout(name: str) -> Layout:
             f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp][+sdpa], "
             "e.g. 1x2 or 2x1+trim2.5"
         )
-    return Layout(int(processes), int(threads), release, huge_pages, pytorch_backward)
+    return Layout(int(processes), int(threads), release, huge_pages, pytorch_attention)
 
 
 class Stepper:
@@ -400,7 +400,7 @@ def main() -> None:
         help="comma-separated PROCESSESxTHREADS layouts to time, e.g. 1x2,2x1 (default 1x2); "
         "+trim returns freed memory to the system after each step, +trimGB after a step that "
         "leaves a process above GB; +thp puts large tensors on transparent huge pages; +sdpa "
-        "uses PyTorch's attention backward instead of the compiled one",
+        "uses PyTorch's attention kernel instead of the compiled one",
     )
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--layout-name", default="1x2", help=argparse.SUPPRESS)
@@ -443,7 +443,7 @@ def main() -> None:
                        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(processes),
                        OMP_NUM_THREADS=str(threads),
                        THP_MEM_ALLOC_ENABLE="1" if spec.huge_pages else "0")
-            if spec.pytorch_backward:
+            if spec.pytorch_attention:
                 env["PUICL_CPU_ATTENTION"] = "0"
             group.append(subprocess.Popen(
                 command, stdin=subprocess.PIPE,
