@@ -100,7 +100,7 @@ static inline void transpose16(v16 r[16]) {
 }
 
 typedef struct {
-    float *q, *k, *g;      /* [RQ][16]: q pre-scaled, k, dO (rows padded with zeros) */
+    float *q, *k, *g;      /* rows of 16: q pre-scaled, k, dO (padded with zero rows) */
     v16 *kt, *vt;          /* [RK/16][16 d]: keys in lanes */
     float *lse, *D;        /* [RQ] */
     float *P, *dS, *dST;   /* [IB][JB] probabilities, score gradients; [JB][IB] transposed */
@@ -131,7 +131,8 @@ static void *zalloc(size_t bytes) {  /* zeroed, 64-byte aligned, from the thread
     return p;
 }
 
-// S or dP block, lanes over keys: out[q][j] = sum_d a[q][d] * bt[j / 16][d][j % 16].
+// 32 x 32 block of products out[r][j] = sum_d a[r][d] * bt[j / 16][d][j % 16]: S and dP in
+// the backward (rows = queries, lanes = keys), S^T in the forward (rows = keys, lanes = queries).
 static inline void block_products(const float *a, const v16 *bt, float *out) {
     for (int q0 = 0; q0 < IB; q0 += 8) {
         v16 acc[8][2];
