@@ -358,6 +358,12 @@ def section_batched(args: argparse.Namespace) -> dict:
             "sweep": sweep}
 
 
+def forward_backward(model: PUICLModel, batch) -> None:
+    """One training-like pass: forward, a scalar of the unlabeled rows' logits, backward."""
+    model.zero_grad(set_to_none=True)
+    model(batch)[batch.unlabeled_mask].logsumexp(-1).sum().backward()
+
+
 # ---------------------------------------------------------------------------------- pruning
 def section_pruning(args: argparse.Namespace) -> dict:
     """The last block computing the label column only vs. every cell, same model, alternately:
@@ -377,11 +383,10 @@ def section_pruning(args: argparse.Namespace) -> dict:
                 model(batch)
         return run
 
-    def forward_backward(prune: bool) -> Callable[[], object]:
+    def train_pass(prune: bool) -> Callable[[], object]:
         def run() -> None:
             model.prune_last_block = prune
-            model.zero_grad(set_to_none=True)
-            model(train)[train.unlabeled_mask].logsumexp(-1).sum().backward()
+            forward_backward(model, train)
         return run
 
     results = {}
@@ -390,8 +395,8 @@ def section_pruning(args: argparse.Namespace) -> dict:
                                    "pruned": forward(single, True)},
         "forward 5 x (100 + 200, 20)": {"every_cell": forward(chunks, False),
                                         "pruned": forward(chunks, True)},
-        "forward + backward (250 + 450, 15)": {"every_cell": forward_backward(False),
-                                               "pruned": forward_backward(True)},
+        "forward + backward (250 + 450, 15)": {"every_cell": train_pass(False),
+                                               "pruned": train_pass(True)},
     }.items():
         times = alternate(functions, args.repeats)
         results[name] = {**times, "every_cell_over_pruned": times["every_cell"] / times["pruned"]}
@@ -445,8 +450,7 @@ def section_attention(args: argparse.Namespace) -> dict:
         def step(kernel: bool) -> Callable[[], object]:
             def run() -> None:
                 cpu_attention._library_enabled = kernel
-                model.zero_grad(set_to_none=True)
-                model(train)[train.unlabeled_mask].logsumexp(-1).sum().backward()
+                forward_backward(model, train)
             return run
 
         times = alternate({"pytorch": step(False), "kernel": step(True)}, args.repeats)

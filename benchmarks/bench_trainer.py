@@ -140,7 +140,7 @@ def load_batches(path: Path) -> tuple[dict[int, list], int]:
 
 @dataclass(frozen=True)
 class Layout:
-    """How the step is run: W processes x T threads, and the memory options."""
+    """How the step is run: W processes x T threads, memory and attention-kernel options."""
 
     processes: int
     threads: int

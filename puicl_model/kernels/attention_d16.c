@@ -25,6 +25,7 @@
 #define DH 16
 #define IB 32 /* queries per block */
 #define JB 32 /* keys per block (2 vectors) */
+_Static_assert(IB == 32 && JB == 32, "the block helpers assume rows of two 16-float vectors");
 #define KC 128 /* keys per chunk of the forward's online softmax (a multiple of JB) */
 
 typedef float v16 __attribute__((vector_size(64)));
@@ -104,8 +105,7 @@ typedef struct {
     v16 *kt, *vt;          /* [RK/16][16 d]: keys in lanes */
     float *lse, *D;        /* [RQ] */
     float *P, *dS, *dST;   /* [IB][JB] probabilities, score gradients; [JB][IB] transposed */
-    v16 *dqt;              /* [16 d][RQ/16]: dQ^T, queries in lanes */
-    v16 *dkt, *dvt;        /* [RK/16][16 d] */
+    v16 *dqt, *dkt, *dvt;  /* [RQ/16 or RK/16][16 d]: dQ^T, dK^T, dV^T, rows in lanes */
 } work_t;
 
 // Each thread keeps one workspace for all calls, grown when a call needs more (well under 1 MB
@@ -152,19 +152,22 @@ static inline void block_products(const float *a, const v16 *bt, float *out) {
     }
 }
 
-// dK or dV of the JB keys, lanes over keys: acc_t[j / 16][d] += sum_q a[q][d] * m[q][j],
-// in two halves of 8 dimensions so that the accumulators stay in registers.
-static inline void accumulate_keys(const float *a, const float *m, v16 *acc_t /*[2][16 d]*/) {
+// acc_t[v][d] += sum_r a[r][d] * m[r][16 v + lane] over `rows` rows (m's rows are 32 floats,
+// two vectors v), in two halves of 8 dimensions so that the accumulators stay in registers.
+// dV = P^T dO and dK = dS^T Q (lanes over keys), dQ^T = K^T dS^T and O^T = V^T P^T (lanes over
+// queries).
+static inline void accumulate_products(const float *a, const float *m, int rows,
+                                       v16 *acc_t /*[2][16 d]*/) {
     for (int half = 0; half < 2; half++) {
         v16 acc[8][2];
         for (int i = 0; i < 8; i++) {
             acc[i][0] = acc_t[half * 8 + i];
             acc[i][1] = acc_t[DH + half * 8 + i];
         }
-        for (int q = 0; q < IB; q++) {
-            v16 m0 = *(const v16 *)(m + q * JB), m1 = *(const v16 *)(m + q * JB + 16);
+        for (int r = 0; r < rows; r++) {
+            v16 m0 = *(const v16 *)(m + r * 32), m1 = *(const v16 *)(m + r * 32 + 16);
             for (int i = 0; i < 8; i++) {
-                v16 x = bcast(a[q * DH + half * 8 + i]);
+                v16 x = bcast(a[r * DH + half * 8 + i]);
                 acc[i][0] += x * m0;
                 acc[i][1] += x * m1;
             }
@@ -256,10 +259,9 @@ int attn16_backward(const float *qkv, int64_t col_stride, int64_t row_stride, in
                             *dp = p * (*dp - Dq);
                         }
                     }
-                    accumulate_keys(w.g + i0 * DH, w.P, w.dvt + (j0 / 16) * DH);
-                    accumulate_keys(w.q + i0 * DH, w.dS, w.dkt + (j0 / 16) * DH);
-                    /* dQ^T[d][q] += K[j][d] * dS^T[j][q]: dS transposed 16 x 16 at a time, then the
-                       same register blocking as the other products (lanes over queries) */
+                    accumulate_products(w.g + i0 * DH, w.P, IB, w.dvt + (j0 / 16) * DH);
+                    accumulate_products(w.q + i0 * DH, w.dS, IB, w.dkt + (j0 / 16) * DH);
+                    /* dQ^T[d][q] += K[j][d] * dS^T[j][q]: dS transposed 16 x 16 at a time */
                     for (int qb = 0; qb < IB / 16; qb++)
                         for (int kb = 0; kb < JB / 16; kb++) {
                             v16 tile[16];
@@ -269,33 +271,13 @@ int attn16_backward(const float *qkv, int64_t col_stride, int64_t row_stride, in
                             for (int r = 0; r < 16; r++)
                                 *(v16 *)(w.dST + (kb * 16 + r) * IB + qb * 16) = tile[r];
                         }
-                    for (int half = 0; half < 2; half++) {
-                        v16 *dq = w.dqt + (half * 8) * (RQ / 16) + i0 / 16;  /* [16 d][RQ / 16] */
-                        v16 acc[8][2];
-                        for (int i = 0; i < 8; i++) {
-                            acc[i][0] = dq[i * (RQ / 16)];
-                            acc[i][1] = dq[i * (RQ / 16) + 1];
-                        }
-                        for (int j = 0; j < JB; j++) {
-                            v16 m0 = *(v16 *)(w.dST + j * IB), m1 = *(v16 *)(w.dST + j * IB + 16);
-                            const float *kj = w.k + (j0 + j) * DH + half * 8;
-                            for (int i = 0; i < 8; i++) {
-                                v16 x = bcast(kj[i]);
-                                acc[i][0] += x * m0;
-                                acc[i][1] += x * m1;
-                            }
-                        }
-                        for (int i = 0; i < 8; i++) {
-                            dq[i * (RQ / 16)] = acc[i][0];
-                            dq[i * (RQ / 16) + 1] = acc[i][1];
-                        }
-                    }
+                    accumulate_products(w.k + j0 * DH, w.dST, JB, w.dqt + (i0 / 16) * DH);
                 }
             }
             for (int i0 = 0; i0 < R; i0 += 16) {
                 v16 qb[16], kb[16], vb[16];
                 for (int d = 0; d < DH; d++) {
-                    qb[d] = w.dqt[d * (RQ / 16) + i0 / 16];
+                    qb[d] = w.dqt[(i0 / 16) * DH + d];
                     kb[d] = w.dkt[(i0 / 16) * DH + d];
                     vb[d] = w.dvt[(i0 / 16) * DH + d];
                 }
@@ -383,27 +365,8 @@ int attn16_forward(const float *qkv, int64_t col_stride, int64_t row_stride, int
                             *sc = pr;
                             sum[qv] += pr;
                         }
-                    /* O^T[d][q] += V[j][d] * P^T[j][q], 8 dimensions x 2 query vectors at a time */
-                    for (int half = 0; half < 2; half++) {
-                        v16 acc[8][2];
-                        for (int i = 0; i < 8; i++) {
-                            acc[i][0] = ot[0][half * 8 + i];
-                            acc[i][1] = ot[1][half * 8 + i];
-                        }
-                        for (int j = 0; j < nk; j++) {
-                            v16 p0 = *(v16 *)(st + j * IB), p1 = *(v16 *)(st + j * IB + 16);
-                            const float *vj = v + (c0 + j) * DH + half * 8;
-                            for (int i = 0; i < 8; i++) {
-                                v16 x = bcast(vj[i]);
-                                acc[i][0] += x * p0;
-                                acc[i][1] += x * p1;
-                            }
-                        }
-                        for (int i = 0; i < 8; i++) {
-                            ot[0][half * 8 + i] = acc[i][0];
-                            ot[1][half * 8 + i] = acc[i][1];
-                        }
-                    }
+                    /* O^T[d][q] += V[j][d] * P^T[j][q] */
+                    accumulate_products(v + c0 * DH, st, nk, &ot[0][0]);
                 }
                 for (int qv = 0; qv < 2; qv++) {
                     transpose16(ot[qv]);
