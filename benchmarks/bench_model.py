@@ -23,6 +23,9 @@ Sections (all by default; ``--sections a,b`` picks some):
                  (``puicl_model.cpu_attention``) vs. PyTorch's flash kernel, alternately, forward
                  and forward + backward on [columns, 8 heads, rows, 16] blocks; then forward +
                  backward of a 700-row, 15-feature training task through the whole model.
+* ``profile``    where one training pass (700 rows, 15 features, one thread) spends its time,
+                 by operator (``torch.profiler``), with PyTorch's attention kernel
+                 (``PUICL_CPU_ATTENTION=0`` in the environment) or the compiled one.
 * ``chunks``     seconds per scored row of one pass for pool chunks of several sizes next to
                  several labeled-set sizes (20 features), projected to the 20 000-row,
                  60-feature pool (3 feature groups): the trade-off behind the classifier's
@@ -464,6 +467,32 @@ def section_attention(args: argparse.Namespace) -> dict:
     return results
 
 
+# ---------------------------------------------------------------------------------- profile
+def section_profile(args: argparse.Namespace) -> dict:
+    """Self CPU time per operator of one training pass, one thread (the third of three)."""
+    from torch.profiler import profile
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        model = PUICLModel()
+        train = collate_tasks([pu_task(np.random.default_rng(0), 250, 450, 15)], [250])
+        forward_backward(model, train)
+        forward_backward(model, train)
+        with profile() as profiler:
+            forward_backward(model, train)
+    finally:
+        torch.set_num_threads(threads)
+    events = sorted(profiler.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(event.self_cpu_time_total for event in events)
+    shares = {event.key: event.self_cpu_time_total / total for event in events[:10]}
+    print(f"  one pass: {total / 1e6:.2f} s of CPU", flush=True)
+    for name, share in shares.items():
+        print(f"  {100 * share:5.1f} %  {name}", flush=True)
+    return {"cpu_seconds": total / 1e6, "self_cpu_share": shares}
+
+
 # ----------------------------------------------------------------------------------- chunks
 def section_chunks(args: argparse.Namespace) -> list[dict]:
     model = PUICLModel().eval()
@@ -493,7 +522,7 @@ def section_chunks(args: argparse.Namespace) -> list[dict]:
 SECTIONS = {"floor": section_floor, "naive": section_naive, "pruning": section_pruning,
             "classifier": section_classifier,
             "batched": section_batched, "attention": section_attention,
-            "chunks": section_chunks}
+            "profile": section_profile, "chunks": section_chunks}
 
 
 def main() -> None:

@@ -1,9 +1,9 @@
 """Row attention for CPU training: a compiled kernel for heads of 16 dimensions.
 
-The paper's model has 8 heads of 16 dimensions. On CPU, ≈ 60 % of a training step is the
-attention across rows. PyTorch's flash-attention kernel runs the narrow (16-wide) products of
-such heads at about a third of the machine's matrix-product speed; ``kernels/attention_d16.c``
-blocks them like a matrix-multiply micro-kernel: ≈ 1.4× faster forward, ≈ 1.3× faster
+The paper's model has 8 heads of 16 dimensions. On CPU, more than half of a training step is
+the attention across rows. PyTorch's flash-attention kernel runs the narrow (16-wide) products
+of such heads at about a third of the machine's matrix-product speed; ``kernels/attention_d16.c``
+blocks them like a matrix-multiply micro-kernel: 1.3–1.5× faster, forward and forward +
 backward (docs/performance.md, Trainer). It computes the same function as PyTorch's kernel, to
 float32 rounding (tested). It serves training only (unmasked attention with gradients):
 inference and the classifier keep PyTorch's kernel, bit for bit as before.
