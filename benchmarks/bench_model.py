@@ -19,9 +19,10 @@ Sections (all by default; ``--sections a,b`` picks some):
                  for batches small enough to keep activations in memory); then the same
                  ratio for 24 equal tasks of P labeled + 1.25 P unlabeled rows, 10 features,
                  for each P of ``--sweep`` (where batching pays on this machine).
-* ``attention``  the row attention of training, one thread: the compiled kernel
+* ``attention``  the attentions of training, one thread: the compiled kernels
                  (``puicl_model.cpu_attention``) vs. PyTorch's flash kernel, alternately, forward
-                 and forward + backward on [columns, 8 heads, rows, 16] blocks; then forward +
+                 and forward + backward; across rows on [columns, 8 heads, rows, 16] blocks,
+                 across features on [rows, 8 heads, columns, 16] blocks; then forward +
                  backward of a 700-row, 15-feature training task through the whole model.
 * ``profile``    where one training pass (700 rows, 15 features, one thread) spends its time,
                  by operator (``torch.profiler``), with PyTorch's attention kernel
@@ -423,26 +424,34 @@ def section_attention(args: argparse.Namespace) -> dict:
     heads = 8
     generator = torch.Generator().manual_seed(0)
 
-    def attention(qkv: torch.Tensor, kernel: bool, backward: bool) -> Callable[[], object]:
+    def attention(qkv: torch.Tensor, kernel: bool, backward: bool,
+                  attend: Callable[[torch.Tensor, int], torch.Tensor]) -> Callable[[], object]:
         grad = torch.randn(qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3, generator=generator)
 
         def run() -> None:
-            leaf = qkv.detach().requires_grad_(True)  # the kernel serves training only
+            leaf = qkv.detach().requires_grad_(True)  # the kernels serve training only
             cpu_attention._library_enabled = kernel
-            out = cpu_attention.attend_rows(leaf, heads)
+            out = attend(leaf, heads)
             if backward:
                 out.backward(grad)
         return run
 
     results: dict = {}
+    blocks = [("rows", cpu_attention.attend_rows, columns, rows)
+              for columns, rows in [(20, 700), (12, 400), (20, 300)]]
+    blocks += [("features", cpu_attention.attend_features, columns, rows)
+               for columns, rows in [(16, 700), (20, 700), (6, 400)]]
     try:
-        for columns, rows in [(20, 700), (12, 400), (20, 300)]:
+        for axis, attend, columns, rows in blocks:
             qkv = torch.randn(columns, rows, 3 * 16 * heads, generator=generator)
+            shape = (f"[{columns}, {heads}, {rows}, 16]" if axis == "rows"
+                     else f"[{rows}, {heads}, {columns}, 16]")
             for backward in (False, True):
-                name = f"[{columns}, {heads}, {rows}, 16] " + (
+                name = f"across {axis} {shape} " + (
                     "forward + backward" if backward else "forward")
-                times = alternate({"pytorch": attention(qkv, False, backward),
-                                   "kernel": attention(qkv, True, backward)}, args.repeats)
+                times = alternate({"pytorch": attention(qkv, False, backward, attend),
+                                   "kernel": attention(qkv, True, backward, attend)},
+                                  args.repeats)
                 ratio = times["pytorch"] / times["kernel"]
                 results[name] = {**times, "pytorch_over_kernel": ratio}
                 print(f"  {name}: PyTorch {1e3 * times['pytorch']:.1f} ms, kernel "

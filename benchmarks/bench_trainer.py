@@ -26,8 +26,9 @@ slowest process's. The layouts take turns step by step (each waits, idle, while 
 runs), again in rotating order. A layout may carry options: ``+trim`` returns freed
 memory to the system after every step, ``+trimGB`` after a step that leaves a process above GB
 (``training.release_memory_above_gb``), ``+thp`` puts PyTorch's large tensors on transparent
-huge pages, ``+sdpa`` trains with PyTorch's attention kernel instead of the compiled one
-(``PUICL_CPU_ATTENTION=0``, puicl_model.cpu_attention); each step's page faults (memory
+huge pages, ``+sdpa`` trains with PyTorch's attention kernel instead of the compiled ones
+(``PUICL_CPU_ATTENTION=0``, puicl_model.cpu_attention), ``+rowkernel`` with the compiled kernel
+for the row attention only (``PUICL_CPU_ATTENTION=rows``); each step's page faults (memory
 touched afresh: the cost of trimming) are counted.
 
 Peak memory is measured in a fresh child process per strategy, one step on the heaviest batch,
@@ -147,25 +148,29 @@ class Layout:
     release_above_gb: float | None  # training.release_memory_above_gb (None: never)
     huge_pages: bool  # PyTorch's tensors of >= 2 MB on transparent huge pages
     pytorch_attention: bool = False  # PUICL_CPU_ATTENTION=0: PyTorch's attention kernel
+    row_kernel_only: bool = False  # PUICL_CPU_ATTENTION=rows: PyTorch's across features
 
 
 def parse_layout(name: str) -> Layout:
-    """"WxT[+trim[GB]][+thp][+sdpa]" -> :class:`Layout`.
+    """"WxT[+trim[GB]][+thp][+sdpa|+rowkernel]" -> :class:`Layout`.
 
     ``+trim``: return freed memory to the system after every step, ``+trimGB`` after a step
     that leaves a process holding more than GB (``training.release_memory_above_gb``);
-    ``+thp``: ``THP_MEM_ALLOC_ENABLE=1``; ``+sdpa``: ``PUICL_CPU_ATTENTION=0``.
+    ``+thp``: ``THP_MEM_ALLOC_ENABLE=1``; ``+sdpa``: ``PUICL_CPU_ATTENTION=0``;
+    ``+rowkernel``: ``PUICL_CPU_ATTENTION=rows``.
     """
     base, *options = name.split("+")
     processes, _, threads = base.partition("x")
     release: float | None = None
-    huge_pages = pytorch_attention = False
+    huge_pages = pytorch_attention = row_kernel_only = False
     valid = processes.isdigit() and threads.isdigit() and int(processes) > 0 and int(threads) > 0
     for option in options:
         if option == "thp":
             huge_pages = True
         elif option == "sdpa":
             pytorch_attention = True
+        elif option == "rowkernel":
+            row_kernel_only = True
         elif option.startswith("trim"):
             try:
                 release = float(option[4:] or 0)
@@ -177,10 +182,13 @@ def parse_layout(name: str) -> Layout:
             valid = False
     if not valid:
         raise ValueError(
-            f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp][+sdpa], "
+            f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp][+sdpa|+rowkernel], "
             "e.g. 1x2 or 2x1+trim2.5"
         )
-    return Layout(int(processes), int(threads), release, huge_pages, pytorch_attention)
+    if pytorch_attention and row_kernel_only:
+        raise ValueError(f"layout {name!r}: +sdpa and +rowkernel exclude each other")
+    return Layout(int(processes), int(threads), release, huge_pages, pytorch_attention,
+                  row_kernel_only)
 
 
 class Stepper:
@@ -400,7 +408,8 @@ def main() -> None:
         help="comma-separated PROCESSESxTHREADS layouts to time, e.g. 1x2,2x1 (default 1x2); "
         "+trim returns freed memory to the system after each step, +trimGB after a step that "
         "leaves a process above GB; +thp puts large tensors on transparent huge pages; +sdpa "
-        "uses PyTorch's attention kernel instead of the compiled one",
+        "uses PyTorch's attention kernel instead of the compiled ones; +rowkernel the compiled "
+        "kernel for the row attention only",
     )
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--layout-name", default="1x2", help=argparse.SUPPRESS)
@@ -445,6 +454,8 @@ def main() -> None:
                        THP_MEM_ALLOC_ENABLE="1" if spec.huge_pages else "0")
             if spec.pytorch_attention:
                 env["PUICL_CPU_ATTENTION"] = "0"
+            elif spec.row_kernel_only:
+                env["PUICL_CPU_ATTENTION"] = "rows"
             group.append(subprocess.Popen(
                 command, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,

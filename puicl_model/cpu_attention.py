@@ -1,11 +1,17 @@
-"""Row attention for CPU training: a compiled kernel for heads of 16 dimensions.
+"""Attention for CPU training: compiled kernels for heads of 16 dimensions.
 
 The paper's model has 8 heads of 16 dimensions. On CPU, more than half of a training step is
-the attention across rows. PyTorch's flash-attention kernel runs the narrow (16-wide) products
-of such heads at about a third of the machine's matrix-product speed; ``kernels/attention_d16.c``
-blocks them like a matrix-multiply micro-kernel: 1.3–1.5× faster, forward and forward +
-backward (docs/performance.md, Trainer). It computes the same function as PyTorch's kernel, to
-float32 rounding (tested). It serves training only (unmasked attention with gradients):
+attention, and PyTorch's flash-attention kernel suits neither of the model's two shapes:
+
+* across rows (:func:`attend_rows`), the narrow (16-wide) products run at about a third of the
+  machine's matrix-product speed; ``kernels/attention_d16.c`` blocks them like a
+  matrix-multiply micro-kernel: 1.2–1.6× faster, forward and forward + backward;
+* across features (:func:`attend_features`), every row is a problem of only ``d + 1`` tokens
+  and per-problem overhead dominates; the kernel puts 16 rows in the vector lanes: 1.7–5.8×
+  faster forward, 2.1–4.6× forward + backward.
+
+Measurements: docs/performance.md, Trainer. Both compute the same function as PyTorch's kernel,
+to float32 rounding (tested). They serve training only (unmasked attention with gradients):
 inference and the classifier keep PyTorch's kernel, bit for bit as before.
 
 The C file is compiled on first use with the system's C compiler (``$CC``, else ``cc``) into a
@@ -32,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["HEAD_DIM", "attend_rows", "kernel_available", "kernel_status"]
+__all__ = ["HEAD_DIM", "attend_features", "attend_rows", "kernel_available", "kernel_status"]
 
 HEAD_DIM = 16
 ENV_SWITCH = "PUICL_CPU_ATTENTION"
@@ -44,6 +50,9 @@ _library: ctypes.CDLL | None = None
 _status: str | None = None  # None: not tried yet
 # Benchmarks switch the kernel off and on within one process (benchmarks/bench_model.py).
 _library_enabled = True
+# PUICL_CPU_ATTENTION=rows: the row kernel only, PyTorch's for the attention across features
+# (to measure the feature kernel's share of a training step: benchmarks/bench_trainer.py).
+_feature_kernel_enabled = True
 
 
 def _flags() -> list[str]:
@@ -111,11 +120,13 @@ def _build(compiler: str) -> Path:
 
 
 def _load() -> ctypes.CDLL | None:
-    global _library, _status
+    global _library, _status, _feature_kernel_enabled
     with _lock:
         if _status is not None:
             return _library
-        if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+        switch = os.environ.get(ENV_SWITCH, "1").strip().lower()
+        _feature_kernel_enabled = switch != "rows"
+        if switch in ("0", "false", "no", "off"):
             _status = f"disabled by {ENV_SWITCH}"
             return None
         compiler = _compiler()
@@ -133,6 +144,12 @@ def _load() -> ctypes.CDLL | None:
                 library.attn16_backward.argtypes = [
                     pointer, i64, i64, i32, i32, i32, pointer, pointer, pointer,
                     i64, i64, i64, pointer, i32,
+                ]
+                library.feat16_forward.restype = ctypes.c_int
+                library.feat16_forward.argtypes = [pointer, i32, i32, i32, pointer, pointer, i32]
+                library.feat16_backward.restype = ctypes.c_int
+                library.feat16_backward.argtypes = [
+                    pointer, i32, i32, i32, pointer, pointer, pointer, pointer, i32,
                 ]
                 _library, _status = library, "compiled"
             except (OSError, RuntimeError, subprocess.SubprocessError) as error:
@@ -158,47 +175,82 @@ def kernel_status() -> str:
 
 
 def _reset_for_tests() -> None:
-    global _library, _status
+    global _library, _status, _feature_kernel_enabled
     with _lock:
-        _library, _status = None, None
+        _library, _status, _feature_kernel_enabled = None, None, True
 
 
+def _kernel_forward(ctx, qkv: Tensor, num_heads: int, axis: str) -> Tensor:
+    """Forward pass of :class:`_RowAttention` ("rows") or :class:`_FeatureAttention`."""
+    assert _library is not None  # the Functions are only applied once the library is loaded
+    columns, rows, three_e = qkv.shape
+    out = torch.empty(columns, rows, three_e // 3, dtype=qkv.dtype)
+    threads = torch.get_num_threads()
+    if axis == "rows":
+        lse = torch.empty(columns, num_heads, rows, dtype=qkv.dtype)  # log-sum-exp of scores
+        failed = _library.attn16_forward(
+            qkv.data_ptr(), qkv.stride(0), qkv.stride(1), columns, rows, num_heads,
+            out.data_ptr(), lse.data_ptr(), *lse.stride(), threads,
+        )
+    else:  # the feature kernel writes whole tiles of 16 rows
+        lse = torch.empty(columns, num_heads, -(-rows // 16) * 16, dtype=qkv.dtype)
+        failed = _library.feat16_forward(
+            qkv.data_ptr(), columns, rows, num_heads, out.data_ptr(), lse.data_ptr(), threads,
+        )
+    if failed:
+        raise MemoryError(f"attention: out of memory for {columns} columns x {rows} rows")
+    ctx.num_heads, ctx.axis = num_heads, axis
+    ctx.save_for_backward(qkv, out, lse)
+    return out
+
+
+def _kernel_backward(ctx, grad: Tensor) -> Tensor:
+    """The gradient of ``qkv`` for :func:`_kernel_forward`."""
+    assert _library is not None
+    qkv, out, lse = ctx.saved_tensors
+    columns, rows, _ = qkv.shape
+    grad = grad.contiguous()
+    grad_qkv = torch.empty(qkv.shape, dtype=qkv.dtype)
+    threads = torch.get_num_threads()
+    if ctx.axis == "rows":
+        failed = _library.attn16_backward(
+            qkv.data_ptr(), qkv.stride(0), qkv.stride(1), columns, rows, ctx.num_heads,
+            out.data_ptr(), grad.data_ptr(), lse.data_ptr(), *lse.stride(),
+            grad_qkv.data_ptr(), threads,
+        )
+    else:
+        failed = _library.feat16_backward(
+            qkv.data_ptr(), columns, rows, ctx.num_heads, out.data_ptr(), grad.data_ptr(),
+            lse.data_ptr(), grad_qkv.data_ptr(), threads,
+        )
+    if failed:
+        raise MemoryError(f"attention backward: out of memory for {columns} columns x {rows} rows")
+    return grad_qkv
+
+
+# Two Functions, not one with an axis argument, so that profiles name the two attentions.
 class _RowAttention(torch.autograd.Function):
     """Unmasked attention across the rows of each column; see :func:`attend_rows`."""
 
     @staticmethod
     def forward(ctx, qkv: Tensor, num_heads: int) -> Tensor:  # type: ignore[override]
-        columns, rows, three_e = qkv.shape
-        out = torch.empty(columns, rows, three_e // 3, dtype=qkv.dtype)
-        lse = torch.empty(columns, num_heads, rows, dtype=qkv.dtype)  # log-sum-exp of scores
-        assert _library is not None  # attend_rows only builds this Function when loaded
-        failed = _library.attn16_forward(
-            qkv.data_ptr(), qkv.stride(0), qkv.stride(1), columns, rows, num_heads,
-            out.data_ptr(), lse.data_ptr(), *lse.stride(), torch.get_num_threads(),
-        )
-        if failed:
-            raise MemoryError(f"attention: out of memory for {columns} columns x {rows} rows")
-        ctx.num_heads = num_heads
-        ctx.save_for_backward(qkv, out, lse)
-        return out
+        return _kernel_forward(ctx, qkv, num_heads, "rows")
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
-        qkv, out, lse = ctx.saved_tensors
-        columns, rows, _ = qkv.shape
-        grad = grad.contiguous()
-        grad_qkv = torch.empty(qkv.shape, dtype=qkv.dtype)
-        assert _library is not None
-        failed = _library.attn16_backward(
-            qkv.data_ptr(), qkv.stride(0), qkv.stride(1), columns, rows, ctx.num_heads,
-            out.data_ptr(), grad.data_ptr(), lse.data_ptr(), *lse.stride(),
-            grad_qkv.data_ptr(), torch.get_num_threads(),
-        )
-        if failed:
-            raise MemoryError(
-                f"attention backward: out of memory for {columns} columns x {rows} rows"
-            )
-        return grad_qkv, None
+        return _kernel_backward(ctx, grad), None
+
+
+class _FeatureAttention(torch.autograd.Function):
+    """Attention across the columns of each row (contiguous qkv); see :func:`attend_features`."""
+
+    @staticmethod
+    def forward(ctx, qkv: Tensor, num_heads: int) -> Tensor:  # type: ignore[override]
+        return _kernel_forward(ctx, qkv, num_heads, "features")
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        return _kernel_backward(ctx, grad), None
 
 
 def _cpu_autocast_enabled() -> bool:
@@ -240,3 +292,24 @@ def attend_rows(qkv: Tensor, num_heads: int) -> Tensor:
         for t in qkv.view(columns, rows, 3, num_heads, e // num_heads).unbind(2)
     )
     return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(columns, rows, e)
+
+
+def attend_features(qkv: Tensor, num_heads: int) -> Tensor:
+    """Self-attention across the columns of each row: qkv [c, r, 3e] -> [c, r, e].
+
+    Within every row, each of the c cells attends to all c cells (the paper's attention across
+    features). With gradients on CPU in float32 and heads of 16 dimensions, forward and
+    backward run the compiled kernel; otherwise this is plain ``scaled_dot_product_attention``.
+    """
+    if _kernel_applies(qkv, num_heads) and _feature_kernel_enabled:
+        return _FeatureAttention.apply(qkv.contiguous(), num_heads)
+    columns, rows, three_e = qkv.shape
+    e = three_e // 3
+    q, k, v = (
+        t.permute(1, 2, 0, 3)  # [r, H, c, dh]
+        for t in qkv.view(columns, rows, 3, num_heads, e // num_heads).unbind(2)
+    )
+    # Strided views, no copies: SDPA reads them in place and writes its output in the
+    # query's memory order, here [c, r, H, dh], so the reshape back is free.
+    out = F.scaled_dot_product_attention(q, k, v)
+    return out.permute(2, 0, 1, 3).reshape(columns, rows, e)

@@ -25,9 +25,9 @@ rounding of the larger matrix products.
 The last block computes only what the decoder reads: the keys and values of all cells, and
 everything else for the label column alone (``DualAxisBlock._forward_label_cells``).
 
-In training on CPU, the row attention of 16-dimensional heads runs a compiled kernel of ours,
-forward and backward (:mod:`puicl_model.cpu_attention`); elsewhere it is PyTorch's
-``scaled_dot_product_attention``.
+In training on CPU, both attentions of 16-dimensional heads (across rows and across features)
+run compiled kernels of ours, forward and backward (:mod:`puicl_model.cpu_attention`);
+elsewhere they are PyTorch's ``scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from torch.utils.checkpoint import checkpoint
 
 from puicl_model.batch import TaskBatch
 from puicl_model.config import ModelConfig
-from puicl_model.cpu_attention import attend_rows
+from puicl_model.cpu_attention import attend_features, attend_rows
 
 __all__ = ["STD_FLOOR_ABSOLUTE", "STD_FLOOR_RELATIVE", "PUICLModel", "standardize_features"]
 
@@ -86,20 +86,6 @@ class SelfAttention(nn.Module):
         nn.init.xavier_uniform_(self.qkv.weight)
         nn.init.zeros_(self.qkv.bias)
         nn.init.zeros_(self.out.bias)
-
-
-def _attend_within_rows(qkv: Tensor, num_heads: int) -> Tensor:
-    """Attention across the cells of each row. qkv [c, n, 3e] (column-major) -> [c, n, e]."""
-    c, n, three_e = qkv.shape
-    e = three_e // 3
-    q, k, v = (
-        t.permute(1, 2, 0, 3)  # [n, H, c, dh]
-        for t in qkv.view(c, n, 3, num_heads, e // num_heads).unbind(2)
-    )
-    # Strided views, no copies: SDPA reads them in place and writes its output in the
-    # query's memory order, here [c, n, H, dh], so the reshape back is free.
-    out = F.scaled_dot_product_attention(q, k, v)
-    return out.permute(2, 0, 1, 3).reshape(c, n, e)
 
 
 def _attend_within_columns(qkv: Tensor, num_heads: int, context: int) -> Tensor:
@@ -279,7 +265,7 @@ class DualAxisBlock(nn.Module):
         for group, block in zip(layout.groups, _split(qkv, layout.group_cells), strict=True):
             block = block.view(group.columns, group.rows, 3 * e)
             if axis == "features":
-                parts.append(_attend_within_rows(block, self.attn_features.num_heads))
+                parts.append(attend_features(block, self.attn_features.num_heads))
                 continue
             task_blocks = _split(block, [slot.rows for slot in group.slots], dim=1)
             pieces = [

@@ -383,3 +383,193 @@ int attn16_forward(const float *qkv, int64_t col_stride, int64_t row_stride, int
     }
     return failed;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Attention across the columns of each row (the paper's attention across features): every row
+// is its own small problem of C tokens (C = features + 1, about 20 in training). PyTorch's
+// kernel spends most of its time on per-problem overhead at that size. Here 16 rows share the
+// vector lanes: a tile of 16 rows x one head is loaded column by column and transposed
+// (rows x 16 d -> 16 d x rows), after which every product and the softmax are element-wise
+// across the lanes, with no broadcasts and no horizontal sums.
+//
+// qkv: [C, N, 3E] contiguous (a group's packed cells, column-major); out: [C, N, E] contiguous;
+// lse: [C, H, NP] with NP = N rounded up to 16, log-sum-exp of the scaled scores per
+// (column, head, row). Each (tile, head) pair is computed by one thread: deterministic.
+
+// The 16 x 16 tile of rows n0..n0+15 of one column (src: the column's first row, rows
+// row_floats apart), floats offset..offset+15 of each row (one head's q, k or v), scaled and
+// transposed so that the lanes run over rows; rows past N are zero.
+static inline void load_tile(const float *src, int64_t row_floats, int N, int n0, int64_t offset,
+                             float scale, v16 *dst /*[16 d]*/) {
+    v16 r[16];
+    const float *first = src + (int64_t)n0 * row_floats + offset;
+    if (n0 + 16 <= N) {  /* a full tile: no per-row test, which costs more than the loads */
+        for (int l = 0; l < 16; l++) r[l] = load_u(first + l * row_floats) * scale;
+    } else {
+        for (int l = 0; l < 16; l++)
+            r[l] = n0 + l < N ? load_u(first + l * row_floats) * scale : (v16){0};
+    }
+    transpose16(r);
+    for (int d = 0; d < DH; d++) dst[d] = r[d];
+}
+
+// The inverse of load_tile: writes rows n0..min(n0 + 16, N) - 1.
+static inline void store_tile(float *dst, int64_t row_floats, int N, int n0, int64_t offset,
+                              const v16 *src /*[16 d]*/, float scale) {
+    v16 r[16];
+    for (int d = 0; d < DH; d++) r[d] = src[d] * scale;
+    transpose16(r);
+    float *first = dst + (int64_t)n0 * row_floats + offset;
+    const int rows = N - n0 < 16 ? N - n0 : 16;
+    for (int l = 0; l < rows; l++) store_u(first + l * row_floats, r[l]);
+}
+
+// The q (pre-scaled), k and v tiles of one head for every column of rows n0..n0+15:
+// qt, kt, vt [C][16 d]. qkv: [C, N, 3E] contiguous.
+static inline void load_qkv_tiles(const float *qkv, int C, int N, int E, int n0, int h,
+                                  float scale, v16 *qt, v16 *kt, v16 *vt) {
+    for (int i = 0; i < C; i++) {
+        const float *column = qkv + (int64_t)i * N * 3 * E;
+        load_tile(column, 3 * E, N, n0, h * DH, scale, qt + i * DH);
+        load_tile(column, 3 * E, N, n0, E + h * DH, 1.0f, kt + i * DH);
+        load_tile(column, 3 * E, N, n0, 2 * E + h * DH, 1.0f, vt + i * DH);
+    }
+}
+
+// s[j] = sum_d a[d] * bt[j][d] for j < CP (a multiple of 8), eight keys at a time so that eight
+// independent FMA chains hide the FMA latency.
+static inline void lane_scores(const v16 *a /*[16 d]*/, const v16 *bt /*[CP][16 d]*/, int CP,
+                               v16 *s) {
+    v16 x[DH];
+    for (int d = 0; d < DH; d++) x[d] = a[d];
+    for (int j0 = 0; j0 < CP; j0 += 8) {
+        v16 acc[8];
+        for (int u = 0; u < 8; u++) acc[u] = (v16){0};
+        for (int d = 0; d < DH; d++)
+            for (int u = 0; u < 8; u++) acc[u] += x[d] * bt[(j0 + u) * DH + d];
+        for (int u = 0; u < 8; u++) s[j0 + u] = acc[u];
+    }
+}
+
+static inline v16 vlog(v16 x) {
+    v16 r;
+    for (int l = 0; l < 16; l++) r[l] = logf(x[l]);
+    return r;
+}
+
+// acc[d] = scale * sum_k w[k * stride] * x[k][d] over k < K, with 16 accumulators in registers:
+// O = P V in the forward pass, dQ = dS K, dK = dS^T Q and dV = P^T dO in the backward.
+static inline void weighted_sum(const v16 *w, int stride, const v16 *x /*[K][16 d]*/, int K,
+                                float scale, v16 *acc /*[16 d]*/) {
+    v16 a[DH];
+    for (int d = 0; d < DH; d++) a[d] = (v16){0};
+    for (int k = 0; k < K; k++) {
+        const v16 wk = w[k * stride];
+        for (int d = 0; d < DH; d++) a[d] += wk * x[k * DH + d];
+    }
+    for (int d = 0; d < DH; d++) acc[d] = a[d] * scale;
+}
+
+int feat16_forward(const float *qkv, int C, int N, int H, float *out, float *lse, int nthreads) {
+    const int E = H * DH, NT = (N + 15) / 16, NP = NT * 16, CP = (C + 7) / 8 * 8;
+    const float scale = 0.25f;
+    int failed = 0;
+#pragma omp parallel num_threads(nthreads) reduction(| : failed)
+    {
+        v16 *qt = NULL, *kt = NULL, *vt = NULL, *s = NULL;
+        const size_t tiles = (size_t)CP * DH * 64;
+        if (arena_reserve(3 * tiles + (size_t)CP * 64 + 4 * 64)) {
+            qt = zalloc(tiles);
+            kt = zalloc(tiles); /* columns C..CP-1 stay zero: their scores are computed, unused */
+            vt = zalloc(tiles);
+            s = zalloc((size_t)CP * 64);
+        } else {
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int th = 0; th < NT * H; th++) {
+            if (failed) continue;
+            const int n0 = (th / H) * 16, h = th % H;
+            load_qkv_tiles(qkv, C, N, E, n0, h, scale, qt, kt, vt);
+            for (int i = 0; i < C; i++) {
+                lane_scores(qt + i * DH, kt, CP, s);
+                v16 mx = s[0];
+                for (int j = 1; j < C; j++) mx = vmax(mx, s[j]);
+                v16 sum = (v16){0};
+                for (int j = 0; j < C; j++) {
+                    s[j] = vexp(s[j] - mx);
+                    sum += s[j];
+                }
+                v16 o[DH];
+                weighted_sum(s, 1, vt, C, 1.0f, o);
+                const v16 inv = 1.0f / sum;
+                for (int d = 0; d < DH; d++) o[d] *= inv;
+                store_tile(out + (int64_t)i * N * E, E, N, n0, h * DH, o, 1.0f);
+                *(v16 *)(lse + ((int64_t)i * H + h) * NP + n0) = mx + vlog(sum);
+            }
+        }
+    }
+    return failed;
+}
+
+// Backward of feat16_forward (FlashAttention-2 order within a tile): for each query column i,
+// recompute P = exp(S - lse) and dP = dO V^T, then dS = P * (dP - D) with D = rowsum(dO * O);
+// then dQ = dS K * scale, dK = dS^T Q * scale and dV = P^T dO, each a weighted sum with its
+// accumulators in registers. dqkv: [C, N, 3E], written in full.
+int feat16_backward(const float *qkv, int C, int N, int H, const float *out, const float *dout,
+                    const float *lse, float *dqkv, int nthreads) {
+    const int E = H * DH, NT = (N + 15) / 16, NP = NT * 16, CP = (C + 7) / 8 * 8;
+    const float scale = 0.25f;
+    int failed = 0;
+#pragma omp parallel num_threads(nthreads) reduction(| : failed)
+    {
+        v16 *qt = NULL, *kt = NULL, *vt = NULL, *gt = NULL, *P = NULL, *dS = NULL;
+        v16 *s = NULL, *dp = NULL;
+        const size_t tiles = (size_t)CP * DH * 64, squares = (size_t)C * CP * 64;
+        if (arena_reserve(4 * tiles + 2 * squares + 2 * (size_t)CP * 64 + 8 * 64)) {
+            qt = zalloc(tiles);
+            kt = zalloc(tiles);
+            vt = zalloc(tiles);
+            gt = zalloc(tiles);
+            P = zalloc(squares);  /* [C queries][CP keys] */
+            dS = zalloc(squares);
+            s = zalloc((size_t)CP * 64);
+            dp = zalloc((size_t)CP * 64);
+        } else {
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int th = 0; th < NT * H; th++) {
+            if (failed) continue;
+            const int n0 = (th / H) * 16, h = th % H;
+            load_qkv_tiles(qkv, C, N, E, n0, h, scale, qt, kt, vt);
+            for (int i = 0; i < C; i++)
+                load_tile(dout + (int64_t)i * N * E, E, N, n0, h * DH, 1.0f, gt + i * DH);
+            for (int i = 0; i < C; i++) {
+                v16 o[DH], g[DH];
+                load_tile(out + (int64_t)i * N * E, E, N, n0, h * DH, 1.0f, o);
+                v16 D = (v16){0};
+                for (int d = 0; d < DH; d++) D += gt[i * DH + d] * o[d];
+                lane_scores(qt + i * DH, kt, CP, s);
+                lane_scores(gt + i * DH, vt, CP, dp);
+                const v16 l = *(const v16 *)(lse + ((int64_t)i * H + h) * NP + n0);
+                for (int j = 0; j < C; j++) {
+                    const v16 p = vexp(s[j] - l);
+                    P[i * CP + j] = p;
+                    dS[i * CP + j] = p * (dp[j] - D);
+                }
+                weighted_sum(dS + i * CP, 1, kt, C, scale, g);
+                store_tile(dqkv + (int64_t)i * N * 3 * E, 3 * E, N, n0, h * DH, g, 1.0f);
+            }
+            for (int j = 0; j < C; j++) {
+                v16 g[DH];
+                float *column = dqkv + (int64_t)j * N * 3 * E;
+                weighted_sum(dS + j, CP, qt, C, 1.0f, g); /* q is pre-scaled */
+                store_tile(column, 3 * E, N, n0, E + h * DH, g, 1.0f);
+                weighted_sum(P + j, CP, gt, C, 1.0f, g);
+                store_tile(column, 3 * E, N, n0, 2 * E + h * DH, g, 1.0f);
+            }
+        }
+    }
+    return failed;
+}

@@ -1,8 +1,9 @@
-"""The compiled CPU kernel of the row attention (puicl_model.cpu_attention).
+"""The compiled CPU kernels of the attentions across rows and across features
+(puicl_model.cpu_attention).
 
-It must compute PyTorch's attention and its gradient (to float32 rounding), deterministically,
-only where it applies, and training must fall back to PyTorch's kernel, with a warning, when
-it cannot be built.
+They must compute PyTorch's attention and its gradient (to float32 rounding), deterministically,
+only where they apply, and training must fall back to PyTorch's kernel, with a warning, when
+they cannot be built.
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ def reference_attention(qkv: torch.Tensor, heads: int) -> torch.Tensor:
     return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(columns, rows, e)
 
 
+def reference_feature_attention(qkv: torch.Tensor, heads: int) -> torch.Tensor:
+    columns, rows, three_e = qkv.shape
+    e = three_e // 3
+    q, k, v = (
+        t.permute(1, 2, 0, 3) for t in qkv.view(columns, rows, 3, heads, e // heads).unbind(2)
+    )
+    return F.scaled_dot_product_attention(q, k, v).permute(2, 0, 1, 3).reshape(columns, rows, e)
+
+
 def strided_block(columns: int, rows: int, heads: int, seed: int) -> torch.Tensor:
     """A task's rows cut out of a larger packed block, as the model passes them."""
     generator = torch.Generator().manual_seed(seed)
@@ -61,33 +71,51 @@ def gradients(function, qkv: torch.Tensor, heads: int, grad_out: torch.Tensor):
     return out.detach(), leaf.grad
 
 
+KERNELS = {  # axis -> (the kernel's entry point, PyTorch's attention along that axis)
+    "rows": (cpu_attention.attend_rows, reference_attention),
+    "features": (cpu_attention.attend_features, reference_feature_attention),
+}
+
+
 @pytest.mark.parametrize(
-    ("columns", "rows", "heads"),
-    [(1, 1, 1), (3, 17, 2), (2, 33, 8), (4, 64, 2), (2, 100, 8), (1, 257, 1)],
+    ("axis", "columns", "rows", "heads"),
+    # Across rows: 1 row, rows that fill no block of 32 (17, 33, 257), 8 heads.
+    [("rows", *shape) for shape in [(1, 1, 1), (3, 17, 2), (2, 33, 8), (4, 64, 2), (2, 100, 8),
+                                    (1, 257, 1)]]
+    # Across features: one tile of 16 rows and partial tiles; fewer and more columns than 8
+    # (scores are computed 8 columns at a time), 21 as in stage-100 training.
+    + [("features", *shape) for shape in [(1, 1, 1), (2, 15, 2), (5, 16, 8), (9, 17, 8),
+                                          (21, 40, 2), (33, 50, 1)]],
 )
-def test_kernel_outputs_and_gradients_equal_pytorchs(columns: int, rows: int, heads: int) -> None:
+def test_kernel_outputs_and_gradients_equal_pytorchs(
+    axis: str, columns: int, rows: int, heads: int
+) -> None:
     require_kernel()
-    qkv = strided_block(columns, rows, heads, seed=rows)
+    attend, reference = KERNELS[axis]
+    qkv = strided_block(columns, rows, heads, seed=rows)  # the feature kernel copies it first
     grad_out = torch.randn(columns, rows, 16 * heads, generator=torch.Generator().manual_seed(1))
-    out, grad = gradients(cpu_attention.attend_rows, qkv, heads, grad_out)
-    out_ref, grad_ref = gradients(reference_attention, qkv, heads, grad_out)
-    # Sums over `rows` terms in another order: float32 rounding grows like sqrt(rows).
-    tolerance = 2e-6 * max(1.0, rows**0.5)
+    out, grad = gradients(attend, qkv, heads, grad_out)
+    out_ref, grad_ref = gradients(reference, qkv, heads, grad_out)
+    # Sums over n terms in another order: float32 rounding grows like sqrt(n).
+    terms = rows if axis == "rows" else columns
+    tolerance = 2e-6 * max(1.0, terms**0.5)
     assert (out - out_ref).abs().max() <= tolerance * out_ref.abs().max()
     assert (grad - grad_ref).abs().max() <= tolerance * grad_ref.abs().max()
 
 
-def test_kernel_is_deterministic_and_independent_of_the_thread_count() -> None:
+@pytest.mark.parametrize("axis", list(KERNELS))
+def test_kernel_is_deterministic_and_independent_of_the_thread_count(axis: str) -> None:
     require_kernel()
-    qkv = strided_block(6, 150, 8, seed=3)
+    attend = KERNELS[axis][0]
+    qkv = strided_block(6, 150, 8, seed=3).contiguous()
     grad_out = torch.randn(6, 150, 128, generator=torch.Generator().manual_seed(2))
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        _, one_thread = gradients(cpu_attention.attend_rows, qkv, 8, grad_out)
+        _, one_thread = gradients(attend, qkv, 8, grad_out)
         torch.set_num_threads(2)
-        _, two_threads = gradients(cpu_attention.attend_rows, qkv, 8, grad_out)
-        _, again = gradients(cpu_attention.attend_rows, qkv, 8, grad_out)
+        _, two_threads = gradients(attend, qkv, 8, grad_out)
+        _, again = gradients(attend, qkv, 8, grad_out)
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(one_thread, two_threads)
@@ -107,6 +135,9 @@ def test_the_kernel_is_used_only_for_cpu_float32_training_with_16_dim_heads() ->
     # Inference output is bit for bit PyTorch's.
     with torch.no_grad():
         assert torch.equal(cpu_attention.attend_rows(qkv, 2), reference_attention(qkv, 2))
+        assert torch.equal(
+            cpu_attention.attend_features(qkv, 2), reference_feature_attention(qkv, 2)
+        )
 
 
 def model_gradients(model: PUICLModel, batch) -> torch.Tensor:
@@ -141,6 +172,9 @@ def fallback_gradients_are_pytorchs() -> None:
     grad_out = torch.randn(2, 30, 32, generator=torch.Generator().manual_seed(7))
     _, grad = gradients(cpu_attention.attend_rows, qkv, 2, grad_out)
     _, grad_ref = gradients(reference_attention, qkv, 2, grad_out)
+    assert torch.equal(grad, grad_ref)
+    _, grad = gradients(cpu_attention.attend_features, qkv, 2, grad_out)
+    _, grad_ref = gradients(reference_feature_attention, qkv, 2, grad_out)
     assert torch.equal(grad, grad_ref)
 
 
@@ -180,3 +214,19 @@ def test_the_build_is_cached_per_source_and_cpu(monkeypatch: pytest.MonkeyPatch,
     cpu_attention._reset_for_tests()
     assert cpu_attention.kernel_available()
     assert os.stat(built[0]).st_mtime_ns == modified  # loaded, not rebuilt
+
+
+def test_rows_switch_keeps_the_row_kernel_and_pytorchs_feature_attention(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(cpu_attention.ENV_SWITCH, "rows")
+    require_kernel()
+    qkv = strided_block(3, 40, 2, seed=8)
+    grad_out = torch.randn(3, 40, 32, generator=torch.Generator().manual_seed(9))
+    _, grad = gradients(cpu_attention.attend_features, qkv, 2, grad_out)
+    _, grad_ref = gradients(reference_feature_attention, qkv, 2, grad_out)
+    assert torch.equal(grad, grad_ref)  # PyTorch's kernel, bit for bit
+    _, grad = gradients(cpu_attention.attend_rows, qkv, 2, grad_out)
+    _, grad_ref = gradients(reference_attention, qkv, 2, grad_out)
+    assert not torch.equal(grad, grad_ref)  # the compiled row kernel
+    torch.testing.assert_close(grad, grad_ref, rtol=1e-4, atol=1e-6)
