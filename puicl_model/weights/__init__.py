@@ -82,6 +82,21 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def _canonical_header(blob: bytes) -> bytes:
+    """``blob`` with its safetensors header re-serialized with sorted keys.
+
+    The safetensors library writes the metadata from a hash map whose order changes from one
+    save to the next, so the same weights would give different files. The header is JSON
+    (8-byte little-endian length, then the JSON, padded with spaces to a multiple of 8), and
+    tensor offsets count from the end of the header, so it can be rewritten freely.
+    """
+    size = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8 : 8 + size])
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + blob[8 + size :]
+
+
 def save_weights(model: torch.nn.Module, path: str | Path) -> Path:
     """Write ``model``'s weights and config; returns the safetensors file written.
 
@@ -110,7 +125,7 @@ def save_weights(model: torch.nn.Module, path: str | Path) -> Path:
         "tensors_sha256": _tensor_digest(tensors),
         "puicl_version": __version__,
     }
-    blob = save(tensors, metadata=metadata)
+    blob = _canonical_header(save(tensors, metadata=metadata))
     if path.suffix == ".safetensors":
         _atomic_write_bytes(path, blob)
         return path

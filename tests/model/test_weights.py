@@ -40,6 +40,16 @@ def test_directory_round_trip_is_bit_identical(small_model, tmp_path) -> None:
     assert json.loads((tmp_path / "ckpt" / "config.json").read_text())["embed_dim"] == 32
 
 
+def test_saving_the_same_weights_writes_the_same_bytes(small_model, tmp_path) -> None:
+    # The safetensors library orders the header's metadata differently from save to save;
+    # save_weights writes a canonical header, so exports of equal weights compare with cmp.
+    files = [save_weights(small_model, tmp_path / f"copy{i}.safetensors") for i in range(5)]
+    assert len({path.read_bytes() for path in files}) == 1
+    header_size = int.from_bytes(files[0].read_bytes()[:8], "little")
+    assert header_size % 8 == 0  # the tensor data stays 8-byte aligned
+    assert same_state(load_weights(files[0]), small_model)
+
+
 def test_single_file_carries_its_config(small_model, tmp_path) -> None:
     path = save_weights(small_model, tmp_path / "alone.safetensors")
     assert [p.name for p in tmp_path.iterdir()] == ["alone.safetensors"]
