@@ -93,3 +93,24 @@ def test_divergence_stops_every_rank_without_hanging(smoke_shards, tmp_path) -> 
     # exit code 3 = stopped on purpose (torchrun reports the first rank to exit and ends the
     # other); the job ended long before the 120 s timeout, so no rank hung in a collective
     assert "exitcode  : 3" in result.stderr
+
+
+def test_device_choice_on_a_machine_without_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainer.dist_env import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto", local_rank=1) == torch.device("cpu")
+    assert resolve_device("cpu", local_rank=0) == torch.device("cpu")
+    with pytest.raises(RuntimeError, match="--device cuda was asked for but torch sees no GPU"):
+        resolve_device("cuda", local_rank=0)
+    with pytest.raises(ValueError, match="device must be auto, cpu or cuda, got 'gpu'"):
+        resolve_device("gpu", local_rank=0)
+
+
+def test_each_rank_takes_its_own_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainer.dist_env import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    assert resolve_device("auto", local_rank=2) == torch.device("cuda", 2)
+    assert resolve_device("cuda", local_rank=5) == torch.device("cuda", 1)  # wraps around
