@@ -147,8 +147,9 @@ class Layout:
     threads: int
     release_above_gb: float | None  # training.release_memory_above_gb (None: never)
     huge_pages: bool  # PyTorch's tensors of >= 2 MB on transparent huge pages
-    pytorch_attention: bool = False  # PUICL_CPU_ATTENTION=0: PyTorch's attention kernel
-    row_kernel_only: bool = False  # PUICL_CPU_ATTENTION=rows: PyTorch's across features
+    # PUICL_CPU_ATTENTION for the layout's processes: "0" PyTorch's attention kernel, "rows"
+    # the compiled kernel across rows only; None: both compiled kernels (the default)
+    cpu_attention: str | None = None
 
 
 def parse_layout(name: str) -> Layout:
@@ -162,15 +163,16 @@ def parse_layout(name: str) -> Layout:
     base, *options = name.split("+")
     processes, _, threads = base.partition("x")
     release: float | None = None
-    huge_pages = pytorch_attention = row_kernel_only = False
+    huge_pages = False
+    attention_options = {"sdpa": "0", "rowkernel": "rows"}
+    cpu_attention: str | None = None
     valid = processes.isdigit() and threads.isdigit() and int(processes) > 0 and int(threads) > 0
     for option in options:
         if option == "thp":
             huge_pages = True
-        elif option == "sdpa":
-            pytorch_attention = True
-        elif option == "rowkernel":
-            row_kernel_only = True
+        elif option in attention_options:
+            valid = valid and cpu_attention is None  # +sdpa and +rowkernel exclude each other
+            cpu_attention = attention_options[option]
         elif option.startswith("trim"):
             try:
                 release = float(option[4:] or 0)
@@ -185,10 +187,7 @@ def parse_layout(name: str) -> Layout:
             f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp][+sdpa|+rowkernel], "
             "e.g. 1x2 or 2x1+trim2.5"
         )
-    if pytorch_attention and row_kernel_only:
-        raise ValueError(f"layout {name!r}: +sdpa and +rowkernel exclude each other")
-    return Layout(int(processes), int(threads), release, huge_pages, pytorch_attention,
-                  row_kernel_only)
+    return Layout(int(processes), int(threads), release, huge_pages, cpu_attention)
 
 
 class Stepper:
@@ -452,10 +451,8 @@ def main() -> None:
                        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(processes),
                        OMP_NUM_THREADS=str(threads),
                        THP_MEM_ALLOC_ENABLE="1" if spec.huge_pages else "0")
-            if spec.pytorch_attention:
-                env["PUICL_CPU_ATTENTION"] = "0"
-            elif spec.row_kernel_only:
-                env["PUICL_CPU_ATTENTION"] = "rows"
+            if spec.cpu_attention is not None:
+                env["PUICL_CPU_ATTENTION"] = spec.cpu_attention
             group.append(subprocess.Popen(
                 command, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,

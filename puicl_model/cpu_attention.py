@@ -260,7 +260,8 @@ def _cpu_autocast_enabled() -> bool:
         return bool(torch.is_autocast_cpu_enabled())
 
 
-def _kernel_applies(qkv: Tensor, num_heads: int) -> bool:
+def _kernel_applies(qkv: Tensor, num_heads: int, axis: str = "rows") -> bool:
+    """Whether the compiled kernel along ``axis`` ("rows" or "features") computes this call."""
     return (
         qkv.requires_grad
         and torch.is_grad_enabled()
@@ -273,6 +274,7 @@ def _kernel_applies(qkv: Tensor, num_heads: int) -> bool:
         and not _cpu_autocast_enabled()
         and _library_enabled
         and _load() is not None
+        and (axis == "rows" or _feature_kernel_enabled)  # set by _load from the switch
     )
 
 
@@ -301,7 +303,7 @@ def attend_features(qkv: Tensor, num_heads: int) -> Tensor:
     features). With gradients on CPU in float32 and heads of 16 dimensions, forward and
     backward run the compiled kernel; otherwise this is plain ``scaled_dot_product_attention``.
     """
-    if _kernel_applies(qkv, num_heads) and _feature_kernel_enabled:
+    if _kernel_applies(qkv, num_heads, "features"):
         return _FeatureAttention.apply(qkv.contiguous(), num_heads)
     columns, rows, three_e = qkv.shape
     e = three_e // 3
