@@ -21,7 +21,7 @@ from benchmark.datasets import DATASET_SLUGS, DataError
 from benchmark.methods import METHOD_NAMES, MissingWeightsError
 from benchmark.report import write_reports
 from benchmark.runner import RunSpec, expand_names, plan_run, run
-from puicl_model.configio import ConfigError, load_yaml
+from puicl_common.configio import ConfigError, load_yaml
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,7 +26,8 @@ import pandas as pd
 
 from benchmark.datasets import SPECS, resolve_data_dir
 from benchmark.paper import PAPER_AVERAGES, PAPER_TABLE
-from benchmark.runner import RunSpec, write_json_atomic
+from benchmark.runner import RunSpec
+from puicl_common.atomic import atomic_output, atomic_write_json, atomic_write_text
 
 METRICS = (("auc", "AUC"), ("accuracy", "Acc"), ("f1", "F1"))
 METHOD_LABELS = {"puicl": "PUICL", "ulsif": "uLSIF", "empu": "EMPU", "vpu": "VPU",
@@ -49,9 +50,8 @@ def records_frame(records: Sequence[dict[str, Any]], datasets: Sequence[str],
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_csv(tmp, index=False, float_format="%.6g")
-    tmp.replace(path)
+    with atomic_output(path) as temporary:
+        frame.to_csv(temporary, index=False, float_format="%.6g")
 
 
 def _means(frame: pd.DataFrame, metric: str, datasets, methods) -> pd.DataFrame:
@@ -171,10 +171,9 @@ def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_title("PU benchmark (paper §6): AUC on the unlabeled pool")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp)
+    with atomic_output(path, suffix=".png") as temporary:
+        fig.savefig(temporary)
     plt.close(fig)
-    tmp.replace(path)
 
 
 def _versions() -> dict[str, str]:
@@ -260,9 +259,7 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
         "### Against the paper's Table 1",
         comparison_markdown(frame, spec.datasets, spec.methods),
     ]) + "\n"
-    tmp = paths["table"].with_name(".table.md.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(paths["table"])
+    atomic_write_text(paths["table"], text)
     plot_auc(frame, spec.datasets, spec.methods, paths["plot"])
-    write_json_atomic(paths["provenance"], provenance(spec, argv))
+    atomic_write_json(paths["provenance"], provenance(spec, argv))
     return paths

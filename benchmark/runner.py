@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from benchmark.datasets import load_dataset
 from benchmark.methods import make_method, method_settings
 from benchmark.metrics import accuracy, auc_mann_whitney, f1_positive
 from benchmark.protocol import PUTask, make_task, method_seed
+from puicl_common.atomic import atomic_write_json
 
 CACHE_VERSION = 1
 
@@ -55,23 +54,6 @@ def _settings_hash(settings: dict[str, Any]) -> str:
 
 def cache_path(out: Path, dataset: str, method: str, repetition: int) -> Path:
     return out / "cache" / dataset / method / f"rep{repetition:02d}.json"
-
-
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON to ``path`` via a temp file in the same folder and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=1, sort_keys=True, allow_nan=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _cache_key(task: PUTask, method: str, seed: int, settings_hash: str) -> dict[str, Any]:
@@ -147,7 +129,7 @@ def evaluate_replicate(
 def _job(task: PUTask, method: str, seed: int, weights: Path | None,
          overrides: dict[str, Any] | None, path: Path, key: dict[str, Any]) -> dict[str, Any]:
     record = evaluate_replicate(task, method, seed, weights, overrides)
-    write_json_atomic(path, {"key": key, "record": record})
+    atomic_write_json(path, {"key": key, "record": record})
     return record
 
 

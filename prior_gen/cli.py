@@ -23,7 +23,7 @@ from prior_gen.curriculum import all_stages
 from prior_gen.errors import ShardError
 from prior_gen.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.storage import WriterLockedError
-from puicl_model.configio import ConfigError
+from puicl_common.configio import ConfigError
 
 __all__ = ["main", "parse_stages", "parse_steps"]
 

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from puicl_model.configio import ConfigError, config_hash, from_mapping, load_yaml, require, to_dict
+from puicl_common.configio import (
+    ConfigError,
+    config_hash,
+    from_mapping,
+    load_yaml,
+    require,
+    to_dict,
+)
 
 __all__ = [
     "ACTIVATION_NAMES",

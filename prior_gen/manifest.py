@@ -26,7 +26,7 @@ from prior_gen.errors import ShardCorruptError, ShardMismatchError
 from prior_gen.seeding import TAIL, Stage
 from prior_gen.storage import atomic_write_json
 from prior_gen.task import Task
-from puicl_model.configio import to_dict
+from puicl_common.configio import to_dict
 
 __all__ = [
     "FORMAT_VERSION",

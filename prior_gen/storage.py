@@ -1,4 +1,4 @@
-"""File-system helpers: atomic writes, content digests, temp names and the writer lock.
+"""File-system helpers: content digests, temp names and the writer lock.
 
 A shard (a file, or a directory for zarr) is written under a temporary name in its final
 directory and renamed into place, so a killed run never leaves a half-written shard under a
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import secrets
 import shutil
@@ -17,7 +16,8 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+from puicl_common.atomic import atomic_write_bytes, atomic_write_json, fsync_directory
 
 __all__ = [
     "TEMP_MARK",
@@ -38,36 +38,6 @@ TEMP_MARK = ".tmp-"
 def temp_path(final: Path) -> Path:
     """A unique temporary sibling of ``final`` (same directory, so rename is atomic)."""
     return final.with_name(f".{final.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(path.parent)
-
-
-def atomic_write_json(path: Path, payload: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(payload, indent=1, sort_keys=True) + "\n").encode())
 
 
 def remove_path(path: Path) -> None:
@@ -92,7 +62,7 @@ def publish(tmp: Path, final: Path) -> None:
             os.rename(tmp, final)
     else:
         os.replace(tmp, final)
-    _fsync_dir(final.parent)
+    fsync_directory(final.parent)
 
 
 def remove_temporaries(root: Path) -> int:

@@ -2,7 +2,7 @@
 
 ``from puicl_model import PUICLClassifier`` is the public entry point. Heavy submodules
 (torch) are imported on first use so that light users of this package (the prior generator's
-worker processes use :mod:`puicl_model.configio`) do not pay for them.
+worker processes use :mod:`puicl_common.configio`) do not pay for them.
 """
 
 from __future__ import annotations

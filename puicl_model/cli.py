@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from puicl_common.atomic import atomic_write_text
 
 __all__ = ["main"]
 
@@ -136,18 +136,6 @@ def _load_table(args: argparse.Namespace):
     return features, s, unlabeled_rows
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def _predict(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
@@ -186,7 +174,7 @@ def _predict(args: argparse.Namespace) -> int:
         sys.stdout.write(buffer.getvalue())
         print(message, file=sys.stderr)
     else:
-        _write_atomically(Path(args.output), buffer.getvalue())
+        atomic_write_text(args.output, buffer.getvalue())
         print(f"wrote {len(result)} rows to {args.output}")
         print(message)
     return 0
@@ -195,7 +183,7 @@ def _predict(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     import json
 
-    from puicl_model.configio import to_dict
+    from puicl_common.configio import to_dict
     from puicl_model.weights import load_weights, resolve_weights_path
 
     model = load_weights(args.weights)

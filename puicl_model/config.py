@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from puicl_model.configio import require
+from puicl_common.configio import require
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.batch import collate_tasks
 
 __all__ = ["Pass", "PassPlanner", "run_passes"]
@@ -222,7 +223,7 @@ def run_passes(
             n_context if x_new is not None else None,
         ).to(device)
         with autocast:
-            logits = model(batch)
+            logits = inference_logits(model, batch)
         proba = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
         for slot, item in enumerate(group):
             first = len(item.labeled) + (len(item.pool) if x_new is not None else 0)

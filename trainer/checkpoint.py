@@ -20,9 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import random
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -30,37 +28,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from puicl_common.atomic import atomic_write_bytes
+
 CHECKPOINT_FORMAT = 1
 INDEX_NAME = "index.json"
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, damaged, or does not belong to this run."""
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        # mkstemp creates the file 0600; give it the permissions a plain open() would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    # make the rename itself durable
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def capture_rng_state() -> dict[str, Any]:

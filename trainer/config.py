@@ -2,7 +2,7 @@
 
 ``seed``, ``prior``, ``curriculum`` and ``shards`` are the prior generator's sections
 (``prior_gen.config``), ``model`` is ``puicl_model.config.ModelConfig``; ``training`` and
-``validation`` are defined here. Every section goes through ``puicl_model.configio``, so an
+``validation`` are defined here. Every section goes through ``puicl_common.configio``, so an
 unknown key, a wrong type or an out-of-range value is a ``ConfigError`` naming the dotted key.
 Defaults are the paper's (§5); ``configs/paper.yaml`` spells them out anyway.
 """
@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from prior_gen.config import CurriculumConfig, GenerationConfig, PriorConfig, ShardConfig
+from puicl_common.configio import (
+    ConfigError,
+    config_hash,
+    from_mapping,
+    load_yaml,
+    require,
+    to_dict,
+)
 from puicl_model.config import ModelConfig
-from puicl_model.configio import ConfigError, config_hash, from_mapping, load_yaml, require, to_dict
 
 SamplerName = Literal["sequential", "shuffled", "uniform", "final_stage"]
 StageName = int | Literal["tail"]
@@ -87,6 +94,11 @@ class TrainingConfig:
     group_by_rows: bool = True  # order a rank's tasks by row count before cutting
     # recompute each block in the backward pass instead of storing its activations
     activation_checkpointing: bool = False
+    # the attention backend (puicl_model.backends): auto | packed | cpu_kernel | bucketed.
+    # "auto" is resolved once when a run starts (bucketed on a GPU; on CPU cpu_kernel only where
+    # it was measured faster on this CPU, else packed) and the result is recorded in every
+    # checkpoint: a resumed run keeps its backend, since backends differ in float rounding.
+    attention: Literal["auto", "packed", "cpu_kernel", "bucketed"] = "auto"
     # after a step that leaves this process holding more than this many GB, hand the
     # allocator's free pages back to the system (trainer.heap; glibc). The heap otherwise
     # keeps every page it ever touched, and with steps of varying sizes it grows well past

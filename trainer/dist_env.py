@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from puicl_common.runtime import resolve_device
+
 
 @dataclass(frozen=True)
 class DistEnv:
@@ -43,19 +45,6 @@ def _env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise RuntimeError(f"environment variable {name}={value!r} is not an integer") from None
-
-
-def resolve_device(preference: str, local_rank: int) -> torch.device:
-    """``auto`` -> this process's GPU if there is one, else CPU; ``cuda`` without a GPU fails."""
-    if preference not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, got {preference!r}")
-    if preference == "auto":
-        preference = "cuda" if torch.cuda.is_available() else "cpu"
-    if preference == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeError("--device cuda was asked for but torch sees no GPU")
-        return torch.device("cuda", local_rank % torch.cuda.device_count())
-    return torch.device("cpu")
 
 
 def init_distributed(device_preference: str = "auto", timeout_minutes: float = 10.0) -> DistEnv:

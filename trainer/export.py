@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from puicl_common.configio import from_mapping
 from puicl_model.config import ModelConfig
-from puicl_model.configio import from_mapping
 from trainer.checkpoint import CheckpointError, CheckpointStore, checkpoint_name
 
 

@@ -38,8 +38,12 @@ from torch.nn.parallel import DistributedDataParallel
 
 from prior_gen.errors import ShardError
 from prior_gen.shards import ShardReader
-from puicl_model.configio import ConfigError
+from puicl_common.configio import ConfigError
+from puicl_common.runtime import autocast_for
+from puicl_model.backends import BACKENDS, resolve_backend
+from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.model import PUICLModel
+from trainer.activation_checkpointing import apply_activation_checkpointing
 from trainer.batching import (
     accumulate_gradients,
     collate_with_targets,
@@ -124,12 +128,7 @@ class _StopFlag:
 
 
 def _autocast(config: RunConfig, device: torch.device) -> contextlib.AbstractContextManager:
-    precision = config.training.precision
-    if precision == "auto":
-        precision = "bf16" if device.type == "cuda" else "fp32"
-    if precision == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    return autocast_for(config.training.precision, device)
 
 
 def init_model(config: RunConfig, device: torch.device) -> PUICLModel:
@@ -138,8 +137,33 @@ def init_model(config: RunConfig, device: torch.device) -> PUICLModel:
     seed_words = sequence.generate_state(2)
     torch.manual_seed(int(seed_words[0]) << 32 | int(seed_words[1]))
     model = PUICLModel(config.model).to(device)
-    model.activation_checkpointing = config.training.activation_checkpointing
+    if config.training.activation_checkpointing:
+        apply_activation_checkpointing(model)
     return model
+
+
+def choose_attention(config: RunConfig, env: DistEnv, recorded: str | None) -> str:
+    """The run's attention backend: the one its checkpoints recorded, else the config's,
+    resolved on rank 0 (``auto`` may time the CPU kernel) and shared with every rank."""
+    asked = config.training.attention
+    if recorded is not None:
+        if asked not in ("auto", recorded):
+            raise ConfigError(
+                "training.attention",
+                f"this run trains with the attention backend {recorded!r} (recorded in its "
+                f"checkpoints); the config asks for {asked!r}. Backends differ in float "
+                "rounding, so a run keeps its backend: set 'auto' or "
+                f"{recorded!r}, or start a new --run-dir",
+            )
+        name = recorded
+    else:
+        name = resolve_backend(asked, env.device, training=True) if env.is_main else ""
+    if env.distributed:  # rank 0's choice, for every rank
+        index = torch.tensor([BACKENDS.index(name) if env.is_main else 0], device=env.device)
+        name = BACKENDS[int(all_reduce_sum(index, env)[0])]
+    if name == "cpu_kernel":
+        resolve_backend(name, env.device, training=True)  # builds (or loads) it on this rank
+    return name
 
 
 def _config_differences(saved: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list:
@@ -183,6 +207,8 @@ class Trainer:
         )
         self.start_step = 0
         self.resumed_from: Path | None = None
+        self.recorded_attention: str | None = None  # the backend a resumed run trained with
+        self.attention = ""  # set by choose_attention()
         self.reader: ShardReader | None = None  # opened by check_data
         self.val_reader: ShardReader | None = None
         self.val_tasks: list = []
@@ -222,6 +248,13 @@ class Trainer:
         self.counters = Counters(**payload["counters"])
         self.start_step = int(payload["step"])
         self.resumed_from = path
+        self.recorded_attention = payload.get("attention")  # None: written before it was
+
+    def choose_attention(self) -> None:
+        """Fix the run's attention backend (after :meth:`resume`) for the model and its EMA."""
+        self.attention = choose_attention(self.config, self.env, self.recorded_attention)
+        self.model.attention = self.attention
+        self.ema.module.attention = self.attention
 
     def segment_stop(self) -> int:
         stop = self.plan.total_steps
@@ -333,7 +366,7 @@ class Trainer:
             chosen = [tasks[mine[j]] for j in group]
             batch, _, _ = collate_with_targets(chosen)
             with _autocast(self.config, self.env.device):
-                logits = model(batch.to(self.env.device)).float().cpu()
+                logits = inference_logits(model, batch.to(self.env.device)).float().cpu()
             for position, (j, task) in enumerate(zip(group, chosen, strict=True)):
                 n_labeled, n_rows = int(task.n_labeled), task.x.shape[0]
                 scores = score_task(
@@ -365,6 +398,7 @@ class Trainer:
             "shard_manifest_sha256": manifest_sha256(self.reader),
             "world_size": self.env.world_size,
             "torch_version": str(torch.__version__),
+            "attention": self.attention,
         }
         return self.store.save(completed, payload)
 
@@ -389,6 +423,7 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
     trainer.resume()
     start, stop = trainer.start_step, trainer.segment_stop()
     trainer.check_data(stop)
+    trainer.choose_attention()
     training = config.training
     if env.is_main:
         _write_run_files(args.run_dir, config)
@@ -408,12 +443,14 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
     origin = f"resumed from {trainer.resumed_from}" if trainer.resumed_from else "new run"
     reporter.summary(
         f"training steps {start}..{stop - 1} of {trainer.plan.total_steps} ({origin}); "
-        f"{env.world_size} process(es) on {env.device}; run dir {args.run_dir}"
+        f"{env.world_size} process(es) on {env.device}, attention {trainer.attention}; "
+        f"run dir {args.run_dir}"
     )
     if metrics is not None:
         metrics.write(
             {"kind": "event", "event": "start", "step": start, "stop": stop, "origin": origin,
-             "world_size": env.world_size, "device": str(env.device)}
+             "world_size": env.world_size, "device": str(env.device),
+             "attention": trainer.attention}
         )
 
     stop_flag = _StopFlag()
@@ -515,7 +552,11 @@ def train(args: TrainArgs) -> int:
     Returns the process exit code: 0 done, 2 configuration or data problem, 3 stopped after
     too many non-finite steps.
     """
-    env = init_distributed(args.device)
+    try:
+        env = init_distributed(args.device)
+    except ValueError as err:  # e.g. --device cuda on a machine without a GPU
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return 2
     try:
         run_segment(args, env, faults_from_env())
         return 0

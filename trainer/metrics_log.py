@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from trainer.checkpoint import atomic_write_bytes
+from puicl_common.atomic import atomic_write_bytes
 
 
 def _clean(value: Any) -> Any:

@@ -30,7 +30,7 @@ from benchmark.methods.puicl import (
 from benchmark.methods.tedn import TEDn, TEDnConfig
 from benchmark.methods.ulsif import ULSIF, ULSIFConfig
 from benchmark.methods.vpu import VPU, VPUConfig
-from puicl_model.configio import from_mapping, to_dict
+from puicl_common.configio import from_mapping, to_dict
 
 
 class PUMethod(Protocol):

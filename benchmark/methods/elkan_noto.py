@@ -36,7 +36,7 @@ from typing import ClassVar
 import numpy as np
 
 from benchmark.methods.common import MethodOutput, check_inputs, standardize
-from puicl_model.configio import require
+from puicl_common.configio import require
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from benchmark.methods.common import MethodOutput, check_inputs, standardize
-from puicl_model.configio import require
+from puicl_common.configio import require
 
 _ETA_CLIP = 50.0
 

@@ -39,7 +39,7 @@ from benchmark.methods.common import (
     torch_seeded,
 )
 from benchmark.methods.tedn import TEDnConfig, estimate_alpha_pvu
-from puicl_model.configio import require
+from puicl_common.configio import require
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.methods.common import MethodOutput, check_inputs
-from puicl_model.configio import require
+from puicl_common.configio import require
 
 
 def default_weights() -> Path | None:

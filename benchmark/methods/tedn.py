@@ -42,7 +42,7 @@ from benchmark.methods.common import (
     torch_seeded,
 )
 from benchmark.methods.mpe import bbe_alpha
-from puicl_model.configio import require
+from puicl_common.configio import require
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import numpy as np
 
 from benchmark.methods.common import MethodOutput, check_inputs, standardize
 from benchmark.methods.mpe import bbe_alpha
-from puicl_model.configio import require
+from puicl_common.configio import require
 
 
 @dataclass(frozen=True)

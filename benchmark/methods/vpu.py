@@ -41,7 +41,7 @@ from benchmark.methods.common import (
     standardize,
     torch_seeded,
 )
-from puicl_model.configio import require
+from puicl_common.configio import require
 
 
 @dataclass(frozen=True)

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
 import torch
 
+from puicl_common.atomic import atomic_write_bytes
+from puicl_common.configio import ConfigError, from_mapping, to_dict
 from puicl_model.config import ModelConfig
-from puicl_model.configio import ConfigError, from_mapping, to_dict
 
 __all__ = [
     "CONFIG_FILE",
@@ -61,25 +60,6 @@ def _tensor_digest(tensors: Mapping[str, torch.Tensor]) -> str:
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
         digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
     return digest.hexdigest()
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        # mkstemp creates 0600; a checkpoint is for sharing (and ships as package data), so
-        # give it the permissions of an ordinary new file under the process umask.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp_name, 0o666 & ~umask)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def _canonical_header(blob: bytes) -> bytes:
@@ -127,12 +107,12 @@ def save_weights(model: torch.nn.Module, path: str | Path) -> Path:
     }
     blob = _canonical_header(save(tensors, metadata=metadata))
     if path.suffix == ".safetensors":
-        _atomic_write_bytes(path, blob)
+        atomic_write_bytes(path, blob)
         return path
     weights_path = path / WEIGHTS_FILE
-    _atomic_write_bytes(weights_path, blob)
+    atomic_write_bytes(weights_path, blob)
     pretty = json.dumps(to_dict(model.config), indent=2, sort_keys=True) + "\n"
-    _atomic_write_bytes(path / CONFIG_FILE, pretty.encode())
+    atomic_write_bytes(path / CONFIG_FILE, pretty.encode())
     return weights_path
 
 

@@ -8,7 +8,7 @@ import pytest
 from benchmark.methods import BASELINES, make_method
 from benchmark.methods.mpe import bbe_alpha
 from benchmark.metrics import accuracy, auc_mann_whitney
-from puicl_model.configio import ConfigError
+from puicl_common.configio import ConfigError
 
 # Shorter training for the neural baselines keeps this file fast (CI budget); the code path is
 # the same as with the defaults.

@@ -52,7 +52,7 @@ def test_runner_records_prior_error_for_puicl(random_weights):
 
 def test_puicl_settings_are_validated_and_follow_the_weights_content(random_weights, tmp_path):
     from benchmark.methods import make_method, method_settings
-    from puicl_model.configio import ConfigError
+    from puicl_common.configio import ConfigError
 
     with pytest.raises(ConfigError, match=r"puicl\.chunk_size"):
         make_method("puicl", weights=random_weights, overrides={"chunk_size": 1})

@@ -7,8 +7,15 @@ from typing import Literal
 
 import pytest
 
+from puicl_common.configio import (
+    ConfigError,
+    config_hash,
+    from_mapping,
+    load_yaml,
+    require,
+    to_dict,
+)
 from puicl_model.config import ModelConfig
-from puicl_model.configio import ConfigError, config_hash, from_mapping, load_yaml, require, to_dict
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import yaml
 from prior_gen_testlib import PAPER, REPO, SMOKE, tiny_config
 
 from prior_gen.config import KNOWN_SECTIONS, generation_config_from_mapping, load_generation_config
-from puicl_model.configio import ConfigError
+from puicl_common.configio import ConfigError
 
 
 def test_paper_config_holds_the_papers_values() -> None:

@@ -29,7 +29,7 @@ from prior_gen.noise_table import (
 )
 from prior_gen.runner import run_generation
 from prior_gen.scm import forward_group
-from puicl_model.configio import ConfigError
+from puicl_common.configio import ConfigError
 
 HASHES_BEFORE_THE_KEY = {
     SMOKE: "83e1f40f3dc44c7592e021a284aad85e148dceada6b229cabef232c0ef16c2e9",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from prior_gen.config import KNOWN_SECTIONS, load_generation_config
-from puicl_model.configio import ConfigError
+from puicl_common.configio import ConfigError
 from trainer.config import RunConfig, TrainingConfig, load_run_config, run_config_from_mapping
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

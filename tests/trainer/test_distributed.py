@@ -101,9 +101,9 @@ def test_device_choice_on_a_machine_without_gpu(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert resolve_device("auto", local_rank=1) == torch.device("cpu")
     assert resolve_device("cpu", local_rank=0) == torch.device("cpu")
-    with pytest.raises(RuntimeError, match="--device cuda was asked for but torch sees no GPU"):
+    with pytest.raises(ValueError, match="device 'cuda' was asked for but torch sees no GPU"):
         resolve_device("cuda", local_rank=0)
-    with pytest.raises(ValueError, match="device must be auto, cpu or cuda, got 'gpu'"):
+    with pytest.raises(ValueError, match=r"device must be 'auto', 'cpu'.* got 'gpu'"):
         resolve_device("gpu", local_rank=0)
 
 

@@ -1,24 +1,28 @@
-"""Attention for CPU training: compiled kernels for heads of 16 dimensions.
+"""The ``cpu_kernel`` backend's attention: compiled kernels for heads of 16 dimensions.
 
-The paper's model has 8 heads of 16 dimensions. On CPU, more than half of a training step is
-attention, and PyTorch's flash-attention kernel suits neither of the model's two shapes:
+The paper's model has 8 heads of 16 dimensions. On a CPU with AVX-512, more than half of a
+training step is attention, and PyTorch's flash-attention kernel suits neither of the model's
+two shapes:
 
 * across rows (:func:`attend_rows`), the narrow (16-wide) products run at about a third of the
   machine's matrix-product speed; ``kernels/attention_d16.c`` blocks them like a
-  matrix-multiply micro-kernel: 1.2–1.6× faster, forward and forward + backward;
+  matrix-multiply micro-kernel;
 * across features (:func:`attend_features`), every row is a problem of only ``d + 1`` tokens
-  and per-problem overhead dominates; the kernel puts 16 rows in the vector lanes: 1.7–5.8×
-  faster forward, 2.1–4.6× forward + backward.
+  and per-problem overhead dominates; the kernel puts 16 rows in the vector lanes.
 
-Measurements: docs/performance.md, Trainer. Both compute the same function as PyTorch's kernel,
-to float32 rounding (tested). They serve training only (unmasked attention with gradients):
-inference and the classifier keep PyTorch's kernel, bit for bit as before.
+On a CPU without AVX-512 the same kernels are slower than PyTorch's (docs/performance.md), so
+the backend is opt-in: ``attention: cpu_kernel`` asks for it, and ``auto`` takes it only where
+:mod:`puicl_model.backends.calibration` measured it faster on this CPU.
 
-The C file is compiled on first use with the system's C compiler (``$CC``, else ``cc``) into a
-per-user cache (``$PUICL_KERNEL_CACHE``, else ``~/.cache/puicl/kernels``), keyed by the
-source, the flags, the compiler and the CPU. Without a compiler, on a platform where the build
-fails, or with ``PUICL_CPU_ATTENTION=0``, training uses PyTorch's kernel: same function,
-slower. Nothing is compiled for inference.
+Both compute the same function as PyTorch's kernel, to float32 rounding (tested). They serve
+training only (unmasked attention with gradients, float32, no autocast); every other call of
+the backend runs PyTorch's kernel.
+
+The C file is compiled when the backend is first chosen, with the system's C compiler
+(``$CC``, else ``cc``), into a per-user cache (``$PUICL_KERNEL_CACHE``, else
+``~/.cache/puicl/kernels``), keyed by the source, the flags, the compiler and the CPU. Without
+a compiler, or where the build fails, choosing the backend raises :class:`KernelUnavailable`
+with the reason.
 """
 
 from __future__ import annotations
@@ -31,28 +35,28 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import warnings
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["HEAD_DIM", "attend_features", "attend_rows", "kernel_available", "kernel_status"]
+from puicl_common.runtime import autocast_active
+
+__all__ = ["HEAD_DIM", "KernelUnavailable", "applies", "attend_features", "attend_rows",
+           "load_kernel"]
 
 HEAD_DIM = 16
-ENV_SWITCH = "PUICL_CPU_ATTENTION"
 ENV_CACHE = "PUICL_KERNEL_CACHE"
 
-_SOURCE = Path(__file__).with_name("kernels") / "attention_d16.c"
+_SOURCE = Path(__file__).resolve().parent.parent / "kernels" / "attention_d16.c"
 _lock = threading.Lock()
 _library: ctypes.CDLL | None = None
-_status: str | None = None  # None: not tried yet
-# Benchmarks switch the kernel off and on within one process (benchmarks/bench_model.py).
-_library_enabled = True
-# PUICL_CPU_ATTENTION=rows: the row kernel only, PyTorch's for the attention across features
-# (to measure the feature kernel's share of a training step: benchmarks/bench_trainer.py).
-_feature_kernel_enabled = True
+_library_path: Path | None = None
+_failure: str | None = None  # why the kernel cannot be had, once a build was tried
+
+
+class KernelUnavailable(RuntimeError):
+    """The compiled kernel cannot be built or loaded here; the message says why."""
 
 
 def _flags() -> list[str]:
@@ -119,70 +123,62 @@ def _build(compiler: str) -> Path:
     return target
 
 
-def _load() -> ctypes.CDLL | None:
-    global _library, _status, _feature_kernel_enabled
+def load_kernel() -> Path:
+    """Build (or find in the cache) and load the kernel; returns the library's path.
+
+    Raises :class:`KernelUnavailable` with the reason where there is no compiler or the build
+    fails; the failure is remembered, so later calls raise at once.
+    """
+    global _library, _library_path, _failure
     with _lock:
-        if _status is not None:
-            return _library
-        switch = os.environ.get(ENV_SWITCH, "1").strip().lower()
-        _feature_kernel_enabled = switch != "rows"
-        if switch in ("0", "false", "no", "off"):
-            _status = f"disabled by {ENV_SWITCH}"
-            return None
+        if _library_path is not None:
+            return _library_path
+        if _failure is not None:
+            raise KernelUnavailable(_failure)
         compiler = _compiler()
         if compiler is None:
-            _status = f"no C compiler ({os.environ.get('CC', 'cc')}) found"
-        else:
-            try:
-                library = ctypes.CDLL(str(_build(compiler)))
-                pointer, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-                library.attn16_forward.restype = ctypes.c_int
-                library.attn16_forward.argtypes = [
-                    pointer, i64, i64, i32, i32, i32, pointer, pointer, i64, i64, i64, i32,
-                ]
-                library.attn16_backward.restype = ctypes.c_int
-                library.attn16_backward.argtypes = [
-                    pointer, i64, i64, i32, i32, i32, pointer, pointer, pointer,
-                    i64, i64, i64, pointer, i32,
-                ]
-                library.feat16_forward.restype = ctypes.c_int
-                library.feat16_forward.argtypes = [pointer, i32, i32, i32, pointer, pointer, i32]
-                library.feat16_backward.restype = ctypes.c_int
-                library.feat16_backward.argtypes = [
-                    pointer, i32, i32, i32, pointer, pointer, pointer, pointer, i32,
-                ]
-                _library, _status = library, "compiled"
-            except (OSError, RuntimeError, subprocess.SubprocessError) as error:
-                _status = f"build failed: {error}"
-        if _library is None:
-            warnings.warn(
-                f"puicl: the CPU attention kernel is not used ({_status}); training falls back "
-                f"to PyTorch's (same results, slower). Set {ENV_SWITCH}=0 to silence this.",
-                RuntimeWarning, stacklevel=3,
-            )
-        return _library
+            _failure = (f"no C compiler ({os.environ.get('CC', 'cc')}) found; install one (gcc or "
+                        "clang) or choose the attention backend 'packed'")
+            raise KernelUnavailable(_failure)
+        try:
+            path = _build(compiler)
+            library = ctypes.CDLL(str(path))
+        except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+            _failure = f"building the CPU attention kernel failed: {error}"
+            raise KernelUnavailable(_failure) from None
+        _declare(library)
+        _library, _library_path = library, path
+        return path
 
 
-def kernel_available() -> bool:
-    """Whether training on CPU uses the compiled kernel (compiles it on the first call)."""
-    return _load() is not None
-
-
-def kernel_status() -> str:
-    """Why the kernel is or is not used: "compiled", "disabled by ...", "build failed: ..."."""
-    _load()
-    return str(_status)
+def _declare(library: ctypes.CDLL) -> None:
+    """The C signatures of the kernel's four entry points."""
+    pointer, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+    library.attn16_forward.restype = ctypes.c_int
+    library.attn16_forward.argtypes = [
+        pointer, i64, i64, i32, i32, i32, pointer, pointer, i64, i64, i64, i32,
+    ]
+    library.attn16_backward.restype = ctypes.c_int
+    library.attn16_backward.argtypes = [
+        pointer, i64, i64, i32, i32, i32, pointer, pointer, pointer, i64, i64, i64, pointer, i32,
+    ]
+    library.feat16_forward.restype = ctypes.c_int
+    library.feat16_forward.argtypes = [pointer, i32, i32, i32, pointer, pointer, i32]
+    library.feat16_backward.restype = ctypes.c_int
+    library.feat16_backward.argtypes = [
+        pointer, i32, i32, i32, pointer, pointer, pointer, pointer, i32,
+    ]
 
 
 def _reset_for_tests() -> None:
-    global _library, _status, _feature_kernel_enabled
+    global _library, _library_path, _failure
     with _lock:
-        _library, _status, _feature_kernel_enabled = None, None, True
+        _library, _library_path, _failure = None, None, None
 
 
 def _kernel_forward(ctx, qkv: Tensor, num_heads: int, axis: str) -> Tensor:
     """Forward pass of :class:`_RowAttention` ("rows") or :class:`_FeatureAttention`."""
-    assert _library is not None  # the Functions are only applied once the library is loaded
+    assert _library is not None, "load_kernel() first"
     columns, rows, three_e = qkv.shape
     out = torch.empty(columns, rows, three_e // 3, dtype=qkv.dtype)
     threads = torch.get_num_threads()
@@ -253,15 +249,9 @@ class _FeatureAttention(torch.autograd.Function):
         return _kernel_backward(ctx, grad), None
 
 
-def _cpu_autocast_enabled() -> bool:
-    try:
-        return bool(torch.is_autocast_enabled("cpu"))
-    except TypeError:  # torch < 2.4 has no device argument
-        return bool(torch.is_autocast_cpu_enabled())
-
-
-def _kernel_applies(qkv: Tensor, num_heads: int, axis: str = "rows") -> bool:
-    """Whether the compiled kernel along ``axis`` ("rows" or "features") computes this call."""
+def applies(qkv: Tensor, num_heads: int) -> bool:
+    """Whether the compiled kernel can compute this attention call: training on CPU in float32
+    (no autocast), heads of 16 dimensions, ``qkv`` [c, r, 3e] with contiguous last axis."""
     return (
         qkv.requires_grad
         and torch.is_grad_enabled()
@@ -271,47 +261,21 @@ def _kernel_applies(qkv: Tensor, num_heads: int, axis: str = "rows") -> bool:
         and qkv.shape[1] > 0
         and qkv.shape[2] == 3 * num_heads * HEAD_DIM
         and qkv.stride(2) == 1
-        and not _cpu_autocast_enabled()
-        and _library_enabled
-        and _load() is not None
-        and (axis == "rows" or _feature_kernel_enabled)  # set by _load from the switch
+        and not autocast_active("cpu")
     )
 
 
 def attend_rows(qkv: Tensor, num_heads: int) -> Tensor:
-    """Self-attention across the rows of each column: qkv [c, r, 3e] -> [c, r, e].
+    """Unmasked attention across the rows of each column, qkv [c, r, 3e] -> [c, r, e].
 
-    Every row attends to every row (the paper's unmasked row attention). With gradients on
-    CPU in float32 and heads of 16 dimensions, forward and backward run the compiled kernel;
-    otherwise this is plain ``scaled_dot_product_attention``.
+    Only for calls where :func:`applies` holds, after :func:`load_kernel`.
     """
-    if _kernel_applies(qkv, num_heads):
-        return _RowAttention.apply(qkv, num_heads)
-    columns, rows, three_e = qkv.shape
-    e = three_e // 3
-    q, k, v = (
-        t.transpose(1, 2)  # [c, H, r, dh]; consecutive rows 3e floats apart
-        for t in qkv.view(columns, rows, 3, num_heads, e // num_heads).unbind(2)
-    )
-    return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(columns, rows, e)
+    return _RowAttention.apply(qkv, num_heads)
 
 
 def attend_features(qkv: Tensor, num_heads: int) -> Tensor:
-    """Self-attention across the columns of each row: qkv [c, r, 3e] -> [c, r, e].
+    """Attention across the columns of each row, qkv [c, r, 3e] -> [c, r, e].
 
-    Within every row, each of the c cells attends to all c cells (the paper's attention across
-    features). With gradients on CPU in float32 and heads of 16 dimensions, forward and
-    backward run the compiled kernel; otherwise this is plain ``scaled_dot_product_attention``.
+    Only for calls where :func:`applies` holds, after :func:`load_kernel`.
     """
-    if _kernel_applies(qkv, num_heads, "features"):
-        return _FeatureAttention.apply(qkv.contiguous(), num_heads)
-    columns, rows, three_e = qkv.shape
-    e = three_e // 3
-    q, k, v = (
-        t.permute(1, 2, 0, 3)  # [r, H, c, dh]
-        for t in qkv.view(columns, rows, 3, num_heads, e // num_heads).unbind(2)
-    )
-    # Strided views, no copies: SDPA reads them in place and writes its output in the
-    # query's memory order, here [c, r, H, dh], so the reshape back is free.
-    out = F.scaled_dot_product_attention(q, k, v)
-    return out.permute(2, 0, 1, 3).reshape(columns, rows, e)
+    return _FeatureAttention.apply(qkv.contiguous(), num_heads)

@@ -1,0 +1,7 @@
+"""Helpers shared by every part of puicl: configuration loading, atomic file writes, and the
+choice of device and precision.
+
+This package sits upstream of all others (``prior_gen``, ``trainer``, ``puicl_model``,
+``benchmark`` import it; it imports none of them), and its modules import neither torch nor
+numpy at module level, so the prior generator's worker processes load it cheaply.
+"""

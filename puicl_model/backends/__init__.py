@@ -1,0 +1,74 @@
+"""Attention backends: how a batch's cells are laid out and attended, chosen by name.
+
+==============  ====================================================================
+``packed``      real cells only, packed; attention per shape group and per task,
+                PyTorch's ``scaled_dot_product_attention`` (:mod:`.packed`). CPU.
+``cpu_kernel``  ``packed``, with training's attentions in compiled kernels for heads of
+                16 dimensions (:mod:`.cpu_kernel`); opt-in, built when chosen. CPU.
+``bucketed``    tasks padded within shape buckets, a few large attention calls, no
+                per-task loop and no host synchronisation (:mod:`.bucketed`). GPU.
+``auto``        ``bucketed`` on a GPU, else ``packed``; for training on CPU,
+                :func:`resolve_backend` takes ``cpu_kernel`` where the one-off timing of
+                :mod:`.calibration` found it faster on this CPU.
+==============  ====================================================================
+
+Backends differ in float rounding, so a training run resolves its backend once, records the
+name, and keeps it on resume (``trainer``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from puicl_model.backends.base import CellLayout
+from puicl_model.backends.bucketed import BucketedCells
+from puicl_model.backends.packed import PackedCells
+from puicl_model.batch import TaskBatch
+
+__all__ = ["BACKENDS", "CellLayout", "cell_layout", "resolve_backend"]
+
+BACKENDS = ("auto", "packed", "cpu_kernel", "bucketed")
+
+
+def cell_layout(backend: str, batch: TaskBatch) -> CellLayout:
+    """The layout of ``batch``'s cells under ``backend`` (``auto``: by the batch's device)."""
+    if backend == "auto":
+        backend = "bucketed" if batch.device.type == "cuda" else "packed"
+    if backend == "packed":
+        return PackedCells.of(batch)
+    if backend == "cpu_kernel":
+        from puicl_model.backends import cpu_kernel
+
+        cpu_kernel.load_kernel()  # built on the first call, then cached; raises if unavailable
+        return PackedCells.of(batch, compiled_kernel=True)
+    if backend == "bucketed":
+        return BucketedCells(batch)
+    raise ValueError(f"attention backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
+def resolve_backend(backend: str, device: torch.device, training: bool) -> str:
+    """The concrete backend that ``backend`` means on ``device``.
+
+    ``auto`` resolves by device; for training on CPU it takes ``cpu_kernel`` only where the
+    calibration (timed once per CPU, compiler and thread count, then cached) found it faster
+    than ``packed``. ``cpu_kernel`` is built here, so that a missing compiler is reported when
+    the backend is chosen (:class:`~puicl_model.backends.cpu_kernel.KernelUnavailable`).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"attention backend must be one of {', '.join(BACKENDS)}, "
+                         f"got {backend!r}")
+    if backend == "auto":
+        if device.type == "cuda":
+            return "bucketed"
+        if training and device.type == "cpu":
+            from puicl_model.backends.calibration import kernel_is_faster
+
+            return "cpu_kernel" if kernel_is_faster() else "packed"
+        return "packed"
+    if backend == "cpu_kernel":
+        if device.type != "cpu":
+            raise ValueError(f"attention backend 'cpu_kernel' runs on CPU only, not {device}")
+        from puicl_model.backends import cpu_kernel
+
+        cpu_kernel.load_kernel()
+    return backend
