@@ -1,16 +1,15 @@
 """The compiled CPU kernels of the attentions across rows and across features
-(puicl_model.cpu_attention).
+(puicl_model.backends.cpu_kernel) and the calibration that decides whether ``auto`` uses them.
 
 They must compute PyTorch's attention and its gradient (to float32 rounding), deterministically,
-only where they apply, and training must fall back to PyTorch's kernel, with a warning, when
-they cannot be built.
+only where they apply; choosing them where they cannot be built must say why; ``auto`` must
+pick what the calibration measured faster.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from puicl_model import cpu_attention
+from puicl_model.backends import calibration, cpu_kernel, resolve_backend
+from puicl_model.backends.packed import attend_sdpa_features, attend_sdpa_rows
 from puicl_model.batch import collate_tasks
 from puicl_model.config import ModelConfig
 from puicl_model.model import PUICLModel
@@ -28,16 +28,17 @@ from puicl_model.model import PUICLModel
 def fresh_kernel_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
     """Every test decides for itself whether the kernel loads; one build cache per session."""
     cache = tmp_path_factory.getbasetemp() / "kernel-cache"
-    monkeypatch.setenv(cpu_attention.ENV_CACHE, str(cache))
-    monkeypatch.delenv(cpu_attention.ENV_SWITCH, raising=False)
-    cpu_attention._reset_for_tests()
+    monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(cache))
+    cpu_kernel._reset_for_tests()
     yield
-    cpu_attention._reset_for_tests()
+    cpu_kernel._reset_for_tests()
 
 
 def require_kernel() -> None:
-    if not cpu_attention.kernel_available():
-        pytest.skip(f"CPU attention kernel not built here: {cpu_attention.kernel_status()}")
+    try:
+        cpu_kernel.load_kernel()
+    except cpu_kernel.KernelUnavailable as error:
+        pytest.skip(f"CPU attention kernel not built here: {error}")
 
 
 def reference_attention(qkv: torch.Tensor, heads: int) -> torch.Tensor:
@@ -72,8 +73,8 @@ def gradients(function, qkv: torch.Tensor, heads: int, grad_out: torch.Tensor):
 
 
 KERNELS = {  # axis -> (the kernel's entry point, PyTorch's attention along that axis)
-    "rows": (cpu_attention.attend_rows, reference_attention),
-    "features": (cpu_attention.attend_features, reference_feature_attention),
+    "rows": (cpu_kernel.attend_rows, reference_attention),
+    "features": (cpu_kernel.attend_features, reference_feature_attention),
 }
 
 
@@ -126,18 +127,14 @@ def test_the_kernel_is_used_only_for_cpu_float32_training_with_16_dim_heads() ->
     require_kernel()
     qkv = strided_block(2, 40, 2, seed=4).requires_grad_(False)
     leaf = qkv.detach().clone().requires_grad_(True)
-    assert cpu_attention._kernel_applies(leaf, 2)
-    assert not cpu_attention._kernel_applies(qkv, 2)  # no gradient wanted: inference
+    assert cpu_kernel.applies(leaf, 2)
+    assert not cpu_kernel.applies(qkv, 2)  # no gradient wanted: inference
     with torch.no_grad():
-        assert not cpu_attention._kernel_applies(leaf, 2)
-    assert not cpu_attention._kernel_applies(leaf, 4)  # heads of 8 dimensions
-    assert not cpu_attention._kernel_applies(leaf.double(), 2)
-    # Inference output is bit for bit PyTorch's.
-    with torch.no_grad():
-        assert torch.equal(cpu_attention.attend_rows(qkv, 2), reference_attention(qkv, 2))
-        assert torch.equal(
-            cpu_attention.attend_features(qkv, 2), reference_feature_attention(qkv, 2)
-        )
+        assert not cpu_kernel.applies(leaf, 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not cpu_kernel.applies(leaf, 2)
+    assert not cpu_kernel.applies(leaf, 4)  # heads of 8 dimensions
+    assert not cpu_kernel.applies(leaf.double(), 2)
 
 
 def model_gradients(model: PUICLModel, batch) -> torch.Tensor:
@@ -147,9 +144,7 @@ def model_gradients(model: PUICLModel, batch) -> torch.Tensor:
     return torch.cat([p.grad.flatten() for p in model.parameters()])
 
 
-def test_training_gradients_of_the_model_match_with_and_without_the_kernel(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_cpu_kernel_backend_runs_the_kernel_in_training_only() -> None:
     require_kernel()
     torch.manual_seed(0)
     model = PUICLModel(ModelConfig(embed_dim=32, num_layers=2, num_heads=2, ff_dim=48))
@@ -157,40 +152,31 @@ def test_training_gradients_of_the_model_match_with_and_without_the_kernel(
     tasks = [rng.standard_normal((90, 6)).astype(np.float32),
              rng.standard_normal((61, 6)).astype(np.float32)]
     batch = collate_tasks(tasks, [30, 20])
-    with_kernel = model_gradients(model, batch)
-    monkeypatch.setenv(cpu_attention.ENV_SWITCH, "0")
-    cpu_attention._reset_for_tests()
-    assert not cpu_attention.kernel_available()
-    assert cpu_attention.kernel_status() == f"disabled by {cpu_attention.ENV_SWITCH}"
-    without = model_gradients(model, batch)
-    assert not torch.equal(with_kernel, without)  # a different kernel really ran
-    torch.testing.assert_close(with_kernel, without, rtol=1e-4, atol=1e-6)
+    grads = {}
+    for backend in ("cpu_kernel", "packed"):
+        model.attention = backend
+        grads[backend] = model_gradients(model, batch)
+        with torch.no_grad():
+            grads[backend + " inference"] = model(batch)
+    assert not torch.equal(grads["cpu_kernel"], grads["packed"])  # a different kernel really ran
+    torch.testing.assert_close(grads["cpu_kernel"], grads["packed"], rtol=1e-4, atol=1e-6)
+    # inference is PyTorch's attention with either backend, bit for bit
+    assert torch.equal(grads["cpu_kernel inference"], grads["packed inference"])
 
 
-def fallback_gradients_are_pytorchs() -> None:
-    qkv = strided_block(2, 30, 2, seed=6)
-    grad_out = torch.randn(2, 30, 32, generator=torch.Generator().manual_seed(7))
-    _, grad = gradients(cpu_attention.attend_rows, qkv, 2, grad_out)
-    _, grad_ref = gradients(reference_attention, qkv, 2, grad_out)
-    assert torch.equal(grad, grad_ref)
-    _, grad = gradients(cpu_attention.attend_features, qkv, 2, grad_out)
-    _, grad_ref = gradients(reference_feature_attention, qkv, 2, grad_out)
-    assert torch.equal(grad, grad_ref)
-
-
-def test_without_a_compiler_training_falls_back_with_a_warning(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_without_a_compiler_choosing_the_kernel_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CC", "/nonexistent/puicl-cc")
-    with pytest.warns(RuntimeWarning, match="falls back to PyTorch"):
-        assert not cpu_attention.kernel_available()
-    assert cpu_attention.kernel_status() == "no C compiler (/nonexistent/puicl-cc) found"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # warned once, not on every call
-        fallback_gradients_are_pytorchs()
+    cpu = torch.device("cpu")
+    with pytest.raises(cpu_kernel.KernelUnavailable,
+                       match=r"no C compiler \(/nonexistent/puicl-cc\) found.*'packed'"):
+        resolve_backend("cpu_kernel", cpu, training=True)
+    with pytest.raises(cpu_kernel.KernelUnavailable, match="no C compiler"):  # remembered
+        PUICLModel(ModelConfig(embed_dim=32, num_layers=1, num_heads=2, ff_dim=48),
+                   attention="cpu_kernel")(collate_tasks([np.ones((4, 2))], [2]))
+    assert resolve_backend("auto", cpu, training=True) == "packed"  # auto needs no compiler
 
 
-def test_a_failing_build_falls_back_and_leaves_no_library_behind(
+def test_a_failing_build_is_reported_and_leaves_no_library_behind(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     compiler = tmp_path / "broken-cc"
@@ -198,35 +184,52 @@ def test_a_failing_build_falls_back_and_leaves_no_library_behind(
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
     cache = tmp_path / "cache"
     monkeypatch.setenv("CC", str(compiler))
-    monkeypatch.setenv(cpu_attention.ENV_CACHE, str(cache))
-    with pytest.warns(RuntimeWarning, match="build failed: cc: fatal error: no vector support"):
-        assert not cpu_attention.kernel_available()
+    monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(cache))
+    with pytest.raises(cpu_kernel.KernelUnavailable,
+                       match=r"build.* failed: cc: fatal error: no vector support"):
+        cpu_kernel.load_kernel()
     assert not any(path.suffix == ".so" for path in cache.iterdir())
-    fallback_gradients_are_pytorchs()
 
 
 def test_the_build_is_cached_per_source_and_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setenv(cpu_attention.ENV_CACHE, str(tmp_path))
+    monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(tmp_path))
     require_kernel()
     built = sorted(tmp_path.glob("attention_d16-*.so"))
     assert len(built) == 1
     modified = os.stat(built[0]).st_mtime_ns
-    cpu_attention._reset_for_tests()
-    assert cpu_attention.kernel_available()
+    cpu_kernel._reset_for_tests()
+    cpu_kernel.load_kernel()
     assert os.stat(built[0]).st_mtime_ns == modified  # loaded, not rebuilt
 
 
-def test_rows_switch_keeps_the_row_kernel_and_pytorchs_feature_attention(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("kernel_seconds", [0.5, 2.0])
+def test_auto_picks_the_backend_the_calibration_found_faster(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, kernel_seconds: float
 ) -> None:
-    monkeypatch.setenv(cpu_attention.ENV_SWITCH, "rows")
+    monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(tmp_path))
     require_kernel()
-    qkv = strided_block(3, 40, 2, seed=8)
-    grad_out = torch.randn(3, 40, 32, generator=torch.Generator().manual_seed(9))
-    _, grad = gradients(cpu_attention.attend_features, qkv, 2, grad_out)
-    _, grad_ref = gradients(reference_feature_attention, qkv, 2, grad_out)
-    assert torch.equal(grad, grad_ref)  # PyTorch's kernel, bit for bit
-    _, grad = gradients(cpu_attention.attend_rows, qkv, 2, grad_out)
-    _, grad_ref = gradients(reference_attention, qkv, 2, grad_out)
-    assert not torch.equal(grad, grad_ref)  # the compiled row kernel
-    torch.testing.assert_close(grad, grad_ref, rtol=1e-4, atol=1e-6)
+    timings = iter([kernel_seconds, 1.0] * 10)  # kernel, sdpa, kernel, sdpa, ...
+    monkeypatch.setattr(calibration, "_time_pass", lambda *args: next(timings))
+    expected = "cpu_kernel" if kernel_seconds < 1.0 else "packed"
+    assert resolve_backend("auto", torch.device("cpu"), training=True) == expected
+    # the verdict is stored with the build, per thread count, and read back without timing
+    verdicts = list(tmp_path.glob("*.calibration-*threads.json"))
+    assert len(verdicts) == 1
+    monkeypatch.setattr(calibration, "_time_pass", lambda *args: pytest.fail("timed again"))
+    assert resolve_backend("auto", torch.device("cpu"), training=True) == expected
+
+
+def test_the_calibration_times_both_real_kernels(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(tmp_path))
+    require_kernel()
+    verdict = calibration.measure()
+    assert verdict["kernel_seconds"] > 0 and verdict["sdpa_seconds"] > 0
+    assert verdict["kernel_faster"] == (
+        verdict["kernel_seconds"] < calibration.MARGIN * verdict["sdpa_seconds"]
+    )
+
+
+def test_sdpa_fallbacks_are_pytorchs_attention() -> None:
+    qkv = strided_block(2, 30, 2, seed=6)
+    assert torch.equal(attend_sdpa_rows(qkv, 2, 30), reference_attention(qkv, 2))
+    assert torch.equal(attend_sdpa_features(qkv, 2), reference_feature_attention(qkv, 2))

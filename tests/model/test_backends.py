@@ -1,0 +1,161 @@
+"""Every attention backend computes the specification (puicl_model.specification).
+
+Outputs within 1e-5 and gradients within 1e-4 (relative to the gradient's scale), on batches of
+tasks of different sizes, with query rows; the specification itself is invariant to the order
+of rows and features; the parameter names of the two models are the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from puicl_model.backends import BACKENDS, cpu_kernel, resolve_backend
+from puicl_model.backends.packed_inference import inference_logits, packed_inference_logits
+from puicl_model.batch import collate_tasks
+from puicl_model.config import ModelConfig
+from puicl_model.model import PUICLModel
+from puicl_model.specification import PUICLSpecification
+
+# 16-dimensional heads, so that the cpu_kernel backend runs its compiled kernels
+CONFIG = ModelConfig(embed_dim=32, num_layers=2, num_heads=2, ff_dim=48)
+# (labeled, unlabeled, features): mixed sizes, two tasks of one shape, two of one feature count
+SHAPES = [(7, 13, 3), (12, 5, 6), (4, 20, 2), (7, 13, 3), (30, 31, 6), (9, 40, 1), (5, 10, 6)]
+# (the bucketed backend pads (12, 5, 6) and (5, 10, 6) into one bucket: its row mask is tested)
+
+
+def kernel_or_skip() -> None:
+    try:
+        cpu_kernel.load_kernel()
+    except cpu_kernel.KernelUnavailable as error:
+        pytest.skip(f"the CPU kernel cannot be built here: {error}")
+
+
+@pytest.fixture(scope="module")
+def models() -> tuple[PUICLModel, PUICLSpecification]:
+    torch.manual_seed(3)
+    model = PUICLModel(CONFIG)
+    with torch.no_grad():  # larger outputs, so that the comparisons are not vacuous
+        for parameter in model.decoder.parameters():
+            parameter.mul_(3.0)
+    spec = PUICLSpecification(CONFIG)
+    spec.load_state_dict(model.state_dict())
+    return model, spec
+
+
+def make_batch(seed: int, queries: bool = False):
+    rng = np.random.default_rng(seed)
+    tasks, labeled, context = [], [], []
+    for n_labeled, n_unlabeled, d in SHAPES:
+        x = rng.normal(size=(n_labeled + n_unlabeled, d)).astype(np.float32)
+        x[n_labeled:] += rng.normal(size=d).astype(np.float32)
+        tasks.append(x)
+        labeled.append(n_labeled)
+        context.append(n_labeled + n_unlabeled - (3 if queries else 0))
+    return collate_tasks(tasks, labeled, context if queries else None)
+
+
+def loss(logits: torch.Tensor, batch) -> torch.Tensor:
+    return torch.log_softmax(logits, -1)[..., 1][batch.unlabeled_mask].sum()
+
+
+def gradients(module: torch.nn.Module, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    module.zero_grad(set_to_none=True)
+    logits = module(batch)
+    loss(logits, batch).backward()
+    return logits.detach(), {name: p.grad.clone() for name, p in module.named_parameters()}
+
+
+def test_the_two_models_have_the_same_parameter_names_and_the_papers_count() -> None:
+    model, spec = PUICLModel(), PUICLSpecification()
+    assert [(n, p.shape) for n, p in model.named_parameters()] == [
+        (n, p.shape) for n, p in spec.named_parameters()
+    ]
+    assert sum(p.numel() for p in spec.parameters()) == 1_226_882
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "auto"])
+def test_backend_matches_the_specification_outputs_and_gradients(backend, models) -> None:
+    if backend == "cpu_kernel":
+        kernel_or_skip()
+    model, spec = models
+    model.attention = backend
+    try:
+        batch = make_batch(0)
+        expected, expected_grads = gradients(spec, batch)
+        assert expected[batch.unlabeled_mask][:, 1].std() > 1e-2  # outputs vary
+        got, got_grads = gradients(model, batch)
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+        assert (got[~batch.row_mask] == 0).all()  # padded rows are exactly zero
+        for name, grad in expected_grads.items():
+            assert grad.abs().max() > 0, name  # every parameter takes part
+            error = (got_grads[name] - grad).abs().max() / grad.abs().max()
+            assert error <= 1e-4, (name, float(error))
+        # query rows (inference: no gradients)
+        batch = make_batch(1, queries=True)
+        with torch.no_grad():
+            torch.testing.assert_close(model(batch), spec(batch), rtol=0, atol=1e-5)
+    finally:
+        model.attention = "auto"
+
+
+@pytest.mark.parametrize("queries", [False, True])
+def test_the_allocation_free_inference_path_matches_the_specification(models, queries) -> None:
+    model, spec = models
+    batch = make_batch(2, queries)
+    with torch.no_grad():
+        expected = spec(batch)
+        torch.testing.assert_close(packed_inference_logits(model, batch), expected,
+                                   rtol=0, atol=1e-5)
+        torch.testing.assert_close(inference_logits(model, batch), expected, rtol=0, atol=1e-5)
+
+
+def test_the_specification_is_invariant_to_row_and_feature_order(models) -> None:
+    _, spec = models
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(30, 5)).astype(np.float32)
+    x[10:] += 0.7
+    with torch.no_grad():
+        base = spec(collate_tasks([x], [10]))[0]
+        labeled_rows = np.r_[rng.permutation(10), np.arange(10, 30)]
+        pool_rows = np.r_[np.arange(10), 10 + rng.permutation(20)]
+        features = rng.permutation(5)
+        torch.testing.assert_close(spec(collate_tasks([x[labeled_rows]], [10]))[0][10:],
+                                   base[10:], rtol=0, atol=1e-5)
+        torch.testing.assert_close(spec(collate_tasks([x[pool_rows]], [10]))[0][10:],
+                                   base[pool_rows[10:]], rtol=0, atol=1e-5)
+        torch.testing.assert_close(spec(collate_tasks([x[:, features]], [10]))[0][10:],
+                                   base[10:], rtol=0, atol=1e-5)
+
+
+def test_the_specification_ignores_padding(models) -> None:
+    """A task alone and the same task padded inside a batch get the same outputs."""
+    _, spec = models
+    batch = make_batch(5)
+    with torch.no_grad():
+        together = spec(batch)
+        for index, (n_labeled, n_unlabeled, d) in enumerate(SHAPES):
+            rows = n_labeled + n_unlabeled
+            alone = collate_tasks([batch.x[index, :rows, :d]], [n_labeled])
+            torch.testing.assert_close(together[index, :rows], spec(alone)[0], rtol=0, atol=1e-5)
+
+
+def test_unknown_backend_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="attention must be one of auto, packed, cpu_kernel"):
+        PUICLModel(CONFIG, attention="flash")
+    with pytest.raises(ValueError, match="attention backend must be one of"):
+        resolve_backend("flash", torch.device("cpu"), training=True)
+
+
+def test_auto_resolves_by_device_and_purpose(monkeypatch: pytest.MonkeyPatch) -> None:
+    from puicl_model.backends import calibration
+
+    cpu = torch.device("cpu")
+    assert resolve_backend("auto", torch.device("cuda", 0), training=True) == "bucketed"
+    assert resolve_backend("auto", cpu, training=False) == "packed"  # no kernel for inference
+    for faster, expected in ((True, "cpu_kernel"), (False, "packed")):
+        monkeypatch.setattr(calibration, "kernel_is_faster", lambda faster=faster: faster)
+        assert resolve_backend("auto", cpu, training=True) == expected
+    with pytest.raises(ValueError, match="'cpu_kernel' runs on CPU only"):
+        resolve_backend("cpu_kernel", torch.device("cuda", 0), training=True)
