@@ -8,8 +8,9 @@ Sections (all by default; ``--sections a,b`` picks some):
                  (``nn.MultiheadAttention`` per axis with its default ``need_weights=True``,
                  reshapes and transposes, as the public reference implementation does), same
                  weights, same task, timed alternately in one process: a ratio.
-* ``pruning``    the last block computing the label column only (the model's default) vs.
-                 every cell, alternately: forward and forward + backward, as ratios.
+* ``pruning``    the packed backend's last block computing the label column only
+                 (``puicl_model.backends.pruned_last_block``) vs. every cell, alternately:
+                 forward and forward + backward, as ratios.
 * ``classifier`` fit + predict_proba + predict + estimate_class_prior through
                  ``PUICLClassifier`` for (100, 200, 8), (200, 800, 20), (300, 20 000, 60); each
                  case in its own process so that its peak resident memory is its own.
@@ -20,17 +21,19 @@ Sections (all by default; ``--sections a,b`` picks some):
                  ratio for 24 equal tasks of P labeled + 1.25 P unlabeled rows, 10 features,
                  for each P of ``--sweep`` (where batching pays on this machine).
 * ``attention``  the attentions of training, one thread: the compiled kernels
-                 (``puicl_model.cpu_attention``) vs. PyTorch's flash kernel, alternately, forward
+                 (``puicl_model.backends.cpu_kernel``) vs. PyTorch's kernel, alternately, forward
                  and forward + backward; across rows on [columns, 8 heads, rows, 16] blocks,
                  across features on [rows, 8 heads, columns, 16] blocks; then forward +
-                 backward of a 700-row, 15-feature training task through the whole model.
+                 backward of a 700-row, 15-feature training task through the whole model
+                 (backends ``cpu_kernel`` vs. ``packed``).
 * ``profile``    where one training pass (700 rows, 15 features, one thread) spends its time,
-                 by operator (``torch.profiler``), with PyTorch's attention kernel
-                 (``PUICL_CPU_ATTENTION=0`` in the environment) or the compiled one.
+                 by operator (``torch.profiler``), with the backend of ``--attention``.
 * ``chunks``     seconds per scored row of one pass for pool chunks of several sizes next to
                  several labeled-set sizes (20 features), projected to the 20 000-row,
                  60-feature pool (3 feature groups): the trade-off behind the classifier's
                  chunking defaults.
+
+Inference is timed as the classifier runs it (``backends.packed_inference.inference_logits``).
 
 The machine may be shared: compare the ratios (measured side by side); absolute seconds are
 as good as the machine was quiet. Timings are the minimum over ``--repeats`` runs.
@@ -56,6 +59,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from puicl_model.backends import cpu_kernel
+from puicl_model.backends.packed import PackedCells, attend_sdpa_features, attend_sdpa_rows
+from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.batch import collate_tasks
 from puicl_model.config import ModelConfig
 from puicl_model.model import PUICLModel
@@ -145,7 +151,7 @@ def section_floor(args: argparse.Namespace) -> dict:
             {
                 "gemm": lambda: torch.mm(a, w.t()),
                 "sdpa": lambda: F.scaled_dot_product_attention(q, k, v),
-                "forward": lambda: model(batch),
+                "forward": lambda: inference_logits(model, batch),
             },
             args.repeats,
         )
@@ -303,10 +309,11 @@ def forward_batched_vs_loop(model: PUICLModel, batch, singles: list, repeats: in
 
     def loop() -> None:
         for single in singles:
-            model(single)
+            inference_logits(model, single)
 
     with torch.inference_mode():
-        forward = alternate({"batched": lambda: model(batch), "loop": loop}, repeats)
+        forward = alternate({"batched": lambda: inference_logits(model, batch), "loop": loop},
+                            repeats)
     return {"forward_batched_s": forward["batched"], "forward_loop_s": forward["loop"],
             "forward_loop_over_batched": forward["loop"] / forward["batched"]}
 
@@ -369,12 +376,21 @@ def forward_backward(model: PUICLModel, batch) -> None:
 
 
 # ---------------------------------------------------------------------------------- pruning
+def logits_every_cell(model: PUICLModel, batch) -> torch.Tensor:
+    """The packed backend's forward with the last block computed for every cell."""
+    cells = PackedCells.of(batch)
+    h = model.embed(batch, cells)
+    for block in model.blocks:
+        h = block(h, cells)
+    return cells.scatter_rows(model.decoder(cells.label_cells(h)).float())
+
+
 def section_pruning(args: argparse.Namespace) -> dict:
     """The last block computing the label column only vs. every cell, same model, alternately:
     forward of the (200, 800, 20) task and of one classifier forward of a chunked pool (5
     passes of 100 labeled + 200 pool rows, 20 features), forward + backward of a 700-row,
-    15-feature training task."""
-    model = PUICLModel()
+    15-feature training task. Both through the differentiable blocks (backend ``packed``)."""
+    model = PUICLModel(attention="packed")
     rng = np.random.default_rng(0)
     single = collate_tasks([pu_task(rng, 200, 800, 20)], [200])
     chunks = collate_tasks([pu_task(rng, 100, 200, 20) for _ in range(5)], [100] * 5)
@@ -382,15 +398,15 @@ def section_pruning(args: argparse.Namespace) -> dict:
 
     def forward(batch, prune: bool) -> Callable[[], object]:
         def run() -> None:
-            model.prune_last_block = prune
             with torch.inference_mode():
-                model(batch)
+                model(batch) if prune else logits_every_cell(model, batch)
         return run
 
     def train_pass(prune: bool) -> Callable[[], object]:
         def run() -> None:
-            model.prune_last_block = prune
-            forward_backward(model, train)
+            model.zero_grad(set_to_none=True)
+            logits = model(train) if prune else logits_every_cell(model, train)
+            logits[train.unlabeled_mask].logsumexp(-1).sum().backward()
         return run
 
     results = {}
@@ -406,7 +422,6 @@ def section_pruning(args: argparse.Namespace) -> dict:
         results[name] = {**times, "every_cell_over_pruned": times["every_cell"] / times["pruned"]}
         print(f"  {name}: every cell {times['every_cell']:.3f} s, pruned {times['pruned']:.3f} s"
               f" ({results[name]['every_cell_over_pruned']:.2f}x)", flush=True)
-    model.prune_last_block = True
     return results
 
 
@@ -414,43 +429,45 @@ def section_pruning(args: argparse.Namespace) -> dict:
 def section_attention(args: argparse.Namespace) -> dict:
     """Compiled attention kernel vs. PyTorch's, alternately, on one thread (the trainer's
     2-process layout gives each process one)."""
-    from puicl_model import cpu_attention
-
-    if not cpu_attention.kernel_available():
-        print(f"  kernel not available: {cpu_attention.kernel_status()}", flush=True)
-        return {"status": cpu_attention.kernel_status()}
+    try:
+        cpu_kernel.load_kernel()
+    except cpu_kernel.KernelUnavailable as error:
+        print(f"  kernel not available: {error}", flush=True)
+        return {"status": str(error)}
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     heads = 8
     generator = torch.Generator().manual_seed(0)
 
-    def attention(qkv: torch.Tensor, kernel: bool, backward: bool,
+    def attention(qkv: torch.Tensor, backward: bool,
                   attend: Callable[[torch.Tensor, int], torch.Tensor]) -> Callable[[], object]:
         grad = torch.randn(qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3, generator=generator)
 
         def run() -> None:
             leaf = qkv.detach().requires_grad_(True)  # the kernels serve training only
-            cpu_attention._library_enabled = kernel
             out = attend(leaf, heads)
             if backward:
                 out.backward(grad)
         return run
 
+    def sdpa_rows(qkv: torch.Tensor, heads: int) -> torch.Tensor:
+        return attend_sdpa_rows(qkv, heads, qkv.shape[1])
+
     results: dict = {}
-    blocks = [("rows", cpu_attention.attend_rows, columns, rows)
+    blocks = [("rows", cpu_kernel.attend_rows, sdpa_rows, columns, rows)
               for columns, rows in [(20, 700), (12, 400), (20, 300)]]
-    blocks += [("features", cpu_attention.attend_features, columns, rows)
+    blocks += [("features", cpu_kernel.attend_features, attend_sdpa_features, columns, rows)
                for columns, rows in [(16, 700), (20, 700), (6, 400)]]
     try:
-        for axis, attend, columns, rows in blocks:
+        for axis, kernel, pytorch, columns, rows in blocks:
             qkv = torch.randn(columns, rows, 3 * 16 * heads, generator=generator)
             shape = (f"[{columns}, {heads}, {rows}, 16]" if axis == "rows"
                      else f"[{rows}, {heads}, {columns}, 16]")
             for backward in (False, True):
                 name = f"across {axis} {shape} " + (
                     "forward + backward" if backward else "forward")
-                times = alternate({"pytorch": attention(qkv, False, backward, attend),
-                                   "kernel": attention(qkv, True, backward, attend)},
+                times = alternate({"pytorch": attention(qkv, backward, pytorch),
+                                   "kernel": attention(qkv, backward, kernel)},
                                   args.repeats)
                 ratio = times["pytorch"] / times["kernel"]
                 results[name] = {**times, "pytorch_over_kernel": ratio}
@@ -459,19 +476,19 @@ def section_attention(args: argparse.Namespace) -> dict:
         model = PUICLModel()
         train = collate_tasks([pu_task(np.random.default_rng(0), 250, 450, 15)], [250])
 
-        def step(kernel: bool) -> Callable[[], object]:
+        def step(backend: str) -> Callable[[], object]:
             def run() -> None:
-                cpu_attention._library_enabled = kernel
+                model.attention = backend
                 forward_backward(model, train)
             return run
 
-        times = alternate({"pytorch": step(False), "kernel": step(True)}, args.repeats)
+        times = alternate({"pytorch": step("packed"), "kernel": step("cpu_kernel")},
+                          args.repeats)
         name = "model forward + backward (250 + 450, 15)"
         results[name] = {**times, "pytorch_over_kernel": times["pytorch"] / times["kernel"]}
         print(f"  {name}: PyTorch {times['pytorch']:.3f} s, kernel {times['kernel']:.3f} s "
               f"({results[name]['pytorch_over_kernel']:.2f}x)", flush=True)
     finally:
-        cpu_attention._library_enabled = True
         torch.set_num_threads(threads)
     return results
 
@@ -485,7 +502,7 @@ def section_profile(args: argparse.Namespace) -> dict:
     torch.set_num_threads(1)
     try:
         torch.manual_seed(0)
-        model = PUICLModel()
+        model = PUICLModel(attention=args.attention)
         train = collate_tasks([pu_task(np.random.default_rng(0), 250, 450, 15)], [250])
         forward_backward(model, train)
         forward_backward(model, train)
@@ -513,7 +530,8 @@ def section_chunks(args: argparse.Namespace) -> list[dict]:
     }
     with torch.inference_mode():
         times = alternate(
-            {f"{key}": (lambda batch=batch: model(batch)) for key, batch in batches.items()},
+            {f"{key}": (lambda batch=batch: inference_logits(model, batch))
+             for key, batch in batches.items()},
             max(1, args.repeats // 2),
         )
     results = []
@@ -544,6 +562,8 @@ def main() -> None:
     parser.add_argument("--train", action="store_true",
                         help="also time forward + backward of batches up to --train-max-cells")
     parser.add_argument("--train-max-cells", type=int, default=150_000)
+    parser.add_argument("--attention", default="packed", choices=["packed", "cpu_kernel"],
+                        help="section profile: the attention backend of the training pass")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--weights", default=None, help=argparse.SUPPRESS)

@@ -26,10 +26,9 @@ slowest process's. The layouts take turns step by step (each waits, idle, while 
 runs), again in rotating order. A layout may carry options: ``+trim`` returns freed
 memory to the system after every step, ``+trimGB`` after a step that leaves a process above GB
 (``training.release_memory_above_gb``), ``+thp`` puts PyTorch's large tensors on transparent
-huge pages, ``+sdpa`` trains with PyTorch's attention kernel instead of the compiled ones
-(``PUICL_CPU_ATTENTION=0``, puicl_model.cpu_attention), ``+rowkernel`` with the compiled kernel
-for the row attention only (``PUICL_CPU_ATTENTION=rows``); each step's page faults (memory
-touched afresh: the cost of trimming) are counted.
+huge pages, ``+packed`` / ``+cpu_kernel`` train with that attention backend
+(``training.attention``; without either, ``auto`` as the trainer resolves it on this machine);
+each step's page faults (memory touched afresh: the cost of trimming) are counted.
 
 Peak memory is measured in a fresh child process per strategy, one step on the heaviest batch,
 as the rise of the peak resident set (``ru_maxrss``) over the resident memory before the step,
@@ -147,32 +146,28 @@ class Layout:
     threads: int
     release_above_gb: float | None  # training.release_memory_above_gb (None: never)
     huge_pages: bool  # PyTorch's tensors of >= 2 MB on transparent huge pages
-    # PUICL_CPU_ATTENTION for the layout's processes: "0" PyTorch's attention kernel, "rows"
-    # the compiled kernel across rows only; None: both compiled kernels (the default)
-    cpu_attention: str | None = None
+    attention: str = "auto"  # the attention backend (training.attention)
 
 
 def parse_layout(name: str) -> Layout:
-    """"WxT[+trim[GB]][+thp][+sdpa|+rowkernel]" -> :class:`Layout`.
+    """"WxT[+trim[GB]][+thp][+packed|+cpu_kernel]" -> :class:`Layout`.
 
     ``+trim``: return freed memory to the system after every step, ``+trimGB`` after a step
     that leaves a process holding more than GB (``training.release_memory_above_gb``);
-    ``+thp``: ``THP_MEM_ALLOC_ENABLE=1``; ``+sdpa``: ``PUICL_CPU_ATTENTION=0``;
-    ``+rowkernel``: ``PUICL_CPU_ATTENTION=rows``.
+    ``+thp``: ``THP_MEM_ALLOC_ENABLE=1``; ``+packed``, ``+cpu_kernel``: that attention backend.
     """
     base, *options = name.split("+")
     processes, _, threads = base.partition("x")
     release: float | None = None
     huge_pages = False
-    attention_options = {"sdpa": "0", "rowkernel": "rows"}
-    cpu_attention: str | None = None
+    attention = "auto"
     valid = processes.isdigit() and threads.isdigit() and int(processes) > 0 and int(threads) > 0
     for option in options:
         if option == "thp":
             huge_pages = True
-        elif option in attention_options:
-            valid = valid and cpu_attention is None  # +sdpa and +rowkernel exclude each other
-            cpu_attention = attention_options[option]
+        elif option in ("packed", "cpu_kernel"):
+            valid = valid and attention == "auto"  # one backend per layout
+            attention = option
         elif option.startswith("trim"):
             try:
                 release = float(option[4:] or 0)
@@ -184,20 +179,21 @@ def parse_layout(name: str) -> Layout:
             valid = False
     if not valid:
         raise ValueError(
-            f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp][+sdpa|+rowkernel], "
+            f"layout {name!r} is not PROCESSESxTHREADS[+trim[GB]][+thp][+packed|+cpu_kernel], "
             "e.g. 1x2 or 2x1+trim2.5"
         )
-    return Layout(int(processes), int(threads), release, huge_pages, cpu_attention)
+    return Layout(int(processes), int(threads), release, huge_pages, attention)
 
 
 class Stepper:
     """One trainer step (micro-batches, clip, AdamW, EMA) of the paper's model, on this
     process's share of the tasks when it is one of several (torchrun-style environment)."""
 
-    def __init__(self, release_above_gb: float | None = None) -> None:
+    def __init__(self, release_above_gb: float | None = None, attention: str = "auto") -> None:
         import torch
         from torch.nn.parallel import DistributedDataParallel
 
+        from puicl_model.backends import resolve_backend
         from puicl_model.config import ModelConfig
         from puicl_model.model import PUICLModel
         from trainer.dist_env import init_distributed
@@ -205,7 +201,9 @@ class Stepper:
 
         self.env = init_distributed("cpu")
         torch.manual_seed(0)
-        self.model = PUICLModel(ModelConfig())
+        # as the trainer does: "auto" resolved once, on this machine (it may time the kernel)
+        self.attention = resolve_backend(attention, torch.device("cpu"), training=True)
+        self.model = PUICLModel(ModelConfig(), attention=self.attention)
         self.module = (
             DistributedDataParallel(self.model) if self.env.distributed else self.model
         )
@@ -222,6 +220,10 @@ class Stepper:
         import torch
         import torch.distributed as dist
 
+        from trainer.activation_checkpointing import (
+            apply_activation_checkpointing,
+            remove_activation_checkpointing,
+        )
         from trainer.batching import accumulate_gradients, plan_micro_batches, rank_slice
         from trainer.dist_env import all_reduce_sum, barrier
 
@@ -229,7 +231,10 @@ class Stepper:
         first, stop = rank_slice(len(tasks), env.rank, env.world_size)
         tasks = tasks[first:stop]
         max_tasks, max_cells, ckpt = parse_strategy(strategy)
-        self.model.activation_checkpointing = ckpt
+        if ckpt:
+            apply_activation_checkpointing(self.model)
+        else:
+            remove_activation_checkpointing(self.model)
         barrier(env)
         start, cpu_start = time.perf_counter(), time.process_time()
         faults_start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -270,7 +275,8 @@ def time_strategies(args: argparse.Namespace) -> dict:
         torch.set_num_threads(args.threads)
     strategies = args.strategies.split(",")
     batches, heavy = load_batches(args.batches)
-    stepper = Stepper(parse_layout(args.layout_name).release_above_gb)
+    layout = parse_layout(args.layout_name)
+    stepper = Stepper(layout.release_above_gb, layout.attention)
     main_process = stepper.env.is_main
     smallest = min(batches, key=lambda s: _cells(batches[s]))
     for strategy in strategies:  # warm-up: thread pool, allocator, first-call overheads
@@ -406,9 +412,9 @@ def main() -> None:
         "--layouts", default="1x2",
         help="comma-separated PROCESSESxTHREADS layouts to time, e.g. 1x2,2x1 (default 1x2); "
         "+trim returns freed memory to the system after each step, +trimGB after a step that "
-        "leaves a process above GB; +thp puts large tensors on transparent huge pages; +sdpa "
-        "uses PyTorch's attention kernel instead of the compiled ones; +rowkernel the compiled "
-        "kernel for the row attention only",
+        "leaves a process above GB; +thp puts large tensors on transparent huge pages; "
+        "+packed or +cpu_kernel trains with that attention backend (default: auto, resolved as "
+        "the trainer does)",
     )
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--layout-name", default="1x2", help=argparse.SUPPRESS)
@@ -451,8 +457,6 @@ def main() -> None:
                        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(processes),
                        OMP_NUM_THREADS=str(threads),
                        THP_MEM_ALLOC_ENABLE="1" if spec.huge_pages else "0")
-            if spec.cpu_attention is not None:
-                env["PUICL_CPU_ATTENTION"] = spec.cpu_attention
             group.append(subprocess.Popen(
                 command, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,

@@ -63,7 +63,7 @@ def parse_stage_key(key: str) -> Stage:
 
 
 def _package_version() -> str:
-    from puicl_model import __version__
+    from puicl_common import __version__
 
     return __version__
 

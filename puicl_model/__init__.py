@@ -1,8 +1,7 @@
 """PUICL: in-context positive-unlabeled classification for tabular data.
 
 ``from puicl_model import PUICLClassifier`` is the public entry point. Heavy submodules
-(torch) are imported on first use so that light users of this package (the prior generator's
-worker processes use :mod:`puicl_common.configio`) do not pay for them.
+(torch) are imported on first use, so that ``import puicl_model`` stays cheap.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from puicl_common import __version__  # from the installed package's metadata
 
 # public name -> submodule that defines it
 _LAZY = {

@@ -18,7 +18,7 @@ import functools
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-__all__ = ["apply_activation_checkpointing"]
+__all__ = ["apply_activation_checkpointing", "remove_activation_checkpointing"]
 
 
 def apply_activation_checkpointing(model: nn.Module) -> None:
@@ -28,3 +28,11 @@ def apply_activation_checkpointing(model: nn.Module) -> None:
             continue
         block.forward = functools.partial(checkpoint, block.forward, use_reentrant=False)
         block._checkpointed = True
+
+
+def remove_activation_checkpointing(model: nn.Module) -> None:
+    """Undo :func:`apply_activation_checkpointing` (benchmarks alternate both on one model)."""
+    for block in model.blocks:
+        if getattr(block, "_checkpointed", False):
+            del block.forward
+            del block._checkpointed
