@@ -19,7 +19,7 @@ callers (the trainer) that accumulate gradients over micro-batches to bound acti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -43,6 +43,11 @@ class TaskBatch:
     n_features: Tensor  # int64 [B]
     # int64 [B] or None (= n_rows): rows [n_context, n_rows) are query rows (module docstring)
     n_context: Tensor | None = None
+    # the sizes as Python ints, read once: on a GPU every read of a device tensor waits for the
+    # device, so a batch moved with .to() carries the sizes it had on the host
+    _host_sizes: tuple[tuple[tuple[int, int, int], ...], tuple[int, ...]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.x.dim() != 3:
@@ -64,15 +69,27 @@ class TaskBatch:
     def device(self) -> torch.device:
         return self.x.device
 
-    def to(self, device: torch.device | str) -> TaskBatch:
-        """The same batch on ``device`` (a no-op when it is already there)."""
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> TaskBatch:
+        """The same batch on ``device``, carrying its host-side sizes along."""
+        def move(tensor: Tensor) -> Tensor:
+            return tensor.to(device, non_blocking=non_blocking)
+
         return TaskBatch(
-            x=self.x.to(device),
-            n_labeled=self.n_labeled.to(device),
-            n_rows=self.n_rows.to(device),
-            n_features=self.n_features.to(device),
-            n_context=None if self.n_context is None else self.n_context.to(device),
+            x=move(self.x),
+            n_labeled=move(self.n_labeled),
+            n_rows=move(self.n_rows),
+            n_features=move(self.n_features),
+            n_context=None if self.n_context is None else move(self.n_context),
+            _host_sizes=self._read_sizes(),
         )
+
+    def _read_sizes(self) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, ...]]:
+        if self._host_sizes is None:
+            stacked = torch.stack([self.n_labeled, self.n_rows, self.n_features], dim=1)
+            sizes = tuple((int(a), int(b), int(c)) for a, b, c in stacked.tolist())
+            source = self.n_rows if self.n_context is None else self.n_context
+            self._host_sizes = (sizes, tuple(int(n) for n in source.tolist()))
+        return self._host_sizes
 
     @property
     def row_index(self) -> Tensor:
@@ -96,14 +113,12 @@ class TaskBatch:
         return self.row_index < self.n_rows.unsqueeze(1)
 
     def sizes(self) -> list[tuple[int, int, int]]:
-        """``(n_labeled, n_rows, n_features)`` of every task, as Python ints."""
-        stacked = torch.stack([self.n_labeled, self.n_rows, self.n_features], dim=1)
-        return [(int(a), int(b), int(c)) for a, b, c in stacked.tolist()]
+        """``(n_labeled, n_rows, n_features)`` of every task, as Python ints (read once)."""
+        return list(self._read_sizes()[0])
 
     def context_sizes(self) -> list[int]:
         """``n_context`` of every task (``n_rows`` where no query rows are set)."""
-        source = self.n_rows if self.n_context is None else self.n_context
-        return [int(n) for n in source.tolist()]
+        return list(self._read_sizes()[1])
 
     def validate(self) -> None:
         """Raise ValueError unless every task's sizes fit the padded tensor and make sense."""

@@ -168,3 +168,38 @@ def test_plot(reference_run, tmp_path) -> None:
     assert trainer_cli(["plot", str(reference_run), "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert trainer_cli(["plot", str(tmp_path / "nothing")]) == 2
+
+
+def _with_attention(tmp_path, backend: str):
+    path = tmp_path / f"smoke-{backend}.yaml"
+    path.write_text(SMOKE.read_text().replace(
+        "  activation_checkpointing: false\n",
+        f"  activation_checkpointing: false\n  attention: {backend}\n",
+    ))
+    return path
+
+
+def test_a_run_records_its_attention_backend_and_keeps_it(smoke_shards, tmp_path, monkeypatch):
+    import trainer.loop
+
+    run_dir = tmp_path / "run"
+    packed = _with_attention(tmp_path, "packed")
+    assert run_inprocess(run_dir, smoke_shards, config=packed, until_step=8) == 0
+    assert load_run_checkpoint(run_dir)[1]["attention"] == "packed"
+    # resumed with "auto": the recorded backend is taken, nothing is resolved (or timed) again
+    monkeypatch.setattr(trainer.loop, "resolve_backend",
+                        lambda *args, **kwargs: pytest.fail("resolved again on resume"))
+    assert run_inprocess(run_dir, smoke_shards, config=_with_attention(tmp_path, "auto")) == 0
+    starts = [r for r in read_metrics(run_dir / "metrics.jsonl") if r.get("event") == "start"]
+    assert [r["attention"] for r in starts] == ["packed", "packed"]
+    assert load_run_checkpoint(run_dir)[1]["attention"] == "packed"
+
+
+def test_resume_with_another_attention_backend_is_refused(smoke_shards, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert run_inprocess(run_dir, smoke_shards, config=_with_attention(tmp_path, "packed"),
+                         until_step=4) == 0
+    bucketed = _with_attention(tmp_path, "bucketed")
+    assert run_inprocess(run_dir, smoke_shards, config=bucketed) == 2
+    err = capsys.readouterr().err
+    assert "training.attention: this run trains with the attention backend 'packed'" in err
