@@ -125,6 +125,11 @@ def test_cli_puicl_without_weights_is_a_clear_error(data_dir, tmp_path, capsys, 
     assert "pass --weights PATH" in capsys.readouterr().err
 
 
+def test_weights_help_says_the_bundled_model_is_the_default():
+    weights = next(a for a in cli.build_parser()._actions if a.dest == "weights")
+    assert "required" not in weights.help and "bundled" in weights.help
+
+
 def test_cli_missing_data_file_names_it(tmp_path, capsys):
     empty = tmp_path / "data"
     empty.mkdir()
