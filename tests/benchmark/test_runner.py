@@ -42,6 +42,7 @@ class Interrupted(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_from_cache(data_dir, tmp_path):
     reference = run(_spec(data_dir, tmp_path / "reference"), progress=False)
     assert len(reference) == 4
@@ -88,6 +89,7 @@ def test_changed_settings_invalidate_only_that_method(data_dir, tmp_path):
     assert [r["method"] for r in plan.cached] == ["elkan-noto"]
 
 
+@pytest.mark.slow
 def test_cli_writes_reports_and_report_only_reuses_cache(data_dir, tmp_path, capsys):
     out = tmp_path / "bench"
     argv = ["--methods", "elkan-noto,ulsif", "--datasets", "haberman", "--repeats", "2",

@@ -205,6 +205,7 @@ def test_a_failing_build_falls_back_and_leaves_no_library_behind(
     fallback_gradients_are_pytorchs()
 
 
+@pytest.mark.slow  # two fresh builds of the kernels
 def test_the_build_is_cached_per_source_and_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv(cpu_attention.ENV_CACHE, str(tmp_path))
     require_kernel()

@@ -32,6 +32,7 @@ def reference(tmp_path_factory) -> dict[str, dict[str, str]]:
     return digests
 
 
+@pytest.mark.slow  # worker pools
 @pytest.mark.parametrize(
     ("fmt", "backend"),
     [("zarr", "loky"), ("zarr", "multiprocessing"), ("webdataset", "loky")],
@@ -42,6 +43,7 @@ def test_two_workers_give_the_same_bytes(reference, tmp_path: Path, fmt: str, ba
     assert shard_digests(tmp_path) == reference[fmt]
 
 
+@pytest.mark.slow  # a dask cluster of worker processes
 def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     # real worker processes, scheduler on loopback, as a multi-machine run would use
