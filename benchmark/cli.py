@@ -38,10 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=10, help="repetitions per dataset")
     parser.add_argument("--out", type=Path, required=True, help="output folder (and its cache)")
     parser.add_argument("--weights", type=Path, default=None,
-                        help="PUICL weights (.safetensors); required when puicl is selected")
+                        help="PUICL weights (.safetensors file or weights directory); default: the "
+                        "model bundled with puicl_model")
     parser.add_argument("--data-dir", type=Path, default=None,
-                        help="folder of the raw datasets (default: $PUICL_DATA_DIR, else "
-                        "../shared/datasets)")
+                        help="folder of the raw datasets (default: $PUICL_DATA_DIR, else the "
+                        "project's shared/datasets next to the repository)")
     parser.add_argument("--seed", type=int, default=0, help="root seed of tasks and methods")
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes")
     parser.add_argument("--method-config", type=Path, default=None,

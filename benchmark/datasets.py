@@ -6,8 +6,8 @@ are, NaN where a numeric value is missing; categorical columns ordinal-encoded),
 binarization, §6.1) and a mask of which columns are categorical. Per-method preprocessing
 (imputation, scaling, one-hot) is the method's job.
 
-Where the paper does not say which file or preprocessing it used, we follow the notes in
-``../shared/datasets/README.md``; the choices are listed in ``docs/benchmark.md``:
+Where the paper does not say which file or preprocessing it used, the choices are ours and
+are listed in ``docs/benchmark.md`` ("Datasets and the choices the paper leaves open"):
 
 * Heart = Statlog ``heart.dat`` (= OpenML heart-statlog), not Cleveland.
 * MONK-1/2/3 = train + test concatenated (= the OpenML versions, 556/601/554 rows).
@@ -17,7 +17,8 @@ Where the paper does not say which file or preprocessing it used, we follow the 
   sorted order of their spelling, so the codes do not depend on row order.
 
 The data directory is found from ``--data-dir``, then the environment variable
-``PUICL_DATA_DIR``, then ``<repo>/../shared/datasets`` when it exists.
+``PUICL_DATA_DIR``, then a ``shared/datasets`` directory next to the repository (the
+project's data checkout) when it exists.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class DatasetSpec:
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
-    """The data directory: explicit argument, then $PUICL_DATA_DIR, then ../shared/datasets."""
+    """The data directory: explicit argument, then $PUICL_DATA_DIR, then the project's
+    ``shared/datasets`` next to the repository."""
     if data_dir is not None:
         path = Path(data_dir)
     elif os.environ.get(DATA_DIR_ENV):
@@ -84,8 +86,7 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
         if not path.is_dir():
             raise DataError(
                 "no data directory: pass --data-dir DIR or set "
-                f"{DATA_DIR_ENV}=DIR (DIR holds one folder per dataset, as in "
-                "../shared/datasets of the project)"
+                f"{DATA_DIR_ENV}=DIR (DIR holds one folder per dataset: see docs/benchmark.md)"
             )
     if not path.is_dir():
         raise DataError(f"data directory {path} does not exist (from --data-dir/{DATA_DIR_ENV})")

@@ -1,6 +1,6 @@
 """The paper's Table 1 (per dataset, average over 10 repetitions), for the comparison.
 
-Transcribed from ../shared/paper/puicl_paper.tex, table ``tab:result080-all``. uLSIF has AUC
+Transcribed from the paper's Table 1 (§6, results on the 20 benchmark datasets). uLSIF has AUC
 only (the paper reports no hard labels for it). Keys are our dataset slugs and method names.
 """
 

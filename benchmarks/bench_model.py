@@ -1,4 +1,4 @@
-"""Model and classifier performance on this machine (docs/performance.md, "Model and classifier").
+"""Model and classifier performance on this machine (docs/performance.md, "Model" and "Classifier").
 
 Sections (all by default; ``--sections a,b`` picks some):
 

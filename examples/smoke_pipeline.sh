@@ -16,7 +16,10 @@ $BIN/python trainer/main.py --config configs/smoke.yaml --shards "$OUT/shards" \
     --run-dir "$OUT/run"
 $BIN/trainer export "$OUT/run" --out "$OUT/weights"
 $BIN/trainer plot "$OUT/run"
-echo "--- the smoke model (trained for seconds: expect chance level) ---"
+# The smoke model is trained for 16 steps on tiny tasks: it checks that the parts connect, not
+# that the method works. Its AUC on this task is no quality figure and may land far from 0.5
+# on either side (0.31 on the 2-core development machine); judge the bundled model below.
+echo "--- the smoke model (16 training steps: its AUC is not a quality figure, often far from 0.5) ---"
 $BIN/python examples/quickstart.py --weights "$OUT/weights"
 echo "--- the bundled pretrained checkpoint ---"
 $BIN/python examples/quickstart.py

@@ -119,7 +119,11 @@ def _inspect_parser() -> argparse.ArgumentParser:
     parser.add_argument("directory", help="shard directory (holds manifest.json)")
     parser.add_argument("--split", choices=sorted(SPLIT_CODES), help="only this split")
     parser.add_argument("--plot", metavar="PNG", help="also save the statistics as a plot")
-    parser.add_argument("--verify", action="store_true", help="re-hash every shard")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="re-hash every shard (without it, only presence and sizes are checked)",
+    )
     return parser
 
 

@@ -4,7 +4,7 @@ sections of a run config (``configs/paper.yaml``), as frozen dataclasses.
 The defaults are the paper's values (§2, §5) and, where the paper is silent, the public
 reference implementation's (``docs/architecture.md`` §6 lists each choice). Which factor is
 drawn at which scope (once per stage, once per step = global batch, or once per task) is
-configuration too (:class:`ScopeConfig`), with DESIGN.md §3's assignment as the default.
+configuration too (:class:`ScopeConfig`), with the paper's §5 assignment as the default.
 """
 
 from __future__ import annotations
@@ -173,7 +173,8 @@ class DatasetConfig:
 class ScopeConfig:
     """At which scope each factor is drawn: once per stage, per step (global batch) or task.
 
-    Defaults are DESIGN.md §3 / paper §5. ``activations`` covers the schedule and the functions.
+    Defaults are the paper's §5 (docs/architecture.md §6). ``activations`` covers the schedule
+    and the functions.
     """
 
     depth: Scope = "stage"

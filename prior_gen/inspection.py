@@ -154,8 +154,9 @@ def inspect_directory(directory: Path, split: str | None, plot: str | None, veri
         stored = sum(r["bytes_per_task"] * r["tasks"] for r in rows)
         print(f"\nsplit {name}: {len(rows)} stages, {tasks} tasks, {stored / 1e6:.1f} MB")
         _print_table(rows)
+        reader = ShardReader(directory, manifest, name)
         if verify:
-            bad = ShardReader(directory, manifest, name).verify()
+            bad = reader.verify()
             if bad:
                 status = 1
                 print(f"verify: {len(bad)} shard(s) missing or damaged:")
@@ -163,6 +164,20 @@ def inspect_directory(directory: Path, split: str | None, plot: str | None, veri
                     print(f"  {path}")
             else:
                 print("verify: every shard matches its sha256")
+        else:
+            # without --verify only sizes are checked; say so, so that a clean report is not
+            # mistaken for verified contents
+            bad = reader.check_sizes()
+            if bad:
+                status = 1
+                print(f"check: {len(bad)} shard(s) missing or of the wrong size:")
+                for path in bad:
+                    print(f"  {path}")
+            else:
+                print(
+                    "check: every shard is present with its recorded size; contents were not "
+                    "verified (--verify re-hashes every shard)"
+                )
     if plot:
         plot_stats(manifest, splits, Path(plot))
         print(f"\nplot saved to {plot}")

@@ -21,6 +21,7 @@ from typing import Any
 
 from prior_gen.config import GenerationConfig
 from prior_gen.curriculum import steps_in_stage
+from prior_gen.faults import crash_if_planned, kill_after_from_env
 from prior_gen.manifest import (
     check_compatible,
     load_manifest,
@@ -274,8 +275,10 @@ def run_generation(
         done_tasks = total_tasks - sum(job.n_steps for job in todo) * batch
         advance = progress(total_tasks, done_tasks) if progress else None
         last_flush = time.monotonic()
+        kill_after = kill_after_from_env()  # tests only: crash at an exact point
         try:
             for record in _execute(config, todo, out, workers, backend, scheduler):
+                crash_if_planned(kill_after, summary.written + 1)
                 records.setdefault(record["stage"], {})[shard_key(record["first_step"])] = record
                 summary.written += 1
                 summary.tasks_written += record["n_tasks"]

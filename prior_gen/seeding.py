@@ -1,13 +1,14 @@
-"""Seed keys: every random draw is keyed by *what* is drawn (DESIGN.md §2).
+"""Seed keys: every random draw is keyed by *what* is drawn (docs/architecture.md §3).
 
 A scope object is a stage, a step or a task of one split. Its random stream is
 
     SeedSequence(entropy=seed, spawn_key=(split_code, stage_code, scope_code, position))
 
 with ``position`` = 0 for a stage, the step index for a step and the task index within the
-stage for a task. DESIGN.md writes the keys as (seed, split, stage[, step | index]); the scope
-code is added so that step 3 and task 3 of a stage cannot share a stream. The tail has stage
-code 0, which no phase-1 stage (1..K) uses, so it stays distinct whatever K is.
+stage for a task. docs/architecture.md §3 writes the keys as
+(seed, split, stage[, step | index]); the scope code is added so that step 3 and task 3 of a
+stage cannot share a stream. The tail has stage code 0, which no phase-1 stage (1..K) uses,
+so it stays distinct whatever K is.
 """
 
 from __future__ import annotations

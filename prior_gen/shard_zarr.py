@@ -92,11 +92,23 @@ def _read_concurrently(arrays: list, selections: list) -> list[np.ndarray]:
         return [array[sel] for array, sel in zip(arrays, selections, strict=True)]
 
     async def gather() -> list:
-        return await asyncio.gather(
-            *[a._async_array.getitem(sel) for a, sel in zip(arrays, selections, strict=True)]
-        )
+        # When one read fails (a damaged chunk), the others are cancelled and awaited before
+        # the error is raised. A plain gather raises at once and leaves them pending in zarr's
+        # event loop, and Python then prints "Task was destroyed but it is pending!" at exit.
+        tasks = [
+            asyncio.ensure_future(a._async_array.getitem(sel))
+            for a, sel in zip(arrays, selections, strict=True)
+        ]
+        try:
+            return await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
-    return [np.asarray(result) for result in sync(gather())]
+    results = sync(gather())
+    return [np.asarray(result) for result in results]
 
 
 class ZarrShard:

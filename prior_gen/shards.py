@@ -29,7 +29,7 @@ from prior_gen.manifest import (
     stage_key,
 )
 from prior_gen.seeding import TAIL, Stage
-from prior_gen.storage import digest_path
+from prior_gen.storage import digest_path, stored_bytes
 from prior_gen.task import Task
 
 __all__ = [
@@ -224,6 +224,18 @@ class ShardReader:
             for record in shards.values():
                 path = self.directory / record["path"]
                 if not path.exists() or digest_path(path)[0] != record["sha256"]:
+                    bad.append(str(path))
+        return bad
+
+    def check_sizes(self) -> list[str]:
+        """The paths of this split's shards that are missing or whose size differs from the
+        manifest: a stat per file, so cheap enough to run on every ``inspect``; it catches
+        truncated and missing shards but not flipped bytes (``verify`` does)."""
+        bad = []
+        for shards in self._stages.values():
+            for record in shards.values():
+                path = self.directory / record["path"]
+                if not path.exists() or stored_bytes(path) != record["bytes"]:
                     bad.append(str(path))
         return bad
 

@@ -90,6 +90,11 @@ def _files(path: Path) -> Iterator[tuple[str, Path]]:
             yield full.relative_to(path).as_posix(), full
 
 
+def stored_bytes(path: Path) -> int:
+    """Total bytes of a file, or of a directory's files: what ``digest_path`` counts."""
+    return sum(full.stat().st_size for _, full in _files(path))
+
+
 def digest_path(path: Path) -> tuple[str, int]:
     """(sha256 hex, total bytes) of a file, or of a directory's files with their names."""
     digest = hashlib.sha256()

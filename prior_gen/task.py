@@ -12,7 +12,7 @@ __all__ = ["Task"]
 
 @dataclass
 class Task:
-    """A PU task (DESIGN.md §2, docs/architecture.md §3).
+    """A PU task (docs/architecture.md §3).
 
     ``x`` float32 [n_rows, n_features]: rows ``[0, n_labeled)`` are the labeled positives, the
     remaining rows the unlabeled pool in random order. ``y`` int8 [n_rows]: the true labels

@@ -23,7 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("run", type=Path, help="run directory (--run-dir of the training)")
     export.add_argument("--out", type=Path, required=True, help="output weights directory")
     export.add_argument(
-        "--step", type=int, default=None, help="checkpoint step (default: the newest)"
+        "--step",
+        type=int,
+        default=None,
+        help="checkpoint step (default: the newest; an error if it is damaged)",
     )
 
     plot = commands.add_parser("plot", help="draw the curves of metrics.jsonl to a PNG")

@@ -4,6 +4,10 @@ The EMA weights (paper §5: what is evaluated and used for inference) of the run
 checkpoint, or of ``--step N``, are loaded into a ``PUICLModel`` built from the model config
 stored in the checkpoint and written with ``puicl_model.weights.save_weights``, so that
 ``PUICLClassifier(weights=DIR)`` loads them.
+
+Unlike auto-resume, export never falls back to an older checkpoint on its own: weights from
+an older step than the user believes are a silent wrong answer. A damaged newest checkpoint
+is an error that names the file and the ``--step`` that exports an older one on purpose.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from trainer.checkpoint import CheckpointError, CheckpointStore, checkpoint_name
 
 
 def load_run_checkpoint(run_dir: str | Path, step: int | None = None) -> tuple[Path, dict]:
-    """The newest verified checkpoint of a run, or the one of ``step``."""
+    """The newest checkpoint of a run, or the one of ``step``; an error if it does not verify."""
     run_dir = Path(run_dir)
     directory = run_dir / "checkpoints"
     if not directory.is_dir():
@@ -34,10 +38,32 @@ def load_run_checkpoint(run_dir: str | Path, step: int | None = None) -> tuple[P
                 f"{run_dir} has no checkpoint of step {step}; available steps: {available}"
             )
         return path, store.load(path)
-    found = store.latest()
-    if found is None:
+    entries = store.entries()
+    if not entries:
         raise CheckpointError(f"{run_dir} has no checkpoint yet")
-    return found
+    newest = directory / entries[-1]["file"]
+    try:
+        return newest, store.load(newest)
+    except CheckpointError as err:
+        older = _readable_steps(store, entries[:-1])
+        hint = (
+            f"to export an older checkpoint on purpose pass --step N (readable: {older})"
+            if older
+            else "no older checkpoint of this run can be read either"
+        )
+        raise CheckpointError(f"the newest checkpoint cannot be exported: {err}; {hint}") from None
+
+
+def _readable_steps(store: CheckpointStore, entries: list[dict[str, Any]]) -> list[int]:
+    """The steps of ``entries`` whose checkpoint verifies and loads, newest first."""
+    readable = []
+    for entry in reversed(entries):
+        try:
+            store.load(store.directory / entry["file"])
+        except CheckpointError:
+            continue
+        readable.append(entry["step"])
+    return readable
 
 
 def ema_model_from_checkpoint(payload: dict[str, Any]):

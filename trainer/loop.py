@@ -73,7 +73,7 @@ from trainer.shard_check import (
     manifest_sha256,
 )
 
-# seed-key word for the model's initial weights (DESIGN.md §2: keyed by what is drawn)
+# seed-key word for the model's initial weights (docs/architecture.md §3: keyed by what is drawn)
 INIT_KEY = 0x1A17
 
 

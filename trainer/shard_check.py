@@ -22,7 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from prior_gen.errors import ShardMismatchError
-from prior_gen.manifest import MANIFEST_NAME
+from prior_gen.manifest import MANIFEST_NAME, load_manifest
 from prior_gen.shards import ShardReader, format_ranges, open_shards
 from trainer.config import RunConfig, ValidationConfig
 from trainer.sampler import StepSampler
@@ -79,6 +79,15 @@ def _open(
     if not (directory / MANIFEST_NAME).exists():
         raise ShardPlanError(
             f"{directory} has no {MANIFEST_NAME}, so it holds no shards; "
+            + _how_to_generate(needed, config_path, directory, split)
+        )
+    splits = (load_manifest(directory) or {}).get("splits", {})
+    if split not in splits:
+        # open_shards would suggest generating the whole split (every stage and step); for
+        # this run only the steps it reads are needed, so name just that command
+        present = ", ".join(sorted(splits)) or "none"
+        raise ShardPlanError(
+            f"{directory} has no {split!r} split (present: {present}); "
             + _how_to_generate(needed, config_path, directory, split)
         )
     try:

@@ -19,7 +19,15 @@ FAST = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(BASELINES))
+# the neural baselines train for epochs: 6-18 s each on 2 cores, so outside `-m "not slow"`
+NEURAL = {"empu", "nnpu", "tedn", "vpu"}
+
+
+def _marked(names) -> list:
+    return [pytest.param(n, marks=pytest.mark.slow) if n in NEURAL else n for n in names]
+
+
+@pytest.mark.parametrize("name", _marked(sorted(BASELINES)))
 def test_baseline_beats_chance_and_is_deterministic(name, easy_task):
     X, s, y_u = easy_task
     first = make_method(name, overrides=FAST.get(name)).fit_predict(X, s, seed=11)
@@ -36,7 +44,7 @@ def test_baseline_beats_chance_and_is_deterministic(name, easy_task):
         assert 0.0 <= first.pi_hat <= 1.0
 
 
-@pytest.mark.parametrize("name", ["empu", "ulsif", "elkan-noto"])
+@pytest.mark.parametrize("name", _marked(["empu", "ulsif", "elkan-noto"]))
 def test_other_seed_changes_randomized_methods(name, easy_task):
     X, s, _ = easy_task
     a = make_method(name).fit_predict(X, s, seed=1).scores
@@ -44,6 +52,7 @@ def test_other_seed_changes_randomized_methods(name, easy_task):
     assert not np.array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_prior_estimates_are_close_on_the_easy_task(easy_task):
     X, s, y_u = easy_task
     true_pi = float(np.mean(y_u == 0))

@@ -15,7 +15,7 @@ from benchmark.datasets import (
     resolve_data_dir,
 )
 
-# slug: (rows, features, positives) as documented in ../shared/datasets/README.md and
+# slug: (rows, features, positives) as documented in the data's own notes and in
 # docs/benchmark.md (MONK = train + test; Adult = adult.data; Heart = heart.dat)
 EXPECTED = {
     "diabetes": (768, 8, 500),
@@ -49,7 +49,7 @@ def _shared_data_dir() -> Path | None:
 
 
 needs_data = pytest.mark.skipif(_shared_data_dir() is None,
-                                reason="../shared/datasets not present")
+                                reason="no data directory (shared/datasets) present")
 
 
 def test_expected_table_covers_every_dataset():

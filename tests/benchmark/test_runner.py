@@ -42,6 +42,7 @@ class Interrupted(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_from_cache(data_dir, tmp_path):
     reference = run(_spec(data_dir, tmp_path / "reference"), progress=False)
     assert len(reference) == 4
@@ -88,6 +89,7 @@ def test_changed_settings_invalidate_only_that_method(data_dir, tmp_path):
     assert [r["method"] for r in plan.cached] == ["elkan-noto"]
 
 
+@pytest.mark.slow
 def test_cli_writes_reports_and_report_only_reuses_cache(data_dir, tmp_path, capsys):
     out = tmp_path / "bench"
     argv = ["--methods", "elkan-noto,ulsif", "--datasets", "haberman", "--repeats", "2",
@@ -123,6 +125,11 @@ def test_cli_puicl_without_weights_is_a_clear_error(data_dir, tmp_path, capsys, 
             str(tmp_path / "o"), "--data-dir", str(data_dir)]
     assert cli.main(argv) == 2
     assert "pass --weights PATH" in capsys.readouterr().err
+
+
+def test_weights_help_says_the_bundled_model_is_the_default():
+    weights = next(a for a in cli.build_parser()._actions if a.dest == "weights")
+    assert "required" not in weights.help and "bundled" in weights.help
 
 
 def test_cli_missing_data_file_names_it(tmp_path, capsys):

@@ -191,6 +191,7 @@ def test_a_failing_build_is_reported_and_leaves_no_library_behind(
     assert not any(path.suffix == ".so" for path in cache.iterdir())
 
 
+@pytest.mark.slow  # two fresh builds of the kernels
 def test_the_build_is_cached_per_source_and_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(tmp_path))
     require_kernel()

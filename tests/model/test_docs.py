@@ -28,3 +28,34 @@ def test_python_and_shell_examples_run(tmp_path) -> None:
     done = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-3] == "row,p_positive,label"
+
+
+README = GUIDE.parents[1] / "README.md"
+
+
+def test_readme_example_runs_and_ranks_well() -> None:
+    """The README's first-screen example, as written, with the bundled model."""
+    code = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)[0]
+    assert len(code.strip().splitlines()) <= 6
+    namespace: dict = {}
+    exec(compile(code, str(README), "exec"), namespace)
+    from sklearn.metrics import roc_auc_score
+
+    s, y, p = namespace["s"], namespace["y"], namespace["p"]
+    assert p.shape == ((~s).sum(),)
+    assert roc_auc_score(y[~s], p) > 0.95  # the model card's WDBC AUC is 0.990
+
+
+def test_readme_keeps_its_two_commands_and_ci_runs_the_second() -> None:
+    text = README.read_text(encoding="utf-8")
+    setup = (
+        'python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && '
+        '.venv/bin/pip install -e ".[dev]"'
+    )
+    assert f"{setup} && bash examples/smoke_pipeline.sh\n" in text
+    tests = ".venv/bin/python -m ruff check . && .venv/bin/python -m pytest -q"
+    assert f"{setup} && {tests}\n" in text
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert ".venv/bin/python -m ruff check .\n.venv/bin/python -m pytest -q\n" in ci
+    # the benchmark command runs as written: no placeholder left for the reader to fill in
+    assert "--weights PATH" not in text.split("```bash")[-1].split("```")[0]

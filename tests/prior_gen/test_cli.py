@@ -135,3 +135,25 @@ def test_console_script_is_installed() -> None:
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
     assert "--stages" in result.stdout and "inspect" in result.stdout
     assert PAPER.exists()
+
+
+def test_inspect_without_verify_checks_sizes_and_says_contents_were_not_verified(
+    capsys, tmp_path
+) -> None:
+    out = tmp_path / "shards"
+    argv = ["--config", str(SMOKE), "--stages", "1", "--steps", "0-1", "--out", str(out),
+            "--workers", "1", "--format", "webdataset"]
+    assert main(argv) == 0
+    shard = next(out.rglob("*.tar"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size: only --verify can tell
+    shard.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["inspect", str(out)]) == 0
+    assert "contents were not verified (--verify re-hashes every shard)" in capsys.readouterr().out
+    assert main(["inspect", str(out), "--verify"]) == 1
+    capsys.readouterr()
+    shard.write_bytes(bytes(data[:-100]))  # truncated: caught without --verify
+    assert main(["inspect", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert f"check: 1 shard(s) missing or of the wrong size:\n  {shard}" in text

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 from prior_gen_testlib import REPO, SMOKE, shard_digests, tiny_config, with_format
 
+from prior_gen.faults import ENV_VAR, parse_kill_after
 from prior_gen.runner import run_generation
 from prior_gen.storage import TEMP_MARK
 
@@ -31,6 +32,7 @@ def reference(tmp_path_factory) -> dict[str, dict[str, str]]:
     return digests
 
 
+@pytest.mark.slow  # worker pools
 @pytest.mark.parametrize(
     ("fmt", "backend"),
     [("zarr", "loky"), ("zarr", "multiprocessing"), ("webdataset", "loky")],
@@ -41,6 +43,7 @@ def test_two_workers_give_the_same_bytes(reference, tmp_path: Path, fmt: str, ba
     assert shard_digests(tmp_path) == reference[fmt]
 
 
+@pytest.mark.slow  # a dask cluster of worker processes
 def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     # real worker processes, scheduler on loopback, as a multi-machine run would use
@@ -63,12 +66,9 @@ def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path: Path) -> N
     assert shard_digests(tmp_path) == reference["zarr"]
 
 
-def _slow_config(path: Path) -> Path:
-    """A config whose run lasts a few seconds: 60 one-step shards of bigger tasks."""
+def _one_step_shards_config(path: Path) -> Path:
+    """The smoke config with one step per shard: 16 shards, so a run can die in the middle."""
     data = yaml.safe_load(SMOKE.read_text())
-    data["prior"]["scm"].update(depth=[7, 9], width=[24, 32])
-    data["prior"]["dataset"] = {"n_features": [3, 8], "n_labeled": [300, 500]}
-    data["curriculum"].update(stages=6, steps_per_stage=10, tail_steps=0, global_batch=12)
     data["shards"]["steps_per_shard"] = 1
     path.write_text(yaml.safe_dump(data))
     return path
@@ -77,38 +77,41 @@ def _slow_config(path: Path) -> Path:
 def test_kill_and_resume_gives_the_same_bytes(tmp_path: Path) -> None:
     from prior_gen.config import load_generation_config
 
-    config_path = _slow_config(tmp_path / "slow.yaml")
+    config_path = _one_step_shards_config(tmp_path / "one_step.yaml")
     config = load_generation_config(config_path)
-    stages = [1, 2, 3, 4, 5, 6]
     killed = tmp_path / "killed"
+    run_generation(config, "train", [1], killed)  # recorded in the manifest before the crash
+    before = {
+        r["path"]: (killed / r["path"]).stat().st_mtime_ns
+        for r in json.loads((killed / "manifest.json").read_text())["splits"]["train"]["1"].values()
+    }
+    assert len(before) == 4
+    # the fault hook SIGKILLs prior-gen right after its 3rd new shard is published, before
+    # that shard's record reaches the manifest (prior_gen/faults.py): no race with a poll
     command = [sys.executable, "-m", "prior_gen.cli", "--config", str(config_path),
                "--out", str(killed), "--workers", "1"]  # fmt: skip
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        if len(list(killed.glob("train/stage-*/shard-*.zarr"))) >= 3:
-            break
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert process.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    on_disk = len(list(killed.glob("train/stage-*/shard-*.zarr")))
-    assert 3 <= on_disk < 60
-    listed: dict[str, int] = {}
-    if (killed / "manifest.json").exists():  # written at most once a second
-        shards = json.loads((killed / "manifest.json").read_text())["splits"]["train"]
-        listed = {
-            r["path"]: (killed / r["path"]).stat().st_mtime_ns
-            for stage in shards.values()
-            for r in stage.values()
-        }
-
-    summary = run_generation(config, "train", stages, killed)
-    assert summary.reused == len(listed) and summary.written == 60 - len(listed)
-    for path, mtime in listed.items():  # shards already recorded were kept, not rewritten
-        assert (killed / path).stat().st_mtime_ns == mtime
+    done = subprocess.run(command, cwd=REPO, capture_output=True,
+                          env={**os.environ, ENV_VAR: "kill@3"})  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()
+    on_disk = {p.relative_to(killed).as_posix() for p in killed.glob("train/*/shard-*.zarr")}
+    assert len(on_disk) == 4 + 3
+    shards = json.loads((killed / "manifest.json").read_text())["splits"]["train"]
+    listed = {r["path"] for stage in shards.values() for r in stage.values()}
+    assert set(before) <= listed < on_disk  # at least the last shard is on disk, unrecorded
     assert not [p for p in killed.rglob("*") if TEMP_MARK in p.name]
 
+    summary = run_generation(config, "train", STAGES, killed)
+    assert summary.reused == len(listed) and summary.written == 16 - len(listed)
+    for path, mtime in before.items():  # shards already recorded were kept, not rewritten
+        assert (killed / path).stat().st_mtime_ns == mtime
+
     fresh = tmp_path / "fresh"
-    run_generation(config, "train", stages, fresh, workers=2)
+    run_generation(config, "train", STAGES, fresh, workers=2)
     assert shard_digests(killed) == shard_digests(fresh)
+
+
+def test_fault_hook_parses_only_kill_after_n() -> None:
+    assert parse_kill_after(None) is None and parse_kill_after("kill@3") == 3
+    for bad in ("kill@0", "kill@x", "stop@3"):
+        with pytest.raises(ValueError, match=ENV_VAR):
+            parse_kill_after(bad)

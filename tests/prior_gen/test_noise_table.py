@@ -213,6 +213,7 @@ def test_table_sampler_is_deterministic_and_a_task_does_not_depend_on_its_batch(
         assert new.x.shape == old.x.shape and not np.array_equal(new.x, old.x)
 
 
+@pytest.mark.slow  # worker processes
 def test_table_sampler_shards_are_the_same_for_any_worker_count(tmp_path: Path) -> None:
     config = _table_config()
     stages = [1, 3, "tail"]

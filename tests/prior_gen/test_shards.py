@@ -159,3 +159,30 @@ def test_plan_rounds_steps_out_to_whole_shards() -> None:
     assert [(j.first_step, j.n_steps) for j in jobs] == [(3, 3), (6, 1)]
     with pytest.raises(ValueError, match=r"steps 5-7 are outside 0\.\.6 of stage 1"):
         plan_jobs(config, "train", [1], (5, 7))
+
+
+def test_a_failed_zarr_read_leaves_no_pending_read_behind() -> None:
+    """A damaged chunk fails one of the three concurrent reads of a step; the others must be
+    finished (cancelled) before the error surfaces, or Python prints "Task was destroyed but it
+    is pending!" at exit (seen after the trainer found a corrupt shard at start-up)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from prior_gen.shard_zarr import _read_concurrently
+
+    cancelled = []
+
+    async def damaged(selection):
+        raise ValueError("checksum mismatch")
+
+    async def slow(selection):  # a read still in flight when the other one fails
+        try:
+            await asyncio.Event().wait()  # never set: only a cancellation ends it
+        except asyncio.CancelledError:
+            cancelled.append(selection)
+            raise
+
+    arrays = [SimpleNamespace(_async_array=SimpleNamespace(getitem=f)) for f in (slow, damaged)]
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        _read_concurrently(arrays, ["x-row", "meta-row"])
+    assert cancelled == ["x-row"]

@@ -94,3 +94,23 @@ def test_rng_state_round_trip_through_a_weights_only_file(tmp_path) -> None:
     _, payload = store.latest()
     restore_rng_state(payload["rng"])
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+
+
+def test_export_refuses_a_damaged_newest_checkpoint(tmp_path, capsys) -> None:
+    """Export must not fall back to an older step on its own (auto-resume may, export not)."""
+    from trainer.cli import main as trainer_cli
+    from trainer.export import load_run_checkpoint
+
+    store = CheckpointStore(tmp_path / "run" / "checkpoints", keep=3)
+    store.directory.mkdir(parents=True)
+    store.save(4, _payload(4))
+    store.save(6, _payload(6)).write_bytes(b"garbage")
+    newest = checkpoint_name(6)
+    with pytest.raises(CheckpointError, match=rf"{newest}.*pass --step N \(readable: \[4\]\)"):
+        load_run_checkpoint(tmp_path / "run")
+    assert trainer_cli(["export", str(tmp_path / "run"), "--out", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert newest in err and "--step" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "w").exists()
+    # the older step stays exportable on purpose
+    assert load_run_checkpoint(tmp_path / "run", 4)[1]["step"] == 4

@@ -92,6 +92,8 @@ def test_validation_split_is_checked(tmp_path) -> None:
     assert "has no 'val' split" in str(err.value)
     assert (f"prior-gen --config {SMOKE} --split val --stages 1,3,tail --steps 0-1 "
             f"--out {shards}") in str(err.value)
+    # only that command: not one that would generate the whole curriculum's val split
+    assert str(err.value).count("prior-gen") == 1
     generate(shards, "--split", "val", "--stages", "1,3", "--steps", "0-1")
     with pytest.raises(ShardPlanError, match=r"\(stage tail: steps 0-1\)"):
         check_val_shards(shards, config, SMOKE)

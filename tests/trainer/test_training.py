@@ -86,6 +86,7 @@ def test_half_then_resume_is_bit_identical(reference_run, smoke_shards, tmp_path
     assert state_hash(run_dir) == state_hash(reference_run)
 
 
+@pytest.mark.slow  # a training subprocess killed and resumed
 def test_sigkill_mid_run_then_resume_is_bit_identical(reference_run, smoke_shards, tmp_path):
     run_dir = tmp_path / "killed"
     # step index 9 = the 10th step, after the checkpoint of step 8, in the middle of the step
