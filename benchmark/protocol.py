@@ -9,7 +9,7 @@ From a binary dataset whose positive class (label 1) is the majority class:
    many as needed for a negative share π (paper: 0.5) where the dataset has enough, else all
    of them (the realized π is then lower and is recorded);
 4. shuffle the pool. The task's rows are the labeled positives first, then the pool
-   (DESIGN.md §2), with ``s = 1`` on labeled rows and the hidden ``y_true``.
+   (docs/architecture.md §3), with ``s = 1`` on labeled rows and the hidden ``y_true``.
 
 Every draw comes from ``numpy.random.SeedSequence`` keyed by what is drawn:
 ``(root_seed, dataset key, repetition)`` for the task and

@@ -1,10 +1,10 @@
 """The model's input: a padded batch of PU tasks (docs/architecture.md §4).
 
 A PU task is a float32 matrix whose first ``n_labeled`` rows are labeled positives and whose
-remaining rows are the unlabeled pool (DESIGN.md §2). Tasks in one batch may differ in all
-three sizes, so :class:`TaskBatch` stores them zero-padded to the largest of each together
-with the true sizes. The model never computes on the padding (see :mod:`puicl_model.model`),
-so padding costs memory for the input tensor only, not arithmetic.
+remaining rows are the unlabeled pool (docs/architecture.md §3). Tasks in one batch may differ
+in all three sizes, so :class:`TaskBatch` stores them zero-padded to the largest of each
+together with the true sizes. How much of the padding is computed on is the attention
+backend's choice (:mod:`puicl_model.backends`); none of it reaches a real output.
 
 Optionally the last rows of a task are *query rows* (``n_context`` < ``n_rows``): unlabeled
 rows scored in the context of the rows before them without becoming part of it — no row

@@ -32,7 +32,7 @@ prediction does not depend on its position in the input either.
 The predicted probability of a row is the mean over estimators of P(y = + | pass).
 
 Every random choice is drawn from ``numpy.random.SeedSequence(random_state, spawn_key=key)``
-with ``key`` naming what is drawn (DESIGN.md §2), e.g. ``(_FEATURES, round)`` or
+with ``key`` naming what is drawn (docs/architecture.md §3), e.g. ``(_FEATURES, round)`` or
 ``(_POOL, estimator)``: the same settings give the same passes on every machine.
 """
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -51,8 +52,9 @@ class _Bucket:
         return self.n_tasks * self.rows * self.columns
 
 
-def _to_device(values: list[int], device: torch.device) -> Tensor:
-    host = torch.tensor(values, dtype=torch.int64)
+def _to_device(values: list[int] | np.ndarray, device: torch.device) -> Tensor:
+    """Host integers -> an int64 tensor on ``device``, copied without waiting on a GPU."""
+    host = torch.as_tensor(np.asarray(values, dtype=np.int64))
     if device.type == "cuda":
         return host.pin_memory().to(device, non_blocking=True)
     return host.to(device)
@@ -87,17 +89,17 @@ class BucketedCells(CellLayout):
                 n_labeled=_to_device([sizes[t][0] for t in tasks], device),
                 n_tasks=len(tasks), rows=rows, columns=columns, row_mask=row_mask,
             ))
-            for position, task in enumerate(tasks):
-                for row in range(sizes[task][1]):
-                    # cell (task, row, label column) of the dense [b, R, C] block
-                    label_cell.append(start + (position * rows + row) * columns + columns - 1)
-                    label_task.append(task)
-                    label_row.append(row)
+            # the label cells of the real rows: cell (position, row, C - 1) of the [b, R, C] block
+            real = np.arange(rows)[None, :] < np.array([sizes[t][1] for t in tasks])[:, None]
+            position, row = np.nonzero(real)
+            label_cell.append(start + (position * rows + row) * columns + columns - 1)
+            label_task.append(np.asarray(tasks)[position])
+            label_row.append(row)
             start += len(tasks) * rows * columns
         self.n_cells = start
-        self._label_cell = _to_device(label_cell, device)
-        self._label_task = _to_device(label_task, device)
-        self._label_row = _to_device(label_row, device)
+        self._label_cell = _to_device(np.concatenate(label_cell), device)
+        self._label_task = _to_device(np.concatenate(label_task), device)
+        self._label_row = _to_device(np.concatenate(label_row), device)
 
     @staticmethod
     def _row_mask(rows: list[int], contexts: list[int], padded: int,

@@ -75,14 +75,22 @@ def test_the_two_models_have_the_same_parameter_names_and_the_papers_count() -> 
     assert sum(p.numel() for p in spec.parameters()) == 1_226_882
 
 
-@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "auto"])
-def test_backend_matches_the_specification_outputs_and_gradients(backend, models) -> None:
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.parametrize(("backend", "device"), [
+    *[(b, "cpu") for b in BACKENDS if b != "auto"],
+    pytest.param("bucketed", "cuda", marks=CUDA),
+    pytest.param("auto", "cuda", marks=CUDA),
+])
+def test_backend_matches_the_specification_outputs_and_gradients(backend, device, models):
     if backend == "cpu_kernel":
         kernel_or_skip()
     model, spec = models
     model.attention = backend
+    model.to(device), spec.to(device)
     try:
-        batch = make_batch(0)
+        batch = make_batch(0).to(device)
         expected, expected_grads = gradients(spec, batch)
         assert expected[batch.unlabeled_mask][:, 1].std() > 1e-2  # outputs vary
         got, got_grads = gradients(model, batch)
@@ -93,11 +101,12 @@ def test_backend_matches_the_specification_outputs_and_gradients(backend, models
             error = (got_grads[name] - grad).abs().max() / grad.abs().max()
             assert error <= 1e-4, (name, float(error))
         # query rows (inference: no gradients)
-        batch = make_batch(1, queries=True)
+        batch = make_batch(1, queries=True).to(device)
         with torch.no_grad():
             torch.testing.assert_close(model(batch), spec(batch), rtol=0, atol=1e-5)
     finally:
         model.attention = "auto"
+        model.to("cpu"), spec.to("cpu")
 
 
 @pytest.mark.parametrize("queries", [False, True])
