@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -97,6 +98,64 @@ def per_task_loss(
     return sums / counts.to(row_loss.dtype)
 
 
+@dataclass(frozen=True)
+class MicroBatch:
+    """One micro-batch ready for the model: the padded tasks, their hidden labels and the
+    mask of the rows the loss is computed on (see :func:`collate_with_targets`)."""
+
+    batch: TaskBatch
+    targets: torch.Tensor  # int64 [B, R]
+    unlabeled: torch.Tensor  # bool [B, R]
+
+    def pin_memory(self) -> MicroBatch:
+        """A copy in page-locked host memory, which a CUDA copy can read asynchronously."""
+        batch = self.batch
+        return MicroBatch(
+            TaskBatch(
+                x=batch.x.pin_memory(),
+                n_labeled=batch.n_labeled.pin_memory(),
+                n_rows=batch.n_rows.pin_memory(),
+                n_features=batch.n_features.pin_memory(),
+                n_context=None if batch.n_context is None else batch.n_context.pin_memory(),
+            ),
+            self.targets.pin_memory(),
+            self.unlabeled.pin_memory(),
+        )
+
+    def to(self, device: torch.device) -> MicroBatch:
+        """The micro-batch on ``device``. From pinned memory to a GPU the copies are queued
+        on the current stream without waiting (``non_blocking``), so they overlap the host's
+        work; from pageable memory ``non_blocking`` has no effect."""
+        batch = self.batch
+
+        def move(tensor: torch.Tensor) -> torch.Tensor:
+            return tensor.to(device, non_blocking=True)
+
+        return MicroBatch(
+            TaskBatch(
+                x=move(batch.x),
+                n_labeled=move(batch.n_labeled),
+                n_rows=move(batch.n_rows),
+                n_features=move(batch.n_features),
+                n_context=None if batch.n_context is None else move(batch.n_context),
+            ),
+            move(self.targets),
+            move(self.unlabeled),
+        )
+
+
+def assemble_micro_batches(
+    tasks: Sequence, groups: Sequence[Sequence[int]], pin_memory: bool = False
+) -> list[MicroBatch]:
+    """The micro-batches of ``groups`` (task indices, from :func:`plan_micro_batches`), in
+    order; in pinned memory when they are going to a GPU."""
+    assembled = []
+    for group in groups:
+        micro = MicroBatch(*collate_with_targets([tasks[j] for j in group]))
+        assembled.append(micro.pin_memory() if pin_memory else micro)
+    return assembled
+
+
 def accumulate_gradients(
     module: torch.nn.Module,
     tasks: Sequence,
@@ -106,8 +165,22 @@ def accumulate_gradients(
     autocast: Callable[[], contextlib.AbstractContextManager],
     corrupt: str | None = None,
 ) -> torch.Tensor:
-    """Forward and backward of ``tasks`` micro-batch by micro-batch; returns the float64 sum
-    of their per-task losses (on CPU).
+    """:func:`accumulate_micro_batches` over the micro-batches ``groups`` of ``tasks``."""
+    return accumulate_micro_batches(
+        module, assemble_micro_batches(tasks, groups), scale, device, autocast, corrupt
+    )
+
+
+def accumulate_micro_batches(
+    module: torch.nn.Module,
+    micro_batches: Sequence[MicroBatch],
+    scale: float,
+    device: torch.device,
+    autocast: Callable[[], contextlib.AbstractContextManager],
+    corrupt: str | None = None,
+) -> torch.Tensor:
+    """Forward and backward micro-batch by micro-batch; returns the float64 sum of their
+    per-task losses (on CPU).
 
     Each micro-batch adds ``scale * sum of its task losses`` to the gradients (``scale`` =
     W / G, see the module docstring). Under DDP only the last micro-batch synchronises the
@@ -118,11 +191,9 @@ def accumulate_gradients(
     NaN but leaves the gradients finite (only the all-reduced flag then stops the others).
     """
     loss_sum = torch.zeros((), dtype=torch.float64)
-    for i, group in enumerate(groups):
-        batch, targets, unlabeled = collate_with_targets([tasks[j] for j in group])
-        batch = batch.to(device)
-        targets, unlabeled = targets.to(device), unlabeled.to(device)
-        last = i == len(groups) - 1
+    for i, micro in enumerate(micro_batches):
+        on_device = micro.to(device)
+        last = i == len(micro_batches) - 1
         sync = (
             module.no_sync()
             if isinstance(module, DistributedDataParallel) and not last
@@ -130,8 +201,8 @@ def accumulate_gradients(
         )
         with sync:
             with autocast():
-                logits = module(batch)
-            losses = per_task_loss(logits, targets, unlabeled)
+                logits = module(on_device.batch)
+            losses = per_task_loss(logits, on_device.targets, on_device.unlabeled)
             if corrupt == "grad" and i == 0:
                 losses = losses * float("nan")
             (losses.sum() * scale).backward()
