@@ -53,14 +53,22 @@ class _Failure:
 class StepLoader:
     """Steps ``[start, stop)`` prepared by ``prepare(global_step)``, in order.
 
-    Use as a context manager, or call :meth:`close` when done (also early)."""
+    ``thread_setup`` runs first in the thread (the trainer sets the thread's CUDA device
+    there, so that pinning memory does not create a context on GPU 0 in every process). Use
+    as a context manager, or call :meth:`close` when done (also early)."""
 
     def __init__(
-        self, prepare: Callable[[int], StepData], start: int, stop: int, prefetch: int
+        self,
+        prepare: Callable[[int], StepData],
+        start: int,
+        stop: int,
+        prefetch: int,
+        thread_setup: Callable[[], None] | None = None,
     ) -> None:
         if prefetch < 0:
             raise ValueError(f"prefetch must be >= 0, got {prefetch}")
         self._prepare = prepare
+        self._thread_setup = thread_setup
         self._next = start
         self._stop = stop
         self.wait_seconds = 0.0  # total time the consumer waited for data
@@ -75,6 +83,12 @@ class StepLoader:
 
     # ------------------------------------------------------------------ producer side ------
     def _produce(self, start: int, stop: int) -> None:
+        if self._thread_setup is not None:
+            try:
+                self._thread_setup()
+            except BaseException as err:
+                self._put(_Failure(err))
+                return
         for global_step in range(start, stop):
             if self._closing.is_set():
                 return

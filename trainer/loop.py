@@ -480,7 +480,13 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
     stop_flag.install()
     window = _new_window()
     completed = start
-    loader = StepLoader(trainer.prepare_step, start, stop, training.prefetch_steps)
+    thread_setup = None
+    if env.device.type == "cuda":
+        def thread_setup() -> None:
+            torch.cuda.set_device(env.device)
+    loader = StepLoader(
+        trainer.prepare_step, start, stop, training.prefetch_steps, thread_setup
+    )
     try:
         for global_step in range(start, stop):
             step_began = clock.now()

@@ -49,6 +49,22 @@ def test_an_error_reaches_the_consumer_at_its_step(prefetch: int) -> None:
     assert not _loader_threads()
 
 
+def test_thread_setup_runs_in_the_thread_and_its_error_reaches_the_consumer() -> None:
+    names = []
+    with StepLoader(_prepare, 0, 3, 1, lambda: names.append(threading.current_thread().name)):
+        pass
+    assert names == [THREAD_NAME]
+
+    def no_gpu() -> None:
+        raise RuntimeError("no CUDA device 3")
+
+    loader = StepLoader(_prepare, 0, 3, 1, no_gpu)
+    with pytest.raises(RuntimeError, match="no CUDA device 3"):
+        next(loader)
+    loader.close()
+    assert not _loader_threads()
+
+
 def test_closing_early_stops_a_producer_waiting_for_room() -> None:
     prepared = []
 
