@@ -19,7 +19,8 @@ What it does (docs/training.md, "Offline nodes"):
 3. ``pip download --only-binary=:all:`` fetches those requirements and all of theirs as wheels
    for the target (``--python-version``, ``--platform``, repeatable; a ``manylinux_2_X`` tag
    also admits wheels for an older glibc), except the packages named by ``--exclude``
-   (clusters usually provide torch built for their CUDA).
+   (clusters usually provide torch built for their CUDA), and with ``--require`` replacing
+   a requirement (for example a torch build of one's own choice).
 
 Only wheels are fetched, so nothing is compiled on the cluster; a requirement that has no wheel
 for the target fails here, at build time, with pip's message naming it.
@@ -148,6 +149,13 @@ def select_requirements(
     return sorted(lines)
 
 
+def with_requirements(requirements: list[str], added: list[str]) -> list[str]:
+    """``requirements`` plus ``added``, which replace those of the same name."""
+    replaced = {canonicalize_name(Requirement(text).name) for text in added}
+    kept = [t for t in requirements if canonicalize_name(Requirement(t).name) not in replaced]
+    return sorted(kept + [str(Requirement(text)) for text in added])
+
+
 def run(command: list[str]) -> None:
     print("+", " ".join(command), flush=True)
     subprocess.run(command, check=True)
@@ -184,6 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a package to leave out, with what only it needs, e.g. torch (repeatable)",
     )
     parser.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        help="a requirement to fetch as well, replacing the project's own of that name, e.g. "
+        "'torch==2.13.0+cpu' for a CPU build that pip finds in a --find-links folder of its "
+        "configuration (repeatable)",
+    )
+    parser.add_argument(
         "--pip",
         default=f"{sys.executable} -m pip",
         help="the pip command to run (default: this Python's pip)",
@@ -213,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = unknown_extras(extras, known)
     if unknown:
         build_parser().error(unknown)
-    requirements = select_requirements(requirements, extras, environment, args.exclude)
+    requirements = with_requirements(
+        select_requirements(requirements, extras, environment, args.exclude), args.require
+    )
     target = ["--only-binary=:all:", "--python-version", args.python_version,
               "--implementation", "cp"]
     for platform in expand_platforms(platforms):
