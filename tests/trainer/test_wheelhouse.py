@@ -120,7 +120,8 @@ def _offline_env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.slow  # downloads ~200 MB of wheels (pip caches them), then a fresh install: ~4 min
+@pytest.mark.slow  # ~200 MB of wheels (pip caches them), then a fresh install: 7 min on 2 cores
+@pytest.mark.timeout(1800)
 def test_offline_install_runs_the_smoke_pipeline(tmp_path) -> None:
     torch_wheel = _local_torch_wheel()
     if torch_wheel is None:
