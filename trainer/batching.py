@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -76,25 +77,113 @@ def collate_with_targets(tasks: Sequence) -> tuple[TaskBatch, torch.Tensor, torc
     return batch, torch.from_numpy(targets), torch.from_numpy(unlabeled)
 
 
+LossIndex = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def loss_index(unlabeled: torch.Tensor) -> LossIndex:
+    """Where the loss is computed: the flat positions ``b * R + r`` of the unlabeled rows
+    (int64, row-major), the task of each (int64) and each task's count (int64 ``[B]``).
+
+    Computed on the host when a micro-batch is collated, so that the loss on a GPU needs no
+    host-device synchronisation (a boolean mask index, a ``repeat_interleave`` by counts and
+    the empty-task check each need one)."""
+    counts = unlabeled.sum(dim=1)
+    if bool((counts == 0).any()):
+        raise ValueError("a task without unlabeled rows cannot be trained on")
+    positions = unlabeled.flatten().nonzero().squeeze(1)
+    tasks = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+    return positions, tasks, counts
+
+
 def per_task_loss(
-    logits: torch.Tensor, targets: torch.Tensor, unlabeled: torch.Tensor
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    unlabeled: torch.Tensor,
+    index: LossIndex | None = None,
 ) -> torch.Tensor:
     """Mean cross-entropy over each task's unlabeled rows: float32 ``[B]``.
 
     ``logits`` ``[B, R, 2]`` (negative, positive); padded and labeled positions are ignored,
     and cannot leak NaN into the result (they are selected away, not multiplied by zero).
+    ``index`` is :func:`loss_index` of ``unlabeled``, on ``logits``' device (computed here
+    when not given).
     """
     logits = logits.float()
+    positions, tasks, counts = loss_index(unlabeled) if index is None else index
     row_loss = F.cross_entropy(
-        logits[unlabeled], targets[unlabeled], reduction="none"
+        logits.flatten(0, 1).index_select(0, positions),
+        targets.flatten().index_select(0, positions),
+        reduction="none",
     )  # [total unlabeled rows], task by task in row-major order
-    counts = unlabeled.sum(dim=1)
-    if bool((counts == 0).any()):
-        raise ValueError("a task without unlabeled rows cannot be trained on")
-    task_index = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
     sums = torch.zeros(len(counts), dtype=row_loss.dtype, device=row_loss.device)
-    sums = sums.index_add(0, task_index, row_loss)
+    sums = sums.index_add(0, tasks, row_loss)
     return sums / counts.to(row_loss.dtype)
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """One micro-batch ready for the model: the padded tasks, their hidden labels and the
+    mask of the rows the loss is computed on (see :func:`collate_with_targets`)."""
+
+    batch: TaskBatch
+    targets: torch.Tensor  # int64 [B, R]
+    unlabeled: torch.Tensor  # bool [B, R]
+    index: LossIndex  # loss_index(unlabeled)
+
+    @classmethod
+    def collate(cls, tasks: Sequence) -> MicroBatch:
+        batch, targets, unlabeled = collate_with_targets(tasks)
+        return cls(batch, targets, unlabeled, loss_index(unlabeled))
+
+    def pin_memory(self) -> MicroBatch:
+        """A copy in page-locked host memory, which a CUDA copy can read asynchronously."""
+        batch = self.batch
+        return MicroBatch(
+            TaskBatch(
+                x=batch.x.pin_memory(),
+                n_labeled=batch.n_labeled.pin_memory(),
+                n_rows=batch.n_rows.pin_memory(),
+                n_features=batch.n_features.pin_memory(),
+                n_context=None if batch.n_context is None else batch.n_context.pin_memory(),
+            ),
+            self.targets.pin_memory(),
+            self.unlabeled.pin_memory(),
+            tuple(t.pin_memory() for t in self.index),
+        )
+
+    def to(self, device: torch.device) -> MicroBatch:
+        """The micro-batch on ``device``. From pinned memory to a GPU the copies are queued
+        on the current stream without waiting (``non_blocking``), so they overlap the host's
+        work; from pageable memory ``non_blocking`` has no effect."""
+        batch = self.batch
+
+        def move(tensor: torch.Tensor) -> torch.Tensor:
+            return tensor.to(device, non_blocking=True)
+
+        return MicroBatch(
+            TaskBatch(
+                x=move(batch.x),
+                n_labeled=move(batch.n_labeled),
+                n_rows=move(batch.n_rows),
+                n_features=move(batch.n_features),
+                n_context=None if batch.n_context is None else move(batch.n_context),
+            ),
+            move(self.targets),
+            move(self.unlabeled),
+            tuple(move(t) for t in self.index),
+        )
+
+
+def assemble_micro_batches(
+    tasks: Sequence, groups: Sequence[Sequence[int]], pin_memory: bool = False
+) -> list[MicroBatch]:
+    """The micro-batches of ``groups`` (task indices, from :func:`plan_micro_batches`), in
+    order; in pinned memory when they are going to a GPU."""
+    assembled = []
+    for group in groups:
+        micro = MicroBatch.collate([tasks[j] for j in group])
+        assembled.append(micro.pin_memory() if pin_memory else micro)
+    return assembled
 
 
 def accumulate_gradients(
@@ -106,8 +195,22 @@ def accumulate_gradients(
     autocast: Callable[[], contextlib.AbstractContextManager],
     corrupt: str | None = None,
 ) -> torch.Tensor:
-    """Forward and backward of ``tasks`` micro-batch by micro-batch; returns the float64 sum
-    of their per-task losses (on CPU).
+    """:func:`accumulate_micro_batches` over the micro-batches ``groups`` of ``tasks``."""
+    return accumulate_micro_batches(
+        module, assemble_micro_batches(tasks, groups), scale, device, autocast, corrupt
+    )
+
+
+def accumulate_micro_batches(
+    module: torch.nn.Module,
+    micro_batches: Sequence[MicroBatch],
+    scale: float,
+    device: torch.device,
+    autocast: Callable[[], contextlib.AbstractContextManager],
+    corrupt: str | None = None,
+) -> torch.Tensor:
+    """Forward and backward micro-batch by micro-batch; returns the float64 sum of their
+    per-task losses (on CPU).
 
     Each micro-batch adds ``scale * sum of its task losses`` to the gradients (``scale`` =
     W / G, see the module docstring). Under DDP only the last micro-batch synchronises the
@@ -117,12 +220,12 @@ def accumulate_gradients(
     gradients, which DDP spreads to every rank); ``corrupt="loss"`` makes the returned loss
     NaN but leaves the gradients finite (only the all-reduced flag then stops the others).
     """
-    loss_sum = torch.zeros((), dtype=torch.float64)
-    for i, group in enumerate(groups):
-        batch, targets, unlabeled = collate_with_targets([tasks[j] for j in group])
-        batch = batch.to(device)
-        targets, unlabeled = targets.to(device), unlabeled.to(device)
-        last = i == len(groups) - 1
+    # summed on the device and read once, after the last micro-batch: no synchronisation
+    # between micro-batches
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    for i, micro in enumerate(micro_batches):
+        on_device = micro.to(device)
+        last = i == len(micro_batches) - 1
         sync = (
             module.no_sync()
             if isinstance(module, DistributedDataParallel) and not last
@@ -130,12 +233,15 @@ def accumulate_gradients(
         )
         with sync:
             with autocast():
-                logits = module(batch)
-            losses = per_task_loss(logits, targets, unlabeled)
+                logits = module(on_device.batch)
+            losses = per_task_loss(
+                logits, on_device.targets, on_device.unlabeled, on_device.index
+            )
             if corrupt == "grad" and i == 0:
                 losses = losses * float("nan")
             (losses.sum() * scale).backward()
-        loss_sum += losses.detach().double().sum().cpu()
+        loss_sum += losses.detach().double().sum()
+    loss_sum = loss_sum.cpu()
     if corrupt == "loss":
         loss_sum += float("nan")
     return loss_sum

@@ -108,6 +108,13 @@ class TrainingConfig:
     release_memory_above_gb: float | None = None
     # "auto": bf16 autocast on CUDA, float32 on CPU
     precision: Literal["auto", "fp32", "bf16"] = "auto"
+    # run the model under torch.compile (applied by the trainer, around DDP); changes float
+    # rounding only, like the micro-batch layout, so it may differ between segments
+    compile: bool = False
+    # steps whose data a background thread reads and collates ahead of the step computing
+    # (trainer.loader); 0 reads each step's data in the main thread when the step begins.
+    # The same data either way: a run's weights do not depend on it
+    prefetch_steps: int = 2
     max_consecutive_skips: int = 10  # non-finite steps in a row before the run stops
     checkpoint_every: int = 1000  # steps; a checkpoint is also written when a segment ends
     keep_checkpoints: int = 3  # the newest K checkpoints are kept
@@ -131,6 +138,11 @@ class TrainingConfig:
             self.release_memory_above_gb is None or self.release_memory_above_gb >= 0,
             "release_memory_above_gb",
             f"must be >= 0 or null, got {self.release_memory_above_gb}",
+        )
+        require(
+            self.prefetch_steps >= 0,
+            "prefetch_steps",
+            f"must be >= 0, got {self.prefetch_steps}",
         )
         require(
             self.max_consecutive_skips > 0,

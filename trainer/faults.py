@@ -1,4 +1,4 @@
-"""Fault injection for tests: a non-finite loss, or a SIGKILL, at a chosen step and rank.
+"""Test hooks: faults (a non-finite loss, a SIGKILL, ...) at a chosen step and rank; a fake clock.
 
 Set ``PUICL_TRAINER_FAULTS="KIND@STEP:RANK[,KIND@STEP:RANK...]"`` (STEP = 0-based global step,
 RANK = rank in the job) before starting the trainer. Unset in normal runs. Kinds:
@@ -12,6 +12,11 @@ RANK = rank in the job) before starting the trainer. Unset in normal runs. Kinds
   pass, before the optimizer step): a crash at the worst moment, for the resume tests;
 * ``sigterm`` -- the process sends itself SIGTERM at the start of that step, as a cluster
   scheduler would: the job must stop on every rank after that step, with a checkpoint.
+
+``PUICL_TRAINER_FAKE_STEP_SECONDS="S"`` (or ``"S0,S1,..."``, one value per rank) replaces the
+clock of ``--time-limit`` (``trainer.time_limit``) by :class:`FakeStepClock`: time stands still
+except that each training step takes exactly S seconds, so tests decide where a time-limited
+segment stops without racing the wall clock.
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from trainer.time_limit import Clock, MonotonicClock
+
 ENV_VAR = "PUICL_TRAINER_FAULTS"
+CLOCK_ENV_VAR = "PUICL_TRAINER_FAKE_STEP_SECONDS"
 
 
 KINDS = ("nonfinite_loss", "nonfinite_grad", "kill", "sigterm")
@@ -63,3 +71,40 @@ def parse_faults(text: str | None) -> FaultPlan:
 
 def faults_from_env() -> FaultPlan:
     return parse_faults(os.environ.get(ENV_VAR))
+
+
+class FakeStepClock:
+    """A clock on which every training step lasts ``seconds_per_step`` and nothing else
+    takes any time: the whole step's time passes the moment it starts."""
+
+    def __init__(self, seconds_per_step: float) -> None:
+        self.seconds_per_step = seconds_per_step
+        self._now = 0.0
+
+    def now(self) -> float:
+        return self._now
+
+    def step_started(self) -> None:
+        self._now += self.seconds_per_step
+
+
+def parse_fake_clock(text: str | None, rank: int) -> Clock:
+    """The clock of ``rank`` for the variable's value (None or empty: the real clock)."""
+    if not text:
+        return MonotonicClock()
+    try:
+        seconds = [float(value) for value in text.split(",")]
+    except ValueError:
+        seconds = []
+    if not seconds or not all(s > 0 for s in seconds):
+        raise ValueError(
+            f"{CLOCK_ENV_VAR}: cannot parse {text!r}; expected positive seconds per step, "
+            "one value or one per rank"
+        )
+    if len(seconds) > 1 and rank >= len(seconds):
+        raise ValueError(f"{CLOCK_ENV_VAR}={text!r} has no value for rank {rank}")
+    return FakeStepClock(seconds[0] if len(seconds) == 1 else seconds[rank])
+
+
+def clock_from_env(rank: int) -> Clock:
+    return parse_fake_clock(os.environ.get(CLOCK_ENV_VAR), rank)

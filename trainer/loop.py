@@ -4,29 +4,34 @@ A segment runs global steps ``[start, stop)``: ``start`` is 0 for a new run or t
 checkpoint it resumes from; ``stop`` is the end of the run, or earlier with ``--max-steps`` /
 ``--until-step``. Each step (see ``trainer.batching`` for the loss scaling):
 
-1. the sampler gives the stored step to read; this rank reads its contiguous slice of tasks;
+1. the sampler gives the stored step to read; this rank reads its contiguous slice of tasks
+   and collates its micro-batches (``trainer.loader``: a background thread, ahead of time);
 2. forward/backward per micro-batch (DDP synchronises gradients on the last one only);
-3. gradient norm, then one all-reduce of [loss sum, non-finite flag, stop request] so that
-   every rank takes the same decision: skip the step (any non-finite loss or gradient
-   anywhere), or clip, set the scheduled learning rate, step AdamW and update the EMA; a
-   process holding more than ``training.release_memory_above_gb`` then returns its
-   allocator's free pages to the system (``trainer.heap``);
+3. gradient norm, then one all-reduce of [loss sum, non-finite flag, signal, time up] so
+   that every rank takes the same decisions: skip the step (any non-finite loss or gradient
+   anywhere), or clip, set the scheduled learning rate, step AdamW and update the EMA; and
+   whether this step is the segment's last (a signal, or ``--time-limit`` on any rank:
+   ``trainer.time_limit``); a process holding more than ``training.release_memory_above_gb``
+   then returns its allocator's free pages to the system (``trainer.heap``);
 4. every ``log_every`` steps a metrics record, every ``validation.every_steps`` a validation
-   of the EMA weights, every ``checkpoint_every`` (and at the segment's end, or on SIGTERM /
-   SIGINT) a checkpoint.
+   of the EMA weights, every ``checkpoint_every`` (and at the segment's end, on SIGTERM /
+   SIGINT, or when the time limit comes near) a checkpoint.
 
 Nothing in a step depends on wall-clock time, rank-local randomness or the checkpoint
-history, which is why a resumed run reproduces an uninterrupted one bit for bit.
+history, which is why a resumed run reproduces an uninterrupted one bit for bit (the clock
+decides only where a time-limited segment ends).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +50,8 @@ from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.model import PUICLModel
 from trainer.activation_checkpointing import apply_activation_checkpointing
 from trainer.batching import (
-    accumulate_gradients,
+    accumulate_micro_batches,
+    assemble_micro_batches,
     collate_with_targets,
     plan_micro_batches,
     rank_slice,
@@ -61,8 +67,9 @@ from trainer.config import RunConfig, load_run_config, run_config_to_dict
 from trainer.dist_env import DistEnv, all_reduce_sum, init_distributed, shutdown
 from trainer.ema import WeightEMA
 from trainer.evaluation import TaskScores, score_task, summarize
-from trainer.faults import FaultPlan, faults_from_env
+from trainer.faults import FaultPlan, clock_from_env, faults_from_env
 from trainer.heap import peak_resident_bytes, release_if_above, resident_bytes
+from trainer.loader import StepData, StepLoader
 from trainer.metrics_log import ConsoleReporter, MetricsLog
 from trainer.sampler import StepSampler
 from trainer.schedule import learning_rate
@@ -72,6 +79,7 @@ from trainer.shard_check import (
     check_val_shards,
     manifest_sha256,
 )
+from trainer.time_limit import Clock, MonotonicClock, TimeBudget
 
 # seed-key word for the model's initial weights (docs/architecture.md §3: keyed by what is drawn)
 INIT_KEY = 0x1A17
@@ -94,6 +102,10 @@ class TrainArgs:
     until_step: int | None = None  # stop when this many steps are completed
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads per process
+    time_limit_s: float | None = None  # end the segment with a checkpoint before this
+    # time.monotonic() when the process started, which the time limit counts from
+    # (default: when train() is called)
+    started_at: float | None = None
 
 
 @dataclass
@@ -287,11 +299,8 @@ class Trainer:
             group["lr"] = lr
         return lr
 
-    def train_step(
-        self, global_step: int, module: torch.nn.Module, stop_flag: _StopFlag
-    ) -> dict[str, Any]:
-        if self.faults.sigterm_at(global_step, self.env.rank):
-            os.kill(os.getpid(), signal.SIGTERM)
+    def prepare_step(self, global_step: int) -> StepData:
+        """This rank's data of ``global_step``, collated (runs in the loader's thread)."""
         address = self.sampler.address(global_step)
         start, stop = self.slice
         tasks = self.reader.read_step(address.stage, address.step_in_stage, start, stop)
@@ -303,11 +312,24 @@ class Trainer:
             training.micro_batch_cells,
             training.group_by_rows,
         )
+        pin = self.env.device.type == "cuda"
+        return StepData(global_step, address, assemble_micro_batches(tasks, groups, pin))
+
+    def train_step(
+        self,
+        data: StepData,
+        module: torch.nn.Module,
+        stop_flag: _StopFlag,
+        time_up: Callable[[], bool] = lambda: False,
+    ) -> dict[str, Any]:
+        global_step, address = data.global_step, data.address
+        if self.faults.sigterm_at(global_step, self.env.rank):
+            os.kill(os.getpid(), signal.SIGTERM)
+        training = self.config.training
         self.optimizer.zero_grad(set_to_none=True)
-        local_loss = accumulate_gradients(
+        local_loss = accumulate_micro_batches(
             module,
-            tasks,
-            groups,
+            data.micro_batches,
             scale=self.env.world_size / self.global_batch,
             device=self.env.device,
             autocast=lambda: _autocast(self.config, self.env.device),
@@ -322,7 +344,7 @@ class Trainer:
         )
         nonfinite = not (torch.isfinite(local_loss) and torch.isfinite(grad_norm))
         decision = torch.tensor(
-            [local_loss.item(), float(nonfinite), float(stop_flag.requested)],
+            [local_loss.item(), float(nonfinite), float(stop_flag.requested), float(time_up())],
             dtype=torch.float64,
             device=self.env.device,
         )
@@ -345,7 +367,9 @@ class Trainer:
             "phase": address.phase,
             "stage": address.stage,
             "skipped": skip,
-            "stop": bool(decision[2].item() > 0),
+            # a signal or the time limit on any rank stops every rank after this step
+            "stop": bool(decision[2].item() > 0 or decision[3].item() > 0),
+            "stop_reason": "signal" if decision[2].item() > 0 else "time limit",
         }
 
     # ----------------------------------------------------------------- validation -----------
@@ -405,13 +429,23 @@ class Trainer:
 
 def _new_window() -> dict[str, Any]:
     """Accumulators of one logging window."""
-    return {"loss": [], "grad_norm": [], "skipped": 0, "steps": 0, "seconds": 0.0}
+    return {
+        "loss": [], "grad_norm": [], "skipped": 0, "steps": 0, "seconds": 0.0, "data_wait": 0.0
+    }
 
 
 def _write_run_files(run_dir: Path, config: RunConfig) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(run_config_to_dict(config), sort_keys=False)
     atomic_write_bytes(run_dir / "config.yaml", text.encode("utf-8"))
+
+
+def _time_budget(args: TrainArgs, clock: Clock) -> TimeBudget | None:
+    if args.time_limit_s is None:
+        return None
+    # the limit counts from the process's start on the real clock; a fake clock starts at 0
+    origin = args.started_at if isinstance(clock, MonotonicClock) else None
+    return TimeBudget(args.time_limit_s, clock, origin)
 
 
 def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
@@ -439,6 +473,10 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
     if env.distributed:
         device_ids = [env.device.index] if env.device.type == "cuda" else None
         module = DistributedDataParallel(trainer.model, device_ids=device_ids)
+    if training.compile:
+        # around DDP (as PyTorch recommends: its optimizer then splits the graph at the
+        # gradient buckets); checkpoints and the EMA keep reading trainer.model
+        module = torch.compile(module)
 
     origin = f"resumed from {trainer.resumed_from}" if trainer.resumed_from else "new run"
     reporter.summary(
@@ -453,15 +491,51 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
              "attention": trainer.attention}
         )
 
+    clock = clock_from_env(env.rank)
+    budget = _time_budget(args, clock)
+    every_val, every_checkpoint = config.validation.every_steps, training.checkpoint_every
+
+    def validates_at(completed: int) -> bool:
+        return every_val > 0 and (
+            completed % every_val == 0 or completed == trainer.plan.total_steps
+        )
+
+    def time_up_after(global_step: int) -> Callable[[], bool]:
+        """Asked during ``global_step``: must it be the segment's last, for the time limit?"""
+        def ask() -> bool:
+            if budget is None or global_step + 1 >= stop:
+                return False  # no limit, or the segment's end anyway
+            this, following = global_step + 1, global_step + 2  # completed-step counts
+            return budget.must_stop(
+                validations=int(validates_at(this)) + int(validates_at(following)),
+                checkpoints=int(this % every_checkpoint == 0),
+                validation_steps=len(trainer.val_tasks) / trainer.global_batch,
+            )
+        return ask
+
     stop_flag = _StopFlag()
     stop_flag.install()
     window = _new_window()
     completed = start
+    thread_setup = None
+    if env.device.type == "cuda":
+        def thread_setup() -> None:
+            torch.cuda.set_device(env.device)
+    loader = StepLoader(
+        trainer.prepare_step, start, stop, training.prefetch_steps, thread_setup
+    )
     try:
         for global_step in range(start, stop):
+            step_began = clock.now()
+            clock.step_started()
             began = time.perf_counter()
-            result = trainer.train_step(global_step, module, stop_flag)
+            waited = loader.wait_seconds
+            data = next(loader)
+            window["data_wait"] += loader.wait_seconds - waited
+            result = trainer.train_step(data, module, stop_flag, time_up_after(global_step))
             window["seconds"] += time.perf_counter() - began
+            if budget is not None:
+                budget.record_step(clock.now() - step_began)
             completed = global_step + 1
             window["steps"] += 1
             if result["skipped"]:
@@ -499,6 +573,9 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
                     # training throughput: time in steps only (not validation, checkpoints)
                     "tasks_per_s": window["steps"] * trainer.global_batch
                     / max(window["seconds"], 1e-9),
+                    # rank 0's time waiting for its data, as a share of the steps' time: near 0
+                    # when the loader keeps ahead (trainer.loader)
+                    "data_wait_share": window["data_wait"] / max(window["seconds"], 1e-9),
                     "skipped": window["skipped"],
                     "skipped_total": trainer.counters.skipped_total,
                     # rank 0's resident memory: watch it grow, or stay under the release cap
@@ -516,9 +593,11 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
                     )
                 window = _new_window()
 
-            every = config.validation.every_steps
-            if every > 0 and (completed % every == 0 or completed == trainer.plan.total_steps):
+            if validates_at(completed):
+                validation_began = clock.now()
                 summary = trainer.validate()
+                if budget is not None:
+                    budget.record_validation(clock.now() - validation_began)
                 if metrics is not None:
                     metrics.write({"kind": "val", "step": completed, **summary})
                 reporter.summary(
@@ -531,14 +610,28 @@ def run_segment(args: TrainArgs, env: DistEnv, faults: FaultPlan) -> int:
                 or completed == stop
                 or result["stop"]
             ):
+                checkpoint_began = clock.now()
                 path = trainer.save_checkpoint(completed)
+                if budget is not None:
+                    budget.record_checkpoint(clock.now() - checkpoint_began)
                 if path is not None and metrics is not None:
                     metrics.write({"kind": "event", "event": "checkpoint", "step": completed,
                                    "path": str(path)})
             if result["stop"]:
-                reporter.summary(f"stop requested: checkpoint written at step {completed}")
+                if metrics is not None:
+                    metrics.write({"kind": "event", "event": "stopped", "step": completed,
+                                   "reason": result["stop_reason"]})
+                if result["stop_reason"] == "signal":
+                    reporter.summary(f"stop requested: checkpoint written at step {completed}")
+                else:
+                    reporter.summary(
+                        f"time limit: checkpoint written at step {completed}; the next step "
+                        "and a checkpoint would not fit before the limit. Start the same "
+                        "command again to continue"
+                    )
                 break
     finally:
+        loader.close()
         stop_flag.uninstall()
         reporter.close()
         if metrics is not None:
@@ -552,6 +645,8 @@ def train(args: TrainArgs) -> int:
     Returns the process exit code: 0 done, 2 configuration or data problem, 3 stopped after
     too many non-finite steps.
     """
+    if args.started_at is None:
+        args = dataclasses.replace(args, started_at=time.monotonic())
     try:
         env = init_distributed(args.device)
     except ValueError as err:  # e.g. --device cuda on a machine without a GPU

@@ -6,8 +6,13 @@ Also runs as a single process: ``python trainer/main.py --config configs/smoke.y
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import time
+
+# --time-limit counts from here: the imports and checks before the first step take time too
+STARTED_AT = time.monotonic()
+
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 if __name__ == "__main__":
     # Run as a script, Python puts trainer/ itself first on sys.path, where its modules would
@@ -17,7 +22,7 @@ if __name__ == "__main__":
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-import argparse
+import argparse  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="stop once the run has completed this many steps (with --max-steps: the earlier)",
     )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="MINUTES",
+        help="end this segment with a checkpoint (exit 0) before MINUTES have passed since "
+        "the start, e.g. a batch job's walltime; the next segment continues the run",
+    )
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads per process (default: torch's)"
@@ -74,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             build_parser().error(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        build_parser().error(f"--time-limit must be positive minutes, got {args.time_limit}")
 
     from trainer.loop import TrainArgs, train
 
@@ -89,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             until_step=args.until_step,
             device=args.device,
             threads=args.threads,
+            time_limit_s=None if args.time_limit is None else args.time_limit * 60.0,
+            started_at=STARTED_AT,
         )
     )
 

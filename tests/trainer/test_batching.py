@@ -11,7 +11,14 @@ import torch.nn.functional as F
 
 from puicl_model.config import ModelConfig
 from puicl_model.model import PUICLModel
-from trainer.batching import collate_with_targets, per_task_loss, plan_micro_batches, rank_slice
+from trainer.batching import (
+    MicroBatch,
+    collate_with_targets,
+    loss_index,
+    per_task_loss,
+    plan_micro_batches,
+    rank_slice,
+)
 
 
 @dataclass
@@ -91,3 +98,40 @@ def test_gradient_does_not_depend_on_the_micro_batch_layout() -> None:
     split = gradient(plan_micro_batches([t.x.shape[0] for t in tasks], [3] * 6, 2))
     assert torch.allclose(whole, split, rtol=1e-5, atol=1e-7)
     assert whole.abs().sum() > 0
+
+
+def test_the_precomputed_loss_index_gives_the_masked_loss_and_gradients_bit_for_bit() -> None:
+    # the loss as it was computed before the index: a boolean mask selection
+    def masked_loss(logits, targets, unlabeled):
+        row_loss = F.cross_entropy(logits.float()[unlabeled], targets[unlabeled], reduction="none")
+        counts = unlabeled.sum(dim=1)
+        task = torch.repeat_interleave(torch.arange(len(counts)), counts)
+        return torch.zeros(len(counts)).index_add(0, task, row_loss) / counts.float()
+
+    micro = MicroBatch.collate(_tasks(3, 5))
+    positions, task_of_row, counts = micro.index
+    assert torch.equal(positions, micro.unlabeled.flatten().nonzero().squeeze(1))
+    assert torch.equal(counts, micro.unlabeled.sum(dim=1))
+    assert torch.equal(task_of_row, torch.repeat_interleave(torch.arange(5), counts))
+    base = torch.randn(*micro.unlabeled.shape, 2)
+    base[~micro.unlabeled] = float("nan")  # labeled and padded positions must not leak
+    results = []
+    for loss in (
+        lambda lg: masked_loss(lg, micro.targets, micro.unlabeled),
+        lambda lg: per_task_loss(lg, micro.targets, micro.unlabeled, micro.index),
+        lambda lg: per_task_loss(lg, micro.targets, micro.unlabeled),
+    ):
+        logits = base.clone().requires_grad_(True)
+        value = loss(logits)
+        (value * torch.arange(1.0, 6.0)).sum().backward()
+        results.append((value.detach(), logits.grad.nan_to_num(nan=-1.0)))
+    for value, grad in results[1:]:
+        assert torch.equal(value, results[0][0])
+        assert torch.equal(grad, results[0][1])
+    assert torch.isfinite(results[0][0]).all()
+
+
+def test_a_task_without_unlabeled_rows_is_refused() -> None:
+    unlabeled = torch.tensor([[False, True, True], [False, False, False]])
+    with pytest.raises(ValueError, match="without unlabeled rows"):
+        loss_index(unlabeled)

@@ -32,9 +32,13 @@ def reference_run(smoke_shards, tmp_path_factory):
     return run_dir
 
 
+# fields that measure the machine rather than the training
+TIMING_FIELDS = ("tasks_per_s", "rss_gb", "peak_rss_gb", "data_wait_share")
+
+
 def _train_records(run_dir):
     return [
-        {k: v for k, v in r.items() if k not in ("tasks_per_s", "rss_gb", "peak_rss_gb")}
+        {k: v for k, v in r.items() if k not in TIMING_FIELDS}
         for r in read_metrics(run_dir / "metrics.jsonl")
         if r["kind"] in ("train", "val")
     ]
