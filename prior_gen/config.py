@@ -79,6 +79,7 @@ FACTORS = (
 # rule, docs/architecture.md §6): old configs, shards and checkpoints keep their hash.
 LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "scm", "noise_sampler"): "box_muller",
+    ("prior", "scm", "arithmetic"): "native",
 }
 
 
@@ -111,6 +112,10 @@ class SCMConfig:
     # (normal quantile table, ~4× faster per draw: prior_gen.noise_table). Added after shards
     # existed: enters the config hash only when not box_muller (LEGACY_VALUES).
     noise_sampler: Literal["box_muller", "table"] = "box_muller"
+    # float arithmetic: native (numpy + OpenBLAS: the original bytes, which differ between CPU
+    # models) or portable (fixed-order numba kernels, the same bytes on every CPU:
+    # prior_gen.portable). Added after shards existed: enters the hash only when portable.
+    arithmetic: Literal["native", "portable"] = "native"
 
     def validate(self) -> None:
         _int_range(self.depth, "depth", 2)

@@ -17,6 +17,7 @@ draws use the task's own stream, so a task's values do not depend on the rest of
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,6 +101,19 @@ def _transform(words: list[tuple[np.ndarray, np.ndarray]], scale: float):
     )
 
 
+def _transform_portable(words: list[tuple[np.ndarray, np.ndarray]], scale: float):
+    """:func:`_transform` in portable arithmetic (:mod:`prior_gen.portable`)."""
+    from prior_gen import portable
+
+    radius_words = np.concatenate([w[0] for w in words])
+    z_cos = np.empty(2 * radius_words.shape[0], np.float32)
+    z_sin = np.empty_like(z_cos)
+    portable.box_muller(
+        radius_words, np.concatenate([w[1] for w in words]), float(scale), z_cos, z_sin
+    )
+    return z_cos, z_sin
+
+
 @dataclass
 class _Parameters:
     """The drawn parameters of a group: per-task weights, causal choices, stacked causes."""
@@ -110,6 +124,7 @@ class _Parameters:
     selections: list[CausalSelection | None]
     causes: np.ndarray  # [Σ n, k]; normal causes are filled by fill_causes (per chunk)
     cause_words: list[tuple[np.ndarray, np.ndarray] | None]  # raw words of normal causes
+    transform: Callable = _transform  # the Box–Muller of the arithmetic in use
 
     def fill_causes(self, members: list[int], bounds: list[int]) -> None:
         """Transform the normal causes of tasks ``members`` (one Box–Muller pass), just before
@@ -117,7 +132,7 @@ class _Parameters:
         normal = [i for i in members if self.cause_words[i] is not None]
         if not normal:
             return
-        z_cos, z_sin = _transform([self.cause_words[i] for i in normal], 1.0)
+        z_cos, z_sin = self.transform([self.cause_words[i] for i in normal], 1.0)
         start = 0
         for i in normal:
             flat = self.causes[bounds[i] : bounds[i + 1]].reshape(-1)
@@ -125,7 +140,9 @@ class _Parameters:
             self.cause_words[i] = None
 
 
-def _draw_parameters(plans: list[TaskPlan], bounds: list[int], init_std: float) -> _Parameters:
+def _draw_parameters(
+    plans: list[TaskPlan], bounds: list[int], init_std: float, transform: Callable = _transform
+) -> _Parameters:
     """Each task's stream gives, in this order: its weights, its causal node choices, its causes.
     The weights of all tasks are then transformed together (one Box–Muller pass); normal
     causes later, chunk by chunk (:meth:`_Parameters.fill_causes`)."""
@@ -149,7 +166,7 @@ def _draw_parameters(plans: list[TaskPlan], bounds: list[int], init_std: float) 
             plan.rng.random(out=causes[bounds[i] : bounds[i + 1]], dtype=np.float32)
 
     weights_in, weights_hidden, heads = [], [], []
-    z_cos, z_sin = _transform(weight_words, init_std)
+    z_cos, z_sin = transform(weight_words, init_std)
     start = 0
     for count in counts:
         buffer = np.empty(count, np.float32)
@@ -157,11 +174,16 @@ def _draw_parameters(plans: list[TaskPlan], bounds: list[int], init_std: float) 
         weights_in.append(buffer[: k * h].reshape(k, h))
         weights_hidden.append(buffer[k * h : n_core].reshape(depth - 1, h, h))
         heads.append(buffer[n_core:])
-    return _Parameters(weights_in, weights_hidden, heads, selections, causes, cause_words)
+    return _Parameters(
+        weights_in, weights_hidden, heads, selections, causes, cause_words, transform
+    )
 
 
 def forward_group(
-    plans: list[TaskPlan], init_std: float, noise_sampler: str = "box_muller"
+    plans: list[TaskPlan],
+    init_std: float,
+    noise_sampler: str = "box_muller",
+    arithmetic: str = "native",
 ) -> list[RawTask]:
     """Run the SCMs of ``plans`` (equal forward signatures) and return their raw outputs.
 
@@ -169,7 +191,13 @@ def forward_group(
     in both cases from the task's stream when its block is computed: ``box_muller`` (the
     original bytes) or ``table`` (:mod:`prior_gen.noise_table`: one word of the task's stream
     seeds the block's noise, looked up in a normal quantile table).
+
+    ``arithmetic`` (``prior.scm.arithmetic``): ``native`` (numpy and OpenBLAS: the original
+    bytes, which depend on the CPU) or ``portable`` (:func:`_forward_portable`: the same on
+    every CPU).
     """
+    if arithmetic == "portable":
+        return _forward_portable(plans, init_std, noise_sampler)
     first = plans[0]
     h, depth, sigma = first.width, first.depth, first.noise_std
     rows = [plan.n_rows for plan in plans]
@@ -258,4 +286,73 @@ def forward_group(
         else:
             x = last @ head[h:].reshape(h, plan.n_features)
         outputs.append(RawTask(x=x, score=score))
+    return outputs
+
+
+def _forward_portable(plans: list[TaskPlan], init_std: float, noise_sampler: str) -> list[RawTask]:
+    """:func:`forward_group` in the arithmetic of :mod:`prior_gen.portable`.
+
+    The same draws from each task's stream, in the same order, as the native pass (weights,
+    causal choices, causes, then each block's noise); the hidden states are laid out [node,
+    row], so each block's noise is added to the values in that order, and one compiled call
+    runs a task's whole depth.
+    """
+    from prior_gen import portable
+
+    first = plans[0]
+    h, depth, sigma = first.width, first.depth, first.noise_std
+    bounds = [0, *itertools.accumulate(plan.n_rows for plan in plans)]
+    params = _draw_parameters(plans, bounds, init_std, _transform_portable)
+    params.fill_causes(list(range(len(plans))), bounds)
+    codes = np.array([portable.ACTIVATION_CODES[name] for name in first.activations], np.int64)
+    table = scaled_table(sigma) if sigma > 0 else np.zeros(1, np.float32)
+    no_seeds = np.empty(0, np.uint64)
+    no_normals = np.empty((0, 0), np.float32)
+    no_nodes = np.empty(0, np.int64)
+    outputs = []
+    for i, plan in enumerate(plans):
+        n = plan.n_rows
+        causes = params.causes[bounds[i] : bounds[i + 1]]
+        bit_generator = plan.rng.bit_generator
+        seeds, normals = no_seeds, no_normals
+        if sigma > 0 and noise_sampler == "table":
+            seeds = bit_generator.random_raw(depth - 1)  # one word per block, in block order
+        elif sigma > 0:
+            normals = np.empty((depth - 1, h * n), np.float32)
+            for block in range(depth - 1):
+                z_cos, z_sin = _transform_portable([draw_words(bit_generator, h * n)], sigma)
+                place_normals(z_cos, z_sin, 0, h * n, normals[block], add=False)
+        selection = params.selections[i]
+        nodes = no_nodes
+        if selection is not None:
+            nodes = np.append(selection.feature_nodes, selection.label_node).astype(np.int64)
+        picked = np.empty((nodes.shape[0], n), np.float32)
+        last = np.empty((h, n), np.float32)
+        portable.forward(
+            np.ascontiguousarray(causes.T),
+            params.weights_in[i],
+            np.ascontiguousarray(params.weights_hidden[i]),
+            codes,
+            seeds,
+            table,
+            normals,
+            nodes,
+            picked,
+            last,
+        )
+        if plan.causal:
+            d = plan.n_features
+            x = np.ascontiguousarray(picked[:d].T)
+            outputs.append(RawTask(x=x, score=picked[d], label_node=selection.label_node))
+            continue
+        head = params.heads[i]
+        score = np.empty((1, n), np.float32)
+        portable.matmul_t(np.ascontiguousarray(head[:h].reshape(h, 1)), last, score)
+        if plan.noncausal_features == "causes":
+            x = causes.copy()
+        else:
+            x_t = np.empty((plan.n_features, n), np.float32)
+            portable.matmul_t(head[h:].reshape(h, plan.n_features), last, x_t)
+            x = np.ascontiguousarray(x_t.T)
+        outputs.append(RawTask(x=x, score=score[0]))
     return outputs
