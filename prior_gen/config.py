@@ -114,7 +114,8 @@ class SCMConfig:
     noise_sampler: Literal["box_muller", "table"] = "box_muller"
     # float arithmetic: native (numpy + OpenBLAS: the original bytes, which differ between CPU
     # models) or portable (fixed-order numba kernels, the same bytes on every CPU:
-    # prior_gen.portable). Added after shards existed: enters the hash only when portable.
+    # prior_gen.portable; weights and normal causes from the noise table too, so it needs
+    # noise_sampler: table). Added after shards existed: enters the hash only when portable.
     arithmetic: Literal["native", "portable"] = "native"
 
     def validate(self) -> None:
@@ -135,6 +136,11 @@ class SCMConfig:
             )
         _choices(self.activation_schedule, "activation_schedule")
         require(self.clip > 0, "clip", f"must be positive, got {self.clip}")
+        require(
+            self.arithmetic == "native" or self.noise_sampler == "table",
+            "arithmetic",
+            "portable draws every normal from the quantile table: it needs noise_sampler: table",
+        )
 
 
 @dataclass(frozen=True)

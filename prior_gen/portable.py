@@ -35,7 +35,6 @@ import numpy as np
 __all__ = [
     "ACTIVATION_CODES",
     "activate",
-    "box_muller",
     "column_mean_squares",
     "column_means",
     "forward",
@@ -51,28 +50,49 @@ ACTIVATION_CODES = {
 }
 
 
-jit = numba.njit(cache=True, nogil=True, boundscheck=False, fastmath=False)
-inline = numba.njit(cache=True, nogil=True, boundscheck=False, fastmath=False, inline="always")
+# fastmath=False: no reordering, no FMA contraction. error_model="numpy": a float division
+# by zero gives inf/nan as IEEE says instead of a Python exception (whose check would also
+# keep the loops from vectorising).
+_OPTIONS = dict(cache=True, nogil=True, boundscheck=False, fastmath=False, error_model="numpy")
+jit = numba.njit(**_OPTIONS)
+inline = numba.njit(**_OPTIONS, inline="always")
 
-# ---- float64 elementary functions (our own: no libm, no SIMD dispatch) -----------------
-ln2_hi = 6.93147180369123816490e-01  # ln 2 split so that k·ln2_hi is exact for |k| < 2^20
-ln2_lo = 1.90821492927058770002e-10
-inv_ln2 = 1.44269504088896338700e00
-_E = tuple(1.0 / math.factorial(i) for i in range(14))  # Taylor coefficients of exp
-# 2^e, e = -1021 .. 1023, exact powers of two (the exponent of exp's result)
-pow2 = np.array([2.0**e for e in range(-1021, 1024)])
-pow2_offset = 1021
+# ---- float64 elementary functions (our own: no libm call, no SIMD dispatch) -------------
+# Every loop below is branch-free (selects only) and uses no integer <-> float64 conversion
+# of 64-bit integers, so that LLVM vectorises it on any x86-64 level; the kernels work on
+# blocks of BLOCK values, small enough for their float64 scratch arrays to stay in L1.
+BLOCK = 512
+LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts: k·LN2_HI is exact for |k| < 2^20
+LN2_LO = 1.90821492927058770002e-10
+INV_LN2 = 1.44269504088896338700e00
+# y + ROUND rounds y to an integer k (|k| < 2^51) held in the low bits of the sum
+ROUND = 6755399441055744.0  # 1.5 · 2^52
+_E = tuple(1.0 / math.factorial(i) for i in range(10))  # Taylor coefficients of exp
+_S = tuple((-1.0) ** i / math.factorial(2 * i + 1) for i in range(6))  # of sin
+_C = tuple((-1.0) ** i / math.factorial(2 * i) for i in range(7))  # of cos
+EXP_ARGUMENT_MIN = -110.0  # exp(-110) = 1.7e-48 rounds to 0 in float32
+TANH_ARGUMENT_MAX = 9.5  # tanh(9.5) rounds to 1 in float32
+SIN_ARGUMENT_MAX = 1e5  # beyond: reduced by fmod first (see the module docstring)
+SQRT_HALF = math.sqrt(0.5)
+# π/2 in three parts (fdlibm's pio2_1, pio2_2, pio2_2t): k·part exact for |k| < 2^20
+PIO2_1 = 1.57079632673412561417e00
+PIO2_2 = 6.07710050630396597660e-11
+PIO2_3 = 2.02226624879595063154e-21
+TWO_OVER_PI = 6.36619772367581382433e-01
+TWO_PI = 2.0 * math.pi
+# GELU's Φ by Abramowitz & Stegun 7.1.26, as in prior_gen.activations
+GELU_P = 0.3275911
+GELU_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
 @inline
-def exp64(y):  # y finite, -700 <= y <= 700
-    k = math.floor(y * inv_ln2 + 0.5)
-    r = (y - k * ln2_hi) - k * ln2_lo  # |r| <= ln2/2
-    p = _E[13]
-    p = p * r + _E[12]
-    p = p * r + _E[11]
-    p = p * r + _E[10]
-    p = p * r + _E[9]
+def exp_reduced(y):
+    """(exp(r), k + ROUND) with exp(y) = exp(r)·2^k, |r| <= ln2/2; y in [-1000, 1000].
+    Taylor to r^9: relative error < 1e-9, far below float32's 6e-8."""
+    t = y * INV_LN2 + ROUND
+    k = t - ROUND
+    r = (y - k * LN2_HI) - k * LN2_LO
+    p = _E[9]
     p = p * r + _E[8]
     p = p * r + _E[7]
     p = p * r + _E[6]
@@ -82,159 +102,159 @@ def exp64(y):  # y finite, -700 <= y <= 700
     p = p * r + _E[2]
     p = p * r + _E[1]
     p = p * r + _E[0]
-    return p * pow2[np.int64(k) + pow2_offset]
+    return p, t
 
 
 @inline
-def expm1_small(y):  # |y| <= 0.35: exp(y) - 1 without cancellation
-    p = _E[13]
-    p = p * y + _E[12]
-    p = p * y + _E[11]
-    p = p * y + _E[10]
-    p = p * y + _E[9]
-    p = p * y + _E[8]
-    p = p * y + _E[7]
-    p = p * y + _E[6]
-    p = p * y + _E[5]
-    p = p * y + _E[4]
-    p = p * y + _E[3]
-    p = p * y + _E[2]
-    p = p * y + _E[1]
-    return p * y
-
-
-_S = tuple((-1.0) ** i / math.factorial(2 * i + 1) for i in range(10))
-_C = tuple((-1.0) ** i / math.factorial(2 * i) for i in range(10))
+def powers_of_two(rounded_bits, out_bits, m):
+    """out[i] = 2^k[i] from the bits of k[i] + ROUND (both float64 arrays seen as uint64):
+    the low 12 bits of k + 1023 become the exponent field."""
+    for i in range(m):
+        out_bits[i] = (rounded_bits[i] + np.uint64(1023)) << np.uint64(52)
 
 
 @inline
-def sin_small(r):  # |r| <= π/4, Taylor to r^19
+def sin_cos_small(r):
+    """(sin r, cos r) for |r| <= π/4 (Taylor to r^11 and r^12: error < 1e-11)."""
     r2 = r * r
-    p = _S[9]
-    p = p * r2 + _S[8]
-    p = p * r2 + _S[7]
-    p = p * r2 + _S[6]
-    p = p * r2 + _S[5]
-    p = p * r2 + _S[4]
-    p = p * r2 + _S[3]
-    p = p * r2 + _S[2]
-    p = p * r2 + _S[1]
-    return r + r * r2 * p
+    s = _S[5]
+    s = s * r2 + _S[4]
+    s = s * r2 + _S[3]
+    s = s * r2 + _S[2]
+    s = s * r2 + _S[1]
+    c = _C[6]
+    c = c * r2 + _C[5]
+    c = c * r2 + _C[4]
+    c = c * r2 + _C[3]
+    c = c * r2 + _C[2]
+    c = c * r2 + _C[1]
+    return r + r * r2 * s, 1.0 + r2 * c
 
 
 @inline
-def cos_small(r):  # |r| <= π/4, Taylor to r^18
-    r2 = r * r
-    p = _C[9]
-    p = p * r2 + _C[8]
-    p = p * r2 + _C[7]
-    p = p * r2 + _C[6]
-    p = p * r2 + _C[5]
-    p = p * r2 + _C[4]
-    p = p * r2 + _C[3]
-    p = p * r2 + _C[2]
-    p = p * r2 + _C[1]
-    return 1.0 + r2 * p
+def sin_reduced(x):
+    """sin x for |x| <= SIN_ARGUMENT_MAX (Cody–Waite reduction by π/2, exact there)."""
+    t = x * TWO_OVER_PI + ROUND
+    k = t - ROUND
+    r = ((x - k * PIO2_1) - k * PIO2_2) - k * PIO2_3
+    quadrant = k - 4.0 * math.floor(k * 0.25)  # k mod 4, exact
+    s, c = sin_cos_small(r)
+    if quadrant == 0.0:
+        return s
+    if quadrant == 1.0:
+        return c
+    if quadrant == 2.0:
+        return -s
+    return -c
 
 
-# π/2 in three parts (fdlibm's pio2_1, pio2_2, pio2_2t): k·part exact for |k| < 2^20
-pio2_1 = 1.57079632673412561417e00
-pio2_2 = 6.07710050630396597660e-11
-pio2_3 = 2.02226624879595063154e-21
-two_over_pi = 6.36619772367581382433e-01
-two_pi = 2.0 * math.pi
+@jit
+def _tanh(src, dst):
+    n = src.shape[0]
+    mantissa = np.empty(BLOCK, np.float64)
+    rounded = np.empty(BLOCK, np.float64)
+    scale = np.empty(BLOCK, np.float64)
+    rounded_bits = rounded.view(np.uint64)
+    scale_bits = scale.view(np.uint64)
+    for start in range(0, n, BLOCK):
+        m = min(BLOCK, n - start)
+        for i in range(m):
+            a = min(abs(np.float64(src[start + i])), TANH_ARGUMENT_MAX)  # nan -> the bound
+            mantissa[i], rounded[i] = exp_reduced(2.0 * a)
+        powers_of_two(rounded_bits, scale_bits, m)
+        for i in range(m):
+            x = np.float64(src[start + i])
+            a = min(abs(x), TANH_ARGUMENT_MAX)
+            e = mantissa[i] * scale[i] - 1.0  # exp(2a) − 1: no cancellation for a >= 1e-4
+            t = e / (e + 2.0)
+            t = a - a * a * a * (1.0 / 3.0) if a < 1e-4 else t
+            t = math.copysign(t, x)
+            dst[start + i] = np.float32(x if x != x else t)
 
 
-@inline
-def sin64(x):  # x finite
-    if abs(x) > 1e5:
-        x = np.fmod(x, two_pi)  # fmod is exact (IEEE remainder of x by two_pi)
-    k = math.floor(x * two_over_pi + 0.5)
-    r = ((x - k * pio2_1) - k * pio2_2) - k * pio2_3
-    quadrant = np.int64(k) & 3
-    if quadrant == 0:
-        return sin_small(r)
-    if quadrant == 1:
-        return cos_small(r)
-    if quadrant == 2:
-        return -sin_small(r)
-    return -cos_small(r)
+@jit
+def _rbf(src, dst):
+    n = src.shape[0]
+    mantissa = np.empty(BLOCK, np.float64)
+    rounded = np.empty(BLOCK, np.float64)
+    scale = np.empty(BLOCK, np.float64)
+    rounded_bits = rounded.view(np.uint64)
+    scale_bits = scale.view(np.uint64)
+    for start in range(0, n, BLOCK):
+        m = min(BLOCK, n - start)
+        for i in range(m):
+            x = np.float64(src[start + i])
+            y = max(-(x * x), EXP_ARGUMENT_MIN)  # nan -> the bound
+            mantissa[i], rounded[i] = exp_reduced(y)
+        powers_of_two(rounded_bits, scale_bits, m)
+        for i in range(m):
+            x = np.float64(src[start + i])
+            value = mantissa[i] * scale[i]
+            value = 0.0 if x * x > -EXP_ARGUMENT_MIN else value
+            dst[start + i] = np.float32(x if x != x else value)
 
 
-sqrt_half = math.sqrt(0.5)
-gelu_p = 0.3275911  # Abramowitz & Stegun 7.1.26, as in prior_gen.activations
-a1, a2, a3, a4, a5 = 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429
+@jit
+def _gelu(src, dst):
+    # x·Φ(x) = 0.5·x + |x|·(0.5 − q),  q = 0.5·poly(t)·exp(−z²),  z = |x|/√2
+    n = src.shape[0]
+    mantissa = np.empty(BLOCK, np.float64)
+    rounded = np.empty(BLOCK, np.float64)
+    scale = np.empty(BLOCK, np.float64)
+    rounded_bits = rounded.view(np.uint64)
+    scale_bits = scale.view(np.uint64)
+    for start in range(0, n, BLOCK):
+        m = min(BLOCK, n - start)
+        for i in range(m):
+            z = abs(np.float64(src[start + i])) * SQRT_HALF
+            y = max(-(z * z), EXP_ARGUMENT_MIN)  # nan -> the bound
+            mantissa[i], rounded[i] = exp_reduced(y)
+        powers_of_two(rounded_bits, scale_bits, m)
+        for i in range(m):
+            x = np.float64(src[start + i])
+            a = abs(x)
+            z = a * SQRT_HALF
+            gauss = mantissa[i] * scale[i]
+            gauss = 0.0 if z * z > -EXP_ARGUMENT_MIN else gauss
+            t = 1.0 / (1.0 + GELU_P * z)
+            poly = GELU_A[4]
+            poly = poly * t + GELU_A[3]
+            poly = poly * t + GELU_A[2]
+            poly = poly * t + GELU_A[1]
+            poly = poly * t + GELU_A[0]
+            q = 0.5 * (poly * t) * gauss
+            dst[start + i] = np.float32(0.5 * x + a * (0.5 - q))
 
 
-@inline
-def tanh32(v):
-    x = np.float64(v)
-    a = abs(x)
-    if a != a:
-        return v
-    if a > 9.5:  # tanh(9.5) rounds to 1 in float32
-        t = 1.0
-    elif a < 0.175:
-        e = expm1_small(2.0 * a)
-        t = e / (e + 2.0)
-    else:
-        e = exp64(2.0 * a) - 1.0
-        t = e / (e + 2.0)
-    return np.float32(math.copysign(t, x))
-
-
-@inline
-def exp_neg_square(x):  # exp(-x²) for finite float64 x
-    y = x * x
-    if y > 700.0:
-        return 0.0
-    return exp64(-y)
-
-
-@inline
-def rbf32(v):
-    x = np.float64(v)
-    if x != x:
-        return v
-    return np.float32(exp_neg_square(x))
-
-
-@inline
-def gelu32(v):
-    # x·Φ(x) = 0.5·x + |x|·(0.5 − q),  q = 0.5·poly(t)·exp(−z²), z = |x|/√2
-    x = np.float64(v)
-    if x != x:
-        return v
-    a = abs(x)
-    z = a * sqrt_half
-    t = 1.0 / (1.0 + gelu_p * z)
-    poly = ((((a5 * t + a4) * t + a3) * t + a2) * t + a1) * t
-    q = 0.5 * poly * exp_neg_square(z)
-    return np.float32(0.5 * x + a * (0.5 - q))
-
-
-@inline
-def sine32(v):
-    x = np.float64(v)
-    if x - x != 0.0:  # inf or nan
-        return np.float32(np.nan)
-    return np.float32(sin64(x))
+@jit
+def _sine(src, dst):
+    n = src.shape[0]
+    far = 0
+    for i in range(n):
+        x = np.float64(src[i])
+        near = abs(x) <= SIN_ARGUMENT_MAX
+        far += 0 if near else 1
+        dst[i] = np.float32(sin_reduced(x if near else 0.0))
+    if far:  # rare: |x| > 1e5, inf or nan
+        for i in range(n):
+            x = np.float64(src[i])
+            if not abs(x) <= SIN_ARGUMENT_MAX:
+                finite = x - x == 0.0
+                dst[i] = np.float32(sin_reduced(np.fmod(x, TWO_PI)) if finite else np.nan)
 
 
 @jit
 def activate(code, src, dst):
-    """dst = φ_code(src) for flat contiguous float32 arrays."""
+    """dst = φ_code(src) for flat contiguous float32 arrays (codes: ACTIVATION_CODES)."""
     n = src.shape[0]
     if code == 0:
-        for i in range(n):
-            dst[i] = tanh32(src[i])
+        _tanh(src, dst)
     elif code == 1:
         for i in range(n):
             v = src[i]
             dst[i] = v if v > 0 else (np.float32(0.0) if v == v else v)
     elif code == 2:
-        for i in range(n):
-            dst[i] = gelu32(src[i])
+        _gelu(src, dst)
     elif code == 3:
         for i in range(n):
             dst[i] = src[i]
@@ -246,11 +266,9 @@ def activate(code, src, dst):
         for i in range(n):
             dst[i] = np.float32(1.0) if src[i] > 0 else np.float32(0.0)
     elif code == 6:
-        for i in range(n):
-            dst[i] = rbf32(src[i])
+        _rbf(src, dst)
     elif code == 7:
-        for i in range(n):
-            dst[i] = sine32(src[i])
+        _sine(src, dst)
     elif code == 8:
         for i in range(n):
             dst[i] = src[i] * src[i]
@@ -259,7 +277,6 @@ def activate(code, src, dst):
             dst[i] = abs(src[i])
 
 
-# ---- matrix product in a fixed order ----------------------------------------------------
 @jit
 def matmul_t(weights, act, out):
     """out[j, :] = Σ_p weights[p, j] · act[p, :], float32, summed for p = 0, 1, 2, … in turn.
@@ -320,14 +337,14 @@ def add_table_noise(flat, table, seed):  # as prior_gen.noise_table's kernel
 
 
 @jit
-def forward(causes, w_in, w_hidden, codes, seeds, table, normals, nodes, picked, last):
+def forward(causes, w_in, w_hidden, codes, seeds, table, nodes, picked, last):
     """The SCM of one task in layout [node, row].
 
-    causes [k, n]; w_in [k, h]; w_hidden [L, h, h]; codes [L] activation codes; noise per
-    block either by the table (``seeds`` [L] non-empty) or from ``normals`` [L, h·n]
-    (empty: no noise). ``nodes`` [d + 1] hidden-node indices (block·h + column) copied
-    into ``picked`` [d + 1, n] as their block is computed; the last block goes to
-    ``last`` [h, n].
+    causes [k, n]; w_in [k, h]; w_hidden [L, h, h]; codes [L] activation codes; each block's
+    noise is the SplitMix64 table noise of prior_gen.noise_table seeded by ``seeds[block]``,
+    added to the block's values in [node, row] order (``seeds`` empty: no noise). ``nodes``
+    [d + 1] hidden-node indices (block·h + column) are copied into ``picked`` [d + 1, n] as
+    their block is computed; the last block goes to ``last`` [h, n].
     """
     depth = codes.shape[0]
     h, n = last.shape
@@ -341,81 +358,11 @@ def forward(causes, w_in, w_hidden, codes, seeds, table, normals, nodes, picked,
         matmul_t(w_hidden[layer], act, hidden)
         if seeds.shape[0] > 0:
             add_table_noise(flat_hidden, table, seeds[layer])
-        elif normals.shape[0] > 0:
-            noise = normals[layer]
-            for i in range(h * n):
-                flat_hidden[i] += noise[i]
         for q in range(nodes.shape[0]):
             node = nodes[q]
             if node // h == layer:
                 picked[q, :] = hidden[node % h, :]
     last[:, :] = hidden
-
-
-# ---- Box–Muller normals ----------------------------------------------------------------
-_L = tuple(1.0 / (2 * i + 1) for i in range(12))
-sqrt2 = math.sqrt(2.0)
-angle_unit = 0.5 * math.pi / (1 << 21)  # θ of one unit of m
-mantissa_mask = np.uint64((1 << 52) - 1)
-exponent_one = np.uint64(1023 << 52)
-
-
-@jit
-def box_muller(radius_words, angle_words, scale, z_cos, z_sin):
-    """The normals of :func:`prior_gen.gaussian.box_muller` (same words, same layout) in
-    portable arithmetic: each 32-bit half b of a word gives m = b >> 9 (23 bits);
-    r = scale·sqrt(−2 ln(1 − m1/2²³)), θ = 2π·m2/2²³, z = r·cos θ and r·sin θ."""
-    radius_bits = radius_words.view(np.uint32)
-    angle_bits = angle_words.view(np.uint32)
-    count = radius_bits.shape[0]
-    # ln(j / 2^23), j = 2^23 − m in [1, 2^23]: j = 2^e · f, f in [1, 2), from its bits
-    value = np.empty(count, np.float64)
-    for i in range(count):
-        value[i] = np.float64(np.uint32(1 << 23) - (radius_bits[i] >> np.uint32(9)))
-    bits = value.view(np.uint64)
-    exponent = np.empty(count, np.int64)
-    for i in range(count):
-        exponent[i] = np.int64(bits[i] >> np.uint64(52)) - 1023 - 23
-        bits[i] = (bits[i] & mantissa_mask) | exponent_one
-    for i in range(count):
-        f = value[i]
-        e = np.float64(exponent[i])
-        if f > sqrt2:
-            f = 0.5 * f
-            e = e + 1.0
-        t = (f - 1.0) / (f + 1.0)
-        t2 = t * t
-        p = _L[11]
-        p = p * t2 + _L[10]
-        p = p * t2 + _L[9]
-        p = p * t2 + _L[8]
-        p = p * t2 + _L[7]
-        p = p * t2 + _L[6]
-        p = p * t2 + _L[5]
-        p = p * t2 + _L[4]
-        p = p * t2 + _L[3]
-        p = p * t2 + _L[2]
-        p = p * t2 + _L[1]
-        log_f = 2.0 * (t + t * t2 * p)
-        log_u = e * ln2_hi + (e * ln2_lo + log_f)
-        radius = scale * math.sqrt(-2.0 * log_u)
-        # θ = 2π·m/2^23: quadrant q = round(m / 2^21), remainder exact in integers
-        m = np.int64(angle_bits[i] >> np.uint32(9))
-        quadrant = (m + (1 << 20)) >> 21
-        phi = np.float64(m - (quadrant << 21)) * angle_unit
-        sin_phi = sin_small(phi)
-        cos_phi = cos_small(phi)
-        quadrant &= 3
-        if quadrant == 0:
-            sine, cosine = sin_phi, cos_phi
-        elif quadrant == 1:
-            sine, cosine = cos_phi, -sin_phi
-        elif quadrant == 2:
-            sine, cosine = -sin_phi, -cos_phi
-        else:
-            sine, cosine = -cos_phi, sin_phi
-        z_cos[i] = np.float32(radius * cosine)
-        z_sin[i] = np.float32(radius * sine)
 
 
 # ---- standardization -------------------------------------------------------------------

@@ -17,7 +17,6 @@ draws use the task's own stream, so a task's values do not depend on the rest of
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +24,16 @@ import numpy as np
 from prior_gen.activations import apply_activation
 from prior_gen.factors import TaskPlan
 from prior_gen.gaussian import box_muller, draw_words, place_normals
-from prior_gen.noise_table import noise_adder, scaled_table
+from prior_gen.noise_table import TABLE_BITS, noise_adder, scaled_table
 
-__all__ = ["CausalSelection", "RawTask", "forward_group", "select_causal_nodes"]
+__all__ = [
+    "CausalSelection",
+    "RawTask",
+    "forward_group",
+    "forward_portable",
+    "select_causal_nodes",
+    "table_normals",
+]
 
 
 @dataclass
@@ -101,19 +107,6 @@ def _transform(words: list[tuple[np.ndarray, np.ndarray]], scale: float):
     )
 
 
-def _transform_portable(words: list[tuple[np.ndarray, np.ndarray]], scale: float):
-    """:func:`_transform` in portable arithmetic (:mod:`prior_gen.portable`)."""
-    from prior_gen import portable
-
-    radius_words = np.concatenate([w[0] for w in words])
-    z_cos = np.empty(2 * radius_words.shape[0], np.float32)
-    z_sin = np.empty_like(z_cos)
-    portable.box_muller(
-        radius_words, np.concatenate([w[1] for w in words]), float(scale), z_cos, z_sin
-    )
-    return z_cos, z_sin
-
-
 @dataclass
 class _Parameters:
     """The drawn parameters of a group: per-task weights, causal choices, stacked causes."""
@@ -124,7 +117,6 @@ class _Parameters:
     selections: list[CausalSelection | None]
     causes: np.ndarray  # [Σ n, k]; normal causes are filled by fill_causes (per chunk)
     cause_words: list[tuple[np.ndarray, np.ndarray] | None]  # raw words of normal causes
-    transform: Callable = _transform  # the Box–Muller of the arithmetic in use
 
     def fill_causes(self, members: list[int], bounds: list[int]) -> None:
         """Transform the normal causes of tasks ``members`` (one Box–Muller pass), just before
@@ -132,7 +124,7 @@ class _Parameters:
         normal = [i for i in members if self.cause_words[i] is not None]
         if not normal:
             return
-        z_cos, z_sin = self.transform([self.cause_words[i] for i in normal], 1.0)
+        z_cos, z_sin = _transform([self.cause_words[i] for i in normal], 1.0)
         start = 0
         for i in normal:
             flat = self.causes[bounds[i] : bounds[i + 1]].reshape(-1)
@@ -140,9 +132,7 @@ class _Parameters:
             self.cause_words[i] = None
 
 
-def _draw_parameters(
-    plans: list[TaskPlan], bounds: list[int], init_std: float, transform: Callable = _transform
-) -> _Parameters:
+def _draw_parameters(plans: list[TaskPlan], bounds: list[int], init_std: float) -> _Parameters:
     """Each task's stream gives, in this order: its weights, its causal node choices, its causes.
     The weights of all tasks are then transformed together (one Box–Muller pass); normal
     causes later, chunk by chunk (:meth:`_Parameters.fill_causes`)."""
@@ -166,7 +156,7 @@ def _draw_parameters(
             plan.rng.random(out=causes[bounds[i] : bounds[i + 1]], dtype=np.float32)
 
     weights_in, weights_hidden, heads = [], [], []
-    z_cos, z_sin = transform(weight_words, init_std)
+    z_cos, z_sin = _transform(weight_words, init_std)
     start = 0
     for count in counts:
         buffer = np.empty(count, np.float32)
@@ -174,9 +164,7 @@ def _draw_parameters(
         weights_in.append(buffer[: k * h].reshape(k, h))
         weights_hidden.append(buffer[k * h : n_core].reshape(depth - 1, h, h))
         heads.append(buffer[n_core:])
-    return _Parameters(
-        weights_in, weights_hidden, heads, selections, causes, cause_words, transform
-    )
+    return _Parameters(weights_in, weights_hidden, heads, selections, causes, cause_words)
 
 
 def forward_group(
@@ -193,11 +181,11 @@ def forward_group(
     seeds the block's noise, looked up in a normal quantile table).
 
     ``arithmetic`` (``prior.scm.arithmetic``): ``native`` (numpy and OpenBLAS: the original
-    bytes, which depend on the CPU) or ``portable`` (:func:`_forward_portable`: the same on
-    every CPU).
+    bytes, which depend on the CPU) or ``portable`` (:func:`forward_portable`: the same bytes
+    on every CPU; requires the table noise sampler).
     """
     if arithmetic == "portable":
-        return _forward_portable(plans, init_std, noise_sampler)
+        return [forward_portable(plan, init_std) for plan in plans]
     first = plans[0]
     h, depth, sigma = first.width, first.depth, first.noise_std
     rows = [plan.n_rows for plan in plans]
@@ -289,70 +277,71 @@ def forward_group(
     return outputs
 
 
-def _forward_portable(plans: list[TaskPlan], init_std: float, noise_sampler: str) -> list[RawTask]:
-    """:func:`forward_group` in the arithmetic of :mod:`prior_gen.portable`.
+_DRAWS_PER_WORD = 64 // TABLE_BITS
 
-    The same draws from each task's stream, in the same order, as the native pass (weights,
-    causal choices, causes, then each block's noise); the hidden states are laid out [node,
-    row], so each block's noise is added to the values in that order, and one compiled call
-    runs a task's whole depth.
+
+def table_normals(bit_generator: np.random.BitGenerator, table: np.ndarray, count: int):
+    """``count`` draws from ``table`` (float32), indexed by the 16-bit slices of the next
+    ⌈count / 4⌉ words of ``bit_generator`` (lowest slice first)."""
+    words = bit_generator.random_raw(-(-count // _DRAWS_PER_WORD))
+    indices = words.view(np.dtype("<u2"))[:count]  # little-endian: the lowest slice first
+    return table[indices]
+
+
+def forward_portable(plan: TaskPlan, init_std: float) -> RawTask:
+    """The SCM of one task in the arithmetic of :mod:`prior_gen.portable` (the same bytes on
+    every CPU).
+
+    Draws from the task's stream in the native pass's order (weights, causal choices, causes,
+    then one word per hidden block seeding its table noise), but every normal comes from the
+    quantile table of :mod:`prior_gen.noise_table` (N(0, σ²_init) weights: the table scaled by
+    σ_init; normal causes: the table), not from a Box–Muller transform, whose logarithm and
+    sine would need more portable transcendental functions than the activations and cost 3×
+    (docs/performance.md). The hidden states are laid out [node, row]; one compiled call runs
+    the whole depth.
     """
     from prior_gen import portable
 
-    first = plans[0]
-    h, depth, sigma = first.width, first.depth, first.noise_std
-    bounds = [0, *itertools.accumulate(plan.n_rows for plan in plans)]
-    params = _draw_parameters(plans, bounds, init_std, _transform_portable)
-    params.fill_causes(list(range(len(plans))), bounds)
-    codes = np.array([portable.ACTIVATION_CODES[name] for name in first.activations], np.int64)
-    table = scaled_table(sigma) if sigma > 0 else np.zeros(1, np.float32)
-    no_seeds = np.empty(0, np.uint64)
-    no_normals = np.empty((0, 0), np.float32)
-    no_nodes = np.empty(0, np.int64)
-    outputs = []
-    for i, plan in enumerate(plans):
-        n = plan.n_rows
-        causes = params.causes[bounds[i] : bounds[i + 1]]
-        bit_generator = plan.rng.bit_generator
-        seeds, normals = no_seeds, no_normals
-        if sigma > 0 and noise_sampler == "table":
-            seeds = bit_generator.random_raw(depth - 1)  # one word per block, in block order
-        elif sigma > 0:
-            normals = np.empty((depth - 1, h * n), np.float32)
-            for block in range(depth - 1):
-                z_cos, z_sin = _transform_portable([draw_words(bit_generator, h * n)], sigma)
-                place_normals(z_cos, z_sin, 0, h * n, normals[block], add=False)
-        selection = params.selections[i]
-        nodes = no_nodes
-        if selection is not None:
-            nodes = np.append(selection.feature_nodes, selection.label_node).astype(np.int64)
-        picked = np.empty((nodes.shape[0], n), np.float32)
-        last = np.empty((h, n), np.float32)
-        portable.forward(
-            np.ascontiguousarray(causes.T),
-            params.weights_in[i],
-            np.ascontiguousarray(params.weights_hidden[i]),
-            codes,
-            seeds,
-            table,
-            normals,
-            nodes,
-            picked,
-            last,
-        )
-        if plan.causal:
-            d = plan.n_features
-            x = np.ascontiguousarray(picked[:d].T)
-            outputs.append(RawTask(x=x, score=picked[d], label_node=selection.label_node))
-            continue
-        head = params.heads[i]
-        score = np.empty((1, n), np.float32)
-        portable.matmul_t(np.ascontiguousarray(head[:h].reshape(h, 1)), last, score)
-        if plan.noncausal_features == "causes":
-            x = causes.copy()
-        else:
-            x_t = np.empty((plan.n_features, n), np.float32)
-            portable.matmul_t(head[h:].reshape(h, plan.n_features), last, x_t)
-            x = np.ascontiguousarray(x_t.T)
-        outputs.append(RawTask(x=x, score=score[0]))
-    return outputs
+    h, depth, sigma, k, n = plan.width, plan.depth, plan.noise_std, plan.n_causes, plan.n_rows
+    bit_generator = plan.rng.bit_generator
+    n_core = k * h + (depth - 1) * h * h
+    n_head = 0 if plan.causal else h * (1 + (plan.noncausal_features == "head") * plan.n_features)
+    weights = table_normals(bit_generator, scaled_table(init_std), n_core + n_head)
+    selection = select_causal_nodes(plan) if plan.causal else None
+    if plan.cause_dist == "normal":
+        causes = table_normals(bit_generator, scaled_table(1.0), n * k).reshape(n, k)
+    else:
+        causes = plan.rng.random((n, k), dtype=np.float32)
+    if sigma > 0:
+        seeds = bit_generator.random_raw(depth - 1)  # one word per block, in block order
+        table = scaled_table(sigma)
+    else:
+        seeds, table = np.empty(0, np.uint64), scaled_table(1.0)
+    nodes = np.empty(0, np.int64)
+    if selection is not None:
+        nodes = np.append(selection.feature_nodes, selection.label_node).astype(np.int64)
+    picked = np.empty((nodes.shape[0], n), np.float32)
+    last = np.empty((h, n), np.float32)
+    portable.forward(
+        np.ascontiguousarray(causes.T),
+        weights[: k * h].reshape(k, h),
+        weights[k * h : n_core].reshape(depth - 1, h, h),
+        np.array([portable.ACTIVATION_CODES[name] for name in plan.activations], np.int64),
+        seeds,
+        table,
+        nodes,
+        picked,
+        last,
+    )
+    if selection is not None:
+        d = plan.n_features
+        x = np.ascontiguousarray(picked[:d].T)
+        return RawTask(x=x, score=picked[d], label_node=selection.label_node)
+    head = weights[n_core:]
+    score = np.empty((1, n), np.float32)
+    portable.matmul_t(head[:h].reshape(h, 1), last, score)
+    if plan.noncausal_features == "causes":
+        return RawTask(x=causes, score=score[0])
+    x_t = np.empty((plan.n_features, n), np.float32)
+    portable.matmul_t(head[h:].reshape(h, plan.n_features), last, x_t)
+    return RawTask(x=np.ascontiguousarray(x_t.T), score=score[0])
