@@ -1,6 +1,6 @@
 """Float arithmetic whose results do not depend on the CPU (``prior.scm.arithmetic: portable``).
 
-numpy's float32 transcendental functions (tanh, exp, sin, cos, log) have SIMD kernels that
+numpy's float32 transcendental functions (tanh, exp, sin, ...) have SIMD kernels that
 numpy picks at run time (AVX2, AVX-512, baseline), and they differ in the last bits; OpenBLAS
 picks its sgemm/dgemv kernels by CPU too, and they sum in different orders. Either changes the
 generator's bytes from one CPU model to another (docs/architecture.md §6, "Determinism").
@@ -12,17 +12,20 @@ into an FMA; vectorising a loop (SSE, AVX2 or AVX-512, whatever the CPU has) onl
 same operations to several elements at once, in the same order for each element. So:
 
 * matrix products accumulate in float32, term by term in the order of the inner index;
-* tanh, exp, sin, cos and log are our own float64 range reductions and Taylor polynomials
-  (no libm call), rounded once to float32 at the end; they are accurate to ≤ 1 float32 ulp
-  (tested against numpy's float64 functions), except sin for |x| > 1e5, where the argument is
-  first reduced by ``fmod`` against 2π rounded to float64 (exact, but 2π is off by 2.4e-16, so
-  the absolute error grows like |x|·4e-17: deterministic, and meaningless far out anyway);
+* tanh, exp (for RBF and GELU) and sin are our own float64 range reductions and Taylor
+  polynomials (no libm call), rounded once to float32 at the end; they are within 1 float32
+  ulp of the exact functions (tested), except sin for |x| > 1e5, where the argument is first
+  reduced by ``fmod`` against 2π rounded to float64 (fmod is exact in every C library, but 2π
+  is off by 2.4e-16, so the absolute error grows like |x|·4e-17: deterministic, and
+  meaningless that far out anyway);
 * column sums of the standardization run row by row in float64.
 
-Limits: the guarantee holds for one version of this code; a numba or LLVM version that broke
-the IEEE semantics of unflagged float operations would break it (none does). It also assumes
-the CPU's default rounding and subnormal modes (no flush-to-zero set by another library in
-the process). Only numba compiles these kernels; there is no numpy fallback.
+Limits (docs/architecture.md §6): the guarantee holds for one version of this code; a numba or
+LLVM release that broke the IEEE semantics of unflagged float operations would break it
+(tests/prior_gen/test_portable.py fails if a product is fused or a sum reordered). It also
+assumes the default rounding and subnormal modes (no flush-to-zero set by another library in
+the process). Only numba compiles these kernels; there is no numpy fallback (numba is a
+dependency of the package).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import math
 
 import numba
 import numpy as np
+
+from prior_gen.config import ACTIVATION_NAMES
 
 __all__ = [
     "ACTIVATION_CODES",
@@ -41,13 +46,8 @@ __all__ = [
     "matmul_t",
 ]
 
-# activation codes: positions in prior_gen.config.ACTIVATION_NAMES
-ACTIVATION_CODES = {
-    name: code
-    for code, name in enumerate(
-        ("tanh", "relu", "gelu", "identity", "sign", "heaviside", "rbf", "sine", "square", "abs")
-    )
-}
+# the code of an activation is its position in the bank; activate() dispatches on it
+ACTIVATION_CODES = {name: code for code, name in enumerate(ACTIVATION_NAMES)}
 
 
 # fastmath=False: no reordering, no FMA contraction. error_model="numpy": a float division
@@ -58,8 +58,8 @@ jit = numba.njit(**_OPTIONS)
 inline = numba.njit(**_OPTIONS, inline="always")
 
 # ---- float64 elementary functions (our own: no libm call, no SIMD dispatch) -------------
-# Every loop below is branch-free (selects only) and uses no integer <-> float64 conversion
-# of 64-bit integers, so that LLVM vectorises it on any x86-64 level; the kernels work on
+# The hot loops below are branch-free (selects only) and convert no 64-bit integer to or from
+# float64 (AVX2 has no instruction for it), so that LLVM vectorises them; the kernels work on
 # blocks of BLOCK values, small enough for their float64 scratch arrays to stay in L1.
 BLOCK = 512
 LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts: k·LN2_HI is exact for |k| < 2^20
