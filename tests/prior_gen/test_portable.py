@@ -106,6 +106,28 @@ def test_matrix_product_sums_term_by_term_without_fma(k: int, m: int, n: int) ->
     assert np.array_equal(out, expected)
 
 
+def test_forward_adds_the_table_noise_in_node_row_order_and_picks_nodes() -> None:
+    """Identity weights and activations leave the causes; each block then adds
+    ``table_noise(seed)`` over the [node, row] values, as prior_gen.noise_table defines it."""
+    from prior_gen.noise_table import scaled_table, table_noise
+
+    h, n, depth = 3, 7, 2
+    rng = np.random.default_rng(1)
+    causes = rng.standard_normal((h, n)).astype(F32)
+    eye = np.eye(h, dtype=F32)
+    seeds = np.array([123, 2**63 + 5], np.uint64)
+    table = scaled_table(0.01)
+    nodes = np.array([2, h + 0, h + 2], np.int64)  # block 0 node 2, block 1 nodes 0 and 2
+    picked = np.empty((3, n), F32)
+    last = np.empty((h, n), F32)
+    code = np.full(depth, portable.ACTIVATION_CODES["identity"], np.int64)
+    portable.forward(causes, eye, np.stack([eye] * depth), code, seeds, table, nodes, picked, last)
+    first = causes + table_noise(seeds[0], table, h * n).reshape(h, n)
+    second = first + table_noise(seeds[1], table, h * n).reshape(h, n)
+    assert np.array_equal(last, second)
+    assert np.array_equal(picked, np.stack([first[2], second[0], second[2]]))
+
+
 def test_column_sums_run_row_by_row() -> None:
     rng = np.random.default_rng(0)
     values = rng.standard_normal((777, 9)) * 10.0 ** rng.integers(-8, 9, (777, 1))
