@@ -2,14 +2,17 @@
 
     .venv/bin/python benchmarks/bench_prior_gen.py [--config configs/paper.yaml] [--quick]
                                                    [--json results/bench_prior_gen.json]
+                                                   [--arithmetic native|portable]
+                                                   [--compare arithmetic|noise_sampler]
 
 Measures, on one core (BLAS limited to one thread) unless said otherwise:
 
 * tasks/s per core at stages 1, 50, 100 — generation alone, and generation + writing a shard
   in each format — and, side by side on the same plans (interleaved step by step), the other
-  ``prior.scm.noise_sampler`` (box_muller vs table) and a plain per-task numpy generator
+  ``prior.scm.arithmetic`` (native vs portable; ``--compare noise_sampler``: the other
+  ``prior.scm.noise_sampler``, box_muller vs table) and a plain per-task numpy generator
   (``Generator.standard_normal``, one task at a time) as the baseline the design is measured
-  against;
+  against; ``--arithmetic`` overrides the config's arithmetic;
 * the speed-up from 1 to 2 worker processes (``run_generation``, wall clock, same jobs);
 * bytes per task and compression ratio of both formats, and of the candidate Blosc codecs;
 * the time to read one stored step (warm: shard already open; cold: opened first) against the
@@ -125,12 +128,19 @@ def _baseline_step(config: GenerationConfig, stage: Any, step: int) -> None:
 
 
 # -- measurements -------------------------------------------------------------------------------
-def _other_sampler(config: GenerationConfig) -> GenerationConfig:
-    """``config`` with the other ``prior.scm.noise_sampler`` (table <-> box_muller)."""
-    scm = config.prior.scm
-    other = "box_muller" if scm.noise_sampler == "table" else "table"
-    prior = dataclasses.replace(config.prior, scm=dataclasses.replace(scm, noise_sampler=other))
-    return dataclasses.replace(config, prior=prior)
+def _with_scm(config: GenerationConfig, **changes: str) -> GenerationConfig:
+    scm = dataclasses.replace(config.prior.scm, **changes)
+    scm.validate()
+    return dataclasses.replace(config, prior=dataclasses.replace(config.prior, scm=scm))
+
+
+def _other_variant(config: GenerationConfig, key: str) -> GenerationConfig:
+    """``config`` with the other value of ``prior.scm.<key>``: arithmetic native <-> portable,
+    noise_sampler table <-> box_muller."""
+    pairs = {"arithmetic": ("native", "portable"), "noise_sampler": ("table", "box_muller")}
+    first, second = pairs[key]
+    other = second if getattr(config.prior.scm, key) == first else first
+    return _with_scm(config, **{key: other})
 
 
 def _interleaved_steps(variants: dict[str, Callable[[int], Any]], steps: int, repeats: int):
@@ -148,10 +158,13 @@ def _interleaved_steps(variants: dict[str, Callable[[int], Any]], steps: int, re
     return {name: sum(best[name, step] for step in range(steps)) for name in variants}
 
 
-def measure_stages(config: GenerationConfig, stages: list, steps: int, repeats: int) -> list[dict]:
+def measure_stages(
+    config: GenerationConfig, stages: list, steps: int, repeats: int, compare: str
+) -> list[dict]:
     batch = config.curriculum.global_batch
-    sampler = config.prior.scm.noise_sampler
-    other = _other_sampler(config)
+    label = getattr(config.prior.scm, compare)
+    other = _other_variant(config, compare)
+    other_label = getattr(other.prior.scm, compare)
     # one-time costs (noise table, imports of scipy and zarr) stay outside the timings
     for warm_up in (config, other):
         generate_step(warm_up, "train", stages[0], 0)
@@ -181,11 +194,11 @@ def measure_stages(config: GenerationConfig, stages: list, steps: int, repeats: 
                 repeats,
             )
         )
-        row: dict[str, Any] = {"stage": stage, "noise_sampler": sampler}
+        row: dict[str, Any] = {"stage": stage, compare: label, "other": other_label}
         sample = plan_step(config, "train", stage, 0)[0]
         row["depth"], row["width"] = sample.depth, sample.width
         row["generate_tps"] = tasks / seconds["generate"]
-        row["other_sampler_tps"] = tasks / seconds["other"]
+        row["other_tps"] = tasks / seconds["other"]
         row["baseline_tps"] = tasks / seconds["baseline"]
         for fmt in ("zarr", "webdataset"):
             shard_config = dataclasses.replace(config.shards, format=fmt, steps_per_shard=steps)
@@ -204,8 +217,9 @@ def measure_stages(config: GenerationConfig, stages: list, steps: int, repeats: 
         rows.append(row)
         print(
             f"  stage {stage!s:>4} (depth {row['depth']:2d}, width {row['width']:2d}): "
-            f"generate {row['generate_tps']:7.0f} tasks/s ({sampler}; "
-            f"{other.prior.scm.noise_sampler} {row['other_sampler_tps']:.0f}), "
+            f"generate {row['generate_tps']:7.0f} tasks/s ({label}; "
+            f"{other_label} {row['other_tps']:.0f}, ratio "
+            f"{row['generate_tps'] / row['other_tps']:.3f}), "
             f"+zarr {row['write_zarr_tps']:7.0f}, +webdataset {row['write_webdataset_tps']:7.0f}; "
             f"baseline {row['baseline_tps']:6.0f} "
             f"({row['generate_tps'] / row['baseline_tps']:.1f}x)",
@@ -347,6 +361,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="1 step, 1 repeat (a smoke run)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--arithmetic",
+        choices=("native", "portable"),
+        help="prior.scm.arithmetic to measure (default: the config's)",
+    )
+    parser.add_argument(
+        "--compare",
+        choices=("arithmetic", "noise_sampler"),
+        default="arithmetic",
+        help="which prior.scm key the side-by-side variant flips (default: arithmetic)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.steps, args.repeats = 1, 1
@@ -357,11 +382,13 @@ def main() -> None:
     except ImportError:
         pass
     config = load_generation_config(args.config)
+    if args.arithmetic:
+        config = _with_scm(config, arithmetic=args.arithmetic)
     stages = [s for s in (1, 50, 100) if s <= config.curriculum.stages]
     results: dict[str, Any] = {"config": args.config, "date": time.strftime("%Y-%m-%d")}
 
     print(f"tasks/s per core, {args.steps} steps of {config.curriculum.global_batch} tasks:")
-    results["stages"] = measure_stages(config, stages, args.steps, args.repeats)
+    results["stages"] = measure_stages(config, stages, args.steps, args.repeats, args.compare)
 
     def mean(key: str) -> float:  # time-weighted: total tasks / total time
         return len(stages) / sum(1 / r[key] for r in results["stages"])
@@ -369,13 +396,13 @@ def main() -> None:
     mean_rate, mean_write, mean_other = (
         mean("generate_tps"),
         mean("write_zarr_tps"),
-        mean("other_sampler_tps"),
+        mean("other_tps"),
     )
     results["mean_generate_tps"], results["mean_write_zarr_tps"] = mean_rate, mean_write
-    results["mean_other_sampler_tps"] = mean_other
+    results["mean_other_tps"] = mean_other
     print(
         f"  mean over stages {stages} (time-weighted): generate {mean_rate:.0f} tasks/s "
-        f"({mean_rate / mean_other:.2f}x the other noise sampler's {mean_other:.0f}), "
+        f"({mean_rate / mean_other:.3f}x the other {args.compare}'s {mean_other:.0f}), "
         f"generate+zarr {mean_write:.0f} tasks/s"
     )
 

@@ -86,6 +86,7 @@ FACTORS = (
 # rule, docs/architecture.md §6): old configs, shards and checkpoints keep their hash.
 LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "scm", "noise_sampler"): "box_muller",
+    ("prior", "scm", "arithmetic"): "native",
 }
 
 
@@ -118,6 +119,11 @@ class SCMConfig:
     # (normal quantile table, ~4× faster per draw: prior_gen.noise_table). Added after shards
     # existed: enters the config hash only when not box_muller (LEGACY_VALUES).
     noise_sampler: Literal["box_muller", "table"] = "box_muller"
+    # float arithmetic: native (numpy + OpenBLAS: the original bytes, which differ between CPU
+    # models) or portable (fixed-order numba kernels, the same bytes on every CPU:
+    # prior_gen.portable; weights and normal causes from the noise table too, so it needs
+    # noise_sampler: table). Added after shards existed: enters the hash only when portable.
+    arithmetic: Literal["native", "portable"] = "native"
 
     def validate(self) -> None:
         _int_range(self.depth, "depth", 2)
@@ -137,6 +143,11 @@ class SCMConfig:
             )
         _choices(self.activation_schedule, "activation_schedule")
         require(self.clip > 0, "clip", f"must be positive, got {self.clip}")
+        require(
+            self.arithmetic == "native" or self.noise_sampler == "table",
+            "arithmetic",
+            "portable draws every normal from the quantile table: it needs noise_sampler: table",
+        )
 
 
 @dataclass(frozen=True)

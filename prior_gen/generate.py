@@ -40,7 +40,9 @@ def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task
     tasks: list[Task | None] = [None] * len(plans)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for members in groups.values():
-            raws = forward_group([plans[i] for i in members], scm.init_std, scm.noise_sampler)
+            raws = forward_group(
+                [plans[i] for i in members], scm.init_std, scm.noise_sampler, scm.arithmetic
+            )
             for i, raw in zip(members, raws, strict=True):
                 tasks[i] = _build_with_retries(plans[i], raw, config)
     return tasks  # type: ignore[return-value]
@@ -57,11 +59,11 @@ def _build_with_retries(plan: TaskPlan, raw, config: GenerationConfig) -> Task:
     scm = config.prior.scm
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            return build_task(plan, raw, scm.clip, attempt)
+            return build_task(plan, raw, scm.clip, attempt, scm.arithmetic)
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
                 plan = _redraw_activations(plan, scm.activations)
-            (raw,) = forward_group([plan], scm.init_std, scm.noise_sampler)
+            (raw,) = forward_group([plan], scm.init_std, scm.noise_sampler, scm.arithmetic)
     raise RuntimeError(
         f"task {plan.index} of stage {plan.stage}: the SCM overflowed float32 "
         f"{MAX_ATTEMPTS} times in a row; lower prior.scm.init_std"

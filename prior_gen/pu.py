@@ -38,15 +38,25 @@ def _ones(n: int) -> np.ndarray:
 _ONES = np.ones(0)
 
 
-def _centered_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _centered_stats(
+    values: np.ndarray, portable: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values − mean in float64, mean, std floored at 1e-6) of float32 ``values`` [n, d], by
-    column; raises NonFiniteOutput when the SCM overflowed."""
+    column; raises NonFiniteOutput when the SCM overflowed. ``portable``: the sums run row by
+    row (prior_gen.portable) instead of in BLAS's CPU-dependent order."""
     n = values.shape[0]
-    ones = _ones(n)
     centered = values.astype(np.float64)
-    mean = ones @ centered / n
-    centered -= mean
-    std = np.sqrt(ones @ np.multiply(centered, centered) / n)
+    if portable:
+        from prior_gen.portable import column_mean_squares, column_means
+
+        mean = column_means(centered)
+        centered -= mean
+        std = np.sqrt(column_mean_squares(centered))
+    else:
+        ones = _ones(n)
+        mean = ones @ centered / n
+        centered -= mean
+        std = np.sqrt(ones @ np.multiply(centered, centered) / n)
     # a non-finite mean makes the std non-finite too, so one test covers both
     if not np.isfinite(std).all():
         raise NonFiniteOutput("SCM output is not finite")
@@ -89,6 +99,22 @@ def rank_labels(score: np.ndarray, pi: float) -> np.ndarray:
     return labels
 
 
+def rank_labels_by_index(score: np.ndarray, pi: float) -> np.ndarray:
+    """:func:`rank_labels` with its ties specified: of the scores equal to the threshold, the
+    ones at the lowest row indices are negatives. The result no longer depends on how numpy's
+    partition (SIMD-dispatched) orders equal values."""
+    n = score.shape[0]
+    labels = np.ones(n, np.int8)
+    n_neg = n_negatives(n, pi)
+    if n_neg > 0:
+        threshold = np.partition(score, n - n_neg)[n - n_neg]  # the value is unique
+        above = score > threshold
+        labels[above] = 0
+        ties = np.flatnonzero(score == threshold)
+        labels[ties[: n_neg - int(np.count_nonzero(above))]] = 0
+    return labels
+
+
 def pu_split(labels: np.ndarray, n_labeled: int, n_dropped: int, rng: np.random.Generator):
     """Row indices (labeled, unlabeled) of the class-stratified split.
 
@@ -106,12 +132,17 @@ def pu_split(labels: np.ndarray, n_labeled: int, n_dropped: int, rng: np.random.
     return order[positions[:n_labeled]], order[keep]
 
 
-def build_task(plan: TaskPlan, raw: RawTask, clip: float, attempts: int) -> Task:
-    """Standardize, label and PU-split one task's SCM output (uses the task's stream)."""
+def build_task(
+    plan: TaskPlan, raw: RawTask, clip: float, attempts: int, arithmetic: str = "native"
+) -> Task:
+    """Standardize, label and PU-split one task's SCM output (uses the task's stream).
+    ``arithmetic``: ``prior.scm.arithmetic`` (``portable``: fixed-order sums, specified ties)."""
+    portable = arithmetic == "portable"
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
-    x_centered, _, x_std = _centered_stats(raw.x)
-    score_centered, _, score_std = _centered_stats(raw.score[:, None])
-    labels = rank_labels(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
+    x_centered, _, x_std = _centered_stats(raw.x, portable)
+    score_centered, _, score_std = _centered_stats(raw.score[:, None], portable)
+    ranker = rank_labels_by_index if portable else rank_labels
+    labels = ranker(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
 
     n_labeled = plan.n_labeled
     n_negative = n_negatives(labels.shape[0], plan.pi)  # rank_labels made exactly these 0

@@ -24,9 +24,16 @@ import numpy as np
 from prior_gen.activations import apply_activation
 from prior_gen.factors import TaskPlan
 from prior_gen.gaussian import box_muller, draw_words, place_normals
-from prior_gen.noise_table import noise_adder, scaled_table
+from prior_gen.noise_table import TABLE_BITS, noise_adder, scaled_table
 
-__all__ = ["CausalSelection", "RawTask", "forward_group", "select_causal_nodes"]
+__all__ = [
+    "CausalSelection",
+    "RawTask",
+    "forward_group",
+    "forward_portable",
+    "select_causal_nodes",
+    "table_normals",
+]
 
 
 @dataclass
@@ -161,7 +168,10 @@ def _draw_parameters(plans: list[TaskPlan], bounds: list[int], init_std: float) 
 
 
 def forward_group(
-    plans: list[TaskPlan], init_std: float, noise_sampler: str = "box_muller"
+    plans: list[TaskPlan],
+    init_std: float,
+    noise_sampler: str = "box_muller",
+    arithmetic: str = "native",
 ) -> list[RawTask]:
     """Run the SCMs of ``plans`` (equal forward signatures) and return their raw outputs.
 
@@ -169,7 +179,13 @@ def forward_group(
     in both cases from the task's stream when its block is computed: ``box_muller`` (the
     original bytes) or ``table`` (:mod:`prior_gen.noise_table`: one word of the task's stream
     seeds the block's noise, looked up in a normal quantile table).
+
+    ``arithmetic`` (``prior.scm.arithmetic``): ``native`` (numpy and OpenBLAS: the original
+    bytes, which depend on the CPU) or ``portable`` (:func:`forward_portable`: the same bytes
+    on every CPU; requires the table noise sampler).
     """
+    if arithmetic == "portable":
+        return [forward_portable(plan, init_std) for plan in plans]
     first = plans[0]
     h, depth, sigma = first.width, first.depth, first.noise_std
     rows = [plan.n_rows for plan in plans]
@@ -259,3 +275,73 @@ def forward_group(
             x = last @ head[h:].reshape(h, plan.n_features)
         outputs.append(RawTask(x=x, score=score))
     return outputs
+
+
+_DRAWS_PER_WORD = 64 // TABLE_BITS
+
+
+def table_normals(bit_generator: np.random.BitGenerator, table: np.ndarray, count: int):
+    """``count`` draws from ``table`` (float32), indexed by the 16-bit slices of the next
+    ⌈count / 4⌉ words of ``bit_generator`` (lowest slice first)."""
+    words = bit_generator.random_raw(-(-count // _DRAWS_PER_WORD))
+    indices = words.view(np.dtype("<u2"))[:count]  # little-endian: the lowest slice first
+    return table[indices]
+
+
+def forward_portable(plan: TaskPlan, init_std: float) -> RawTask:
+    """The SCM of one task in the arithmetic of :mod:`prior_gen.portable` (the same bytes on
+    every CPU).
+
+    Draws from the task's stream in the native pass's order (weights, causal choices, causes,
+    then one word per hidden block seeding its table noise), but every normal comes from the
+    quantile table of :mod:`prior_gen.noise_table` (N(0, σ²_init) weights: the table scaled by
+    σ_init; normal causes: the table), not from a Box–Muller transform, whose logarithm and
+    sine would need more portable transcendental functions than the activations and cost 3×
+    (docs/performance.md). The hidden states are laid out [node, row]; one compiled call runs
+    the whole depth.
+    """
+    from prior_gen import portable
+
+    h, depth, sigma, k, n = plan.width, plan.depth, plan.noise_std, plan.n_causes, plan.n_rows
+    bit_generator = plan.rng.bit_generator
+    n_core = k * h + (depth - 1) * h * h
+    n_head = 0 if plan.causal else h * (1 + (plan.noncausal_features == "head") * plan.n_features)
+    weights = table_normals(bit_generator, scaled_table(init_std), n_core + n_head)
+    selection = select_causal_nodes(plan) if plan.causal else None
+    if plan.cause_dist == "normal":
+        causes = table_normals(bit_generator, scaled_table(1.0), n * k).reshape(n, k)
+    else:
+        causes = plan.rng.random((n, k), dtype=np.float32)
+    if sigma > 0:
+        seeds = bit_generator.random_raw(depth - 1)  # one word per block, in block order
+        table = scaled_table(sigma)
+    else:
+        seeds, table = np.empty(0, np.uint64), scaled_table(1.0)
+    nodes = np.empty(0, np.int64)
+    if selection is not None:
+        nodes = np.append(selection.feature_nodes, selection.label_node).astype(np.int64)
+    picked = np.empty((nodes.shape[0], n), np.float32)
+    last = np.empty((h, n), np.float32)
+    portable.forward(
+        np.ascontiguousarray(causes.T),
+        weights[: k * h].reshape(k, h),
+        weights[k * h : n_core].reshape(depth - 1, h, h),
+        np.array([portable.ACTIVATION_CODES[name] for name in plan.activations], np.int64),
+        seeds,
+        table,
+        nodes,
+        picked,
+        last,
+    )
+    if selection is not None:
+        d = plan.n_features
+        x = np.ascontiguousarray(picked[:d].T)
+        return RawTask(x=x, score=picked[d], label_node=selection.label_node)
+    head = weights[n_core:]
+    score = np.empty((1, n), np.float32)
+    portable.matmul_t(head[:h].reshape(h, 1), last, score)
+    if plan.noncausal_features == "causes":
+        return RawTask(x=causes, score=score[0])
+    x_t = np.empty((plan.n_features, n), np.float32)
+    portable.matmul_t(head[h:].reshape(h, plan.n_features), last, x_t)
+    return RawTask(x=np.ascontiguousarray(x_t.T), score=score[0])
