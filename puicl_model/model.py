@@ -8,7 +8,9 @@ column) is embedded independently; ``num_layers`` post-norm blocks then apply
     h = LN3(h + FeedForward(h))               # per cell, GELU
 
 and a two-layer GELU decoder reads two logits ``[negative, positive]`` from the label cell of
-every row (meaningful on the unlabeled rows). There is no positional encoding, so permuting
+every row (meaningful on the unlabeled rows). Two recipe options (``ModelConfig.norm``,
+``thinking_rows``; docs/training.md) change this: pre-norm blocks with RMSNorm, and learnable
+rows appended to every table. There is no positional encoding, so permuting
 rows or features permutes (or leaves unchanged) the outputs.
 
 How the cells of a batch of tasks of different sizes are stored, and how attention runs over
@@ -51,21 +53,31 @@ class SelfAttention(nn.Module):
 
 
 class DualAxisBlock(nn.Module):
-    """One transformer block: attention across features, across rows, feed-forward."""
+    """One transformer block: attention across features, across rows, feed-forward.
 
-    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int) -> None:
+    Post-norm with LayerNorm (the paper), or with ``pre_norm`` pre-norm with RMSNorm.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int,
+                 pre_norm: bool = False) -> None:
         super().__init__()
+        norm = nn.RMSNorm if pre_norm else nn.LayerNorm
+        self.pre_norm = pre_norm
         self.attn_features = SelfAttention(embed_dim, num_heads)
-        self.norm_features = nn.LayerNorm(embed_dim)
+        self.norm_features = norm(embed_dim)
         self.attn_rows = SelfAttention(embed_dim, num_heads)
-        self.norm_rows = nn.LayerNorm(embed_dim)
+        self.norm_rows = norm(embed_dim)
         self.ff = nn.Sequential(
             nn.Linear(embed_dim, ff_dim), nn.GELU(), nn.Linear(ff_dim, embed_dim)
         )
-        self.norm_ff = nn.LayerNorm(embed_dim)
+        self.norm_ff = norm(embed_dim)
 
     def forward(self, h: Tensor, cells: CellLayout) -> Tensor:
         """h: the cells [n, e] in ``cells``' layout -> [n, e]."""
+        if self.pre_norm:
+            h = h + self.attn_features(self.norm_features(h), cells.attend_features)
+            h = h + self.attn_rows(self.norm_rows(h), cells.attend_rows)
+            return h + self.ff(self.norm_ff(h))
         h = self.norm_features(h + self.attn_features(h, cells.attend_features))
         h = self.norm_rows(h + self.attn_rows(h, cells.attend_rows))
         return self.norm_ff(h + self.ff(h))
@@ -95,12 +107,21 @@ class PUICLModel(nn.Module):
         self.target_encoder = nn.Linear(1, e)
         self.unlabeled_token = nn.Parameter(torch.empty(e))
         nn.init.normal_(self.unlabeled_token, std=0.02)
+        pre_norm = config.norm == "pre_rmsnorm"
         self.blocks = nn.ModuleList(
-            DualAxisBlock(e, config.num_heads, config.ff_dim) for _ in range(config.num_layers)
+            DualAxisBlock(e, config.num_heads, config.ff_dim, pre_norm)
+            for _ in range(config.num_layers)
         )
         self.decoder = nn.Sequential(
             nn.Linear(e, config.ff_dim), nn.GELU(), nn.Linear(config.ff_dim, 2)
         )
+        # Recipe options (docs/training.md), created last so that the default model draws the
+        # same initial weights as before they existed.
+        self.norm_out = nn.RMSNorm(e) if pre_norm else nn.Identity()  # pre-norm's final norm
+        self.thinking = None  # [k, 2, e]: a thinking row's feature cells and its label cell
+        if config.thinking_rows:
+            self.thinking = nn.Parameter(torch.empty(config.thinking_rows, 2, e))
+            nn.init.normal_(self.thinking, std=0.02)
 
     def parameter_counts(self) -> dict[str, int]:
         """Trainable parameters per part: encoders, blocks, decoder and total."""
@@ -112,10 +133,11 @@ class PUICLModel(nn.Module):
                 total += sum(p.numel() for p in params)
             return total
 
+        encoders = [self.feature_encoder, self.target_encoder, self.unlabeled_token]
         counts = {
-            "encoders": count(self.feature_encoder, self.target_encoder, self.unlabeled_token),
+            "encoders": count(*encoders, *([self.thinking] if self.thinking is not None else [])),
             "blocks": count(self.blocks),
-            "decoder": count(self.decoder),
+            "decoder": count(self.decoder, self.norm_out),
         }
         counts["total"] = sum(counts.values())
         return counts
@@ -123,16 +145,16 @@ class PUICLModel(nn.Module):
     def embed(self, batch: TaskBatch, cells: CellLayout) -> Tensor:
         """The cells' embeddings [n, e] in ``cells``' layout (paper §3.1)."""
         return cells.embed(batch, self.feature_encoder, self.target_encoder,
-                           self.unlabeled_token, self.config.feature_clip)
+                           self.unlabeled_token, self.config.feature_clip, self.thinking)
 
     def forward(self, batch: TaskBatch) -> Tensor:
         batch.validate()
-        cells = cell_layout(self.attention, batch)
+        cells = cell_layout(self.attention, batch, self.config.thinking_rows)
         h = self.embed(batch, cells)
         *inner, last = self.blocks
         for block in inner:
             h = block(h, cells)
         # The decoder reads the label cells only; a layout may compute just those in the last
         # block (puicl_model.backends.pruned_last_block).
-        logits = self.decoder(cells.label_cells_after(last, h)).float()
+        logits = self.decoder(self.norm_out(cells.label_cells_after(last, h))).float()
         return cells.scatter_rows(logits)

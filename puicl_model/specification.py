@@ -19,6 +19,12 @@ Per task, with ``n_labeled`` labeled positives on top of ``n_rows`` rows:
    ``h = LN(h + feed-forward)``;
 4. the decoder maps each row's label cell to two logits ``[negative, positive]``.
 
+Recipe options (``ModelConfig``; docs/training.md): ``norm: pre_rmsnorm`` makes each step
+``h = h + f(RMSNorm(h))`` with a final RMSNorm before the decoder; ``thinking_rows: k`` puts k
+learnable rows before every task's rows (feature cells ``thinking[i, 0]``, label cell
+``thinking[i, 1]``): every row attends to them, they attend to the context, and they are not
+decoded.
+
 Query rows (``TaskBatch.n_context``) attend to the context rows and to themselves; no row
 attends to them. Padded rows and feature columns are computed but never attended to, so they
 cannot change a real output; padded output rows are set to zero.
@@ -55,28 +61,39 @@ class SelfAttention(nn.Module):
 
 
 class DualAxisBlock(nn.Module):
-    """Attention across features, attention across rows, feed-forward; each post-norm."""
+    """Attention across features, attention across rows, feed-forward; each post-norm
+    (LayerNorm) or pre-norm (RMSNorm)."""
 
-    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int) -> None:
+    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int, pre_norm: bool) -> None:
         super().__init__()
+        norm = nn.RMSNorm if pre_norm else nn.LayerNorm
+        self.pre_norm = pre_norm
         self.attn_features = SelfAttention(embed_dim, num_heads)
-        self.norm_features = nn.LayerNorm(embed_dim)
+        self.norm_features = norm(embed_dim)
         self.attn_rows = SelfAttention(embed_dim, num_heads)
-        self.norm_rows = nn.LayerNorm(embed_dim)
+        self.norm_rows = norm(embed_dim)
         self.ff = nn.Sequential(
             nn.Linear(embed_dim, ff_dim), nn.GELU(), nn.Linear(ff_dim, embed_dim)
         )
-        self.norm_ff = nn.LayerNorm(embed_dim)
+        self.norm_ff = norm(embed_dim)
+
+    def residual(self, h: Tensor, f, norm: nn.Module) -> Tensor:
+        return h + f(norm(h)) if self.pre_norm else norm(h + f(h))
 
     def forward(self, h: Tensor, columns_visible: Tensor, rows_visible: Tensor) -> Tensor:
         """h [B, R, C, E]; ``columns_visible`` [B·R, 1, C, C], ``rows_visible`` [B·C, 1, R, R]."""
         b, r, c, e = h.shape
-        within_rows = h.reshape(b * r, c, e)
-        h = self.norm_features(h + self.attn_features(within_rows, columns_visible).view(h.shape))
-        within_columns = h.transpose(1, 2).reshape(b * c, r, e)
-        attended = self.attn_rows(within_columns, rows_visible).view(b, c, r, e).transpose(1, 2)
-        h = self.norm_rows(h + attended)
-        return self.norm_ff(h + self.ff(h))
+
+        def across_features(x: Tensor) -> Tensor:
+            return self.attn_features(x.reshape(b * r, c, e), columns_visible).view(h.shape)
+
+        def across_rows(x: Tensor) -> Tensor:
+            within_columns = x.transpose(1, 2).reshape(b * c, r, e)
+            return self.attn_rows(within_columns, rows_visible).view(b, c, r, e).transpose(1, 2)
+
+        h = self.residual(h, across_features, self.norm_features)
+        h = self.residual(h, across_rows, self.norm_rows)
+        return self.residual(h, self.ff, self.norm_ff)
 
 
 class PUICLSpecification(nn.Module):
@@ -91,12 +108,18 @@ class PUICLSpecification(nn.Module):
         self.feature_encoder = nn.Linear(1, e)
         self.target_encoder = nn.Linear(1, e)
         self.unlabeled_token = nn.Parameter(torch.zeros(e))
+        pre_norm = config.norm == "pre_rmsnorm"
         self.blocks = nn.ModuleList(
-            DualAxisBlock(e, config.num_heads, config.ff_dim) for _ in range(config.num_layers)
+            DualAxisBlock(e, config.num_heads, config.ff_dim, pre_norm)
+            for _ in range(config.num_layers)
         )
         self.decoder = nn.Sequential(
             nn.Linear(e, config.ff_dim), nn.GELU(), nn.Linear(config.ff_dim, 2)
         )
+        self.norm_out = nn.RMSNorm(e) if pre_norm else nn.Identity()
+        self.thinking = None
+        if config.thinking_rows:
+            self.thinking = nn.Parameter(torch.zeros(config.thinking_rows, 2, e))
 
     def forward(self, batch: TaskBatch) -> Tensor:
         batch.validate()
@@ -113,6 +136,14 @@ class PUICLSpecification(nn.Module):
         labeled_cell = self.target_encoder(x.new_full((1,), LABELED_VALUE))
         label = torch.where(labeled[..., None], labeled_cell, self.unlabeled_token)
         h = torch.cat([cells, label.unsqueeze(2)], dim=2)  # [B, R, C, E]
+        k = self.config.thinking_rows
+        if k:  # k thinking rows before every task's rows: rows become [k + R]
+            e = h.shape[-1]
+            think = torch.cat([self.thinking[:, :1].expand(k, f, e), self.thinking[:, 1:]], 1)
+            h = torch.cat([think.expand(b, k, f + 1, e), h], dim=1)
+            r, rows = r + k, torch.arange(r + k, device=x.device)
+            real_rows = rows < (batch.n_rows + k)[:, None]
+            context = context + k
 
         # who may attend to whom: the task's features and its label column within a row;
         # within a column, the task's context rows, and a query row also to itself
@@ -131,5 +162,5 @@ class PUICLSpecification(nn.Module):
             h = block(h, columns_visible, rows_visible)
 
         # 4. the decoder reads the label cell of every row; padded rows are zero
-        logits = self.decoder(h[:, :, -1]).float()
-        return torch.where(real_rows[..., None], logits, 0.0)
+        logits = self.decoder(self.norm_out(h[:, :, -1])).float()
+        return torch.where(real_rows[..., None], logits, 0.0)[:, k:]

@@ -237,7 +237,7 @@ class RunConfig:
             # the data's identity as prior_gen defines it (with its legacy-key rule), so a
             # prior key added later changes neither shard nor checkpoint hashes of old configs
             **self.generation().identity(),
-            "model": self.model,
+            "model": self.model.to_mapping(),  # model options at their legacy value left out
             "training": {
                 "sampler": training.sampler,
                 "optimizer": training.optimizer,

@@ -35,8 +35,12 @@ class CellLayout:
     """The cells of one batch, stored as the rows of a matrix ``h`` [n, E]."""
 
     def embed(self, batch: TaskBatch, feature_encoder: nn.Linear, target_encoder: nn.Linear,
-              unlabeled_token: Tensor, clip: float) -> Tensor:
-        """The cells' embeddings (paper §3.1) in this layout's order, [n, E]."""
+              unlabeled_token: Tensor, clip: float, thinking: Tensor | None = None) -> Tensor:
+        """The cells' embeddings (paper §3.1) in this layout's order, [n, E].
+
+        ``thinking`` [k, 2, E]: the feature-cell and label-cell embedding of each of the k
+        thinking rows the layout was built with (the first k rows of every task).
+        """
         raise NotImplementedError
 
     def attend_features(self, qkv: Tensor, num_heads: int) -> Tensor:
@@ -48,11 +52,13 @@ class CellLayout:
         raise NotImplementedError
 
     def label_cells(self, h: Tensor) -> Tensor:
-        """The label cells of the real rows, [n_rows, E], in the order of :meth:`scatter_rows`."""
+        """The label cells [n, E] of every row (thinking rows too), as :meth:`scatter_rows`
+        takes them."""
         raise NotImplementedError
 
     def scatter_rows(self, values: Tensor) -> Tensor:
-        """Per-row values [n_rows, k] (from :meth:`label_cells`) -> [B, R, k], padding zero."""
+        """Per-row values (one per label cell) -> [B, R, k] for the batch's own rows; padding
+        rows are zero, thinking rows are dropped."""
         raise NotImplementedError
 
     def label_cells_after(self, block: nn.Module, h: Tensor) -> Tensor:

@@ -43,7 +43,7 @@ class _Bucket:
     tasks: Tensor  # int64 [b] on the device: the tasks' indices in the batch
     n_labeled: Tensor  # int64 [b] on the device
     n_tasks: int
-    rows: int  # R: the largest row count among the bucket's tasks
+    rows: int  # R: the thinking rows (first) + the largest row count among the bucket's tasks
     columns: int  # C: features + 1
     row_mask: Tensor | None  # bool [b, R, R] (query, key) or None when every key is visible
 
@@ -63,10 +63,12 @@ def _to_device(values: list[int] | np.ndarray, device: torch.device) -> Tensor:
 class BucketedCells(CellLayout):
     """A batch's cells in shape buckets, padded within each bucket (module docstring)."""
 
-    def __init__(self, batch: TaskBatch, row_grid: int = DEFAULT_ROW_GRID) -> None:
+    def __init__(self, batch: TaskBatch, row_grid: int = DEFAULT_ROW_GRID,
+                 thinking_rows: int = 0) -> None:
         device = batch.device
-        sizes = batch.sizes()
-        contexts = batch.context_sizes()
+        k = self.thinking_rows = thinking_rows  # the first rows of every task, all context
+        sizes = [(labeled, rows + k, features) for labeled, rows, features in batch.sizes()]
+        contexts = [context + k for context in batch.context_sizes()]
         keys: dict[tuple[int, int], list[int]] = {}
         for task, (_, rows, features) in enumerate(sizes):
             keys.setdefault((features, -(-rows // row_grid)), []).append(task)
@@ -91,10 +93,11 @@ class BucketedCells(CellLayout):
             ))
             # the label cells of the real rows: cell (position, row, C - 1) of the [b, R, C] block
             real = np.arange(rows)[None, :] < np.array([sizes[t][1] for t in tasks])[:, None]
+            real[:, :k] = False  # thinking rows are not decoded
             position, row = np.nonzero(real)
             label_cell.append(start + (position * rows + row) * columns + columns - 1)
             label_task.append(np.asarray(tasks)[position])
-            label_row.append(row)
+            label_row.append(row - k)
             start += len(tasks) * rows * columns
         self.n_cells = start
         self._label_cell = _to_device(np.concatenate(label_cell), device)
@@ -118,20 +121,25 @@ class BucketedCells(CellLayout):
 
     # ------------------------------------------------------------------ embedding
     def embed(self, batch: TaskBatch, feature_encoder: nn.Linear, target_encoder: nn.Linear,
-              unlabeled_token: Tensor, clip: float) -> Tensor:
+              unlabeled_token: Tensor, clip: float, thinking: Tensor | None = None) -> Tensor:
+        k = self.thinking_rows
         # Linear(1, e) applied to the label scalar, written out so autocast leaves it fp32.
         labeled_embedding = target_encoder.weight[:, 0] * LABELED_VALUE + target_encoder.bias
         pieces = []
         for bucket in self.buckets:
-            features = bucket.columns - 1
-            x = batch.x.index_select(0, bucket.tasks)[:, : bucket.rows, :features].float()
-            z = standardize_padded(x, bucket.n_labeled, clip)  # [b, R, F]
+            features, own_rows = bucket.columns - 1, bucket.rows - k
+            x = batch.x.index_select(0, bucket.tasks)[:, :own_rows, :features].float()
+            z = standardize_padded(x, bucket.n_labeled, clip)  # [b, R - k, F]
             cells = torch.addcmul(feature_encoder.bias, z.unsqueeze(-1),
-                                  feature_encoder.weight[:, 0])  # [b, R, F, e]
-            rows = torch.arange(bucket.rows, device=x.device)
-            labeled = (rows < bucket.n_labeled[:, None])[..., None]  # [b, R, 1]
-            label = torch.where(labeled, labeled_embedding, unlabeled_token)  # [b, R, e]
-            block = torch.cat([cells, label.unsqueeze(2)], dim=2)  # [b, R, C, e]
+                                  feature_encoder.weight[:, 0])  # [b, R - k, F, e]
+            rows = torch.arange(own_rows, device=x.device)
+            labeled = (rows < bucket.n_labeled[:, None])[..., None]  # [b, R - k, 1]
+            label = torch.where(labeled, labeled_embedding, unlabeled_token)  # [b, R - k, e]
+            block = torch.cat([cells, label.unsqueeze(2)], dim=2)  # [b, R - k, C, e]
+            if k:  # the thinking rows first: [b, R, C, e]
+                b, e = bucket.n_tasks, block.shape[-1]
+                think = torch.cat([thinking[:, :1].expand(k, features, e), thinking[:, 1:]], 1)
+                block = torch.cat([think.expand(b, k, features + 1, e), block], dim=1)
             pieces.append(block.reshape(-1, block.shape[-1]))
         return join(pieces)
 

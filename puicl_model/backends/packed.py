@@ -39,7 +39,7 @@ class _TaskSlot:
 
     task: int  # index in the batch
     first_row: int  # offset of its rows within the group
-    rows: int
+    rows: int  # its thinking rows (first) and its own rows
     labeled: int
     context: int  # rows before the query rows (== rows when there are none)
 
@@ -105,15 +105,17 @@ class PackedCells(CellLayout):
     """The packing of a batch's cells into one ``[n_cells, e]`` matrix (module docstring)."""
 
     def __init__(self, groups: tuple[_Group, ...], n_cells: int, batch_size: int,
-                 max_rows: int, compiled_kernel: bool = False) -> None:
+                 max_rows: int, compiled_kernel: bool = False, thinking_rows: int = 0) -> None:
         self.groups = groups
         self.n_cells = n_cells
         self.batch_size = batch_size
         self.max_rows = max_rows
         self.compiled_kernel = compiled_kernel
+        self.thinking_rows = thinking_rows  # the first rows of every task's slot
 
     @staticmethod
-    def of(batch: TaskBatch, compiled_kernel: bool = False) -> PackedCells:
+    def of(batch: TaskBatch, compiled_kernel: bool = False,
+           thinking_rows: int = 0) -> PackedCells:
         sizes = batch.sizes()
         contexts = batch.context_sizes()
         by_columns: dict[int, list[int]] = {}
@@ -125,13 +127,15 @@ class PackedCells(CellLayout):
             slots, rows = [], 0
             for task in by_columns[columns]:
                 labeled, task_rows, _ = sizes[task]
-                slots.append(_TaskSlot(task, rows, task_rows, labeled, contexts[task]))
+                task_rows += thinking_rows  # thinking rows are context: first in the slot
+                slots.append(_TaskSlot(task, rows, task_rows, labeled,
+                                       contexts[task] + thinking_rows))
                 rows += task_rows
             group = _Group(start, columns, rows, tuple(slots))
             groups.append(group)
             start = group.stop
         return PackedCells(tuple(groups), start, batch.batch_size, int(batch.x.shape[1]),
-                           compiled_kernel)
+                           compiled_kernel, thinking_rows)
 
     @property
     def group_cells(self) -> list[int]:
@@ -139,8 +143,9 @@ class PackedCells(CellLayout):
 
     # ------------------------------------------------------------------ embedding
     def embed(self, batch: TaskBatch, feature_encoder: nn.Linear, target_encoder: nn.Linear,
-              unlabeled_token: Tensor, clip: float) -> Tensor:
+              unlabeled_token: Tensor, clip: float, thinking: Tensor | None = None) -> Tensor:
         """Packed cell embeddings [n_cells, e] (column-major per group, label column last)."""
+        k = self.thinking_rows
         weight = feature_encoder.weight[:, 0]
         bias = feature_encoder.bias
         # Linear(1, e) applied to the label scalar, written out so autocast leaves it fp32.
@@ -148,21 +153,29 @@ class PackedCells(CellLayout):
         pieces = []
         for group in self.groups:
             features = group.columns - 1
+            own_rows = [slot.rows - k for slot in group.slots]
             z = join([
                 standardize_features(
-                    batch.x[slot.task, : slot.rows, :features].float(), slot.labeled, clip
+                    batch.x[slot.task, :rows, :features].float(), slot.labeled, clip
                 )
-                for slot in group.slots
+                for slot, rows in zip(group.slots, own_rows, strict=True)
             ])  # [rows, features]
             cells = torch.addcmul(bias, z.t().unsqueeze(-1), weight)  # [features, rows, e]
             label = join([
                 part
-                for slot in group.slots
+                for slot, rows in zip(group.slots, own_rows, strict=True)
                 for part in (
+                    *([thinking[:, 1]] if k else []),
                     labeled_embedding.expand(slot.labeled, -1),
-                    unlabeled_token.expand(slot.rows - slot.labeled, -1),
+                    unlabeled_token.expand(rows - slot.labeled, -1),
                 )
             ])
+            if k:  # each slot's thinking rows before its own rows, in every feature column
+                thinking_cells = thinking[:, 0].expand(features, k, -1)
+                cells = torch.cat([
+                    part for own in split(cells, own_rows, dim=1)
+                    for part in (thinking_cells, own)
+                ], dim=1)
             pieces.append(torch.cat([cells, label.unsqueeze(0)]).view(-1, cells.shape[-1]))
         return join(pieces)
 
@@ -205,7 +218,7 @@ class PackedCells(CellLayout):
             groups.append(_Group(start, 1, group.rows, group.slots))
             start += group.rows
         return PackedCells(tuple(groups), start, self.batch_size, self.max_rows,
-                           self.compiled_kernel)
+                           self.compiled_kernel, self.thinking_rows)
 
     def label_cells(self, h: Tensor) -> Tensor:
         """The label cells [n_rows, e] of packed cells ``h`` [n_cells, e], in group order.
@@ -221,13 +234,17 @@ class PackedCells(CellLayout):
         return label_cells_after_block(block, h, self)
 
     def scatter_rows(self, values: Tensor) -> Tensor:
+        k = self.thinking_rows
         slots = [slot for group in self.groups for slot in group.slots]
-        if len(slots) == 1 and slots[0].rows == self.max_rows:
+        if k:  # drop the thinking rows, the first k of every slot
+            own = [part for slot in slots for part in (k, slot.rows - k)]
+            values = join(list(split(values, own)[1::2]))
+        if len(slots) == 1 and slots[0].rows - k == self.max_rows:
             return values.view(1, self.max_rows, values.shape[-1])
         device = values.device
         task_index = torch.cat(
-            [torch.full((slot.rows,), slot.task, dtype=torch.int64) for slot in slots]
+            [torch.full((slot.rows - k,), slot.task, dtype=torch.int64) for slot in slots]
         ).to(device)
-        row_index = torch.cat([torch.arange(slot.rows) for slot in slots]).to(device)
+        row_index = torch.cat([torch.arange(slot.rows - k) for slot in slots]).to(device)
         out = values.new_zeros(self.batch_size, self.max_rows, values.shape[-1])
         return out.index_put((task_index, row_index), values)

@@ -61,9 +61,13 @@ def _block(block: DualAxisBlock, h: Tensor, cells: PackedCells, work: _Workspace
 
 
 def packed_inference_logits(model: PUICLModel, batch: TaskBatch) -> Tensor:
-    """``model(batch)`` computed with the packed layout and reused buffers (no autograd)."""
+    """``model(batch)`` computed with the packed layout and reused buffers (no autograd).
+
+    Post-norm blocks only (the paper's; ``inference_logits`` sends pre-norm models to
+    ``model(batch)``).
+    """
     batch.validate()
-    cells = PackedCells.of(batch)
+    cells = PackedCells.of(batch, thinking_rows=model.config.thinking_rows)
     h = model.embed(batch, cells)
     *inner, last = model.blocks
     config = model.config
@@ -71,7 +75,7 @@ def packed_inference_logits(model: PUICLModel, batch: TaskBatch) -> Tensor:
     for block in inner:
         h = _block(block, h, cells, work)
     del work
-    logits = model.decoder(cells.label_cells_after(last, h)).float()
+    logits = model.decoder(model.norm_out(cells.label_cells_after(last, h))).float()
     return cells.scatter_rows(logits)
 
 
@@ -82,5 +86,6 @@ def inference_logits(model: PUICLModel, batch: TaskBatch) -> Tensor:
         and batch.device.type == "cpu"
         and not autocast_active("cpu")
         and model.attention in ("auto", "packed", "cpu_kernel")
+        and model.config.norm == "post_layernorm"
     )
     return packed_inference_logits(model, batch) if applies else model(batch)

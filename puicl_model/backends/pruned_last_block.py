@@ -30,9 +30,12 @@ def label_cells_after_block(block: nn.Module, h: Tensor, cells: PackedCells) -> 
     attention = block.attn_features
     heads = attention.num_heads
     weight, bias = attention.qkv.weight, attention.qkv.bias
-    key_value = F.linear(h, weight[e:], bias[e:])  # [n_cells, 2e]
+    # pre-norm attends over the normed cells and adds to the un-normed residual stream
+    attended_cells = block.norm_features(h) if block.pre_norm else h
+    key_value = F.linear(attended_cells, weight[e:], bias[e:])  # [n_cells, 2e]
     label = cells.label_cells(h)  # [n_rows, e]
-    query = F.linear(label, weight[:e], bias[:e])
+    query_cells = cells.label_cells(attended_cells) if block.pre_norm else label
+    query = F.linear(query_cells, weight[:e], bias[:e])
     attended = []
     queries = split(query, [group.rows for group in cells.groups])
     for group, kv, q in zip(cells.groups, split(key_value, cells.group_cells), queries,
@@ -43,6 +46,11 @@ def label_cells_after_block(block: nn.Module, h: Tensor, cells: PackedCells) -> 
         )
         q = q.view(group.rows, heads, 1, e // heads)
         attended.append(F.scaled_dot_product_attention(q, k, v).reshape(group.rows, e))
+    attend_rows = cells.label_column().attend_rows
+    if block.pre_norm:
+        label = label + attention.out(join(attended))
+        label = label + block.attn_rows(block.norm_rows(label), attend_rows)
+        return label + block.ff(block.norm_ff(label))
     label = block.norm_features(label + attention.out(join(attended)))
-    label = block.norm_rows(label + block.attn_rows(label, cells.label_column().attend_rows))
+    label = block.norm_rows(label + block.attn_rows(label, attend_rows))
     return block.norm_ff(label + block.ff(label))

@@ -97,7 +97,7 @@ def save_weights(model: torch.nn.Module, path: str | Path) -> Path:
         name: tensor.detach().to("cpu", torch.float32).contiguous()
         for name, tensor in model.state_dict().items()
     }
-    config_json = json.dumps(to_dict(model.config), sort_keys=True)
+    config_json = json.dumps(model.config.to_mapping(), sort_keys=True)
     metadata = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -111,7 +111,7 @@ def save_weights(model: torch.nn.Module, path: str | Path) -> Path:
         return path
     weights_path = path / WEIGHTS_FILE
     atomic_write_bytes(weights_path, blob)
-    pretty = json.dumps(to_dict(model.config), indent=2, sort_keys=True) + "\n"
+    pretty = json.dumps(model.config.to_mapping(), indent=2, sort_keys=True) + "\n"
     atomic_write_bytes(path / CONFIG_FILE, pretty.encode())
     return weights_path
 

@@ -7,6 +7,8 @@ of rows and features; the parameter names of the two models are the same.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -20,6 +22,13 @@ from puicl_model.specification import PUICLSpecification
 
 # 16-dimensional heads, so that the cpu_kernel backend runs its compiled kernels
 CONFIG = ModelConfig(embed_dim=32, num_layers=2, num_heads=2, ff_dim=48)
+# the recipe options (docs/training.md): each path must compute them as the specification does
+CONFIGS = {
+    "paper": CONFIG,
+    "thinking_rows": dataclasses.replace(CONFIG, thinking_rows=3),
+    "pre_rmsnorm": dataclasses.replace(CONFIG, norm="pre_rmsnorm"),
+    "pre_rmsnorm+thinking_rows": dataclasses.replace(CONFIG, norm="pre_rmsnorm", thinking_rows=2),
+}
 # (labeled, unlabeled, features): mixed sizes, two tasks of one shape, two of one feature count
 SHAPES = [(7, 13, 3), (12, 5, 6), (4, 20, 2), (7, 13, 3), (30, 31, 6), (9, 40, 1), (5, 10, 6)]
 # (the bucketed backend pads (12, 5, 6) and (5, 10, 6) into one bucket: its row mask is tested)
@@ -32,14 +41,17 @@ def kernel_or_skip() -> None:
         pytest.skip(f"the CPU kernel cannot be built here: {error}")
 
 
-@pytest.fixture(scope="module")
-def models() -> tuple[PUICLModel, PUICLSpecification]:
+@pytest.fixture(scope="module", params=list(CONFIGS))
+def models(request) -> tuple[PUICLModel, PUICLSpecification]:
+    config = CONFIGS[request.param]
     torch.manual_seed(3)
-    model = PUICLModel(CONFIG)
+    model = PUICLModel(config)
     with torch.no_grad():  # larger outputs, so that the comparisons are not vacuous
         for parameter in model.decoder.parameters():
             parameter.mul_(3.0)
-    spec = PUICLSpecification(CONFIG)
+        if model.thinking is not None:  # as trained thinking rows might be: not tiny
+            model.thinking.mul_(30.0)
+    spec = PUICLSpecification(config)
     spec.load_state_dict(model.state_dict())
     return model, spec
 
@@ -67,12 +79,24 @@ def gradients(module: torch.nn.Module, batch) -> tuple[torch.Tensor, dict[str, t
     return logits.detach(), {name: p.grad.clone() for name, p in module.named_parameters()}
 
 
-def test_the_two_models_have_the_same_parameter_names_and_the_papers_count() -> None:
-    model, spec = PUICLModel(), PUICLSpecification()
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_the_two_models_have_the_same_parameter_names(name: str) -> None:
+    model, spec = PUICLModel(CONFIGS[name]), PUICLSpecification(CONFIGS[name])
     assert [(n, p.shape) for n, p in model.named_parameters()] == [
         (n, p.shape) for n, p in spec.named_parameters()
     ]
-    assert sum(p.numel() for p in spec.parameters()) == 1_226_882
+    assert sum(p.numel() for p in PUICLSpecification().parameters()) == 1_226_882
+
+
+def test_recipe_options_at_their_defaults_change_nothing_stored() -> None:
+    """The default model draws the same weights and stores the same config as before the
+    options existed (so old weight files and run hashes stay valid)."""
+    torch.manual_seed(0)
+    before = PUICLModel(CONFIG)
+    assert "thinking" not in dict(before.named_parameters())
+    assert set(CONFIG.to_mapping()) == {"embed_dim", "num_layers", "num_heads", "ff_dim",
+                                        "feature_clip", "max_features"}
+    assert CONFIGS["pre_rmsnorm+thinking_rows"].to_mapping()["thinking_rows"] == 2
 
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -115,8 +139,9 @@ def test_the_allocation_free_inference_path_matches_the_specification(models, qu
     batch = make_batch(2, queries)
     with torch.no_grad():
         expected = spec(batch)
-        torch.testing.assert_close(packed_inference_logits(model, batch), expected,
-                                   rtol=0, atol=1e-5)
+        if model.config.norm == "post_layernorm":  # the path is written for post-norm blocks
+            torch.testing.assert_close(packed_inference_logits(model, batch), expected,
+                                       rtol=0, atol=1e-5)
         torch.testing.assert_close(inference_logits(model, batch), expected, rtol=0, atol=1e-5)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from puicl_model.configio import ConfigError
+from puicl_common.configio import ConfigError
 from trainer.batching import collate_with_targets, per_task_loss
 from trainer.config import run_config_from_mapping
 from trainer.export import load_run_checkpoint
