@@ -11,7 +11,8 @@ from puicl_common.configio import require, to_dict
 # Options added after the first checkpoints, with the value that means "as before". A key at
 # this value is left out of the stored config and of a run's training hash, so configs and
 # weight files written before the key existed keep their bytes and hashes.
-LEGACY_DEFAULTS: dict[str, Any] = {"norm": "post_layernorm", "thinking_rows": 0}
+LEGACY_DEFAULTS: dict[str, Any] = {"norm": "post_layernorm", "thinking_rows": 0,
+                                   "feature_group": 1}
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,10 @@ class ModelConfig:
     # learnable rows appended to every table: they attend and are attended to across rows and
     # across features, and are never decoded (the speedrun's "thinking rows")
     thinking_rows: int = 0
+    # features per column token: each token embeds g consecutive standardized features (the
+    # last group zero-padded) with Linear(g, e), as TabICLv2 does; 1 is the paper's one cell per
+    # feature. Fewer tokens per row, at the cost of invariance to the order of features.
+    feature_group: int = 1
 
     def validate(self) -> None:
         require(self.embed_dim > 0, "embed_dim", f"must be positive, got {self.embed_dim}")
@@ -46,6 +51,12 @@ class ModelConfig:
         require(self.max_features > 0, "max_features", f"must be positive, got {self.max_features}")
         require(self.thinking_rows >= 0, "thinking_rows",
                 f"must be 0 or more, got {self.thinking_rows}")
+        require(self.feature_group >= 1, "feature_group",
+                f"must be 1 or more, got {self.feature_group}")
+
+    def column_tokens(self, features: int) -> int:
+        """Feature tokens of a row with ``features`` features (the label token not counted)."""
+        return -(-features // self.feature_group)
 
     def to_mapping(self) -> dict[str, Any]:
         """The config as stored (weights, hashes): options at their legacy value left out."""

@@ -8,10 +8,11 @@ column) is embedded independently; ``num_layers`` post-norm blocks then apply
     h = LN3(h + FeedForward(h))               # per cell, GELU
 
 and a two-layer GELU decoder reads two logits ``[negative, positive]`` from the label cell of
-every row (meaningful on the unlabeled rows). Two recipe options (``ModelConfig.norm``,
-``thinking_rows``; docs/training.md) change this: pre-norm blocks with RMSNorm, and learnable
-rows appended to every table. There is no positional encoding, so permuting
-rows or features permutes (or leaves unchanged) the outputs.
+every row (meaningful on the unlabeled rows). Three recipe options (``ModelConfig.norm``,
+``thinking_rows``, ``feature_group``; docs/training.md) change this: pre-norm blocks with
+RMSNorm, learnable rows appended to every table, several features per column token. There
+is no positional encoding, so permuting rows or (with one feature per token) features permutes,
+or leaves unchanged, the outputs.
 
 How the cells of a batch of tasks of different sizes are stored, and how attention runs over
 them, is the *attention backend*'s business (:mod:`puicl_model.backends`): ``packed`` (CPU),
@@ -103,7 +104,7 @@ class PUICLModel(nn.Module):
         self.config = config
         self.attention = attention
         e = config.embed_dim
-        self.feature_encoder = nn.Linear(1, e)
+        self.feature_encoder = nn.Linear(config.feature_group, e)
         self.target_encoder = nn.Linear(1, e)
         self.unlabeled_token = nn.Parameter(torch.empty(e))
         nn.init.normal_(self.unlabeled_token, std=0.02)
@@ -149,7 +150,8 @@ class PUICLModel(nn.Module):
 
     def forward(self, batch: TaskBatch) -> Tensor:
         batch.validate()
-        cells = cell_layout(self.attention, batch, self.config.thinking_rows)
+        cells = cell_layout(self.attention, batch, self.config.thinking_rows,
+                            self.config.feature_group)
         h = self.embed(batch, cells)
         *inner, last = self.blocks
         for block in inner:

@@ -23,7 +23,8 @@ Recipe options (``ModelConfig``; docs/training.md): ``norm: pre_rmsnorm`` makes 
 ``h = h + f(RMSNorm(h))`` with a final RMSNorm before the decoder; ``thinking_rows: k`` puts k
 learnable rows before every task's rows (feature cells ``thinking[i, 0]``, label cell
 ``thinking[i, 1]``): every row attends to them, they attend to the context, and they are not
-decoded.
+decoded; ``feature_group: g`` makes each feature token the embedding of g consecutive
+standardized features (zero-padded), ``feature_encoder`` then being Linear(g, E).
 
 Query rows (``TaskBatch.n_context``) attend to the context rows and to themselves; no row
 attends to them. Padded rows and feature columns are computed but never attended to, so they
@@ -105,7 +106,7 @@ class PUICLSpecification(nn.Module):
         config.validate()
         self.config = config
         e = config.embed_dim
-        self.feature_encoder = nn.Linear(1, e)
+        self.feature_encoder = nn.Linear(config.feature_group, e)
         self.target_encoder = nn.Linear(1, e)
         self.unlabeled_token = nn.Parameter(torch.zeros(e))
         pre_norm = config.norm == "pre_rmsnorm"
@@ -130,9 +131,14 @@ class PUICLSpecification(nn.Module):
         real_rows = rows < batch.n_rows[:, None]
         context = batch.n_rows if batch.n_context is None else batch.n_context
 
-        # 1-2. embeddings: [B, R, F, E] feature cells and [B, R, 1, E] label cells
+        # 1-2. embeddings: [B, R, T, E] feature cells (T = F tokens of g features; a padded
+        # feature standardizes to 0, as the padding of a task's last token) and [B, R, 1, E]
+        # label cells
+        g = self.config.feature_group
         z = standardize_padded(x, batch.n_labeled, self.config.feature_clip)
-        cells = self.feature_encoder(z.unsqueeze(-1))
+        f = -(-f // g)
+        z = F.pad(z, (0, f * g - z.shape[-1])).view(b, r, f, g)
+        cells = self.feature_encoder(z)
         labeled_cell = self.target_encoder(x.new_full((1,), LABELED_VALUE))
         label = torch.where(labeled[..., None], labeled_cell, self.unlabeled_token)
         h = torch.cat([cells, label.unsqueeze(2)], dim=2)  # [B, R, C, E]
@@ -147,7 +153,8 @@ class PUICLSpecification(nn.Module):
 
         # who may attend to whom: the task's features and its label column within a row;
         # within a column, the task's context rows, and a query row also to itself
-        real_columns = torch.arange(f + 1, device=x.device) < batch.n_features[:, None]
+        tokens = (batch.n_features + g - 1) // g
+        real_columns = torch.arange(f + 1, device=x.device) < tokens[:, None]
         real_columns[:, f] = True  # the label column
         columns_visible = real_columns[:, None, None, :].expand(b, r, 1, f + 1)
         columns_visible = columns_visible.reshape(b * r, 1, 1, f + 1)

@@ -17,7 +17,21 @@ from torch import Tensor, nn
 if TYPE_CHECKING:
     from puicl_model.batch import TaskBatch
 
-__all__ = ["CellLayout", "join", "split"]
+__all__ = ["CellLayout", "embed_features", "join", "split"]
+
+
+def embed_features(z: Tensor, feature_encoder: nn.Linear, group: int) -> Tensor:
+    """Feature tokens of standardized values ``z`` [..., d] -> [..., ceil(d / group), e].
+
+    ``group`` consecutive features form one token (the last zero-padded), embedded by
+    ``feature_encoder`` = Linear(group, e); with ``group`` 1 this is one cell per feature.
+    """
+    if group == 1:  # Linear(1, e) written out: one fused multiply-add per cell
+        return torch.addcmul(feature_encoder.bias, z.unsqueeze(-1), feature_encoder.weight[:, 0])
+    d = z.shape[-1]
+    tokens = -(-d // group)
+    z = torch.nn.functional.pad(z, (0, tokens * group - d))
+    return feature_encoder(z.view(*z.shape[:-1], tokens, group))
 
 
 def join(parts: list[Tensor]) -> Tensor:

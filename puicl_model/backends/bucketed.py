@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from puicl_model.backends.base import CellLayout, join, split
+from puicl_model.backends.base import CellLayout, embed_features, join, split
 from puicl_model.batch import TaskBatch
 from puicl_model.standardization import LABELED_VALUE, standardize_padded
 
@@ -44,7 +44,8 @@ class _Bucket:
     n_labeled: Tensor  # int64 [b] on the device
     n_tasks: int
     rows: int  # R: the thinking rows (first) + the largest row count among the bucket's tasks
-    columns: int  # C: features + 1
+    features: int  # the tasks' features, in C - 1 tokens
+    columns: int  # C: feature tokens + 1
     row_mask: Tensor | None  # bool [b, R, R] (query, key) or None when every key is visible
 
     @property
@@ -64,8 +65,9 @@ class BucketedCells(CellLayout):
     """A batch's cells in shape buckets, padded within each bucket (module docstring)."""
 
     def __init__(self, batch: TaskBatch, row_grid: int = DEFAULT_ROW_GRID,
-                 thinking_rows: int = 0) -> None:
+                 thinking_rows: int = 0, feature_group: int = 1) -> None:
         device = batch.device
+        self.feature_group = feature_group
         k = self.thinking_rows = thinking_rows  # the first rows of every task, all context
         sizes = [(labeled, rows + k, features) for labeled, rows, features in batch.sizes()]
         contexts = [context + k for context in batch.context_sizes()]
@@ -80,7 +82,7 @@ class BucketedCells(CellLayout):
         for features, _ in sorted(keys):
             tasks = keys[(features, _)]
             rows = max(sizes[task][1] for task in tasks)
-            columns = features + 1
+            columns = -(-features // feature_group) + 1
             row_mask = None
             if any(sizes[t][1] != rows or contexts[t] != rows for t in tasks):
                 row_mask = self._row_mask(
@@ -89,7 +91,8 @@ class BucketedCells(CellLayout):
             self.buckets.append(_Bucket(
                 start=start, tasks=_to_device(tasks, device),
                 n_labeled=_to_device([sizes[t][0] for t in tasks], device),
-                n_tasks=len(tasks), rows=rows, columns=columns, row_mask=row_mask,
+                n_tasks=len(tasks), rows=rows, features=features, columns=columns,
+                row_mask=row_mask,
             ))
             # the label cells of the real rows: cell (position, row, C - 1) of the [b, R, C] block
             real = np.arange(rows)[None, :] < np.array([sizes[t][1] for t in tasks])[:, None]
@@ -127,19 +130,18 @@ class BucketedCells(CellLayout):
         labeled_embedding = target_encoder.weight[:, 0] * LABELED_VALUE + target_encoder.bias
         pieces = []
         for bucket in self.buckets:
-            features, own_rows = bucket.columns - 1, bucket.rows - k
-            x = batch.x.index_select(0, bucket.tasks)[:, :own_rows, :features].float()
+            tokens, own_rows = bucket.columns - 1, bucket.rows - k
+            x = batch.x.index_select(0, bucket.tasks)[:, :own_rows, : bucket.features].float()
             z = standardize_padded(x, bucket.n_labeled, clip)  # [b, R - k, F]
-            cells = torch.addcmul(feature_encoder.bias, z.unsqueeze(-1),
-                                  feature_encoder.weight[:, 0])  # [b, R - k, F, e]
+            cells = embed_features(z, feature_encoder, self.feature_group)  # [b, R - k, T, e]
             rows = torch.arange(own_rows, device=x.device)
             labeled = (rows < bucket.n_labeled[:, None])[..., None]  # [b, R - k, 1]
             label = torch.where(labeled, labeled_embedding, unlabeled_token)  # [b, R - k, e]
             block = torch.cat([cells, label.unsqueeze(2)], dim=2)  # [b, R - k, C, e]
             if k:  # the thinking rows first: [b, R, C, e]
                 b, e = bucket.n_tasks, block.shape[-1]
-                think = torch.cat([thinking[:, :1].expand(k, features, e), thinking[:, 1:]], 1)
-                block = torch.cat([think.expand(b, k, features + 1, e), block], dim=1)
+                think = torch.cat([thinking[:, :1].expand(k, tokens, e), thinking[:, 1:]], 1)
+                block = torch.cat([think.expand(b, k, tokens + 1, e), block], dim=1)
             pieces.append(block.reshape(-1, block.shape[-1]))
         return join(pieces)
 

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from puicl_model.backends import cpu_kernel
-from puicl_model.backends.base import CellLayout, join, split
+from puicl_model.backends.base import CellLayout, embed_features, join, split
 from puicl_model.backends.pruned_last_block import label_cells_after_block
 from puicl_model.batch import TaskBatch
 from puicl_model.standardization import LABELED_VALUE, standardize_features
@@ -42,6 +42,7 @@ class _TaskSlot:
     rows: int  # its thinking rows (first) and its own rows
     labeled: int
     context: int  # rows before the query rows (== rows when there are none)
+    features: int  # its features (grouped into the group's columns - 1 tokens)
 
 
 @dataclass(frozen=True)
@@ -55,13 +56,17 @@ class _Group:
     """
 
     start: int
-    columns: int  # features + 1 (label column last)
+    columns: int  # feature tokens + 1 (label column last)
     rows: int
     slots: tuple[_TaskSlot, ...]
 
     @property
     def stop(self) -> int:
         return self.start + self.columns * self.rows
+
+
+def _pad_columns(z: Tensor, width: int) -> Tensor:
+    return z if z.shape[1] == width else F.pad(z, (0, width - z.shape[1]))
 
 
 def attend_sdpa_rows(qkv: Tensor, num_heads: int, context: int) -> Tensor:
@@ -105,37 +110,40 @@ class PackedCells(CellLayout):
     """The packing of a batch's cells into one ``[n_cells, e]`` matrix (module docstring)."""
 
     def __init__(self, groups: tuple[_Group, ...], n_cells: int, batch_size: int,
-                 max_rows: int, compiled_kernel: bool = False, thinking_rows: int = 0) -> None:
+                 max_rows: int, compiled_kernel: bool = False, thinking_rows: int = 0,
+                 feature_group: int = 1) -> None:
         self.groups = groups
         self.n_cells = n_cells
         self.batch_size = batch_size
         self.max_rows = max_rows
         self.compiled_kernel = compiled_kernel
         self.thinking_rows = thinking_rows  # the first rows of every task's slot
+        self.feature_group = feature_group  # features per column token
 
     @staticmethod
-    def of(batch: TaskBatch, compiled_kernel: bool = False,
-           thinking_rows: int = 0) -> PackedCells:
+    def of(batch: TaskBatch, compiled_kernel: bool = False, thinking_rows: int = 0,
+           feature_group: int = 1) -> PackedCells:
         sizes = batch.sizes()
         contexts = batch.context_sizes()
         by_columns: dict[int, list[int]] = {}
         for task, (_, _, features) in enumerate(sizes):
-            by_columns.setdefault(features + 1, []).append(task)
+            tokens = -(-features // feature_group)
+            by_columns.setdefault(tokens + 1, []).append(task)
         groups: list[_Group] = []
         start = 0
         for columns in sorted(by_columns):
             slots, rows = [], 0
             for task in by_columns[columns]:
-                labeled, task_rows, _ = sizes[task]
+                labeled, task_rows, features = sizes[task]
                 task_rows += thinking_rows  # thinking rows are context: first in the slot
                 slots.append(_TaskSlot(task, rows, task_rows, labeled,
-                                       contexts[task] + thinking_rows))
+                                       contexts[task] + thinking_rows, features))
                 rows += task_rows
             group = _Group(start, columns, rows, tuple(slots))
             groups.append(group)
             start = group.stop
         return PackedCells(tuple(groups), start, batch.batch_size, int(batch.x.shape[1]),
-                           compiled_kernel, thinking_rows)
+                           compiled_kernel, thinking_rows, feature_group)
 
     @property
     def group_cells(self) -> list[int]:
@@ -145,22 +153,23 @@ class PackedCells(CellLayout):
     def embed(self, batch: TaskBatch, feature_encoder: nn.Linear, target_encoder: nn.Linear,
               unlabeled_token: Tensor, clip: float, thinking: Tensor | None = None) -> Tensor:
         """Packed cell embeddings [n_cells, e] (column-major per group, label column last)."""
-        k = self.thinking_rows
-        weight = feature_encoder.weight[:, 0]
-        bias = feature_encoder.bias
+        k, g = self.thinking_rows, self.feature_group
         # Linear(1, e) applied to the label scalar, written out so autocast leaves it fp32.
         labeled_embedding = target_encoder.weight[:, 0] * LABELED_VALUE + target_encoder.bias
         pieces = []
         for group in self.groups:
-            features = group.columns - 1
+            tokens = group.columns - 1
             own_rows = [slot.rows - k for slot in group.slots]
             z = join([
-                standardize_features(
-                    batch.x[slot.task, :rows, :features].float(), slot.labeled, clip
-                )
+                _pad_columns(standardize_features(
+                    batch.x[slot.task, :rows, : slot.features].float(), slot.labeled, clip
+                ), tokens * g)  # the tasks of a group may differ in features, by less than g
                 for slot, rows in zip(group.slots, own_rows, strict=True)
-            ])  # [rows, features]
-            cells = torch.addcmul(bias, z.t().unsqueeze(-1), weight)  # [features, rows, e]
+            ])  # [rows, tokens * g]
+            if g == 1:  # [tokens, rows, e]
+                cells = embed_features(z.t(), feature_encoder, 1)
+            else:
+                cells = embed_features(z, feature_encoder, g).transpose(0, 1)
             label = join([
                 part
                 for slot, rows in zip(group.slots, own_rows, strict=True)
@@ -171,7 +180,7 @@ class PackedCells(CellLayout):
                 )
             ])
             if k:  # each slot's thinking rows before its own rows, in every feature column
-                thinking_cells = thinking[:, 0].expand(features, k, -1)
+                thinking_cells = thinking[:, 0].expand(tokens, k, -1)
                 cells = torch.cat([
                     part for own in split(cells, own_rows, dim=1)
                     for part in (thinking_cells, own)
@@ -218,7 +227,7 @@ class PackedCells(CellLayout):
             groups.append(_Group(start, 1, group.rows, group.slots))
             start += group.rows
         return PackedCells(tuple(groups), start, self.batch_size, self.max_rows,
-                           self.compiled_kernel, self.thinking_rows)
+                           self.compiled_kernel, self.thinking_rows, self.feature_group)
 
     def label_cells(self, h: Tensor) -> Tensor:
         """The label cells [n_rows, e] of packed cells ``h`` [n_cells, e], in group order.

@@ -67,10 +67,11 @@ def packed_inference_logits(model: PUICLModel, batch: TaskBatch) -> Tensor:
     ``model(batch)``).
     """
     batch.validate()
-    cells = PackedCells.of(batch, thinking_rows=model.config.thinking_rows)
+    config = model.config
+    cells = PackedCells.of(batch, thinking_rows=config.thinking_rows,
+                           feature_group=config.feature_group)
     h = model.embed(batch, cells)
     *inner, last = model.blocks
-    config = model.config
     work = _Workspace(cells.n_cells, config.embed_dim, config.ff_dim, like=h)
     for block in inner:
         h = _block(block, h, cells, work)
