@@ -1,0 +1,85 @@
+"""Categorical features: discretise some of a finished task's feature columns into levels.
+
+Beyond the paper (issue 15, item 8): TabPFN's prior turns some features into categories, and
+real tables (MONK, Car) have them, while the paper's prior makes every feature continuous.
+With ``prior.dataset.categorical`` set, each task, after its PU split:
+
+1. draws its share s ~ U(share) and, for every column j, u_j < s (categorical or not) and a
+   level count k_j ~ U{levels}; all of these are drawn for every column, used or not, so one
+   column's outcome never shifts another's draws;
+2. for each categorical column in column order: k_j − 1 distinct cut positions among the
+   sorted positions 1..n−1 of the column's n values (uniform, without replacement), whose
+   values are the thresholds; a row's level is the number of thresholds ≤ its value, then
+   renumbered densely 0..m−1 (m = k_j unless values tie, m < k_j then; a constant column
+   keeps m = 1);
+3. with probability ``shuffle_levels`` the m codes are permuted at random, so that the code
+   is not ordinal with the latent value (nominal data); otherwise they keep its order.
+
+Why random cut positions rather than quantile bins: level sizes then vary from balanced to
+very skewed (uniform spacings), as real categories do; quantile bins would make every level
+equally frequent. Why codes 0..m−1 and not one-hot: the model standardizes every column with
+the labeled rows' statistics, so any affine coding is the same to it, and the codes keep the
+number of columns (the model reads at most ``max_features``).
+
+Every draw comes from the task's own categorical stream, keyed by what is drawn: the task's
+seed key with scope ``categorical`` (prior_gen.seeding), independent of the task's main
+stream, its redraws and the batch. The arithmetic is comparisons only (a sort, whose result
+does not depend on the algorithm, then ``searchsorted``): the codes are the same on every CPU,
+so ``arithmetic: portable`` stays portable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from prior_gen.config import CategoricalConfig
+from prior_gen.seeding import SCOPE_CODES, generator_for_key
+from prior_gen.task import Task
+
+__all__ = ["categorical_key", "discretise_task"]
+
+
+def categorical_key(task_key: tuple[int, ...] | list[int]) -> list[int]:
+    """The seed key of a task's categorical stream: its task key with scope ``categorical``."""
+    seed, split, stage, _, index = task_key
+    return [int(seed), int(split), int(stage), SCOPE_CODES["categorical"], int(index)]
+
+
+def _levels(values: np.ndarray, n_levels: int, rng: np.random.Generator) -> np.ndarray:
+    """Dense level codes 0..m-1 (int64) of one column, by ``n_levels - 1`` random cuts."""
+    n = values.shape[0]
+    cuts = np.sort(rng.permutation(n - 1)[: n_levels - 1] + 1)
+    thresholds = np.sort(values)[cuts]
+    raw = np.searchsorted(thresholds, values, side="right")
+    # tied thresholds or a minimum equal to the first threshold leave gaps: renumber densely
+    return np.unique(raw, return_inverse=True)[1].reshape(-1)
+
+
+def discretise_task(task: Task, spec: CategoricalConfig) -> Task:
+    """``task`` with some feature columns replaced by level codes (see the module docstring);
+    its metadata gains ``categorical_features`` (column indices) and ``categorical_levels``
+    (m of each). The input task is not modified."""
+    rng = generator_for_key(categorical_key(task.meta["seed_key"]))
+    n_rows, n_features = task.x.shape
+    lo, hi = spec.share
+    share = lo + float(rng.random()) * (hi - lo)
+    chosen = rng.random(n_features) < share
+    span = spec.levels[1] - spec.levels[0] + 1
+    counts = spec.levels[0] + np.minimum((rng.random(n_features) * span).astype(np.int64), span - 1)
+
+    x = task.x.copy()
+    columns: list[int] = []
+    realized: list[int] = []
+    for j in np.flatnonzero(chosen):
+        n_levels = int(min(counts[j], n_rows))  # at most one level per row
+        codes = _levels(x[:, j], n_levels, rng) if n_levels >= 2 else np.zeros(n_rows, np.int64)
+        m = int(codes.max()) + 1
+        if float(rng.random()) < spec.shuffle_levels:
+            codes = rng.permutation(m)[codes]
+        x[:, j] = codes.astype(np.float32)
+        columns.append(int(j))
+        realized.append(m)
+    meta = {**task.meta, "categorical_features": columns, "categorical_levels": realized}
+    return dataclasses.replace(task, x=x, meta=meta)
