@@ -19,7 +19,7 @@ from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping, load
 from prior_gen.factors import plan_step, pu_sizes
 from prior_gen.generate import generate_step, generate_tasks
 from prior_gen.pu import rank_labels, rank_labels_by_index
-from puicl_model.configio import ConfigError
+from puicl_common.configio import ConfigError
 
 # the config hash of configs/smoke.yaml before prior.scm.arithmetic existed (2026-11-22)
 SMOKE_HASH = "83e1f40f3dc44c7592e021a284aad85e148dceada6b229cabef232c0ef16c2e9"
