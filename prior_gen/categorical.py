@@ -8,7 +8,8 @@ With ``prior.dataset.categorical`` set, each task, after its PU split:
    level count k_j ~ U{levels}; all of these are drawn for every column, used or not, so one
    column's outcome never shifts another's draws;
 2. for each categorical column in column order: k_j − 1 distinct cut positions among the
-   sorted positions 1..n−1 of the column's n values (uniform, without replacement), whose
+   sorted positions 1..n−1 of the column's n values (uniform, without replacement: Floyd's
+   algorithm), whose
    values are the thresholds; a row's level is the number of thresholds ≤ its value, then
    renumbered densely 0..m−1 (m = k_j unless values tie, m < k_j then; a constant column
    keeps m = 1);
@@ -47,14 +48,26 @@ def categorical_key(task_key: tuple[int, ...] | list[int]) -> list[int]:
     return [int(seed), int(split), int(stage), SCOPE_CODES["categorical"], int(index)]
 
 
+def _cut_positions(n: int, count: int, rng: np.random.Generator) -> list[int]:
+    """``count`` distinct positions of 1..n-1, uniformly (Floyd's algorithm: one uniform per
+    position, drawn at once; the products are exact IEEE doubles, the same on every CPU)."""
+    chosen: set[int] = set()
+    for u, top in zip(rng.random(count).tolist(), range(n - count, n), strict=True):
+        pick = 1 + int(u * top)  # uniform in 1..top
+        chosen.add(top if pick in chosen else pick)
+    return sorted(chosen)
+
+
 def _levels(values: np.ndarray, n_levels: int, rng: np.random.Generator) -> np.ndarray:
     """Dense level codes 0..m-1 (int64) of one column, by ``n_levels - 1`` random cuts."""
-    n = values.shape[0]
-    cuts = np.sort(rng.permutation(n - 1)[: n_levels - 1] + 1)
-    thresholds = np.sort(values)[cuts]
-    raw = np.searchsorted(thresholds, values, side="right")
-    # tied thresholds or a minimum equal to the first threshold leave gaps: renumber densely
-    return np.unique(raw, return_inverse=True)[1].reshape(-1)
+    ordered = np.sort(values)
+    thresholds = np.unique(ordered[_cut_positions(values.shape[0], n_levels - 1, rng)])
+    codes = np.searchsorted(thresholds, values, side="right")
+    # each threshold is some row's value, so codes 1..len(thresholds) all occur; code 0 is
+    # empty when the column's minimum is the first threshold (ties): shift to keep them dense
+    if ordered[0] == thresholds[0]:
+        codes -= 1
+    return codes
 
 
 def discretise_task(task: Task, spec: CategoricalConfig) -> Task:
