@@ -61,7 +61,11 @@ def _cut_positions(n: int, count: int, rng: np.random.Generator) -> list[int]:
 def _levels(values: np.ndarray, n_levels: int, rng: np.random.Generator) -> np.ndarray:
     """Dense level codes 0..m-1 (int64) of one column, by ``n_levels - 1`` random cuts."""
     ordered = np.sort(values)
-    thresholds = np.unique(ordered[_cut_positions(values.shape[0], n_levels - 1, rng)])
+    thresholds = ordered[_cut_positions(values.shape[0], n_levels - 1, rng)]  # non-decreasing
+    distinct = np.empty(thresholds.shape[0], bool)
+    distinct[0] = True
+    np.not_equal(thresholds[1:], thresholds[:-1], out=distinct[1:])
+    thresholds = thresholds[distinct]
     codes = np.searchsorted(thresholds, values, side="right")
     # each threshold is some row's value, so codes 1..len(thresholds) all occur; code 0 is
     # empty when the column's minimum is the first threshold (ties): shift to keep them dense
@@ -82,17 +86,20 @@ def discretise_task(task: Task, spec: CategoricalConfig) -> Task:
     span = spec.levels[1] - spec.levels[0] + 1
     counts = spec.levels[0] + np.minimum((rng.random(n_features) * span).astype(np.int64), span - 1)
 
-    x = task.x.copy()
-    columns: list[int] = []
+    columns = [int(j) for j in np.flatnonzero(chosen)]
+    # the chosen columns as contiguous rows: searchsorted is ~3x faster than on strided columns
+    latent = np.ascontiguousarray(task.x[:, columns].T)
+    codes = np.zeros(latent.shape, np.int64)
     realized: list[int] = []
-    for j in np.flatnonzero(chosen):
+    for row, j in enumerate(columns):
         n_levels = int(min(counts[j], n_rows))  # at most one level per row
-        codes = _levels(x[:, j], n_levels, rng) if n_levels >= 2 else np.zeros(n_rows, np.int64)
-        m = int(codes.max()) + 1
+        if n_levels >= 2:
+            codes[row] = _levels(latent[row], n_levels, rng)
+        m = int(codes[row].max()) + 1
         if float(rng.random()) < spec.shuffle_levels:
-            codes = rng.permutation(m)[codes]
-        x[:, j] = codes.astype(np.float32)
-        columns.append(int(j))
+            codes[row] = rng.permutation(m)[codes[row]]
         realized.append(m)
+    x = task.x.copy()
+    x[:, columns] = codes.T.astype(np.float32)
     meta = {**task.meta, "categorical_features": columns, "categorical_levels": realized}
     return dataclasses.replace(task, x=x, meta=meta)
