@@ -20,6 +20,7 @@ from prior_gen.config import (
 from prior_gen.factors import plan_step
 from prior_gen.generate import generate_step, generate_tasks
 from prior_gen.runner import run_generation
+from prior_gen.shards import open_shards
 from puicl_common.configio import ConfigError
 
 # Computed on the code before prior.dataset.categorical and the n_labeled size curriculum
@@ -213,3 +214,5 @@ def test_two_workers_give_the_same_bytes(tmp_path: Path) -> None:
     run_generation(config, "train", stages, tmp_path / "one", workers=1)
     run_generation(config, "train", stages, tmp_path / "two", workers=2)
     assert shard_digests(tmp_path / "one") == shard_digests(tmp_path / "two")
+    stored = open_shards(tmp_path / "two", split="train").read_step(3, 1)
+    assert data_digest(stored) == data_digest(generate_step(config, "train", 3, 1))
