@@ -4,6 +4,7 @@
                                                    [--json results/bench_prior_gen.json]
                                                    [--arithmetic native|portable]
                                                    [--compare arithmetic|noise_sampler]
+                                                   [--against OTHER_CONFIG]
 
 Measures, on one core (BLAS limited to one thread) unless said otherwise:
 
@@ -19,6 +20,12 @@ Measures, on one core (BLAS limited to one thread) unless said otherwise:
   time to generate it;
 * a projection of the paper's full run (4.8 M tasks) on a 16-core node: per-task cost averaged
   over a sample of stages and the tail, weighted by their share of the run.
+
+``--against OTHER_CONFIG`` measures only generation, side by side (interleaved step by step)
+against another config with the same curriculum stages, at stages 1, K/2, K and the tail: tasks/s,
+rows per task and table cells (rows × features) per second; when the config has
+``prior.dataset.categorical``, the same config without it is timed too (the discretisation's
+cost).
 
 Every timing is the minimum over ``--repeats`` runs (CPU time of this process for one-core
 figures, wall time for the worker comparison), so other load on a shared machine inflates them
@@ -228,6 +235,64 @@ def measure_stages(
     return rows
 
 
+def measure_against(
+    config: GenerationConfig, other: GenerationConfig, steps: int, repeats: int
+) -> list[dict]:
+    """Generation alone, ``config`` vs ``other`` (and ``config`` without categorical features
+    if it has them), interleaved step by step at stages 1, K/2, K and the tail."""
+    stages_k = config.curriculum.stages
+    if other.curriculum.stages != stages_k:
+        raise SystemExit(
+            f"--against: the configs have {stages_k} and {other.curriculum.stages} stages; "
+            "the comparison needs the same curriculum stages"
+        )
+    stages: list[Any] = sorted({1, max(1, stages_k // 2), stages_k})
+    if config.curriculum.tail_steps > 0 and other.curriculum.tail_steps > 0:
+        stages.append("tail")
+    variants = {"config": config, "against": other}
+    if config.prior.dataset.categorical is not None:
+        dataset = dataclasses.replace(config.prior.dataset, categorical=None)
+        variants["no_categorical"] = dataclasses.replace(
+            config, prior=dataclasses.replace(config.prior, dataset=dataset)
+        )
+    for variant in variants.values():  # one-time costs (imports, numba) outside the timings
+        generate_step(variant, "train", stages[0], 0)
+    rows = []
+    for stage in stages:
+        seconds = _interleaved_steps(
+            {
+                name: lambda step, c=variant, stage=stage: generate_step(c, "train", stage, step)
+                for name, variant in variants.items()
+            },
+            steps,
+            repeats,
+        )
+        row: dict[str, Any] = {"stage": stage}
+        for name, variant in variants.items():
+            tasks = [
+                t for step in range(steps) for t in generate_step(variant, "train", stage, step)
+            ]
+            row[f"{name}_tps"] = len(tasks) / seconds[name]
+            row[f"{name}_rows_per_task"] = float(np.mean([t.n_rows for t in tasks]))
+            row[f"{name}_cells_per_s"] = sum(t.x.size for t in tasks) / seconds[name]
+        rows.append(row)
+        extra = (
+            f"; without categorical {row['no_categorical_tps']:.0f} tasks/s"
+            if "no_categorical" in variants
+            else ""
+        )
+        print(
+            f"  stage {stage!s:>4}: {row['config_tps']:6.0f} tasks/s "
+            f"({row['config_rows_per_task']:.0f} rows/task, "
+            f"{row['config_cells_per_s'] / 1e6:.2f} M cells/s) vs {row['against_tps']:6.0f} "
+            f"tasks/s ({row['against_rows_per_task']:.0f} rows/task, "
+            f"{row['against_cells_per_s'] / 1e6:.2f} M cells/s): tasks/s ratio "
+            f"{row['config_tps'] / row['against_tps']:.3f}{extra}",
+            flush=True,
+        )
+    return rows
+
+
 def measure_workers(config: GenerationConfig, repeats: int) -> dict[str, float]:
     """Wall time of the same 16 shards with 1 and 2 worker processes (interleaved runs, after
     one untimed run each so that worker start-up is not counted)."""
@@ -372,6 +437,10 @@ def main() -> None:
         default="arithmetic",
         help="which prior.scm key the side-by-side variant flips (default: arithmetic)",
     )
+    parser.add_argument(
+        "--against",
+        help="only compare generation with this other config, side by side (see above)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.steps, args.repeats = 1, 1
@@ -386,6 +455,20 @@ def main() -> None:
         config = _with_scm(config, arithmetic=args.arithmetic)
     stages = [s for s in (1, 50, 100) if s <= config.curriculum.stages]
     results: dict[str, Any] = {"config": args.config, "date": time.strftime("%Y-%m-%d")}
+    if args.against:
+        other = load_generation_config(args.against)
+        if args.arithmetic:
+            other = _with_scm(other, arithmetic=args.arithmetic)
+        print(
+            f"generation, {args.config} vs {args.against}, {args.steps} steps per stage, "
+            f"minimum CPU time of {args.repeats} interleaved repeats, one core:"
+        )
+        results["against"] = args.against
+        results["stages"] = measure_against(config, other, args.steps, args.repeats)
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+        return
 
     print(f"tasks/s per core, {args.steps} steps of {config.curriculum.global_batch} tasks:")
     results["stages"] = measure_stages(config, stages, args.steps, args.repeats, args.compare)

@@ -10,6 +10,7 @@ configuration too (:class:`ScopeConfig`), with the paper's §5 assignment as the
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +30,7 @@ __all__ = [
     "KNOWN_SECTIONS",
     "LEGACY_VALUES",
     "AnnealedRange",
+    "CategoricalConfig",
     "CurriculumConfig",
     "DatasetConfig",
     "GenerationConfig",
@@ -87,6 +89,7 @@ FACTORS = (
 LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "scm", "noise_sampler"): "box_muller",
     ("prior", "scm", "arithmetic"): "native",
+    ("prior", "dataset", "categorical"): None,
 }
 
 
@@ -169,15 +172,77 @@ class ModeConfig:
 
 
 @dataclass(frozen=True)
+class AnnealedRange:
+    """A range [lo, hi] that moves linearly from ``start`` (stage 1) to ``end`` (stage K)."""
+
+    start: tuple[float, float]
+    end: tuple[float, float]
+
+    def validate(self) -> None:
+        for name in ("start", "end"):
+            lo, hi = getattr(self, name)
+            require(lo <= hi, name, f"lower bound {lo} is above upper bound {hi}")
+
+    def at(self, stage: int, stages: int) -> tuple[float, float]:
+        """The range at phase-1 stage ``stage`` of ``stages`` (the tail uses ``stage = K``)."""
+        frac = 1.0 if stages == 1 else (stage - 1) / (stages - 1)
+        lo = (1.0 - frac) * self.start[0] + frac * self.end[0]
+        hi = (1.0 - frac) * self.start[1] + frac * self.end[1]
+        return lo, max(lo, hi)
+
+
+@dataclass(frozen=True)
+class CategoricalConfig:
+    """Categorical features (``prior.dataset.categorical``, beyond the paper; TabPFN's prior
+    has them): each task discretises a share of its feature columns into a few levels,
+    stored as the codes 0..m-1 (prior_gen.categorical, docs/architecture.md §6)."""
+
+    share: tuple[float, float] = (0.0, 0.5)  # per task: P(a column is categorical) ~ U(share)
+    levels: tuple[int, int] = (2, 10)  # per categorical column: levels ~ U{lo..hi}
+    # per categorical column: P(its codes are shuffled, i.e. not in the order of the latent)
+    shuffle_levels: float = 1.0
+
+    def validate(self) -> None:
+        lo, hi = self.share
+        require(0.0 <= lo <= hi <= 1.0, "share", f"needs 0 <= lo <= hi <= 1, got [{lo}, {hi}]")
+        _int_range(self.levels, "levels", 2)
+        require(
+            0.0 <= self.shuffle_levels <= 1.0,
+            "shuffle_levels",
+            f"must lie in [0, 1], got {self.shuffle_levels}",
+        )
+
+
+@dataclass(frozen=True)
 class DatasetConfig:
-    """Sizes of one PU task (§5): features d and labeled positives P, inclusive ranges."""
+    """Sizes of one PU task (§5): features d and labeled positives P, inclusive ranges.
+
+    ``n_labeled`` is either one range for the whole run, or a size curriculum
+    ``{start: [lo, hi], end: [lo, hi]}`` interpolated by stage like ``curriculum.eta`` and
+    rounded to integers (:meth:`n_labeled_at`). ``categorical``: absent (None, the legacy
+    value) = every feature continuous, as in the paper.
+    """
 
     n_features: tuple[int, int] = (5, 20)
-    n_labeled: tuple[int, int] = (100, 300)
+    n_labeled: tuple[int, int] | AnnealedRange = (100, 300)
+    categorical: CategoricalConfig | None = None
 
     def validate(self) -> None:
         _int_range(self.n_features, "n_features", 1)
-        _int_range(self.n_labeled, "n_labeled", 1)
+        if isinstance(self.n_labeled, AnnealedRange):
+            for bound in (*self.n_labeled.start, *self.n_labeled.end):
+                require(bound >= 1, "n_labeled", f"bounds must be >= 1, got {bound}")
+        else:
+            _int_range(self.n_labeled, "n_labeled", 1)
+
+    def n_labeled_at(self, stage: int, stages: int) -> tuple[int, int]:
+        """The inclusive range of P at phase-1 stage ``stage`` of ``stages`` (tail: K)."""
+        if not isinstance(self.n_labeled, AnnealedRange):
+            return self.n_labeled
+        lo, hi = self.n_labeled.at(stage, stages)
+        # round half up (not Python's half-to-even): the same integers on every machine
+        lo_int, hi_int = math.floor(lo + 0.5), math.floor(hi + 0.5)
+        return lo_int, max(lo_int, hi_int)
 
 
 @dataclass(frozen=True)
@@ -206,7 +271,8 @@ class ScopeConfig:
 
 @dataclass(frozen=True)
 class PriorConfig:
-    """The ``prior`` section: everything about one task except the curriculum's annealing."""
+    """The ``prior`` section: everything about one task except the curriculum's annealing of
+    η, π and P(causal) (``dataset.n_labeled`` may carry its own, a size curriculum)."""
 
     scm: SCMConfig = field(default_factory=SCMConfig)
     modes: ModeConfig = field(default_factory=ModeConfig)
@@ -225,26 +291,6 @@ class PriorConfig:
             f"{nodes} hidden nodes) cannot hold the label and {need - 1} features; raise "
             "scm.depth / scm.width or lower dataset.n_features",
         )
-
-
-@dataclass(frozen=True)
-class AnnealedRange:
-    """A range [lo, hi] that moves linearly from ``start`` (stage 1) to ``end`` (stage K)."""
-
-    start: tuple[float, float]
-    end: tuple[float, float]
-
-    def validate(self) -> None:
-        for name in ("start", "end"):
-            lo, hi = getattr(self, name)
-            require(lo <= hi, name, f"lower bound {lo} is above upper bound {hi}")
-
-    def at(self, stage: int, stages: int) -> tuple[float, float]:
-        """The range at phase-1 stage ``stage`` of ``stages`` (the tail uses ``stage = K``)."""
-        frac = 1.0 if stages == 1 else (stage - 1) / (stages - 1)
-        lo = (1.0 - frac) * self.start[0] + frac * self.end[0]
-        hi = (1.0 - frac) * self.start[1] + frac * self.end[1]
-        return lo, max(lo, hi)
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,7 @@ def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> 
     s_anneal = annealing_stage(stage, curriculum)
     eta_range = curriculum.eta.at(s_anneal, curriculum.stages)
     pi_range = curriculum.pi.at(s_anneal, curriculum.stages)
+    n_labeled_range = prior.dataset.n_labeled_at(s_anneal, curriculum.stages)
     p_causal = causal_probability(stage, curriculum)
     n_scalar = len(FACTORS)
 
@@ -132,7 +133,7 @@ def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> 
         "depth": lambda u: _integer(u, scm.depth),
         "width": lambda u: _integer(u, scm.width),
         "n_features": lambda u: _integer(u, prior.dataset.n_features),
-        "n_labeled": lambda u: _integer(u, prior.dataset.n_labeled),
+        "n_labeled": lambda u: _integer(u, n_labeled_range),
         "noise_std": lambda u: float(_pick(u, scm.noise_std)),
         "cause_dist": lambda u: str(_pick(u, scm.cause_dist)),
         "activations": lambda u: str(_pick(u, scm.activation_schedule)),

@@ -18,6 +18,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from prior_gen.categorical import discretise_task
 from prior_gen.config import GenerationConfig
 from prior_gen.factors import TaskPlan, plan_step
 from prior_gen.pu import NonFiniteOutput, build_task
@@ -45,6 +46,9 @@ def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task
             )
             for i, raw in zip(members, raws, strict=True):
                 tasks[i] = _build_with_retries(plans[i], raw, config)
+    categorical = config.prior.dataset.categorical
+    if categorical is not None:
+        tasks = [discretise_task(task, categorical) for task in tasks]  # type: ignore[arg-type]
     return tasks  # type: ignore[return-value]
 
 

@@ -26,7 +26,8 @@ __all__ = [
 ]
 
 SPLIT_CODES = {"train": 0, "val": 1}
-SCOPE_CODES = {"stage": 0, "step": 1, "task": 2}
+# categorical: a task's second stream, for discretising its features (prior_gen.categorical)
+SCOPE_CODES = {"stage": 0, "step": 1, "task": 2, "categorical": 3}
 TAIL = "tail"  # the stage identifier of phase 2
 _TAIL_CODE = 0
 

@@ -81,6 +81,9 @@ def _convert(value: Any, annotation: Any, path: str) -> Any:
         options = get_args(annotation)
         if value is None and type(None) in options:
             return None
+        others = [option for option in options if option is not type(None)]
+        if len(others) == 1:  # X | None: X's own error, which names the nested key
+            return _convert(value, others[0], path)
         errors = []
         for option in options:
             if option is type(None):

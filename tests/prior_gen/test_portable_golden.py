@@ -39,6 +39,15 @@ from prior_gen.shards import open_shards
 GOLDEN = "226f7cabc7d787bbe9fa760b19ccac443f8e563032c62d8fe9d87a8aabc772ca"
 STAGES, STEPS = "1,50,100,tail", "0-2"
 
+# The same command with categorical features and a task-size curriculum on (one step per stage):
+# discretisation (a sort, cut positions from exact double products, searchsorted) must be as
+# portable as the rest. Written on the same 2-core AMD EPYC.
+CATEGORICAL_GOLDEN = "6d11b78133bac18cdb5110ecc1de638ebab4238423e539666934d9d05f2432cb"
+CATEGORICAL_CHANGES = {
+    "n_labeled": {"start": [50, 100], "end": [100, 300]},
+    "categorical": {"share": [0.3, 0.7], "levels": [2, 10], "shuffle_levels": 0.5},
+}
+
 
 def _dispatched_features() -> list[str]:
     """numpy's run-time dispatched CPU features that this CPU has (the newest kernels)."""
@@ -81,10 +90,14 @@ def arrays_digest(directory: Path) -> tuple[str, list[dict]]:
     return digest.hexdigest(), metas
 
 
-def generate(tmp_path: Path, env: dict[str, str]) -> Path:
-    """Run the prior-gen command for the golden shard set under ``env``; return its directory."""
+def generate(
+    tmp_path: Path, env: dict[str, str], dataset: dict | None = None, steps: str = STEPS
+) -> Path:
+    """Run the prior-gen command for the golden shard set under ``env`` (``dataset``: keys
+    changed in ``prior.dataset``); return its directory."""
     config = yaml.safe_load(PAPER.read_text())
     config["shards"]["steps_per_shard"] = 1  # storage only: not in the config hash
+    config["prior"]["dataset"].update(dataset or {})
     config_path = tmp_path / "paper_small_shards.yaml"
     config_path.write_text(yaml.safe_dump(config))
     out = tmp_path / "shards"
@@ -97,7 +110,7 @@ def generate(tmp_path: Path, env: dict[str, str]) -> Path:
         "--stages",
         STAGES,
         "--steps",
-        STEPS,
+        steps,
         "--workers",
         "1",
         "--out",
@@ -114,6 +127,15 @@ def test_golden_digest_holds_under_every_cpu_variant(name: str, tmp_path: Path) 
     digest, metas = arrays_digest(generate(tmp_path, VARIANTS[name]))
     assert len(metas) == 4 * 3 * 48
     assert digest == GOLDEN, f"{name}: {digest}"
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_categorical_golden_digest_holds_under_every_cpu_variant(name: str, tmp_path: Path) -> None:
+    out = generate(tmp_path, VARIANTS[name], CATEGORICAL_CHANGES, steps="0-0")
+    digest, metas = arrays_digest(out)
+    assert len(metas) == 4 * 48
+    assert sum(len(m["categorical_features"]) for m in metas) > 300
+    assert digest == CATEGORICAL_GOLDEN, f"{name}: {digest}"
 
 
 def test_golden_set_exercises_every_function_and_mode(tmp_path: Path) -> None:
