@@ -84,10 +84,14 @@ def state_hash(run_dir: Path, step: int | None = None) -> str:
         for name, tensor in sorted(payload[part].items()):
             digest.update(name.encode())
             digest.update(tensor.numpy().tobytes())
-    for index, state in sorted(payload["optimizer"]["state"].items()):
-        for key, tensor in sorted(state.items()):
-            digest.update(f"{index}.{key}".encode())
-            digest.update(torch.as_tensor(tensor).numpy().tobytes())
+    optimizer = payload["optimizer"]
+    # AdamW's state dict, or one per optimizer (Muon + AdamW: trainer.optimizers)
+    parts = {"": optimizer} if "state" in optimizer else optimizer
+    for label, part in sorted(parts.items()):
+        for index, state in sorted(part["state"].items()):
+            for key, tensor in sorted(state.items()):
+                digest.update(f"{label}{index}.{key}".encode())
+                digest.update(torch.as_tensor(tensor).numpy().tobytes())
     return digest.hexdigest()
 
 
