@@ -29,15 +29,16 @@ def checkpoints_to_average(
     store: CheckpointStore, step: int, count: int
 ) -> list[tuple[Path, dict[str, Any]]]:
     """The ``count`` newest checkpoints at or before ``step``, oldest first, loaded."""
-    steps = [e["step"] for e in store.entries() if e["step"] <= step]
-    if len(steps) < count:
+    entries = [e for e in store.entries() if e["step"] <= step]
+    if len(entries) < count:
+        steps = [e["step"] for e in entries]
         raise CheckpointError(
             f"training.average_last is {count} but {store.directory} holds only "
-            f"{len(steps)} checkpoint(s) up to step {step} ({steps}); export a later --step "
+            f"{len(entries)} checkpoint(s) up to step {step} ({steps}); export a later --step "
             "or train until enough checkpoints exist"
         )
     chosen = []
-    for entry in [e for e in store.entries() if e["step"] <= step][-count:]:
+    for entry in entries[-count:]:
         path = store.directory / entry["file"]
         chosen.append((path, store.load(path)))
     return chosen

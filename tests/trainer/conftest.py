@@ -98,3 +98,17 @@ def state_hash(run_dir: Path, step: int | None = None) -> str:
 def copy_run(source: Path, target: Path) -> Path:
     shutil.copytree(source, target)
     return target
+
+
+def muon_smoke(directory: Path) -> Path:
+    """The smoke config trained with Muon (+ AdamW for the rest: trainer.optimizers)."""
+    text = SMOKE.read_text()
+    adamw = (
+        "  optimizer: {beta1: 0.9, beta2: 0.95, eps: 1.0e-8, weight_decay: 1.0e-4, "
+        "grad_clip: 1.0}\n"
+    )
+    assert adamw in text
+    path = directory / "smoke-muon.yaml"
+    muon = "  optimizer: {name: muon, muon_lr: 2.0e-3, grad_clip: 1.0}\n"
+    path.write_text(text.replace(adamw, muon))
+    return path

@@ -13,7 +13,7 @@ from trainer.export import load_run_checkpoint
 from trainer.loop import init_model
 from trainer.metrics_log import read_metrics
 
-from .conftest import SMOKE, run_inprocess, run_subprocess
+from .conftest import SMOKE, muon_smoke, run_inprocess, run_subprocess
 
 pytestmark = pytest.mark.slow  # four torchrun jobs of two processes: ~40 s on 2 cores
 
@@ -119,9 +119,7 @@ def test_each_rank_takes_its_own_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_two_gloo_processes_with_muon_match_one_process(smoke_shards, tmp_path) -> None:
     # Muon orthogonalizes each matrix's all-reduced gradient on every rank by itself: the
     # ranks must stay in step without any communication of their own (trainer.optimizers)
-    from .test_recipe_options import _muon_smoke
-
-    config = _muon_smoke(tmp_path)
+    config = muon_smoke(tmp_path)
     assert run_inprocess(tmp_path / "one", smoke_shards, config=config) == 0
     two = run_subprocess(tmp_path / "two", smoke_shards, nproc=2, config=config)
     assert two.returncode == 0, two.stderr[-3000:]

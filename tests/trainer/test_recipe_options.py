@@ -26,7 +26,7 @@ from trainer.optimizers import (
 from trainer.sampler import RunPlan
 from trainer.schedule import learning_rate, wsd_learning_rate
 
-from .conftest import SMOKE, run_inprocess, state_hash
+from .conftest import SMOKE, muon_smoke, run_inprocess, state_hash
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 TOTAL = 16  # smoke: 3 stages x 4 steps + 4 tail steps
@@ -47,21 +47,6 @@ def _smoke_with(tmp_path: Path, name: str, training_lines: str) -> Path:
         "  activation_checkpointing: false\n",
         "  activation_checkpointing: false\n" + training_lines,
     ))
-    return path
-
-
-MUON = "  optimizer: {name: muon, muon_lr: 2.0e-3, grad_clip: 1.0}\n"
-
-
-def _muon_smoke(tmp_path: Path) -> Path:
-    text = SMOKE.read_text()
-    old = (
-        "  optimizer: {beta1: 0.9, beta2: 0.95, eps: 1.0e-8, weight_decay: 1.0e-4, "
-        "grad_clip: 1.0}\n"
-    )
-    assert old in text
-    path = tmp_path / "smoke-muon.yaml"
-    path.write_text(text.replace(old, MUON))
     return path
 
 
@@ -201,7 +186,7 @@ def test_muon_trains_exactly_the_linear_weights_of_the_blocks() -> None:
 def muon_reference(smoke_shards, tmp_path_factory):
     """One uninterrupted smoke run with Muon."""
     tmp = tmp_path_factory.mktemp("muon")
-    config = _muon_smoke(tmp)
+    config = muon_smoke(tmp)
     run_dir = tmp / "reference"
     assert run_inprocess(run_dir, smoke_shards, config=config) == 0
     return config, run_dir
