@@ -326,9 +326,10 @@ class RunConfig:
     def training_hash(self) -> str:
         """Hash of everything that decides the trained weights (checked when resuming).
 
-        Bookkeeping (checkpoint cadence, logging, validation, shard storage format) and the
-        micro-batch layout (which changes float rounding only) are left out, so they may change
-        between the segments of one run.
+        Bookkeeping (checkpoint cadence, logging, validation, shard storage format), the
+        micro-batch layout (which changes float rounding only) and what export averages are
+        left out, so they may change between the segments of one run; options left at their
+        legacy values are left out too (:func:`training_identity`).
         """
         training = self.training
         identity = {
