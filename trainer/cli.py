@@ -18,7 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     export = commands.add_parser(
-        "export", help="write a run's EMA weights for PUICLClassifier(weights=DIR)"
+        "export",
+        help="write a run's weights (its EMA, or the mean of its last checkpoints: "
+        "training.average) for PUICLClassifier(weights=DIR)",
     )
     export.add_argument("run", type=Path, help="run directory (--run-dir of the training)")
     export.add_argument("--out", type=Path, required=True, help="output weights directory")
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             from trainer.export import export_run
 
             used = export_run(args.run, args.out, args.step)
-            print(f"wrote the EMA weights of {used} to {args.out}")
+            print(f"wrote {used} to {args.out}")
         elif args.command == "plot":
             from trainer.plotting import plot_run
 

@@ -1,9 +1,11 @@
-"""``trainer export RUN --out DIR``: a run's EMA weights in the model's safetensors format.
+"""``trainer export RUN --out DIR``: a run's weights in the model's safetensors format.
 
-The EMA weights (paper §5: what is evaluated and used for inference) of the run's newest
-checkpoint, or of ``--step N``, are loaded into a ``PUICLModel`` built from the model config
-stored in the checkpoint and written with ``puicl_model.weights.save_weights``, so that
-``PUICLClassifier(weights=DIR)`` loads them.
+The exported weights of the run's newest checkpoint, or of ``--step N``, are loaded into a
+``PUICLModel`` built from the model config stored in the checkpoint and written with
+``puicl_model.weights.save_weights``, so that ``PUICLClassifier(weights=DIR)`` loads them.
+Which weights, the checkpoint's stored ``training.average`` decides: ``ema`` (paper §5: the
+EMA weights, what is validated) or ``last_checkpoints`` (the mean of the raw weights of the
+``average_last`` newest checkpoints up to that step: ``trainer.averaging``).
 
 Unlike auto-resume, export never falls back to an older checkpoint on its own: weights from
 an older step than the user believes are a silent wrong answer. A damaged newest checkpoint
@@ -17,6 +19,7 @@ from typing import Any
 
 from puicl_common.configio import from_mapping
 from puicl_model.config import ModelConfig
+from trainer.averaging import checkpoints_to_average, mean_weights
 from trainer.checkpoint import CheckpointError, CheckpointStore, checkpoint_name
 
 
@@ -68,18 +71,37 @@ def _readable_steps(store: CheckpointStore, entries: list[dict[str, Any]]) -> li
 
 def ema_model_from_checkpoint(payload: dict[str, Any]):
     """A ``PUICLModel`` (eval mode, CPU) holding the checkpoint's EMA weights."""
+    return _model_with(payload, payload["ema"])
+
+
+def _model_with(payload: dict[str, Any], weights: dict[str, Any]):
     from puicl_model.model import PUICLModel
 
     config = from_mapping(ModelConfig, payload["config"]["model"], "model")
     model = PUICLModel(config)
-    model.load_state_dict(payload["ema"], strict=True)
+    model.load_state_dict(weights, strict=True)
     return model.eval()
 
 
-def export_run(run_dir: str | Path, out: str | Path, step: int | None = None) -> Path:
-    """Write the EMA weights of a run to ``out``; returns the checkpoint used."""
+def exported_model(run_dir: str | Path, step: int | None = None) -> tuple[Any, str]:
+    """The model ``trainer export`` writes, and a line saying which weights it holds."""
+    path, payload = load_run_checkpoint(run_dir, step)
+    # a checkpoint written before training.average existed exports its EMA, as it did then
+    training = payload["config"]["training"]
+    if training.get("average", "ema") == "ema":
+        return ema_model_from_checkpoint(payload), f"the EMA weights of {path}"
+    count = int(training["average_last"])
+    store = CheckpointStore(Path(run_dir) / "checkpoints")
+    chosen = checkpoints_to_average(store, int(payload["step"]), count)
+    steps = [int(p["step"]) for _, p in chosen]
+    model = _model_with(payload, mean_weights([p for _, p in chosen]))
+    return model, f"the mean of the raw weights of the checkpoints of steps {steps}"
+
+
+def export_run(run_dir: str | Path, out: str | Path, step: int | None = None) -> str:
+    """Write a run's exported weights to ``out``; returns which weights (for the user)."""
     from puicl_model.weights import save_weights
 
-    path, payload = load_run_checkpoint(run_dir, step)
-    save_weights(ema_model_from_checkpoint(payload), out)
-    return path
+    model, description = exported_model(run_dir, step)
+    save_weights(model, out)
+    return description

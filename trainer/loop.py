@@ -9,7 +9,8 @@ checkpoint it resumes from; ``stop`` is the end of the run, or earlier with ``--
 2. forward/backward per micro-batch (DDP synchronises gradients on the last one only);
 3. gradient norm, then one all-reduce of [loss sum, non-finite flag, signal, time up] so
    that every rank takes the same decisions: skip the step (any non-finite loss or gradient
-   anywhere), or clip, set the scheduled learning rate, step AdamW and update the EMA; and
+   anywhere), or clip, set the scheduled learning rate, step the optimizer
+   (``trainer.optimizers``) and update the EMA; and
    whether this step is the segment's last (a signal, or ``--time-limit`` on any rank:
    ``trainer.time_limit``); a process holding more than ``training.release_memory_above_gb``
    then returns its allocator's free pages to the system (``trainer.heap``);
@@ -71,6 +72,7 @@ from trainer.faults import FaultPlan, clock_from_env, faults_from_env
 from trainer.heap import peak_resident_bytes, release_if_above, resident_bytes
 from trainer.loader import StepData, StepLoader
 from trainer.metrics_log import ConsoleReporter, MetricsLog
+from trainer.optimizers import build_optimizer, set_learning_rate
 from trainer.sampler import StepSampler
 from trainer.schedule import learning_rate
 from trainer.shard_check import (
@@ -209,14 +211,7 @@ class Trainer:
         self.counters = Counters()
         self.model = init_model(config, env.device)
         self.ema = WeightEMA(self.model, config.training.ema_decay)
-        opt = config.training.optimizer
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(),
-            lr=config.training.phase1.peak_lr,  # replaced by the schedule every step
-            betas=(opt.beta1, opt.beta2),
-            eps=opt.eps,
-            weight_decay=opt.weight_decay,
-        )
+        self.optimizer = build_optimizer(self.model, config.training)
         self.start_step = 0
         self.resumed_from: Path | None = None
         self.recorded_attention: str | None = None  # the backend a resumed run trained with
@@ -295,8 +290,7 @@ class Trainer:
     # ----------------------------------------------------------------- one step -------------
     def _set_lr(self, global_step: int) -> float:
         lr = learning_rate(global_step, self.plan, self.config.training)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        set_learning_rate(self.optimizer, lr)
         return lr
 
     def prepare_step(self, global_step: int) -> StepData:
