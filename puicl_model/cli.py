@@ -19,6 +19,7 @@ import io
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -121,11 +122,19 @@ def _load_table(args: argparse.Namespace):
         if args.positives is None or args.unlabeled is None:
             raise CliError("--positives and --unlabeled go together")
         positives, unlabeled = _read_csv(args.positives), _read_csv(args.unlabeled)
-        if list(positives.columns) != list(unlabeled.columns):
+        # columns are matched by name: the same columns in another order are the same table
+        lacking = [c for c in positives.columns if c not in unlabeled.columns]
+        extra = [c for c in unlabeled.columns if c not in positives.columns]
+        if lacking or extra:
             raise CliError(
-                f"{args.positives} and {args.unlabeled} must have the same columns; got "
-                f"{list(positives.columns)} and {list(unlabeled.columns)}"
+                f"{args.positives} and {args.unlabeled} must have the same columns (in any "
+                f"order); {args.unlabeled} "
+                + "; ".join(
+                    ([f"lacks {lacking}"] if lacking else [])
+                    + ([f"has {extra}, which {args.positives} lacks"] if extra else [])
+                )
             )
+        unlabeled = unlabeled[list(positives.columns)]
         features = pd.concat([positives, unlabeled], ignore_index=True)
         s = np.concatenate([np.ones(len(positives), np.int64), np.zeros(len(unlabeled), np.int64)])
         unlabeled_rows = np.arange(len(unlabeled))
@@ -154,6 +163,8 @@ def _predict(args: argparse.Namespace) -> int:
 
     from puicl_model.classifier import PUICLClassifier
 
+    if args.output != "-" and Path(args.output).is_dir():
+        raise CliError(f"--output {args.output} is a directory; give the path of a CSV file")
     features, s, unlabeled_rows = _load_table(args)
     classifier = PUICLClassifier(
         weights=args.weights,
@@ -167,7 +178,16 @@ def _predict(args: argparse.Namespace) -> int:
         random_state=args.random_state,
         progress=False if args.no_progress else None,
     )
-    classifier.fit(features, s)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        classifier.fit(features, s)
+    # columns read as numeric or dropped, and why: said on stderr, never silently
+    for warning in caught:
+        if issubclass(warning.category, UserWarning):
+            print(f"puicl predict: note: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
     is_unlabeled = np.asarray(s).astype(np.float64) == 0
     if unlabeled_rows is None:
         unlabeled_rows = np.flatnonzero(is_unlabeled)
