@@ -22,23 +22,63 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from puicl_model.configio import require
 from puicl_model.inference import PassPlanner, run_passes
 from puicl_model.preprocessing import (
     CategoricalStrategy,
     MissingStrategy,
     NumericStrategy,
     TablePreprocessor,
+    _is_dataframe,
 )
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import _check_feature_names, _check_n_features
+except ImportError:  # older: the same checks were BaseEstimator methods
+    def _check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
+        estimator._check_feature_names(X, reset=reset)
+
+    def _check_n_features(estimator: Any, X: Any, reset: bool) -> None:
+        estimator._check_n_features(X, reset=reset)
 from puicl_model.weights import bundled_weights_path, load_weights
 
-__all__ = ["NoBundledWeightsError", "PUICLClassifier"]
+__all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """How a fitted table is split into forward passes (:mod:`puicl_model.inference`).
+
+    The one place these defaults and their limits are written: ``PUICLClassifier``'s
+    signature, ``puicl predict``'s options and the benchmark adapter's ``puicl:`` settings all
+    read them from here."""
+
+    n_estimators: int | None = None
+    single_pass_limit: int = 1024
+    chunk_size: int = 200
+    max_labeled: int = 300
+
+    # the least value of each setting: a chunk must hold two labeled rows and two pool rows
+    MINIMUM: ClassVar[dict[str, int]] = {
+        "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
+    }
+
+    def validate(self) -> None:
+        for name, minimum in self.MINIMUM.items():
+            value = getattr(self, name)
+            if value is None and name == "n_estimators":
+                continue
+            is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            require(is_int and value >= minimum, name,
+                    f"must be an integer >= {minimum}, got {value!r}")
 
 
 class NoBundledWeightsError(FileNotFoundError):
@@ -95,10 +135,10 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self,
         weights: str | Path | torch.nn.Module | None = None,
         device: str = "auto",
-        n_estimators: int | None = None,
-        single_pass_limit: int = 1024,
-        chunk_size: int = 200,
-        max_labeled: int = 300,
+        n_estimators: int | None = InferenceSettings.n_estimators,
+        single_pass_limit: int = InferenceSettings.single_pass_limit,
+        chunk_size: int = InferenceSettings.chunk_size,
+        max_labeled: int = InferenceSettings.max_labeled,
         threshold: float | Literal["prior"] = 0.5,
         categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
@@ -108,8 +148,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         n_threads: int | None = None,
         progress: bool | None = None,
     ) -> None:
-        if weights is None and bundled_weights_path() is None:
-            raise NoBundledWeightsError(_no_bundled_weights_message())
+        # scikit-learn convention: the constructor only stores its arguments; fit checks them
         self.weights = weights
         self.device = device
         self.n_estimators = n_estimators
@@ -132,11 +171,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             if not is_int or value < minimum:
                 raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
-        if self.n_estimators is not None:
-            positive_int("n_estimators", self.n_estimators)
-        positive_int("single_pass_limit", self.single_pass_limit)
-        positive_int("chunk_size", self.chunk_size, 4)
-        positive_int("max_labeled", self.max_labeled, 2)
+        InferenceSettings(
+            n_estimators=self.n_estimators,
+            single_pass_limit=self.single_pass_limit,
+            chunk_size=self.chunk_size,
+            max_labeled=self.max_labeled,
+        ).validate()
         if self.n_threads is not None:
             positive_int("n_threads", self.n_threads)
         if self.threshold != "prior" and not (
@@ -231,8 +271,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
         self.preprocessor_ = preprocessor
         self.n_features_in_ = preprocessor.n_features_in_
-        if preprocessor.is_dataframe_:
-            self.feature_names_in_ = np.asarray(preprocessor.feature_names_in_, dtype=object)
+        # scikit-learn's own rule: feature_names_in_ only for DataFrames with string names
+        _check_feature_names(self, X, reset=True)
         self.classes_ = np.array([0, 1])
         self.model_ = model
         self.device_ = device
@@ -267,6 +307,18 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             from sklearn.exceptions import NotFittedError
 
             raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
+
+    def _check_columns(self, X: Any) -> None:
+        """scikit-learn's checks of a table passed after fit: a warning when one of the fit
+        table and X has column names and the other has not (the columns are then taken by
+        position), and its error for another number of columns. When both have names the
+        preprocessor matches them by name (another order is accepted) or names the missing
+        and unexpected ones."""
+        if _is_dataframe(X) and self.preprocessor_.is_dataframe_:
+            return
+        _check_feature_names(self, X, reset=False)
+        if hasattr(X, "shape") or isinstance(X, (list, tuple)):
+            _check_n_features(self, X, reset=False)
 
     def _run(self, passes: Any, n_passes: int, n_scored: int,
              x_new: np.ndarray | None) -> np.ndarray:
@@ -321,6 +373,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
         self._check_fitted()
+        self._check_columns(X)
         table = self.preprocessor_.transform(X)
         pool_proba = self._pool_probabilities()
         if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):

@@ -43,6 +43,9 @@ def _threshold(text: str) -> float | str:
 
 
 def _parser() -> argparse.ArgumentParser:
+    # the inference defaults and their limits are written once, with the classifier
+    from puicl_model.classifier import InferenceSettings
+
     parser = argparse.ArgumentParser(prog="puicl", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -62,12 +65,17 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--weights", type=Path, default=None,
                          help="checkpoint directory or .safetensors file (default: bundled)")
     predict.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
-    predict.add_argument("--n-estimators", type=int, default=None,
+    defaults = InferenceSettings()
+    predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
                          help="ensemble members (default: ceil(features / 20))")
-    predict.add_argument("--single-pass-limit", type=int, default=1024,
-                         help="pools up to this many rows are scored in one pass (default 1024)")
-    predict.add_argument("--chunk-size", type=int, default=200,
-                         help="chunk length for larger pools (default 200)")
+    predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
+                         help="pools up to this many rows are scored in one pass (default "
+                         f"{defaults.single_pass_limit})")
+    predict.add_argument("--chunk-size", type=int, default=defaults.chunk_size,
+                         help=f"chunk length for larger pools (default {defaults.chunk_size})")
+    predict.add_argument("--max-labeled", type=int, default=defaults.max_labeled,
+                         help="most labeled positives in one pass; more are subsampled "
+                         f"(default {defaults.max_labeled})")
     predict.add_argument("--threshold", type=_threshold, default=0.5,
                          help="cut on p_positive, or 'prior' to label the share π̂ negative")
     predict.add_argument("--drop-columns", nargs="*", default=[],
@@ -172,6 +180,7 @@ def _predict(args: argparse.Namespace) -> int:
         n_estimators=args.n_estimators,
         single_pass_limit=args.single_pass_limit,
         chunk_size=args.chunk_size,
+        max_labeled=args.max_labeled,
         threshold=args.threshold,
         categorical=args.categorical,
         numeric=args.numeric,

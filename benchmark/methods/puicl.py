@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.methods.common import MethodOutput, check_inputs
-from puicl_model.configio import require
+from puicl_model.classifier import InferenceSettings
 
 
 def default_weights() -> Path | None:
@@ -35,21 +35,10 @@ class MissingWeightsError(ValueError):
     """PUICL was selected without weights."""
 
 
-@dataclass(frozen=True)
-class PUICLConfig:
-    """Inference settings passed to ``PUICLClassifier`` (``--method-config``: ``puicl: {...}``);
-    the classifier's own defaults when left out. docs/classifier.md explains each."""
-
-    n_estimators: int | None = None
-    single_pass_limit: int = 1024
-    chunk_size: int = 200
-    max_labeled: int = 300
-
-    def validate(self) -> None:
-        for name in ("single_pass_limit", "chunk_size", "max_labeled"):
-            require(int(getattr(self, name)) >= 2, name, f"must be >= 2, got {getattr(self, name)}")
-        require(self.n_estimators is None or int(self.n_estimators) >= 1, "n_estimators",
-                f"must be >= 1, got {self.n_estimators}")
+# Inference settings passed to ``PUICLClassifier`` (``--method-config``: ``puicl: {...}``): the
+# classifier's own settings class, so that defaults and limits are written once.
+# docs/classifier.md explains each.
+PUICLConfig = InferenceSettings
 
 
 @dataclass(frozen=True)
@@ -57,7 +46,7 @@ class PUICL:
     weights: Path
     device: str = "cpu"
     name: str = "puicl"
-    config: PUICLConfig = PUICLConfig()
+    config: PUICLConfig = field(default_factory=PUICLConfig)
 
     # the runner passes the dataset's categorical-column flags
     uses_categorical: ClassVar[bool] = True
