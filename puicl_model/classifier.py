@@ -227,8 +227,10 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     @staticmethod
     def _check_s(s: Any, n_rows: int) -> np.ndarray:
         values = np.asarray(s)
-        if values.ndim != 1:
-            values = values.reshape(-1) if values.ndim == 2 and 1 in values.shape else values
+        if values.ndim == 2 and values.shape[1] == 1:
+            from sklearn.utils.validation import column_or_1d
+
+            values = column_or_1d(values, warn=True)  # scikit-learn's DataConversionWarning
         if values.ndim != 1:
             raise ValueError(f"s must be a 1-D array of 0/1 labels, got shape {values.shape}")
         if len(values) != n_rows:
@@ -242,10 +244,17 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                 f"values such as {values[0]!r}"
             ) from None
         bad = ~np.isin(numeric, (0.0, 1.0))
+        fractional = numeric[bad] != np.round(numeric[bad])
+        if fractional.any():  # "continuous": the word scikit-learn's checks look for
+            raise ValueError(
+                "s must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
+                f"values such as {values[bad][fractional][0]!r}"
+            )
         if bad.any():
             found = sorted({repr(v) for v in values[bad].tolist()})[:5]
             raise ValueError(
-                "s must contain only 0 (unlabeled) and 1 (labeled positive); found "
+                "Only binary classification is supported: s must contain only 0 (unlabeled) and "
+                "1 (labeled positive); found "
                 f"{', '.join(found)}"
             )
         labeled = numeric == 1.0
@@ -261,7 +270,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, s: Any) -> PUICLClassifier:
         """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
         self._check_settings()
-        n_rows = len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
+        if s is None:
+            raise ValueError("PUICLClassifier requires y to be passed, but the target y is None; "
+                             "pass s: 1 for each labeled positive row, 0 for each unlabeled row")
+        n_rows = X.shape[0] if hasattr(X, "shape") else (
+            len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
+        )
+        if n_rows == 1:
+            raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
+                             "and one unlabeled row")
         labeled = self._check_s(s, n_rows)
         preprocessor = TablePreprocessor(categorical=self.categorical, missing=self.missing,
                                          numeric=self.numeric)
@@ -316,6 +333,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         and unexpected ones."""
         if _is_dataframe(X) and self.preprocessor_.is_dataframe_:
             return
+        if np.ndim(X) != 2:
+            return  # the preprocessor says how to reshape it
         _check_feature_names(self, X, reset=False)
         if hasattr(X, "shape") or isinstance(X, (list, tuple)):
             _check_n_features(self, X, reset=False)
@@ -441,4 +460,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         tags.input_tags.string = True
+        # s is binary by definition (labeled positive or unlabeled)
+        tags.classifier_tags.multi_class = False
         return tags

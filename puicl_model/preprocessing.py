@@ -168,13 +168,20 @@ class TablePreprocessor:
                     arrays.append(series.to_numpy(dtype=np.float64, na_value=np.nan))
             self._declared_categorical = declared
             return names, arrays, True
+        if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+            raise TypeError("Sparse data was passed for X, but dense data is required (sparse "
+                            "input is not supported); convert it with X.toarray()")
         array = np.asarray(X)
         if array.ndim != 2:
             raise ValueError(
-                f"X must be a 2-D table (rows × features), got an array of shape {array.shape}"
+                f"X must be a 2-D table (rows × features), got an array of shape {array.shape}; "
+                "Reshape your data: X.reshape(1, -1) for one row, X.reshape(-1, 1) for one "
+                "feature"
             )
         if array.dtype.kind in "biuf":
             array = array.astype(np.float64, copy=False)
+        elif array.dtype.kind == "c":
+            raise ValueError("Complex data not supported; pass real numbers or strings")
         elif array.dtype.kind not in "OUS":
             raise ValueError(f"X has unsupported dtype {array.dtype}; pass numbers or strings")
         names = [str(i) for i in range(array.shape[1])]
@@ -231,7 +238,8 @@ class TablePreprocessor:
         """Learn the encodings; return the fitted table's encoded features (before scaling)."""
         names, arrays, is_frame = self._columns_of(X)
         if not names:
-            raise ValueError("X has no columns; pass at least one feature")
+            raise ValueError(f"X has 0 feature(s) (shape=({len(arrays[0]) if arrays else 0}, "
+                             "0)) while a minimum of 1 is required; pass at least one feature")
         self.is_dataframe_ = is_frame
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
