@@ -19,6 +19,7 @@ predictions come from forward passes of the pretrained model over the whole tabl
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -39,6 +40,7 @@ from puicl_model.preprocessing import (
     TablePreprocessor,
     _is_dataframe,
 )
+from puicl_model.prior import best_bin_alpha
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import _check_feature_names, _check_n_features
@@ -49,6 +51,11 @@ except ImportError:  # older: the same checks were BaseEstimator methods
     def _check_n_features(estimator: Any, X: Any, reset: bool) -> None:
         estimator._check_n_features(X, reset=reset)
 from puicl_model.weights import bundled_weights_path, load_weights
+
+# estimate_class_prior: the spawn-key tag of the labeled rows' split in halves (the inference
+# planner's tags are 1-3), and the fewest labeled positives that split is used for
+_PRIOR_HALVES = 11
+_MIN_LABELED_FOR_BBE = 20
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
 
@@ -315,6 +322,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             entropy=entropy,
         )
         self._pool_proba: np.ndarray | None = None
+        self._class_prior: float | None = None
         self._pool_index: dict[bytes, int] | None = None
         return self
 
@@ -340,7 +348,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             _check_n_features(self, X, reset=False)
 
     def _run(self, passes: Any, n_passes: int, n_scored: int,
-             x_new: np.ndarray | None) -> np.ndarray:
+             x_new: np.ndarray | None, x_labeled: np.ndarray | None = None) -> np.ndarray:
         bar = None
         show = self.progress if self.progress is not None else (
             sys.stderr.isatty() and n_passes > 4
@@ -355,7 +363,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         try:
             return run_passes(
                 self.model_,
-                self.x_labeled_,
+                self.x_labeled_ if x_labeled is None else x_labeled,
                 self.x_pool_,
                 passes,
                 n_scored=n_scored,
@@ -424,8 +432,53 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         return np.log(clipped) - np.log1p(-clipped)
 
     def estimate_class_prior(self) -> float:
-        """π̂: the estimated negative share of the fitted unlabeled pool."""
-        return float(np.mean(1.0 - self._pool_probabilities()))
+        """π̂: the estimated negative share of the fitted unlabeled pool.
+
+        The larger of two estimates (docs/classifier.md measures both and this one):
+
+        * the mean of P(y=0) over the pool, which is pulled towards 0.5 wherever the model is
+          unsure;
+        * Best Bin Estimation (:mod:`puicl_model.prior`) on the model's own scores: the
+          labeled positives are split in two halves; each half is scored as new rows next to
+          the other half and the pool, and the pool next to that same half. BBE's α̂ bounds
+          the pool's positive share from above where the model's top scores are pure
+          positives, so 1 − α̂ bounds π from below, and falls short where they are not; the
+          larger of the two guards against that. Averaged over the two halves.
+
+        With fewer than ``_MIN_LABELED_FOR_BBE`` labeled positives, only the mean. The split
+        costs about four extra scorings of the pool, computed once.
+        """
+        self._check_fitted()
+        if self._class_prior is None:
+            mean = float(np.mean(1.0 - self._pool_probabilities()))
+            if len(self.x_labeled_) < _MIN_LABELED_FOR_BBE:
+                self._class_prior = mean
+            else:
+                best_bin = float(np.mean([
+                    1.0 - best_bin_alpha(held, pool) for held, pool in self._held_out_scores()
+                ]))
+                self._class_prior = max(mean, best_bin)
+        return self._class_prior
+
+    def _held_out_scores(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per half of the labeled positives: (its rows' P(y=1) as new rows, the pool's
+        P(y=1)), both next to the other half as the labeled rows."""
+        planner = self.planner_
+        rng = np.random.default_rng(np.random.SeedSequence(planner.entropy,
+                                                           spawn_key=(_PRIOR_HALVES,)))
+        half = rng.permutation(len(self.x_labeled_)) % 2
+        scores = []
+        for k in (0, 1):
+            context = np.ascontiguousarray(self.x_labeled_[half != k])
+            held = np.ascontiguousarray(self.x_labeled_[half == k])
+            sub = dataclasses.replace(planner, n_labeled=len(context))
+            n_pool_passes = sum(1 for _ in sub.pool_passes())
+            pool = self._run(sub.pool_passes(), n_pool_passes, sub.n_pool, None, context)
+            n_new_passes = sum(1 for _ in sub.new_row_passes(held))
+            held_scores = self._run(sub.new_row_passes(held), n_new_passes, len(held), held,
+                                    context)
+            scores.append((held_scores, pool))
+        return scores
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""

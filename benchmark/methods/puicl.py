@@ -52,8 +52,9 @@ class PUICL:
     uses_categorical: ClassVar[bool] = True
     # Bump when the adapter or the classifier's default preprocessing/inference changes what a
     # replicate computes (part of the cache key, like the baselines' ``version``). 2: one-hot
-    # categorical columns and normal-score numeric columns.
-    version: ClassVar[int] = 2
+    # categorical columns and normal-score numeric columns; 3: π̂ = max(mean, BBE on the
+    # model's scores).
+    version: ClassVar[int] = 3
 
     def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
                     categorical: Sequence[bool] | None = None) -> MethodOutput:
