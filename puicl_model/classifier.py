@@ -10,8 +10,8 @@ predictions come from forward passes of the pretrained model over the whole tabl
   unlabeled rows returns the predictions of the fitted task — one forward pass when the table
   is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
   next to the fitted pool (see :mod:`puicl_model.inference`).
-* ``estimate_class_prior()`` returns π̂ = the mean of P(y=0) over the fitted pool, i.e. the
-  expected negative share of the pool.
+* ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool: the larger
+  of the mean of P(y=0) over the pool and a Best Bin Estimate on the model's own scores.
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).
