@@ -4,7 +4,8 @@
 
 * one table with a 0/1 label column: ``--input table.csv --label-column s``
   (1 = labeled positive, 0 = unlabeled), or
-* two tables with the same columns: ``--positives pos.csv --unlabeled unl.csv``,
+* two tables with the same columns (matched by name, in any order):
+  ``--positives pos.csv --unlabeled unl.csv``,
 
 fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one CSV row per unlabeled row
 (``row``: its 0-based position among the data rows of its input file; ``p_positive``;
