@@ -88,6 +88,11 @@ class InferenceSettings:
                     f"must be an integer >= {minimum}, got {value!r}")
 
 
+def _has_mixed_names(X: Any) -> bool:
+    """A DataFrame whose column names are of several types (scikit-learn refuses those)."""
+    return _is_dataframe(X) and len({type(name) for name in X.columns}) > 1
+
+
 class NoBundledWeightsError(FileNotFoundError):
     """No weights were given and no checkpoint ships inside the package."""
 
@@ -295,8 +300,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
         self.preprocessor_ = preprocessor
         self.n_features_in_ = preprocessor.n_features_in_
-        # scikit-learn's own rule: feature_names_in_ only for DataFrames with string names
-        _check_feature_names(self, X, reset=True)
+        # scikit-learn's rule: feature_names_in_ only for DataFrames whose column names are all
+        # strings (it refuses mixed names, which the preprocessor matches as text anyway)
+        if _has_mixed_names(X):
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            _check_feature_names(self, X, reset=True)
         self.classes_ = np.array([0, 1])
         self.model_ = model
         self.device_ = device
@@ -343,7 +352,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             return
         if np.ndim(X) != 2:
             return  # the preprocessor says how to reshape it
-        _check_feature_names(self, X, reset=False)
+        if not _has_mixed_names(X):
+            _check_feature_names(self, X, reset=False)
         if hasattr(X, "shape") or isinstance(X, (list, tuple)):
             _check_n_features(self, X, reset=False)
 

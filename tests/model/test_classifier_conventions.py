@@ -53,6 +53,14 @@ def test_the_same_kind_of_table_gives_no_warning(small_weights, frame_and_s) -> 
     np.testing.assert_array_equal(clf.feature_names_in_, ["a", "b", "c"])
 
 
+def test_mixed_column_name_types_are_still_accepted(small_weights, frame_and_s) -> None:
+    X, s = frame_and_s
+    X = X.set_axis(["a", 1, 2], axis=1)
+    clf = PUICLClassifier(weights=small_weights).fit(X, s)
+    assert not hasattr(clf, "feature_names_in_")  # scikit-learn's rule: string names only
+    np.testing.assert_array_equal(clf.predict_proba(X[[2, "a", 1]]), clf.predict_proba(X))
+
+
 def test_another_number_of_columns_gives_sklearns_error(small_weights, frame_and_s) -> None:
     X, s = frame_and_s
     clf = PUICLClassifier(weights=small_weights).fit(X.to_numpy(), s)
