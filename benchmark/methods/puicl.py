@@ -1,9 +1,11 @@
 """PUICL through its scikit-learn style classifier (paper §3–§5).
 
-One forward pass per task: ``PUICLClassifier(weights=..., device="cpu", random_state=seed)``
+``PUICLClassifier(weights=..., device="cpu", random_state=seed)``
 is fitted on all rows with ``s`` (1 = labeled positive, 0 = unlabeled); the unlabeled rows'
 P(y = +) and hard labels come from ``predict_proba`` / ``predict`` on exactly the fitted
-unlabeled rows (the classifier's transductive path), and ``estimate_class_prior()`` gives π̂.
+unlabeled rows (the classifier's transductive path: one forward pass inside the trained
+range), and ``estimate_class_prior()`` gives π̂ (four more scorings of the pool: halves of the
+labeled positives held out, docs/classifier.md).
 The classifier does its own preprocessing (missing values, feature subsets), so it receives the
 raw ordinal-coded matrix of the loader.
 """
