@@ -19,6 +19,7 @@ from pathlib import Path
 
 from benchmark.datasets import DATASET_SLUGS, DataError
 from benchmark.methods import METHOD_NAMES, MissingWeightsError
+from benchmark.protocol import TARGET_PI
 from benchmark.report import write_reports
 from benchmark.runner import RunSpec, expand_names, plan_run, run
 from puicl_common.configio import ConfigError, load_yaml
@@ -43,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="folder of the raw datasets (default: $PUICL_DATA_DIR, else the "
                         "project's shared/datasets next to the repository)")
+    parser.add_argument("--pi", type=float, default=TARGET_PI,
+                        help="target negative share of each task's unlabeled pool, in [0, 1) "
+                        f"(paper §6.1: {TARGET_PI}); a dataset with too few negatives gives a "
+                        "lower realized share, which is recorded")
     parser.add_argument("--seed", type=int, default=0, help="root seed of tasks and methods")
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes")
     parser.add_argument("--method-config", type=Path, default=None,
@@ -58,6 +63,8 @@ def _spec_from_args(args: argparse.Namespace) -> RunSpec:
     datasets = expand_names(args.datasets, DATASET_SLUGS, "dataset")
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    if not 0.0 <= args.pi < 1.0:
+        raise ValueError(f"--pi must be in [0, 1), got {args.pi}")
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     overrides: dict = {}
@@ -70,7 +77,7 @@ def _spec_from_args(args: argparse.Namespace) -> RunSpec:
                 raise ConfigError(name, "expected a mapping of settings")
     return RunSpec(methods=methods, datasets=datasets, repeats=args.repeats, out=args.out,
                    seed=args.seed, data_dir=args.data_dir, weights=args.weights,
-                   jobs=args.jobs, method_overrides=overrides)
+                   jobs=args.jobs, method_overrides=overrides, target_pi=args.pi)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

@@ -225,6 +225,7 @@ def provenance(spec: RunSpec, argv: Sequence[str]) -> dict[str, Any]:
         "datasets": list(spec.datasets),
         "repeats": spec.repeats,
         "root_seed": spec.seed,
+        "target_pi": spec.target_pi,
         "seed_rule": (
             "task: numpy SeedSequence([root_seed, sha256(dataset)[:4] as uint32 LE, repetition]);"
             " method: SeedSequence([root_seed, dataset key, repetition, sha256(method)[:4]])"

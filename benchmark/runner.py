@@ -26,7 +26,7 @@ import numpy as np
 from benchmark.datasets import load_dataset
 from benchmark.methods import make_method, method_settings
 from benchmark.metrics import accuracy, auc_mann_whitney, f1_positive
-from benchmark.protocol import PUTask, make_task, method_seed
+from benchmark.protocol import TARGET_PI, PUTask, make_task, method_seed
 from puicl_common.atomic import atomic_write_json
 
 CACHE_VERSION = 1
@@ -45,6 +45,9 @@ class RunSpec:
     weights: Path | None = None
     jobs: int = 1
     method_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # target negative share of the unlabeled pool (paper §6.1: 0.5); changes the tasks, so
+    # their fingerprints (part of every cache key) differ per value
+    target_pi: float = TARGET_PI
 
 
 def _settings_hash(settings: dict[str, Any]) -> str:
@@ -151,7 +154,7 @@ def plan_run(spec: RunSpec) -> Plan:
     for slug in spec.datasets:
         dataset = load_dataset(slug, spec.data_dir)
         for rep in range(spec.repeats):
-            task = make_task(dataset, rep, spec.seed)
+            task = make_task(dataset, rep, spec.seed, target_pi=spec.target_pi)
             for name in spec.methods:
                 seed = method_seed(spec.seed, slug, rep, name)
                 key = _cache_key(task, name, seed, settings[name])

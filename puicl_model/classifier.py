@@ -10,8 +10,8 @@ predictions come from forward passes of the pretrained model over the whole tabl
   unlabeled rows returns the predictions of the fitted task — one forward pass when the table
   is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
   next to the fitted pool (see :mod:`puicl_model.inference`).
-* ``estimate_class_prior()`` returns π̂ = the mean of P(y=0) over the fitted pool, i.e. the
-  expected negative share of the pool.
+* ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool: the larger
+  of the mean of P(y=0) over the pool and a Best Bin Estimate on the model's own scores.
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).
@@ -19,26 +19,78 @@ predictions come from forward passes of the pretrained model over the whole tabl
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from puicl_common.configio import require
 from puicl_model.inference import PassPlanner, run_passes
 from puicl_model.preprocessing import (
     CategoricalStrategy,
     MissingStrategy,
     NumericStrategy,
     TablePreprocessor,
+    _is_dataframe,
 )
+from puicl_model.prior import best_bin_alpha
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import _check_feature_names, _check_n_features
+except ImportError:  # older: the same checks were BaseEstimator methods
+    def _check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
+        estimator._check_feature_names(X, reset=reset)
+
+    def _check_n_features(estimator: Any, X: Any, reset: bool) -> None:
+        estimator._check_n_features(X, reset=reset)
 from puicl_model.weights import bundled_weights_path, load_weights
 
-__all__ = ["NoBundledWeightsError", "PUICLClassifier"]
+# estimate_class_prior: the spawn-key tag of the labeled rows' split in halves (the inference
+# planner's tags are 1-3), and the fewest labeled positives that split is used for
+_PRIOR_HALVES = 11
+_MIN_LABELED_FOR_BBE = 20
+
+__all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """How a fitted table is split into forward passes (:mod:`puicl_model.inference`).
+
+    The one place these defaults and their limits are written: ``PUICLClassifier``'s
+    signature, ``puicl predict``'s options and the benchmark adapter's ``puicl:`` settings all
+    read them from here."""
+
+    n_estimators: int | None = None
+    single_pass_limit: int = 1024
+    chunk_size: int = 200
+    max_labeled: int = 300
+
+    # the least value of each setting: a chunk must hold two labeled rows and two pool rows
+    MINIMUM: ClassVar[dict[str, int]] = {
+        "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
+    }
+
+    def validate(self) -> None:
+        for name, minimum in self.MINIMUM.items():
+            value = getattr(self, name)
+            if value is None and name == "n_estimators":
+                continue
+            is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            require(is_int and value >= minimum, name,
+                    f"must be an integer >= {minimum}, got {value!r}")
+
+
+def _has_mixed_names(X: Any) -> bool:
+    """A DataFrame whose column names are of several types (scikit-learn refuses those)."""
+    return _is_dataframe(X) and len({type(name) for name in X.columns}) > 1
 
 
 class NoBundledWeightsError(FileNotFoundError):
@@ -95,10 +147,10 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self,
         weights: str | Path | torch.nn.Module | None = None,
         device: str = "auto",
-        n_estimators: int | None = None,
-        single_pass_limit: int = 1024,
-        chunk_size: int = 200,
-        max_labeled: int = 300,
+        n_estimators: int | None = InferenceSettings.n_estimators,
+        single_pass_limit: int = InferenceSettings.single_pass_limit,
+        chunk_size: int = InferenceSettings.chunk_size,
+        max_labeled: int = InferenceSettings.max_labeled,
         threshold: float | Literal["prior"] = 0.5,
         categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
@@ -108,8 +160,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         n_threads: int | None = None,
         progress: bool | None = None,
     ) -> None:
-        if weights is None and bundled_weights_path() is None:
-            raise NoBundledWeightsError(_no_bundled_weights_message())
+        # scikit-learn convention: the constructor only stores its arguments; fit checks them
         self.weights = weights
         self.device = device
         self.n_estimators = n_estimators
@@ -132,11 +183,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             if not is_int or value < minimum:
                 raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
-        if self.n_estimators is not None:
-            positive_int("n_estimators", self.n_estimators)
-        positive_int("single_pass_limit", self.single_pass_limit)
-        positive_int("chunk_size", self.chunk_size, 4)
-        positive_int("max_labeled", self.max_labeled, 2)
+        InferenceSettings(
+            n_estimators=self.n_estimators,
+            single_pass_limit=self.single_pass_limit,
+            chunk_size=self.chunk_size,
+            max_labeled=self.max_labeled,
+        ).validate()
         if self.n_threads is not None:
             positive_int("n_threads", self.n_threads)
         if self.threshold != "prior" and not (
@@ -187,8 +239,10 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     @staticmethod
     def _check_s(s: Any, n_rows: int) -> np.ndarray:
         values = np.asarray(s)
-        if values.ndim != 1:
-            values = values.reshape(-1) if values.ndim == 2 and 1 in values.shape else values
+        if values.ndim == 2 and values.shape[1] == 1:
+            from sklearn.utils.validation import column_or_1d
+
+            values = column_or_1d(values, warn=True)  # scikit-learn's DataConversionWarning
         if values.ndim != 1:
             raise ValueError(f"s must be a 1-D array of 0/1 labels, got shape {values.shape}")
         if len(values) != n_rows:
@@ -202,10 +256,17 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                 f"values such as {values[0]!r}"
             ) from None
         bad = ~np.isin(numeric, (0.0, 1.0))
+        fractional = numeric[bad] != np.round(numeric[bad])
+        if fractional.any():  # "continuous": the word scikit-learn's checks look for
+            raise ValueError(
+                "s must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
+                f"values such as {values[bad][fractional][0]!r}"
+            )
         if bad.any():
             found = sorted({repr(v) for v in values[bad].tolist()})[:5]
             raise ValueError(
-                "s must contain only 0 (unlabeled) and 1 (labeled positive); found "
+                "Only binary classification is supported: s must contain only 0 (unlabeled) and "
+                "1 (labeled positive); found "
                 f"{', '.join(found)}"
             )
         labeled = numeric == 1.0
@@ -221,7 +282,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, s: Any) -> PUICLClassifier:
         """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
         self._check_settings()
-        n_rows = len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
+        if s is None:
+            raise ValueError("PUICLClassifier requires y to be passed, but the target y is None; "
+                             "pass s: 1 for each labeled positive row, 0 for each unlabeled row")
+        n_rows = X.shape[0] if hasattr(X, "shape") else (
+            len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
+        )
+        if n_rows == 1:
+            raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
+                             "and one unlabeled row")
         labeled = self._check_s(s, n_rows)
         preprocessor = TablePreprocessor(categorical=self.categorical, missing=self.missing,
                                          numeric=self.numeric)
@@ -231,8 +300,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
         self.preprocessor_ = preprocessor
         self.n_features_in_ = preprocessor.n_features_in_
-        if preprocessor.is_dataframe_:
-            self.feature_names_in_ = np.asarray(preprocessor.feature_names_in_, dtype=object)
+        # scikit-learn's rule: feature_names_in_ only for DataFrames whose column names are all
+        # strings (it refuses mixed names, which the preprocessor matches as text anyway)
+        if _has_mixed_names(X):
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            _check_feature_names(self, X, reset=True)
         self.classes_ = np.array([0, 1])
         self.model_ = model
         self.device_ = device
@@ -258,6 +331,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             entropy=entropy,
         )
         self._pool_proba: np.ndarray | None = None
+        self._class_prior: float | None = None
         self._pool_index: dict[bytes, int] | None = None
         return self
 
@@ -268,8 +342,23 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
             raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
 
+    def _check_columns(self, X: Any) -> None:
+        """scikit-learn's checks of a table passed after fit: a warning when one of the fit
+        table and X has column names and the other has not (the columns are then taken by
+        position), and its error for another number of columns. When both have names the
+        preprocessor matches them by name (another order is accepted) or names the missing
+        and unexpected ones."""
+        if _is_dataframe(X) and self.preprocessor_.is_dataframe_:
+            return
+        if np.ndim(X) != 2:
+            return  # the preprocessor says how to reshape it
+        if not _has_mixed_names(X):
+            _check_feature_names(self, X, reset=False)
+        if hasattr(X, "shape") or isinstance(X, (list, tuple)):
+            _check_n_features(self, X, reset=False)
+
     def _run(self, passes: Any, n_passes: int, n_scored: int,
-             x_new: np.ndarray | None) -> np.ndarray:
+             x_new: np.ndarray | None, x_labeled: np.ndarray | None = None) -> np.ndarray:
         bar = None
         show = self.progress if self.progress is not None else (
             sys.stderr.isatty() and n_passes > 4
@@ -284,7 +373,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         try:
             return run_passes(
                 self.model_,
-                self.x_labeled_,
+                self.x_labeled_ if x_labeled is None else x_labeled,
                 self.x_pool_,
                 passes,
                 n_scored=n_scored,
@@ -321,6 +410,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
         self._check_fitted()
+        self._check_columns(X)
         table = self.preprocessor_.transform(X)
         pool_proba = self._pool_probabilities()
         if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):
@@ -352,8 +442,53 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         return np.log(clipped) - np.log1p(-clipped)
 
     def estimate_class_prior(self) -> float:
-        """π̂: the estimated negative share of the fitted unlabeled pool."""
-        return float(np.mean(1.0 - self._pool_probabilities()))
+        """π̂: the estimated negative share of the fitted unlabeled pool.
+
+        The larger of two estimates (docs/classifier.md measures both and this one):
+
+        * the mean of P(y=0) over the pool, which is pulled towards 0.5 wherever the model is
+          unsure;
+        * Best Bin Estimation (:mod:`puicl_model.prior`) on the model's own scores: the
+          labeled positives are split in two halves; each half is scored as new rows next to
+          the other half and the pool, and the pool next to that same half. BBE's α̂ bounds
+          the pool's positive share from above where the model's top scores are pure
+          positives, so 1 − α̂ bounds π from below, and falls short where they are not; the
+          larger of the two guards against that. Averaged over the two halves.
+
+        With fewer than ``_MIN_LABELED_FOR_BBE`` labeled positives, only the mean. The split
+        costs about four extra scorings of the pool, computed once.
+        """
+        self._check_fitted()
+        if self._class_prior is None:
+            mean = float(np.mean(1.0 - self._pool_probabilities()))
+            if len(self.x_labeled_) < _MIN_LABELED_FOR_BBE:
+                self._class_prior = mean
+            else:
+                best_bin = float(np.mean([
+                    1.0 - best_bin_alpha(held, pool) for held, pool in self._held_out_scores()
+                ]))
+                self._class_prior = max(mean, best_bin)
+        return self._class_prior
+
+    def _held_out_scores(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per half of the labeled positives: (its rows' P(y=1) as new rows, the pool's
+        P(y=1)), both next to the other half as the labeled rows."""
+        planner = self.planner_
+        rng = np.random.default_rng(np.random.SeedSequence(planner.entropy,
+                                                           spawn_key=(_PRIOR_HALVES,)))
+        half = rng.permutation(len(self.x_labeled_)) % 2
+        scores = []
+        for k in (0, 1):
+            context = np.ascontiguousarray(self.x_labeled_[half != k])
+            held = np.ascontiguousarray(self.x_labeled_[half == k])
+            sub = dataclasses.replace(planner, n_labeled=len(context))
+            n_pool_passes = sum(1 for _ in sub.pool_passes())
+            pool = self._run(sub.pool_passes(), n_pool_passes, sub.n_pool, None, context)
+            n_new_passes = sum(1 for _ in sub.new_row_passes(held))
+            held_scores = self._run(sub.new_row_passes(held), n_new_passes, len(held), held,
+                                    context)
+            scores.append((held_scores, pool))
+        return scores
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
@@ -388,4 +523,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         tags.input_tags.string = True
+        # s is binary by definition (labeled positive or unlabeled)
+        tags.classifier_tags.multi_class = False
         return tags

@@ -4,7 +4,8 @@
 
 * one table with a 0/1 label column: ``--input table.csv --label-column s``
   (1 = labeled positive, 0 = unlabeled), or
-* two tables with the same columns: ``--positives pos.csv --unlabeled unl.csv``,
+* two tables with the same columns (matched by name, in any order):
+  ``--positives pos.csv --unlabeled unl.csv``,
 
 fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one CSV row per unlabeled row
 (``row``: its 0-based position among the data rows of its input file; ``p_positive``;
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +44,9 @@ def _threshold(text: str) -> float | str:
 
 
 def _parser() -> argparse.ArgumentParser:
+    # the inference defaults and their limits are written once, with the classifier
+    from puicl_model.classifier import InferenceSettings
+
     parser = argparse.ArgumentParser(prog="puicl", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -61,12 +66,17 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--weights", type=Path, default=None,
                          help="checkpoint directory or .safetensors file (default: bundled)")
     predict.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
-    predict.add_argument("--n-estimators", type=int, default=None,
+    defaults = InferenceSettings()
+    predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
                          help="ensemble members (default: ceil(features / 20))")
-    predict.add_argument("--single-pass-limit", type=int, default=1024,
-                         help="pools up to this many rows are scored in one pass (default 1024)")
-    predict.add_argument("--chunk-size", type=int, default=200,
-                         help="chunk length for larger pools (default 200)")
+    predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
+                         help="pools up to this many rows are scored in one pass (default "
+                         f"{defaults.single_pass_limit})")
+    predict.add_argument("--chunk-size", type=int, default=defaults.chunk_size,
+                         help=f"chunk length for larger pools (default {defaults.chunk_size})")
+    predict.add_argument("--max-labeled", type=int, default=defaults.max_labeled,
+                         help="most labeled positives in one pass; more are subsampled "
+                         f"(default {defaults.max_labeled})")
     predict.add_argument("--threshold", type=_threshold, default=0.5,
                          help="cut on p_positive, or 'prior' to label the share π̂ negative")
     predict.add_argument("--drop-columns", nargs="*", default=[],
@@ -121,11 +131,19 @@ def _load_table(args: argparse.Namespace):
         if args.positives is None or args.unlabeled is None:
             raise CliError("--positives and --unlabeled go together")
         positives, unlabeled = _read_csv(args.positives), _read_csv(args.unlabeled)
-        if list(positives.columns) != list(unlabeled.columns):
+        # columns are matched by name: the same columns in another order are the same table
+        lacking = [c for c in positives.columns if c not in unlabeled.columns]
+        extra = [c for c in unlabeled.columns if c not in positives.columns]
+        if lacking or extra:
             raise CliError(
-                f"{args.positives} and {args.unlabeled} must have the same columns; got "
-                f"{list(positives.columns)} and {list(unlabeled.columns)}"
+                f"{args.positives} and {args.unlabeled} must have the same columns (in any "
+                f"order); {args.unlabeled} "
+                + "; ".join(
+                    ([f"lacks {lacking}"] if lacking else [])
+                    + ([f"has {extra}, which {args.positives} lacks"] if extra else [])
+                )
             )
+        unlabeled = unlabeled[list(positives.columns)]
         features = pd.concat([positives, unlabeled], ignore_index=True)
         s = np.concatenate([np.ones(len(positives), np.int64), np.zeros(len(unlabeled), np.int64)])
         unlabeled_rows = np.arange(len(unlabeled))
@@ -142,6 +160,8 @@ def _predict(args: argparse.Namespace) -> int:
 
     from puicl_model.classifier import PUICLClassifier
 
+    if args.output != "-" and Path(args.output).is_dir():
+        raise CliError(f"--output {args.output} is a directory; give the path of a CSV file")
     features, s, unlabeled_rows = _load_table(args)
     classifier = PUICLClassifier(
         weights=args.weights,
@@ -149,13 +169,23 @@ def _predict(args: argparse.Namespace) -> int:
         n_estimators=args.n_estimators,
         single_pass_limit=args.single_pass_limit,
         chunk_size=args.chunk_size,
+        max_labeled=args.max_labeled,
         threshold=args.threshold,
         categorical=args.categorical,
         numeric=args.numeric,
         random_state=args.random_state,
         progress=False if args.no_progress else None,
     )
-    classifier.fit(features, s)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        classifier.fit(features, s)
+    # columns read as numeric or dropped, and why: said on stderr, never silently
+    for warning in caught:
+        if issubclass(warning.category, UserWarning):
+            print(f"puicl predict: note: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
     is_unlabeled = np.asarray(s).astype(np.float64) == 0
     if unlabeled_rows is None:
         unlabeled_rows = np.flatnonzero(is_unlabeled)

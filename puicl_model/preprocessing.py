@@ -20,12 +20,21 @@ the table given to ``fit`` (labeled and unlabeled rows together, never the hidde
   0, 1, 2, …; ``"frequency"`` maps each category to its share of the fitted rows. A missing
   value is a category of its own (one-hot: all zeros); a category first seen after ``fit`` is
   treated as missing.
+* **text columns of numbers**: a text column whose every entry is a number, a number written
+  as text, or a missing-value token (``MISSING_TOKENS``: ``?``, ``n/a``, ``NA``, ``-``, an
+  empty string, ``null``, ``None``, ``nan``, …; case and surrounding spaces ignored) is read
+  as numeric, the tokens as missing values. One stray ``?`` makes pandas read a whole CSV
+  column as text; without this the column would be encoded as categories. ``fit`` warns,
+  naming each such column and its tokens.
 * **missing numeric values** (NaN, None, pandas NA): ``"median"`` (default) fills them with
   the column's median over the fitted rows; ``"median+indicator"`` also appends a 0/1 column
   "was missing" for every column that had missing values in ``fit``; ``"error"`` rejects them.
 * **constant columns** (one value over all fitted rows, after the steps above) carry no
-  information and are dropped. If no column is left, one all-zero column stands in, so the
-  model still runs (every unlabeled row then gets the same prediction) and a warning says so.
+  information and are dropped: all values missing, one value, or text whose every value is
+  distinct (an identifier or free text, frequency-encoded to a constant). ``fit`` warns,
+  naming each dropped column and why; ``dropped_reasons_`` maps each to its reason. If no
+  column is left, one all-zero column stands in, so the model still runs (every unlabeled row
+  then gets the same prediction) and a warning says so.
 
 Finally each kept column is centred and scaled with its mean and standard deviation over the
 fitted rows, in float64, before the cast to float32. The model's own standardization makes
@@ -35,6 +44,7 @@ large offsets (timestamps, identifiers) from losing their variation to float32 r
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -43,6 +53,7 @@ import numpy as np
 
 __all__ = [
     "MAX_ONEHOT_LEVELS",
+    "MISSING_TOKENS",
     "CategoricalStrategy",
     "MissingStrategy",
     "NumericStrategy",
@@ -56,6 +67,13 @@ NumericStrategy = Literal["quantile", "standard"]
 # reads 20 per pass); such columns are frequency-encoded instead.
 MAX_ONEHOT_LEVELS = 16
 MissingStrategy = Literal["median", "median+indicator", "error"]
+
+# Text that stands for a missing value in the tables people export (compared lower-cased and
+# stripped). pandas' read_csv already reads most of them as NaN, but not "?" or "-".
+MISSING_TOKENS = frozenset({
+    "", "?", "-", "--", ".", "na", "n/a", "#n/a", "#na", "<na>", "nan", "-nan", "null",
+    "none", "nil", "missing",
+})
 
 _MISSING = "\x00missing"  # the category that stands for a missing categorical value
 
@@ -140,20 +158,30 @@ class TablePreprocessor:
                     pd.api.types.is_numeric_dtype(series.dtype)
                     and not pd.api.types.is_bool_dtype(series.dtype)
                 ):
-                    if not pd.api.types.is_object_dtype(series.dtype):
+                    # text (object, or pandas' string dtypes, which read_csv gives a column
+                    # with one stray "?") may still hold numbers; a category dtype is declared
+                    if not (pd.api.types.is_object_dtype(series.dtype)
+                            or pd.api.types.is_string_dtype(series.dtype)):
                         declared.add(str(column))
                     arrays.append(series.astype(object).to_numpy())
                 else:
                     arrays.append(series.to_numpy(dtype=np.float64, na_value=np.nan))
             self._declared_categorical = declared
             return names, arrays, True
+        if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+            raise TypeError("Sparse data was passed for X, but dense data is required (sparse "
+                            "input is not supported); convert it with X.toarray()")
         array = np.asarray(X)
         if array.ndim != 2:
             raise ValueError(
-                f"X must be a 2-D table (rows × features), got an array of shape {array.shape}"
+                f"X must be a 2-D table (rows × features), got an array of shape {array.shape}; "
+                "Reshape your data: X.reshape(1, -1) for one row, X.reshape(-1, 1) for one "
+                "feature"
             )
         if array.dtype.kind in "biuf":
             array = array.astype(np.float64, copy=False)
+        elif array.dtype.kind == "c":
+            raise ValueError("Complex data not supported; pass real numbers or strings")
         elif array.dtype.kind not in "OUS":
             raise ValueError(f"X has unsupported dtype {array.dtype}; pass numbers or strings")
         names = [str(i) for i in range(array.shape[1])]
@@ -162,22 +190,44 @@ class TablePreprocessor:
 
     @staticmethod
     def _as_numeric(values: np.ndarray) -> np.ndarray | None:
-        """``values`` as float64 when every non-missing entry is a number, else None."""
+        """``values`` as float64 when every non-missing entry is a number, a number written as
+        text, or a missing-value token (read as NaN); else None."""
+        return TablePreprocessor._parse_numeric(values)[0]
+
+    @staticmethod
+    def _parse_numeric(values: np.ndarray) -> tuple[np.ndarray | None, dict[str, int]]:
+        """(``_as_numeric(values)``, count of each missing-value token found in the text)."""
         if values.dtype.kind == "f":
-            return values
+            return values, {}
         if values.dtype.kind in "biu":
-            return values.astype(np.float64)
+            return values.astype(np.float64), {}
         missing = _is_missing(values)
-        present = values[~missing]
-        if any(isinstance(v, (bool, np.bool_, str, bytes)) for v in present):
-            return None
-        try:
-            numbers = np.asarray(present, dtype=np.float64)
-        except (TypeError, ValueError):
-            return None
         result = np.full(values.shape, np.nan)
-        result[~missing] = numbers
-        return result
+        tokens: dict[str, int] = {}
+        for row in np.flatnonzero(~missing).tolist():
+            value = values[row]
+            if isinstance(value, (bool, np.bool_)):
+                return None, {}
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", errors="replace")
+            if isinstance(value, str):
+                if value.strip().lower() in MISSING_TOKENS:
+                    tokens[value] = tokens.get(value, 0) + 1
+                    continue
+                try:
+                    number = float(value)
+                except ValueError:
+                    return None, {}
+                if math.isnan(number):  # "NaN" spelled in a way float() reads
+                    tokens[value] = tokens.get(value, 0) + 1
+                    continue
+                result[row] = number
+                continue
+            try:
+                result[row] = float(value)
+            except (TypeError, ValueError):
+                return None, {}
+        return result, tokens
 
     # ------------------------------------------------------------------------------- fit
     def fit(self, X: Any) -> TablePreprocessor:
@@ -188,25 +238,48 @@ class TablePreprocessor:
         """Learn the encodings; return the fitted table's encoded features (before scaling)."""
         names, arrays, is_frame = self._columns_of(X)
         if not names:
-            raise ValueError("X has no columns; pass at least one feature")
+            raise ValueError(f"X has 0 feature(s) (shape=({len(arrays[0]) if arrays else 0}, "
+                             "0)) while a minimum of 1 is required; pass at least one feature")
         self.is_dataframe_ = is_frame
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
         columns: list[_Column] = []
+        read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
         for name, values in zip(names, arrays, strict=True):
-            numeric = None if name in self._declared_categorical else self._as_numeric(values)
+            numeric, tokens = (None, {}) if name in self._declared_categorical else (
+                self._parse_numeric(values)
+            )
             if numeric is not None:
                 columns.append(self._fit_numeric(name, numeric))
+                if values.dtype.kind in "OUS" and tokens:
+                    found = ", ".join(f"{token!r} ×{count}" for token, count in tokens.items())
+                    read_as_numbers.append(f"{name!r} ({found})")
             else:
                 columns.append(self._fit_categorical(name, values))
         self.columns_ = columns
         raw = self._encode(arrays)
         low, high = raw.min(axis=0), raw.max(axis=0)
         keep = high > low
+        labels = self._feature_labels()
         self.dropped_features_ = [
-            label for label, kept in zip(self._feature_labels(), keep, strict=True) if not kept
+            label for label, kept in zip(labels, keep, strict=True) if not kept
         ]
+        self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep)
         self.keep_ = keep
+        if read_as_numbers:
+            warnings.warn(
+                "read as numeric, with these missing-value tokens as missing values: "
+                + "; ".join(read_as_numbers),
+                UserWarning,
+                stacklevel=3,
+            )
+        if self.dropped_reasons_:
+            warnings.warn(
+                "dropped columns that carry no information: "
+                + "; ".join(f"{label!r} ({why})" for label, why in self.dropped_reasons_.items()),
+                UserWarning,
+                stacklevel=3,
+            )
         if not keep.any():
             warnings.warn(
                 "every feature is constant over the fitted rows; the model sees no information "
@@ -221,6 +294,40 @@ class TablePreprocessor:
             self.center_ = kept.mean(axis=0)
             self.scale_ = kept.std(axis=0)
         return raw
+
+    def _drop_reasons(self, arrays: list[np.ndarray], labels: list[str],
+                      keep: np.ndarray) -> dict[str, str]:
+        """Why each dropped feature carries no information, in words a user recognizes."""
+        reasons: dict[str, str] = {}
+        feature = 0
+        for column, values in zip(self.columns_, arrays, strict=True):
+            width = len(column.onehot) if column.onehot else 1 + int(column.indicator)
+            for offset in range(width):
+                index = feature + offset
+                if keep[index]:
+                    continue
+                missing = _is_missing(values)
+                if column.kind == "numeric":
+                    numeric = self._as_numeric(values)
+                    missing = missing if numeric is None else np.isnan(numeric)
+                # (a "was missing" indicator is constant only when every value is missing)
+                if missing.all() or (column.indicator and offset == 1):
+                    why = "every value missing"
+                elif column.kind == "numeric":
+                    why = f"constant: every value is {column.fill:g}"
+                else:
+                    present = [_category_key(v) for v in values[~missing].tolist()]
+                    distinct = len(set(present))
+                    if distinct == 1:
+                        why = f"constant: every value is {values[~missing][0]!r}"
+                    elif distinct == len(values):
+                        why = "text with a different value in every row (an identifier?)"
+                    else:
+                        why = f"{distinct} categories, all equally frequent: their frequency " \
+                              "encoding is constant"
+                reasons[labels[index]] = why
+            feature += width
+        return reasons
 
     def _missing_mask(self, name: str, values: np.ndarray) -> np.ndarray:
         """NaN mask of a numeric column; infinities, and NaN under missing='error', are errors

@@ -1,9 +1,11 @@
 """PUICL through its scikit-learn style classifier (paper §3–§5).
 
-One forward pass per task: ``PUICLClassifier(weights=..., device="cpu", random_state=seed)``
+``PUICLClassifier(weights=..., device="cpu", random_state=seed)``
 is fitted on all rows with ``s`` (1 = labeled positive, 0 = unlabeled); the unlabeled rows'
 P(y = +) and hard labels come from ``predict_proba`` / ``predict`` on exactly the fitted
-unlabeled rows (the classifier's transductive path), and ``estimate_class_prior()`` gives π̂.
+unlabeled rows (the classifier's transductive path: one forward pass inside the trained
+range), and ``estimate_class_prior()`` gives π̂ (four more scorings of the pool: halves of the
+labeled positives held out, docs/classifier.md).
 The classifier does its own preprocessing (missing values, feature subsets), so it receives the
 raw ordinal-coded matrix of the loader.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.methods.common import MethodOutput, check_inputs
-from puicl_common.configio import require
+from puicl_model.classifier import InferenceSettings
 
 
 def default_weights() -> Path | None:
@@ -35,21 +37,10 @@ class MissingWeightsError(ValueError):
     """PUICL was selected without weights."""
 
 
-@dataclass(frozen=True)
-class PUICLConfig:
-    """Inference settings passed to ``PUICLClassifier`` (``--method-config``: ``puicl: {...}``);
-    the classifier's own defaults when left out. docs/classifier.md explains each."""
-
-    n_estimators: int | None = None
-    single_pass_limit: int = 1024
-    chunk_size: int = 200
-    max_labeled: int = 300
-
-    def validate(self) -> None:
-        for name in ("single_pass_limit", "chunk_size", "max_labeled"):
-            require(int(getattr(self, name)) >= 2, name, f"must be >= 2, got {getattr(self, name)}")
-        require(self.n_estimators is None or int(self.n_estimators) >= 1, "n_estimators",
-                f"must be >= 1, got {self.n_estimators}")
+# Inference settings passed to ``PUICLClassifier`` (``--method-config``: ``puicl: {...}``): the
+# classifier's own settings class, so that defaults and limits are written once.
+# docs/classifier.md explains each.
+PUICLConfig = InferenceSettings
 
 
 @dataclass(frozen=True)
@@ -57,14 +48,15 @@ class PUICL:
     weights: Path
     device: str = "cpu"
     name: str = "puicl"
-    config: PUICLConfig = PUICLConfig()
+    config: PUICLConfig = field(default_factory=PUICLConfig)
 
     # the runner passes the dataset's categorical-column flags
     uses_categorical: ClassVar[bool] = True
     # Bump when the adapter or the classifier's default preprocessing/inference changes what a
     # replicate computes (part of the cache key, like the baselines' ``version``). 2: one-hot
-    # categorical columns and normal-score numeric columns.
-    version: ClassVar[int] = 2
+    # categorical columns and normal-score numeric columns; 3: π̂ = max(mean, BBE on the
+    # model's scores).
+    version: ClassVar[int] = 3
 
     def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
                     categorical: Sequence[bool] | None = None) -> MethodOutput:

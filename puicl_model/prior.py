@@ -1,0 +1,40 @@
+"""Best Bin Estimation (BBE) of a mixture proportion: Garg, Wu, Smola, Balakrishnan & Lipton,
+"Mixture Proportion Estimation and PU Learning: A Modern Approach" (NeurIPS 2021), Alg. 1.
+
+Given scores of held-out positives and of an unlabeled sample under one score function
+(higher = more positive-like), for a cut c let q_P(c) and q_U(c) be the shares of each sample
+scoring at least c. Positives are a share α of U, so q_U(c) ≥ α q_P(c) for every c, with near
+equality where only positives score above c (the "best bin"). The estimate is q_U(ĉ) / q_P(ĉ)
+at the cut that minimizes that ratio plus a confidence slack:
+
+    ĉ = argmin_c  q_U(c)/q_P(c) + (1+γ)/q_P(c) · ( √(log(1/δ)/(2 n_U)) + √(log(1/δ)/(2 n_P)) )
+
+with the authors' δ = 0.1, γ = 0.01. A cut needs at least two rows of each sample above it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["best_bin_alpha"]
+
+
+def best_bin_alpha(positive_scores: np.ndarray, unlabeled_scores: np.ndarray,
+                   delta: float = 0.1, gamma: float = 0.01) -> float:
+    """α̂ in [0, 1]: the estimated share of positives in the unlabeled sample."""
+    positive = np.sort(np.asarray(positive_scores, dtype=np.float64))
+    unlabeled = np.sort(np.asarray(unlabeled_scores, dtype=np.float64))
+    n_p, n_u = len(positive), len(unlabeled)
+    if n_p == 0 or n_u == 0:
+        raise ValueError("best_bin_alpha needs at least one positive and one unlabeled score")
+    cuts = np.unique(unlabeled)
+    above_u = n_u - np.searchsorted(unlabeled, cuts, side="left")
+    above_p = n_p - np.searchsorted(positive, cuts, side="left")
+    usable = (above_p >= 2) & (above_u >= 2)
+    if not usable.any():
+        return 1.0  # no cut separates anything: nothing says U holds negatives
+    q_u, q_p = above_u[usable] / n_u, above_p[usable] / n_p
+    ratio = q_u / q_p
+    slack = np.sqrt(np.log(1.0 / delta) / (2 * n_u)) + np.sqrt(np.log(1.0 / delta) / (2 * n_p))
+    best = int(np.argmin(ratio + (1.0 + gamma) / q_p * slack))
+    return float(np.clip(ratio[best], 0.0, 1.0))

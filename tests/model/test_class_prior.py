@@ -1,0 +1,56 @@
+"""π̂ (estimate_class_prior): Best Bin Estimation on the model's own scores next to the mean of
+P(y=0), which is pulled towards 0.5 (issue 17)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from puicl_model import PUICLClassifier
+from puicl_model.prior import best_bin_alpha
+
+
+def test_best_bin_finds_the_positive_share_when_the_top_bin_is_pure() -> None:
+    rng = np.random.default_rng(0)
+    positives = rng.uniform(0.6, 1.0, 400)
+    unlabeled = np.r_[rng.uniform(0.6, 1.0, 300), rng.uniform(0.0, 0.4, 700)]
+    assert best_bin_alpha(positives, unlabeled) == pytest.approx(0.3, abs=0.03)
+
+
+def test_best_bin_sees_no_negatives_where_the_scores_do_not_differ() -> None:
+    rng = np.random.default_rng(1)
+    assert best_bin_alpha(rng.random(300), rng.random(600)) > 0.8
+    assert best_bin_alpha([0.5], [0.1, 0.2]) == 1.0  # no cut holds two rows of each
+    with pytest.raises(ValueError, match="at least one positive and one unlabeled score"):
+        best_bin_alpha([], [0.5])
+
+
+def breast_cancer_task(n_u_pos: int, n_u_neg: int) -> tuple[np.ndarray, np.ndarray]:
+    """Breast cancer, benign = positive: 100 labeled positives, then the pool."""
+    data = load_breast_cancer()
+    rng = np.random.default_rng(0)
+    positives = rng.permutation(np.flatnonzero(data.target == 1))
+    negatives = rng.permutation(np.flatnonzero(data.target == 0))
+    rows = np.r_[positives[: 100 + n_u_pos], negatives[:n_u_neg]]
+    s = np.r_[np.ones(100, dtype=int), np.zeros(n_u_pos + n_u_neg, dtype=int)]
+    return data.data[rows], s
+
+
+def test_prior_of_a_mostly_negative_pool_is_not_pulled_towards_one_half() -> None:
+    X, s = breast_cancer_task(n_u_pos=50, n_u_neg=200)  # π = 0.8
+    clf = PUICLClassifier(random_state=0).fit(X, s)
+    mean = float(np.mean(clf.predict_proba(X[s == 0])[:, 0]))
+    pi_hat = clf.estimate_class_prior()
+    assert mean < 0.77  # the mean of P(y=0): pulled towards 0.5
+    assert abs(pi_hat - 0.8) < 0.02
+    assert pi_hat >= mean  # the larger of the mean and the best-bin estimate
+    assert PUICLClassifier(random_state=0).fit(X, s).estimate_class_prior() == pi_hat
+
+
+def test_with_few_labeled_positives_the_prior_is_the_mean(small_weights, rng) -> None:
+    X = rng.normal(size=(60, 3))
+    s = np.r_[np.ones(10, dtype=int), np.zeros(50, dtype=int)]
+    clf = PUICLClassifier(weights=small_weights).fit(X, s)
+    mean = float(np.mean(clf.predict_proba(X[s == 0])[:, 0]))
+    assert clf.estimate_class_prior() == pytest.approx(mean, abs=1e-12)

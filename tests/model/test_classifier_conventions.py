@@ -1,0 +1,92 @@
+"""PUICLClassifier follows scikit-learn's conventions: feature-name warnings, one source of
+inference defaults shared with the CLI and the benchmark adapter (issues 13 and 17)."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark.methods.puicl import PUICLConfig
+from puicl_common.configio import ConfigError, from_mapping
+from puicl_model import PUICLClassifier
+from puicl_model.classifier import InferenceSettings
+from puicl_model.cli import _parser
+
+
+@pytest.fixture
+def frame_and_s(rng) -> tuple[pd.DataFrame, np.ndarray]:
+    X = pd.DataFrame(rng.normal(size=(40, 3)), columns=["a", "b", "c"])
+    s = np.zeros(40, dtype=int)
+    s[:12] = 1
+    return X, s
+
+
+def test_a_numpy_array_after_a_fit_on_a_dataframe_warns(small_weights, frame_and_s) -> None:
+    X, s = frame_and_s
+    clf = PUICLClassifier(weights=small_weights).fit(X, s)
+    with pytest.warns(UserWarning, match="X does not have valid feature names, but "
+                                         "PUICLClassifier was fitted with feature names"):
+        clf.predict_proba(X.to_numpy()[:, ::-1])
+
+
+def test_a_dataframe_after_a_fit_on_a_numpy_array_warns(small_weights, frame_and_s) -> None:
+    X, s = frame_and_s
+    clf = PUICLClassifier(weights=small_weights).fit(X.to_numpy(), s)
+    assert not hasattr(clf, "feature_names_in_")
+    with pytest.warns(UserWarning, match="X has feature names, but PUICLClassifier was "
+                                         "fitted without feature names"):
+        clf.predict(X)
+
+
+def test_the_same_kind_of_table_gives_no_warning(small_weights, frame_and_s) -> None:
+    X, s = frame_and_s
+    clf = PUICLClassifier(weights=small_weights).fit(X, s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reordered = clf.predict_proba(X[["c", "a", "b"]])  # matched by name
+        PUICLClassifier(weights=small_weights).fit(X.to_numpy(), s).predict(X.to_numpy())
+    np.testing.assert_array_equal(reordered, clf.predict_proba(X))
+    np.testing.assert_array_equal(clf.feature_names_in_, ["a", "b", "c"])
+
+
+def test_mixed_column_name_types_are_still_accepted(small_weights, frame_and_s) -> None:
+    X, s = frame_and_s
+    X = X.set_axis(["a", 1, 2], axis=1)
+    clf = PUICLClassifier(weights=small_weights).fit(X, s)
+    assert not hasattr(clf, "feature_names_in_")  # scikit-learn's rule: string names only
+    np.testing.assert_array_equal(clf.predict_proba(X[[2, "a", 1]]), clf.predict_proba(X))
+
+
+def test_another_number_of_columns_gives_sklearns_error(small_weights, frame_and_s) -> None:
+    X, s = frame_and_s
+    clf = PUICLClassifier(weights=small_weights).fit(X.to_numpy(), s)
+    with pytest.raises(ValueError, match="X has 2 features, but PUICLClassifier is expecting "
+                                         "3 features as input"):
+        clf.predict(X.to_numpy()[:, :2])
+
+
+def test_inference_defaults_are_written_once() -> None:
+    signature = inspect.signature(PUICLClassifier).parameters
+    cli = _parser().parse_args(["predict"])
+    settings = InferenceSettings()
+    for name in ("n_estimators", "single_pass_limit", "chunk_size", "max_labeled"):
+        assert signature[name].default == getattr(settings, name)
+        assert getattr(cli, name) == getattr(settings, name)
+    assert PUICLConfig is InferenceSettings  # the benchmark adapter's settings
+
+
+@pytest.mark.parametrize(("key", "value", "minimum"),
+                         [("chunk_size", 3, 4), ("max_labeled", 1, 2),
+                          ("single_pass_limit", 0, 1), ("n_estimators", 0, 1)])
+def test_one_validation_for_classifier_and_benchmark(small_weights, key, value,
+                                                     minimum) -> None:
+    message = f"must be an integer >= {minimum}, got {value}"
+    with pytest.raises(ConfigError, match=f"puicl.{key}: {message}"):
+        from_mapping(PUICLConfig, {key: value}, path="puicl")
+    X, s = np.random.default_rng(0).normal(size=(10, 3)), np.r_[np.ones(3), np.zeros(7)]
+    with pytest.raises(ValueError, match=f"{key}: {message}"):
+        PUICLClassifier(weights=small_weights, **{key: value}).fit(X, s)

@@ -1,0 +1,97 @@
+"""Columns are never dropped or re-typed silently: stray missing-value tokens in numeric
+columns, all-missing, constant and identifier-like columns (issue 17)."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_wine
+from sklearn.metrics import roc_auc_score
+
+from puicl_model import PUICLClassifier
+from puicl_model.preprocessing import TablePreprocessor
+
+
+def wine_pu_task() -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """Wine as a PU task: class 0 positive, every other positive labeled; (X, s, y)."""
+    data = load_wine(as_frame=True)
+    X, y = data.data, (data.target == 0).to_numpy().astype(int)
+    s = np.zeros(len(y), dtype=int)
+    s[np.flatnonzero(y == 1)[::2]] = 1
+    return X, s, y
+
+
+def with_stray_tokens(X: pd.DataFrame) -> pd.DataFrame:
+    """The table as pandas reads it from a CSV with one '?' in three numeric columns."""
+    dirty = X.copy().astype({"proline": object, "flavanoids": object, "alcohol": object})
+    dirty.loc[3, "proline"], dirty.loc[10, "flavanoids"], dirty.loc[20, "alcohol"] = "?", "?", "?"
+    text = io.StringIO()
+    dirty.to_csv(text, index=False)
+    text.seek(0)
+    return pd.read_csv(text)
+
+
+def test_one_stray_token_keeps_the_column_numeric_with_one_missing_value() -> None:
+    X, s, y = wine_pu_task()
+    dirty = with_stray_tokens(X)
+    assert not pd.api.types.is_numeric_dtype(dirty["proline"])  # pandas reads it as text
+    with pytest.warns(UserWarning, match=r"read as numeric.*'proline' \('\?' ×1\)"):
+        pre = TablePreprocessor().fit(dirty)
+    kinds = {column.name: column.kind for column in pre.columns_}
+    assert kinds["proline"] == kinds["flavanoids"] == kinds["alcohol"] == "numeric"
+    assert pre.dropped_features_ == []
+    assert np.isnan(pre._as_numeric(dirty["proline"].to_numpy())).sum() == 1
+
+    unlabeled = s == 0
+    clean_clf = PUICLClassifier(random_state=0).fit(X, s)
+    clean_auc = roc_auc_score(y[unlabeled], clean_clf.predict_proba(X[unlabeled])[:, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        dirty_clf = PUICLClassifier(random_state=0).fit(dirty, s)
+    dirty_auc = roc_auc_score(y[unlabeled], dirty_clf.predict_proba(dirty[unlabeled])[:, 1])
+    assert abs(dirty_auc - clean_auc) <= 0.005, (clean_auc, dirty_auc)
+
+
+@pytest.mark.parametrize("token", ["?", "n/a", "NA", "na", "-", "", " null ", "None", "nan"])
+def test_each_usual_missing_token_reads_as_missing(token: str) -> None:
+    X = pd.DataFrame({"a": ["1.5", token, "3", "4"], "b": [1.0, 2.0, 3.0, 5.0]})
+    pre = TablePreprocessor(numeric="standard")
+    pre.fit(X)  # a token pandas already reads as NaN needs no warning; either way it is numeric
+    assert pre.columns_[0].kind == "numeric"
+    assert pre.columns_[0].fill == 3.0  # the median of 1.5, 3, 4
+
+
+def test_real_text_stays_categorical() -> None:
+    X = pd.DataFrame({"a": ["1.5", "?", "three", "4"], "b": [1.0, 2.0, 3.0, 5.0]})
+    pre = TablePreprocessor().fit(X)
+    assert pre.columns_[0].kind == "categorical"
+
+
+def test_dropped_columns_are_named_with_their_reasons() -> None:
+    rows = 20  # more distinct identifiers than one-hot encodes: frequency-encoded, constant
+    X = pd.DataFrame({
+        "signal": np.linspace(0.0, 1.0, rows),
+        "empty": [np.nan] * rows,
+        "same": [7] * rows,
+        "id": [f"r{i}" for i in range(rows)],
+    })
+    with pytest.warns(UserWarning, match="dropped columns that carry no information") as caught:
+        pre = TablePreprocessor().fit(X)
+    assert pre.dropped_reasons_ == {
+        "empty": "every value missing",
+        "same": "constant: every value is 7",
+        "id": "text with a different value in every row (an identifier?)",
+    }
+    message = str(caught[-1].message)
+    assert "'empty' (every value missing)" in message and "'id' (text" in message
+
+
+def test_a_clean_table_fits_without_warnings() -> None:
+    X, _, _ = wine_pu_task()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TablePreprocessor().fit(X)
