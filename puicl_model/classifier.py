@@ -23,33 +23,31 @@ import dataclasses
 import math
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from puicl_common.configio import require
+from puicl_common.runtime import resolve_device
+from puicl_model.columns import is_dataframe
 from puicl_model.inference import PassPlanner, run_passes
+from puicl_model.input_checks import (
+    _check_feature_names,
+    _check_n_features,
+    check_pu_labels,
+    check_settings,
+    has_mixed_names,
+)
 from puicl_model.preprocessing import (
     CategoricalStrategy,
     MissingStrategy,
     NumericStrategy,
     TablePreprocessor,
-    _is_dataframe,
 )
 from puicl_model.prior import best_bin_alpha
-
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import _check_feature_names, _check_n_features
-except ImportError:  # older: the same checks were BaseEstimator methods
-    def _check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
-        estimator._check_feature_names(X, reset=reset)
-
-    def _check_n_features(estimator: Any, X: Any, reset: bool) -> None:
-        estimator._check_n_features(X, reset=reset)
+from puicl_model.settings import InferenceSettings
 from puicl_model.weights import bundled_weights_path, load_weights
 
 # estimate_class_prior: the spawn-key tag of the labeled rows' split in halves (the inference
@@ -58,39 +56,6 @@ _PRIOR_HALVES = 11
 _MIN_LABELED_FOR_BBE = 20
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
-
-
-@dataclass(frozen=True)
-class InferenceSettings:
-    """How a fitted table is split into forward passes (:mod:`puicl_model.inference`).
-
-    The one place these defaults and their limits are written: ``PUICLClassifier``'s
-    signature, ``puicl predict``'s options and the benchmark adapter's ``puicl:`` settings all
-    read them from here."""
-
-    n_estimators: int | None = None
-    single_pass_limit: int = 1024
-    chunk_size: int = 200
-    max_labeled: int = 300
-
-    # the least value of each setting: a chunk must hold two labeled rows and two pool rows
-    MINIMUM: ClassVar[dict[str, int]] = {
-        "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
-    }
-
-    def validate(self) -> None:
-        for name, minimum in self.MINIMUM.items():
-            value = getattr(self, name)
-            if value is None and name == "n_estimators":
-                continue
-            is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-            require(is_int and value >= minimum, name,
-                    f"must be an integer >= {minimum}, got {value!r}")
-
-
-def _has_mixed_names(X: Any) -> bool:
-    """A DataFrame whose column names are of several types (scikit-learn refuses those)."""
-    return _is_dataframe(X) and len({type(name) for name in X.columns}) > 1
 
 
 class NoBundledWeightsError(FileNotFoundError):
@@ -177,51 +142,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.progress = progress
 
     # ------------------------------------------------------------------------- settings
-    def _check_settings(self) -> None:
-        def positive_int(name: str, value: Any, minimum: int = 1) -> None:
-            is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-            if not is_int or value < minimum:
-                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-        InferenceSettings(
-            n_estimators=self.n_estimators,
-            single_pass_limit=self.single_pass_limit,
-            chunk_size=self.chunk_size,
-            max_labeled=self.max_labeled,
-        ).validate()
-        if self.n_threads is not None:
-            positive_int("n_threads", self.n_threads)
-        if self.threshold != "prior" and not (
-            isinstance(self.threshold, (int, float))
-            and not isinstance(self.threshold, bool)
-            and 0 < self.threshold < 1
-        ):
-            raise ValueError(f"threshold must be a number in (0, 1) or 'prior', got "
-                             f"{self.threshold!r}")
-        if self.precision not in ("auto", "float32", "bfloat16"):
-            raise ValueError(f"precision must be 'auto', 'float32' or 'bfloat16', got "
-                             f"{self.precision!r}")
-        if self.random_state is not None and (
-            isinstance(self.random_state, bool)
-            or not isinstance(self.random_state, (int, np.integer))
-            or self.random_state < 0
-        ):
-            raise ValueError(f"random_state must be a non-negative integer or None, got "
-                             f"{self.random_state!r}")
-
-    def _resolve_device(self) -> torch.device:
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        try:
-            device = torch.device(self.device)
-        except (RuntimeError, TypeError):
-            raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got "
-                             f"{self.device!r}") from None
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError("device='cuda' was requested but CUDA is not available here; "
-                             "use device='cpu' or 'auto'")
-        return device
-
     def _load_model(self, device: torch.device) -> torch.nn.Module:
         from puicl_model.model import PUICLModel
 
@@ -236,52 +156,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         return load_weights(path, device=device)
 
     # ------------------------------------------------------------------------------ fit
-    @staticmethod
-    def _check_s(s: Any, n_rows: int) -> np.ndarray:
-        values = np.asarray(s)
-        if values.ndim == 2 and values.shape[1] == 1:
-            from sklearn.utils.validation import column_or_1d
-
-            values = column_or_1d(values, warn=True)  # scikit-learn's DataConversionWarning
-        if values.ndim != 1:
-            raise ValueError(f"s must be a 1-D array of 0/1 labels, got shape {values.shape}")
-        if len(values) != n_rows:
-            raise ValueError(f"X has {n_rows} rows but s has {len(values)} entries; pass one "
-                             f"label per row")
-        try:
-            numeric = values.astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                "s must contain only 0 (unlabeled) and 1 (labeled positive); found non-numeric "
-                f"values such as {values[0]!r}"
-            ) from None
-        bad = ~np.isin(numeric, (0.0, 1.0))
-        fractional = numeric[bad] != np.round(numeric[bad])
-        if fractional.any():  # "continuous": the word scikit-learn's checks look for
-            raise ValueError(
-                "s must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
-                f"values such as {values[bad][fractional][0]!r}"
-            )
-        if bad.any():
-            found = sorted({repr(v) for v in values[bad].tolist()})[:5]
-            raise ValueError(
-                "Only binary classification is supported: s must contain only 0 (unlabeled) and "
-                "1 (labeled positive); found "
-                f"{', '.join(found)}"
-            )
-        labeled = numeric == 1.0
-        if labeled.sum() < 2:
-            raise ValueError(
-                f"PU learning needs at least two labeled positives (s == 1); got "
-                f"{int(labeled.sum())}"
-            )
-        if labeled.all():
-            raise ValueError("s has no unlabeled rows (s == 0): there is nothing to classify")
-        return labeled
-
     def fit(self, X: Any, s: Any) -> PUICLClassifier:
         """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
-        self._check_settings()
+        check_settings(self)
         if s is None:
             raise ValueError("PUICLClassifier requires y to be passed, but the target y is None; "
                              "pass s: 1 for each labeled positive row, 0 for each unlabeled row")
@@ -291,18 +168,18 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         if n_rows == 1:
             raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
                              "and one unlabeled row")
-        labeled = self._check_s(s, n_rows)
+        labeled = check_pu_labels(s, n_rows)
         preprocessor = TablePreprocessor(categorical=self.categorical, missing=self.missing,
                                          numeric=self.numeric)
         table = preprocessor.fit_transform(X)
-        device = self._resolve_device()
+        device = resolve_device(self.device)
         model = self._load_model(device)
 
         self.preprocessor_ = preprocessor
         self.n_features_in_ = preprocessor.n_features_in_
         # scikit-learn's rule: feature_names_in_ only for DataFrames whose column names are all
         # strings (it refuses mixed names, which the preprocessor matches as text anyway)
-        if _has_mixed_names(X):
+        if has_mixed_names(X):
             self.__dict__.pop("feature_names_in_", None)
         else:
             _check_feature_names(self, X, reset=True)
@@ -348,11 +225,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         position), and its error for another number of columns. When both have names the
         preprocessor matches them by name (another order is accepted) or names the missing
         and unexpected ones."""
-        if _is_dataframe(X) and self.preprocessor_.is_dataframe_:
+        if is_dataframe(X) and self.preprocessor_.is_dataframe_:
             return
         if np.ndim(X) != 2:
             return  # the preprocessor says how to reshape it
-        if not _has_mixed_names(X):
+        if not has_mixed_names(X):
             _check_feature_names(self, X, reset=False)
         if hasattr(X, "shape") or isinstance(X, (list, tuple)):
             _check_n_features(self, X, reset=False)

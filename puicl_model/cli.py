@@ -45,7 +45,7 @@ def _threshold(text: str) -> float | str:
 
 def _parser() -> argparse.ArgumentParser:
     # the inference defaults and their limits are written once, with the classifier
-    from puicl_model.classifier import InferenceSettings
+    from puicl_model.settings import InferenceSettings
 
     parser = argparse.ArgumentParser(prog="puicl", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)

@@ -44,12 +44,19 @@ large offsets (timestamps, identifiers) from losing their variation to float32 r
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+
+from puicl_model.columns import (
+    MISSING_TOKENS,
+    as_numeric,
+    is_missing,
+    parse_numeric,
+    read_columns,
+)
 
 __all__ = [
     "MAX_ONEHOT_LEVELS",
@@ -68,13 +75,6 @@ NumericStrategy = Literal["quantile", "standard"]
 MAX_ONEHOT_LEVELS = 16
 MissingStrategy = Literal["median", "median+indicator", "error"]
 
-# Text that stands for a missing value in the tables people export (compared lower-cased and
-# stripped). pandas' read_csv already reads most of them as NaN, but not "?" or "-".
-MISSING_TOKENS = frozenset({
-    "", "?", "-", "--", ".", "na", "n/a", "#n/a", "#na", "<na>", "nan", "-nan", "null",
-    "none", "nil", "missing",
-})
-
 _MISSING = "\x00missing"  # the category that stands for a missing categorical value
 
 
@@ -92,19 +92,9 @@ class _Column:
     quantiles: np.ndarray | None = None  # numeric, numeric="quantile": sorted fitted values
 
 
-def _is_dataframe(X: Any) -> bool:
-    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
-
-
 def _category_key(value: Any) -> str:
     """A category's identity: its text (so 1, 1.0 and '1' of a mixed column stay distinct)."""
     return f"{type(value).__name__}:{value}"
-
-
-def _is_missing(values: np.ndarray) -> np.ndarray:
-    import pandas as pd
-
-    return np.asarray(pd.isna(values), dtype=bool)
 
 
 def _normal_scores(values: np.ndarray, fitted_sorted: np.ndarray) -> np.ndarray:
@@ -142,93 +132,6 @@ class TablePreprocessor:
         self.missing = missing
 
     # ----------------------------------------------------------------------------- input
-    def _columns_of(self, X: Any) -> tuple[list[str], list[np.ndarray], bool]:
-        """Column names, per-column arrays, and whether X is a DataFrame."""
-        if _is_dataframe(X):
-            import pandas as pd
-
-            names = [str(c) for c in X.columns]
-            if len(set(names)) != len(names):
-                raise ValueError("X has duplicate column names; give every column a unique name")
-            arrays = []
-            declared = set()  # columns whose dtype says "categorical", whatever their values
-            for column in X.columns:
-                series = X[column]
-                if isinstance(series.dtype, pd.CategoricalDtype) or not (
-                    pd.api.types.is_numeric_dtype(series.dtype)
-                    and not pd.api.types.is_bool_dtype(series.dtype)
-                ):
-                    # text (object, or pandas' string dtypes, which read_csv gives a column
-                    # with one stray "?") may still hold numbers; a category dtype is declared
-                    if not (pd.api.types.is_object_dtype(series.dtype)
-                            or pd.api.types.is_string_dtype(series.dtype)):
-                        declared.add(str(column))
-                    arrays.append(series.astype(object).to_numpy())
-                else:
-                    arrays.append(series.to_numpy(dtype=np.float64, na_value=np.nan))
-            self._declared_categorical = declared
-            return names, arrays, True
-        if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
-            raise TypeError("Sparse data was passed for X, but dense data is required (sparse "
-                            "input is not supported); convert it with X.toarray()")
-        array = np.asarray(X)
-        if array.ndim != 2:
-            raise ValueError(
-                f"X must be a 2-D table (rows × features), got an array of shape {array.shape}; "
-                "Reshape your data: X.reshape(1, -1) for one row, X.reshape(-1, 1) for one "
-                "feature"
-            )
-        if array.dtype.kind in "biuf":
-            array = array.astype(np.float64, copy=False)
-        elif array.dtype.kind == "c":
-            raise ValueError("Complex data not supported; pass real numbers or strings")
-        elif array.dtype.kind not in "OUS":
-            raise ValueError(f"X has unsupported dtype {array.dtype}; pass numbers or strings")
-        names = [str(i) for i in range(array.shape[1])]
-        self._declared_categorical = set()
-        return names, [array[:, i] for i in range(array.shape[1])], False
-
-    @staticmethod
-    def _as_numeric(values: np.ndarray) -> np.ndarray | None:
-        """``values`` as float64 when every non-missing entry is a number, a number written as
-        text, or a missing-value token (read as NaN); else None."""
-        return TablePreprocessor._parse_numeric(values)[0]
-
-    @staticmethod
-    def _parse_numeric(values: np.ndarray) -> tuple[np.ndarray | None, dict[str, int]]:
-        """(``_as_numeric(values)``, count of each missing-value token found in the text)."""
-        if values.dtype.kind == "f":
-            return values, {}
-        if values.dtype.kind in "biu":
-            return values.astype(np.float64), {}
-        missing = _is_missing(values)
-        result = np.full(values.shape, np.nan)
-        tokens: dict[str, int] = {}
-        for row in np.flatnonzero(~missing).tolist():
-            value = values[row]
-            if isinstance(value, (bool, np.bool_)):
-                return None, {}
-            if isinstance(value, bytes):
-                value = value.decode("utf-8", errors="replace")
-            if isinstance(value, str):
-                if value.strip().lower() in MISSING_TOKENS:
-                    tokens[value] = tokens.get(value, 0) + 1
-                    continue
-                try:
-                    number = float(value)
-                except ValueError:
-                    return None, {}
-                if math.isnan(number):  # "NaN" spelled in a way float() reads
-                    tokens[value] = tokens.get(value, 0) + 1
-                    continue
-                result[row] = number
-                continue
-            try:
-                result[row] = float(value)
-            except (TypeError, ValueError):
-                return None, {}
-        return result, tokens
-
     # ------------------------------------------------------------------------------- fit
     def fit(self, X: Any) -> TablePreprocessor:
         self._fit(X)
@@ -236,7 +139,7 @@ class TablePreprocessor:
 
     def _fit(self, X: Any) -> np.ndarray:
         """Learn the encodings; return the fitted table's encoded features (before scaling)."""
-        names, arrays, is_frame = self._columns_of(X)
+        names, arrays, is_frame, self._declared_categorical = read_columns(X)
         if not names:
             raise ValueError(f"X has 0 feature(s) (shape=({len(arrays[0]) if arrays else 0}, "
                              "0)) while a minimum of 1 is required; pass at least one feature")
@@ -247,7 +150,7 @@ class TablePreprocessor:
         read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
         for name, values in zip(names, arrays, strict=True):
             numeric, tokens = (None, {}) if name in self._declared_categorical else (
-                self._parse_numeric(values)
+                parse_numeric(values)
             )
             if numeric is not None:
                 columns.append(self._fit_numeric(name, numeric))
@@ -306,9 +209,9 @@ class TablePreprocessor:
                 index = feature + offset
                 if keep[index]:
                     continue
-                missing = _is_missing(values)
+                missing = is_missing(values)
                 if column.kind == "numeric":
-                    numeric = self._as_numeric(values)
+                    numeric = as_numeric(values)
                     missing = missing if numeric is None else np.isnan(numeric)
                 # (a "was missing" indicator is constant only when every value is missing)
                 if missing.all() or (column.indicator and offset == 1):
@@ -356,7 +259,7 @@ class TablePreprocessor:
         return _Column(name, "numeric", fill=fill, indicator=indicator, quantiles=quantiles)
 
     def _fit_categorical(self, name: str, values: np.ndarray) -> _Column:
-        missing = _is_missing(values)
+        missing = is_missing(values)
         keys = [_MISSING if gone else _category_key(v) for v, gone in
                 zip(values.tolist(), missing.tolist(), strict=True)]
         categories, counts = np.unique(np.asarray(keys, dtype=object), return_counts=True)
@@ -390,7 +293,7 @@ class TablePreprocessor:
         features: list[np.ndarray] = []
         for column, values in zip(self.columns_, arrays, strict=True):
             if column.kind == "numeric":
-                numeric = self._as_numeric(values)
+                numeric = as_numeric(values)
                 if numeric is None:
                     raise ValueError(
                         f"column {column.name!r} was numeric in fit but now holds non-numeric "
@@ -404,14 +307,14 @@ class TablePreprocessor:
                 if column.indicator:
                     features.append(missing.astype(np.float64))
             elif column.onehot:
-                missing = _is_missing(values)
+                missing = is_missing(values)
                 keys = np.asarray([_MISSING if gone else _category_key(v) for v, gone in
                                    zip(values.tolist(), missing.tolist(), strict=True)],
                                   dtype=object)
                 features.extend((keys == category).astype(np.float64)
                                 for category in column.onehot)
             else:
-                missing = _is_missing(values)
+                missing = is_missing(values)
                 encoded = np.array(
                     [
                         column.missing_code
@@ -426,7 +329,7 @@ class TablePreprocessor:
 
     def transform(self, X: Any) -> np.ndarray:
         """float32 [n_rows, n_kept_features] for the table ``X`` (columns as in ``fit``)."""
-        names, arrays, is_frame = self._columns_of(X)
+        names, arrays, is_frame, self._declared_categorical = read_columns(X)
         if is_frame and self.is_dataframe_:
             if names != self.feature_names_in_:
                 missing = [n for n in self.feature_names_in_ if n not in names]

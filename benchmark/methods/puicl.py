@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.methods.common import MethodOutput, check_inputs
-from puicl_model.classifier import InferenceSettings
+from puicl_model.settings import InferenceSettings
 
 
 def default_weights() -> Path | None:

@@ -9,30 +9,37 @@ import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
+import puicl_model.inference
 from puicl_model import PUICLClassifier
 from puicl_model.batch import collate_tasks
 from puicl_model.classifier import NoBundledWeightsError
 
 
 def direct_proba(model, x_labeled: np.ndarray, x_rest: np.ndarray) -> np.ndarray:
-    """P(y=1) of the rows ``x_rest`` in one forward pass of [labeled; rest]."""
+    """P(y=1) of the rows ``x_rest`` in one forward pass of [labeled; rest], computed as the
+    classifier computes it."""
     x = np.vstack([x_labeled, x_rest]).astype(np.float32)
     with torch.no_grad():
-        logits = model(collate_tasks([x], [len(x_labeled)]))
+        logits = puicl_model.inference.inference_logits(model, collate_tasks([x], [len(x_labeled)]))
     return torch.softmax(logits, -1)[0, len(x_labeled):, 1].numpy().astype(np.float64)
 
 
 class ForwardLog:
-    """Records the task sizes of every forward pass of a model."""
+    """Records the task sizes of every forward pass the classifier runs through ``model``
+    (the classifier calls ``puicl_model.inference.inference_logits``)."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[list[tuple[int, int, int]]] = []
         self.contexts: list[int] = []  # rows before the query rows, per task
-        self._handle = model.register_forward_hook(self._record)
+        original = puicl_model.inference.inference_logits
 
-    def _record(self, module, inputs, output) -> None:
-        self.calls.append(inputs[0].sizes())
-        self.contexts.extend(inputs[0].context_sizes())
+        def recording(called: torch.nn.Module, batch):
+            if called is model:
+                self.calls.append(batch.sizes())
+                self.contexts.extend(batch.context_sizes())
+            return original(called, batch)
+
+        monkeypatch.setattr(puicl_model.inference, "inference_logits", recording)
 
     @property
     def tasks(self) -> list[tuple[int, int, int]]:
@@ -40,14 +47,14 @@ class ForwardLog:
 
 
 def test_fitted_unlabeled_rows_get_the_one_pass_transductive_prediction(
-    small_weights, table, rng
+    small_weights, table, rng, monkeypatch
 ) -> None:
     X, s = table(rng, 30, 50, 6)
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0,
                           numeric="standard").fit(X, s)
     expected = direct_proba(clf.model_, clf.x_labeled_, clf.x_pool_)
     raw = direct_proba(clf.model_, X[s == 1], X[s == 0])
-    log = ForwardLog(clf.model_)
+    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(X[s == 0])
     assert proba.shape == (50, 2) and np.allclose(proba.sum(axis=1), 1.0)
     assert log.tasks == [(30, 80, 6)]  # exactly one forward pass over the whole table
@@ -62,11 +69,13 @@ def test_fitted_unlabeled_rows_get_the_one_pass_transductive_prediction(
     assert list(clf.classes_) == [0, 1]
 
 
-def test_new_rows_are_query_rows_next_to_the_fitted_pool(small_weights, table, rng) -> None:
+def test_new_rows_are_query_rows_next_to_the_fitted_pool(
+    small_weights, table, rng, monkeypatch
+) -> None:
     X, s = table(rng, 30, 40, 5)
     clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
     x_new = rng.normal(size=(15, 5))
-    log = ForwardLog(clf.model_)
+    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(x_new)[:, 1]
     # the pool's transductive pass, then one pass with the 15 new rows as query rows
     assert log.tasks == [(30, 70, 5), (30, 85, 5)]
@@ -131,7 +140,7 @@ def test_pandas_table_with_categorical_missing_and_constant_columns(small_weight
 
 
 def test_more_features_than_trained_are_an_ensemble_over_feature_groups(
-    small_weights, table, rng
+    small_weights, table, rng, monkeypatch
 ) -> None:
     X, s = table(rng, 20, 30, 45)
     clf = PUICLClassifier(weights=small_weights, random_state=3).fit(X, s)
@@ -140,7 +149,7 @@ def test_more_features_than_trained_are_an_ensemble_over_feature_groups(
     groups = [planner.features_of(k) for k in range(3)]
     assert sorted(np.concatenate(groups).tolist()) == list(range(45))  # a partition
     assert [len(g) for g in groups] == [15, 15, 15]
-    log = ForwardLog(clf.model_)
+    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(X[s == 0])[:, 1]
     assert sorted(log.tasks) == [(20, 50, 15)] * 3
     expected = np.mean(
@@ -151,7 +160,9 @@ def test_more_features_than_trained_are_an_ensemble_over_feature_groups(
     assert not all(np.array_equal(a, planner.features_of(k + 3)) for k, a in enumerate(groups))
 
 
-def test_large_pool_is_chunked_with_bounded_passes(small_weights, table, rng) -> None:
+def test_large_pool_is_chunked_with_bounded_passes(
+    small_weights, table, rng, monkeypatch
+) -> None:
     X, s = table(rng, 12, 100, 3)
     clf = PUICLClassifier(weights=small_weights, single_pass_limit=99, chunk_size=16,
                           random_state=1).fit(X, s)
@@ -159,7 +170,7 @@ def test_large_pool_is_chunked_with_bounded_passes(small_weights, table, rng) ->
     chunks = planner.chunks_of(0)
     assert len(chunks) == 7 and max(len(c) for c in chunks) <= 16
     assert sorted(np.concatenate(chunks).tolist()) == list(range(100))
-    log = ForwardLog(clf.model_)
+    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(X[s == 0])[:, 1]
     # each pass: chunk_size // 2 = 8 of the 12 labeled rows (η = 2) and one chunk
     assert [(labeled, rows - labeled) for labeled, rows, _ in log.tasks] == [
@@ -183,10 +194,12 @@ def test_large_pool_is_chunked_with_bounded_passes(small_weights, table, rng) ->
     assert not single.planner_.chunked and single.planner_.effective_estimators == 1
 
 
-def test_many_labeled_positives_are_subsampled_per_pass(small_weights, table, rng) -> None:
+def test_many_labeled_positives_are_subsampled_per_pass(
+    small_weights, table, rng, monkeypatch
+) -> None:
     X, s = table(rng, 40, 20, 3)
     clf = PUICLClassifier(weights=small_weights, max_labeled=10, n_estimators=4).fit(X, s)
-    log = ForwardLog(clf.model_)
+    log = ForwardLog(clf.model_, monkeypatch)
     clf.predict_proba(X[s == 0])
     assert log.tasks == [(10, 30, 3)] * 4
     subsets = {tuple(clf.planner_.labeled_of(k, 0)) for k in range(4)}

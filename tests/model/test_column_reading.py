@@ -13,6 +13,7 @@ from sklearn.datasets import load_wine
 from sklearn.metrics import roc_auc_score
 
 from puicl_model import PUICLClassifier
+from puicl_model.columns import as_numeric
 from puicl_model.preprocessing import TablePreprocessor
 
 
@@ -44,7 +45,7 @@ def test_one_stray_token_keeps_the_column_numeric_with_one_missing_value() -> No
     kinds = {column.name: column.kind for column in pre.columns_}
     assert kinds["proline"] == kinds["flavanoids"] == kinds["alcohol"] == "numeric"
     assert pre.dropped_features_ == []
-    assert np.isnan(pre._as_numeric(dirty["proline"].to_numpy())).sum() == 1
+    assert np.isnan(as_numeric(dirty["proline"].to_numpy())).sum() == 1
 
     unlabeled = s == 0
     clean_clf = PUICLClassifier(random_state=0).fit(X, s)

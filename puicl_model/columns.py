@@ -1,0 +1,115 @@
+"""Reading a user's table column by column: numbers, numbers written as text, missing-value
+tokens, categories (the input side of :mod:`puicl_model.preprocessing`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MISSING_TOKENS", "as_numeric", "is_dataframe", "is_missing", "parse_numeric",
+           "read_columns"]
+
+# Text that stands for a missing value in the tables people export (compared lower-cased and
+# stripped). pandas' read_csv already reads most of them as NaN, but not "?" or "-".
+MISSING_TOKENS = frozenset({
+    "", "?", "-", "--", ".", "na", "n/a", "#n/a", "#na", "<na>", "nan", "-nan", "null",
+    "none", "nil", "missing",
+})
+
+
+def is_dataframe(X: Any) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+
+
+def is_missing(values: np.ndarray) -> np.ndarray:
+    import pandas as pd
+
+    return np.asarray(pd.isna(values), dtype=bool)
+
+
+def read_columns(X: Any) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
+    """Column names, per-column arrays, whether X is a DataFrame, and the columns whose
+    dtype declares them categorical."""
+    if is_dataframe(X):
+        import pandas as pd
+
+        names = [str(c) for c in X.columns]
+        if len(set(names)) != len(names):
+            raise ValueError("X has duplicate column names; give every column a unique name")
+        arrays = []
+        declared = set()  # columns whose dtype says "categorical", whatever their values
+        for column in X.columns:
+            series = X[column]
+            if isinstance(series.dtype, pd.CategoricalDtype) or not (
+                pd.api.types.is_numeric_dtype(series.dtype)
+                and not pd.api.types.is_bool_dtype(series.dtype)
+            ):
+                # text (object, or pandas' string dtypes, which read_csv gives a column
+                # with one stray "?") may still hold numbers; a category dtype is declared
+                if not (pd.api.types.is_object_dtype(series.dtype)
+                        or pd.api.types.is_string_dtype(series.dtype)):
+                    declared.add(str(column))
+                arrays.append(series.astype(object).to_numpy())
+            else:
+                arrays.append(series.to_numpy(dtype=np.float64, na_value=np.nan))
+        return names, arrays, True, declared
+    if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError("Sparse data was passed for X, but dense data is required (sparse "
+                        "input is not supported); convert it with X.toarray()")
+    array = np.asarray(X)
+    if array.ndim != 2:
+        raise ValueError(
+            f"X must be a 2-D table (rows × features), got an array of shape {array.shape}; "
+            "Reshape your data: X.reshape(1, -1) for one row, X.reshape(-1, 1) for one "
+            "feature"
+        )
+    if array.dtype.kind in "biuf":
+        array = array.astype(np.float64, copy=False)
+    elif array.dtype.kind == "c":
+        raise ValueError("Complex data not supported; pass real numbers or strings")
+    elif array.dtype.kind not in "OUS":
+        raise ValueError(f"X has unsupported dtype {array.dtype}; pass numbers or strings")
+    names = [str(i) for i in range(array.shape[1])]
+    return names, [array[:, i] for i in range(array.shape[1])], False, set()
+
+
+def as_numeric(values: np.ndarray) -> np.ndarray | None:
+    """``values`` as float64 when every non-missing entry is a number, a number written as
+    text, or a missing-value token (read as NaN); else None."""
+    return parse_numeric(values)[0]
+
+def parse_numeric(values: np.ndarray) -> tuple[np.ndarray | None, dict[str, int]]:
+    """(``as_numeric(values)``, count of each missing-value token found in the text)."""
+    if values.dtype.kind == "f":
+        return values, {}
+    if values.dtype.kind in "biu":
+        return values.astype(np.float64), {}
+    missing = is_missing(values)
+    result = np.full(values.shape, np.nan)
+    tokens: dict[str, int] = {}
+    for row in np.flatnonzero(~missing).tolist():
+        value = values[row]
+        if isinstance(value, (bool, np.bool_)):
+            return None, {}
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", errors="replace")
+        if isinstance(value, str):
+            if value.strip().lower() in MISSING_TOKENS:
+                tokens[value] = tokens.get(value, 0) + 1
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                return None, {}
+            if math.isnan(number):  # "NaN" spelled in a way float() reads
+                tokens[value] = tokens.get(value, 0) + 1
+                continue
+            result[row] = number
+            continue
+        try:
+            result[row] = float(value)
+        except (TypeError, ValueError):
+            return None, {}
+    return result, tokens

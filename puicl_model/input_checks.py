@@ -1,0 +1,108 @@
+"""Checks of what a user hands the classifier, with scikit-learn's conventions and messages.
+
+scikit-learn's estimator checks (``tests/model/test_sklearn_checks.py``) look for its own
+wording ("continuous", "Only binary classification"), so the messages here follow it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from puicl_model.columns import is_dataframe
+from puicl_model.settings import InferenceSettings
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import _check_feature_names, _check_n_features
+except ImportError:  # older: the same checks were BaseEstimator methods
+    def _check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
+        estimator._check_feature_names(X, reset=reset)
+
+    def _check_n_features(estimator: Any, X: Any, reset: bool) -> None:
+        estimator._check_n_features(X, reset=reset)
+
+__all__ = ["check_pu_labels", "check_settings", "has_mixed_names"]
+
+
+def has_mixed_names(X: Any) -> bool:
+    """A DataFrame whose column names are of several types (scikit-learn refuses those)."""
+    return is_dataframe(X) and len({type(name) for name in X.columns}) > 1
+
+
+def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
+    """``s`` (1 = labeled positive, 0 = unlabeled; one per row) -> bool mask of labeled rows."""
+    values = np.asarray(s)
+    if values.ndim == 2 and values.shape[1] == 1:
+        from sklearn.utils.validation import column_or_1d
+
+        values = column_or_1d(values, warn=True)  # scikit-learn's DataConversionWarning
+    if values.ndim != 1:
+        raise ValueError(f"s must be a 1-D array of 0/1 labels, got shape {values.shape}")
+    if len(values) != n_rows:
+        raise ValueError(f"X has {n_rows} rows but s has {len(values)} entries; pass one "
+                         f"label per row")
+    try:
+        numeric = values.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "s must contain only 0 (unlabeled) and 1 (labeled positive); found non-numeric "
+            f"values such as {values[0]!r}"
+        ) from None
+    bad = ~np.isin(numeric, (0.0, 1.0))
+    fractional = numeric[bad] != np.round(numeric[bad])
+    if fractional.any():  # "continuous": the word scikit-learn's checks look for
+        raise ValueError(
+            "s must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
+            f"values such as {values[bad][fractional][0]!r}"
+        )
+    if bad.any():
+        found = sorted({repr(v) for v in values[bad].tolist()})[:5]
+        raise ValueError(
+            "Only binary classification is supported: s must contain only 0 (unlabeled) and "
+            "1 (labeled positive); found "
+            f"{', '.join(found)}"
+        )
+    labeled = numeric == 1.0
+    if labeled.sum() < 2:
+        raise ValueError(
+            f"PU learning needs at least two labeled positives (s == 1); got "
+            f"{int(labeled.sum())}"
+        )
+    if labeled.all():
+        raise ValueError("s has no unlabeled rows (s == 0): there is nothing to classify")
+    return labeled
+
+
+def check_settings(estimator: Any) -> None:
+    """Validate ``PUICLClassifier``'s parameters (at ``fit``: the constructor only stores them)."""
+    def positive_int(name: str, value: Any, minimum: int = 1) -> None:
+        is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+        if not is_int or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+    InferenceSettings(
+        n_estimators=estimator.n_estimators,
+        single_pass_limit=estimator.single_pass_limit,
+        chunk_size=estimator.chunk_size,
+        max_labeled=estimator.max_labeled,
+    ).validate()
+    if estimator.n_threads is not None:
+        positive_int("n_threads", estimator.n_threads)
+    if estimator.threshold != "prior" and not (
+        isinstance(estimator.threshold, (int, float))
+        and not isinstance(estimator.threshold, bool)
+        and 0 < estimator.threshold < 1
+    ):
+        raise ValueError(f"threshold must be a number in (0, 1) or 'prior', got "
+                         f"{estimator.threshold!r}")
+    if estimator.precision not in ("auto", "float32", "bfloat16"):
+        raise ValueError(f"precision must be 'auto', 'float32' or 'bfloat16', got "
+                         f"{estimator.precision!r}")
+    if estimator.random_state is not None and (
+        isinstance(estimator.random_state, bool)
+        or not isinstance(estimator.random_state, (int, np.integer))
+        or estimator.random_state < 0
+    ):
+        raise ValueError(f"random_state must be a non-negative integer or None, got "
+                         f"{estimator.random_state!r}")
