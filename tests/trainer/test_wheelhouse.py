@@ -158,7 +158,7 @@ def test_offline_install_runs_the_smoke_pipeline(tmp_path) -> None:
 
     work = tmp_path / "work"  # outside the checkout: only the installed package is importable
     work.mkdir()
-    env = {**_offline_env(), "OMP_NUM_THREADS": "1", "PUICL_CPU_ATTENTION": "0"}
+    env = {**_offline_env(), "OMP_NUM_THREADS": "1"}
 
     def run(*command: str) -> str:
         done = subprocess.run([str(target / "bin" / command[0]), *command[1:]], cwd=work,
