@@ -9,6 +9,7 @@ pick what the calibration measured faster.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -203,12 +204,22 @@ def test_the_build_is_cached_per_source_and_cpu(monkeypatch: pytest.MonkeyPatch,
     assert os.stat(built[0]).st_mtime_ns == modified  # loaded, not rebuilt
 
 
+def private_cache(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """A kernel cache of this test's own, holding a copy of the session's build (the cache
+    key is the same, so nothing is compiled again)."""
+    require_kernel()
+    for library in Path(os.environ[cpu_kernel.ENV_CACHE]).glob("attention_d16-*.so"):
+        shutil.copy2(library, directory / library.name)
+    monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(directory))
+    cpu_kernel._reset_for_tests()
+    cpu_kernel.load_kernel()  # from the copy
+
+
 @pytest.mark.parametrize("kernel_seconds", [0.5, 2.0])
 def test_auto_picks_the_backend_the_calibration_found_faster(
     monkeypatch: pytest.MonkeyPatch, tmp_path, kernel_seconds: float
 ) -> None:
-    monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(tmp_path))
-    require_kernel()
+    private_cache(monkeypatch, tmp_path)
     timings = iter([kernel_seconds, 1.0] * 10)  # kernel, sdpa, kernel, sdpa, ...
     monkeypatch.setattr(calibration, "_time_pass", lambda *args: next(timings))
     expected = "cpu_kernel" if kernel_seconds < 1.0 else "packed"
@@ -221,8 +232,8 @@ def test_auto_picks_the_backend_the_calibration_found_faster(
 
 
 def test_the_calibration_times_both_real_kernels(monkeypatch: pytest.MonkeyPatch, tmp_path):
-    monkeypatch.setenv(cpu_kernel.ENV_CACHE, str(tmp_path))
-    require_kernel()
+    private_cache(monkeypatch, tmp_path)
+    monkeypatch.setattr(calibration, "_ROWS", 64)  # a smaller task: the same code, quicker
     verdict = calibration.measure()
     assert verdict["kernel_seconds"] > 0 and verdict["sdpa_seconds"] > 0
     assert verdict["kernel_faster"] == (
