@@ -29,6 +29,14 @@ SamplerName = Literal["sequential", "shuffled", "uniform", "final_stage"]
 StageName = int | Literal["tail"]
 
 
+def _check_rates(peak_lr: float, floor_lr: float, warmup_steps: int) -> None:
+    """The checks every learning-rate schedule section shares (keys named as in the YAML)."""
+    require(peak_lr > 0, "peak_lr", f"must be positive, got {peak_lr}")
+    require(0 <= floor_lr <= peak_lr, "floor_lr",
+            f"must be in [0, peak_lr={peak_lr}], got {floor_lr}")
+    require(warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {warmup_steps}")
+
+
 @dataclass(frozen=True)
 class PhaseSchedule:
     """Learning-rate schedule of one phase: linear warmup, then polynomial decay to a floor."""
@@ -39,13 +47,7 @@ class PhaseSchedule:
     decay_power: float = 1.5
 
     def validate(self) -> None:
-        require(self.peak_lr > 0, "peak_lr", f"must be positive, got {self.peak_lr}")
-        require(
-            0 <= self.floor_lr <= self.peak_lr,
-            "floor_lr",
-            f"must be in [0, peak_lr={self.peak_lr}], got {self.floor_lr}",
-        )
-        require(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+        _check_rates(self.peak_lr, self.floor_lr, self.warmup_steps)
         require(self.decay_power > 0, "decay_power", f"must be positive, got {self.decay_power}")
 
 
@@ -131,13 +133,7 @@ class WSDSchedule:
     decay_shape: Literal["linear", "cosine"] = "linear"
 
     def validate(self) -> None:
-        require(self.peak_lr > 0, "peak_lr", f"must be positive, got {self.peak_lr}")
-        require(
-            0 <= self.floor_lr <= self.peak_lr,
-            "floor_lr",
-            f"must be in [0, peak_lr={self.peak_lr}], got {self.floor_lr}",
-        )
-        require(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+        _check_rates(self.peak_lr, self.floor_lr, self.warmup_steps)
         require(
             0 <= self.decay_fraction <= 1,
             "decay_fraction",
