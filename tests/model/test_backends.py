@@ -106,7 +106,9 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GP
 
 
 @pytest.mark.parametrize(("backend", "device"), [
-    *[(b, "cpu") for b in BACKENDS if b != "auto"],
+    # cpu_kernel compiles the kernel on first use: left out of the quick subset
+    *[pytest.param(b, "cpu", marks=pytest.mark.slow) if b == "cpu_kernel" else (b, "cpu")
+      for b in BACKENDS if b != "auto"],
     pytest.param("bucketed", "cuda", marks=CUDA),
     pytest.param("auto", "cuda", marks=CUDA),
 ])
