@@ -28,6 +28,7 @@ from puicl_model.model import PUICLModel
 # EPYC): the full suite (CI) runs this file, the quick subset (-m "not slow") leaves it out.
 pytestmark = pytest.mark.slow
 
+
 @pytest.fixture(autouse=True)
 def fresh_kernel_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
     """Every test decides for itself whether the kernel loads; one build cache per session."""
