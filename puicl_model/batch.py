@@ -18,7 +18,7 @@ callers (the trainer) that accumulate gradients over micro-batches to bound acti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,9 +71,13 @@ class TaskBatch:
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> TaskBatch:
         """The same batch on ``device``, carrying its host-side sizes along."""
-        def move(tensor: Tensor) -> Tensor:
-            return tensor.to(device, non_blocking=non_blocking)
+        return self._map(lambda tensor: tensor.to(device, non_blocking=non_blocking))
 
+    def pin_memory(self) -> TaskBatch:
+        """A copy in page-locked host memory (a CUDA copy then reads it asynchronously)."""
+        return self._map(Tensor.pin_memory)
+
+    def _map(self, move: Callable[[Tensor], Tensor]) -> TaskBatch:
         return TaskBatch(
             x=move(self.x),
             n_labeled=move(self.n_labeled),

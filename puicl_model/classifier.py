@@ -234,8 +234,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         if hasattr(X, "shape") or isinstance(X, (list, tuple)):
             _check_n_features(self, X, reset=False)
 
-    def _run(self, passes: Any, n_passes: int, n_scored: int,
-             x_new: np.ndarray | None, x_labeled: np.ndarray | None = None) -> np.ndarray:
+    def _run(self, make_passes: Any, n_scored: int, x_new: np.ndarray | None,
+             x_labeled: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """Mean P(y=1) of the scored rows over the passes ``make_passes()`` yields, and how
+        many passes ran (``make_passes`` is called twice: the passes are counted first, for
+        the progress bar)."""
+        n_passes = sum(1 for _ in make_passes())
         bar = None
         show = self.progress if self.progress is not None else (
             sys.stderr.isatty() and n_passes > 4
@@ -248,11 +252,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             self.precision == "auto" and self.device_.type == "cuda"
         )
         try:
-            return run_passes(
+            proba = run_passes(
                 self.model_,
                 self.x_labeled_ if x_labeled is None else x_labeled,
                 self.x_pool_,
-                passes,
+                make_passes(),
                 n_scored=n_scored,
                 x_new=x_new,
                 device=self.device_,
@@ -263,6 +267,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                 n_threads=self.n_threads,
                 progress=None if bar is None else bar.update,
             )
+            return proba, n_passes
         finally:
             if bar is not None:
                 bar.close()
@@ -272,17 +277,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self._check_fitted()
         if self._pool_proba is None:
             planner = self.planner_
-            n_passes = sum(1 for _ in planner.pool_passes())
             started = time.perf_counter()
-            self._pool_proba = self._run(planner.pool_passes(), n_passes, planner.n_pool, None)
+            self._pool_proba, self.n_passes_ = self._run(planner.pool_passes, planner.n_pool,
+                                                         None)
             self.inference_seconds_ = time.perf_counter() - started
-            self.n_passes_ = n_passes
         return self._pool_proba
 
     def _new_probabilities(self, x_new: np.ndarray) -> np.ndarray:
         planner = self.planner_
-        n_passes = sum(1 for _ in planner.new_row_passes(x_new))
-        return self._run(planner.new_row_passes(x_new), n_passes, len(x_new), x_new)
+        return self._run(lambda: planner.new_row_passes(x_new), len(x_new), x_new)[0]
 
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
@@ -359,11 +362,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             context = np.ascontiguousarray(self.x_labeled_[half != k])
             held = np.ascontiguousarray(self.x_labeled_[half == k])
             sub = dataclasses.replace(planner, n_labeled=len(context))
-            n_pool_passes = sum(1 for _ in sub.pool_passes())
-            pool = self._run(sub.pool_passes(), n_pool_passes, sub.n_pool, None, context)
-            n_new_passes = sum(1 for _ in sub.new_row_passes(held))
-            held_scores = self._run(sub.new_row_passes(held), n_new_passes, len(held), held,
-                                    context)
+            pool, _ = self._run(sub.pool_passes, sub.n_pool, None, context)
+            held_scores, _ = self._run(lambda sub=sub, held=held: sub.new_row_passes(held),
+                                       len(held), held, context)
             scores.append((held_scores, pool))
         return scores
 

@@ -137,15 +137,8 @@ class MicroBatch:
 
     def pin_memory(self) -> MicroBatch:
         """A copy in page-locked host memory, which a CUDA copy can read asynchronously."""
-        batch = self.batch
         return MicroBatch(
-            TaskBatch(
-                x=batch.x.pin_memory(),
-                n_labeled=batch.n_labeled.pin_memory(),
-                n_rows=batch.n_rows.pin_memory(),
-                n_features=batch.n_features.pin_memory(),
-                n_context=None if batch.n_context is None else batch.n_context.pin_memory(),
-            ),
+            self.batch.pin_memory(),
             self.targets.pin_memory(),
             self.unlabeled.pin_memory(),
             tuple(t.pin_memory() for t in self.index),
@@ -154,20 +147,13 @@ class MicroBatch:
     def to(self, device: torch.device) -> MicroBatch:
         """The micro-batch on ``device``. From pinned memory to a GPU the copies are queued
         on the current stream without waiting (``non_blocking``), so they overlap the host's
-        work; from pageable memory ``non_blocking`` has no effect."""
-        batch = self.batch
-
+        work; from pageable memory ``non_blocking`` has no effect. The batch keeps its
+        host-side sizes, so the model reads none back from the device."""
         def move(tensor: torch.Tensor) -> torch.Tensor:
             return tensor.to(device, non_blocking=True)
 
         return MicroBatch(
-            TaskBatch(
-                x=move(batch.x),
-                n_labeled=move(batch.n_labeled),
-                n_rows=move(batch.n_rows),
-                n_features=move(batch.n_features),
-                n_context=None if batch.n_context is None else move(batch.n_context),
-            ),
+            self.batch.to(device, non_blocking=True),
             move(self.targets),
             move(self.unlabeled),
             tuple(move(t) for t in self.index),
