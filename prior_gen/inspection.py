@@ -157,27 +157,23 @@ def inspect_directory(directory: Path, split: str | None, plot: str | None, veri
         reader = ShardReader(directory, manifest, name)
         if verify:
             bad = reader.verify()
-            if bad:
-                status = 1
-                print(f"verify: {len(bad)} shard(s) missing or damaged:")
-                for path in bad:
-                    print(f"  {path}")
-            else:
-                print("verify: every shard matches its sha256")
+            problem, fine = "missing or damaged", "verify: every shard matches its sha256"
+            heading = "verify"
         else:
             # without --verify only sizes are checked; say so, so that a clean report is not
             # mistaken for verified contents
             bad = reader.check_sizes()
-            if bad:
-                status = 1
-                print(f"check: {len(bad)} shard(s) missing or of the wrong size:")
-                for path in bad:
-                    print(f"  {path}")
-            else:
-                print(
-                    "check: every shard is present with its recorded size; contents were not "
-                    "verified (--verify re-hashes every shard)"
-                )
+            problem = "missing or of the wrong size"
+            fine = ("check: every shard is present with its recorded size; contents were not "
+                    "verified (--verify re-hashes every shard)")
+            heading = "check"
+        if bad:
+            status = 1
+            print(f"{heading}: {len(bad)} shard(s) {problem}:")
+            for path in bad:
+                print(f"  {path}")
+        else:
+            print(fine)
     if plot:
         plot_stats(manifest, splits, Path(plot))
         print(f"\nplot saved to {plot}")

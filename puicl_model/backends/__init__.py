@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from puicl_model.backends import calibration, cpu_kernel
 from puicl_model.backends.base import CellLayout
 from puicl_model.backends.bucketed import BucketedCells
 from puicl_model.backends.packed import PackedCells
@@ -42,8 +43,6 @@ def cell_layout(backend: str, batch: TaskBatch, thinking_rows: int = 0,
     if backend == "packed":
         return PackedCells.of(batch, thinking_rows=thinking_rows, feature_group=feature_group)
     if backend == "cpu_kernel":
-        from puicl_model.backends import cpu_kernel
-
         cpu_kernel.load_kernel()  # built on the first call, then cached; raises if unavailable
         return PackedCells.of(batch, compiled_kernel=True, thinking_rows=thinking_rows,
                               feature_group=feature_group)
@@ -67,14 +66,10 @@ def resolve_backend(backend: str, device: torch.device, training: bool) -> str:
         if device.type == "cuda":
             return "bucketed"
         if training and device.type == "cpu":
-            from puicl_model.backends.calibration import kernel_is_faster
-
-            return "cpu_kernel" if kernel_is_faster() else "packed"
+            return "cpu_kernel" if calibration.kernel_is_faster() else "packed"
         return "packed"
     if backend == "cpu_kernel":
         if device.type != "cpu":
             raise ValueError(f"attention backend 'cpu_kernel' runs on CPU only, not {device}")
-        from puicl_model.backends import cpu_kernel
-
         cpu_kernel.load_kernel()
     return backend
