@@ -1,0 +1,380 @@
+"""The recipe study's protocol (docs/recipe.md): train variants of a base recipe for the same CPU
+budget and score each on two yardsticks.
+
+A *plan* (``configs/recipe_study/plan.yaml``) names the base config, the budget and the
+variants; a variant is a set of dotted-key overrides of the base (``training.optimizer.name:
+muon``) plus, where its steps cost more or less than the base's, ``step_cost``: its measured
+seconds per step relative to the base's, so that its step count is ``budget_steps /
+step_cost`` (the same CPU time). For each variant the script
+
+1. writes its run config: the base with the overrides, the curriculum scaled to its steps
+   (the base's stage count; 80 % of the steps in stages, 20 % in the tail; warmups scaled
+   alike), periodic validation off (the yardsticks below are computed afterwards, on fixed
+   data), a checkpoint every quarter of the run;
+2. generates its train shards (``prior-gen``), shared by every variant with the same prior and
+   curriculum, so that variants that change the model or the training read the same tasks;
+3. trains it with ``trainer/main.py --threads THREADS`` and records the process's CPU time;
+4. scores the exported weights of every kept checkpoint on the fixed synthetic validation
+   split: the paper's prior (``configs/paper.yaml``, paper §2) at stages 1, 50, 100 and the
+   tail, 48 tasks each, so that no variant's prior is favoured;
+5. runs the dev subset of the benchmark: ``puicl-bench --methods puicl`` on all 20 datasets
+   x 2 repetitions with the classifier's defaults.
+
+Results go to ``OUT/<variant>/summary.json``; ``--table`` prints the study's markdown table
+and draws validation AUC against CPU-minutes (``--figure``).
+
+    .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml v0 muon
+    .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml --table \\
+        --figure docs/recipe/val_auc_vs_cpu.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from prior_gen.shards import open_shards  # noqa: E402
+from puicl_common.atomic import atomic_write_json, atomic_write_text  # noqa: E402
+from puicl_model.backends.packed_inference import inference_logits  # noqa: E402
+from trainer.batching import collate_with_targets, plan_micro_batches  # noqa: E402
+from trainer.evaluation import score_task  # noqa: E402
+from trainer.export import exported_model  # noqa: E402
+
+BIN = Path(sys.executable).parent
+VAL_STAGES = ("1", "50", "100", "tail")
+
+
+# --------------------------------------------------------------------------- configs ------
+def load_plan(path: Path) -> dict[str, Any]:
+    plan = yaml.safe_load(path.read_text())
+    for key in ("base", "budget_steps", "variants"):
+        if key not in plan:
+            raise SystemExit(f"{path}: the plan lacks {key!r}")
+    return plan
+
+
+def set_dotted(mapping: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = mapping
+    for key in parents:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise SystemExit(f"override {dotted!r}: {key!r} is not a mapping in the base config")
+    node[leaf] = copy.deepcopy(value)
+
+
+def variant_steps(plan: dict[str, Any], name: str) -> int:
+    variant = plan["variants"][name] or {}
+    scale = float(plan.get("budget_scale", 1.0)) * float(variant.get("budget_scale", 1.0))
+    return max(20, round(plan["budget_steps"] * scale / float(variant.get("step_cost", 1.0))))
+
+
+def variant_config(plan: dict[str, Any], name: str) -> dict[str, Any]:
+    """The run config of one variant: base + overrides, curriculum scaled to its steps."""
+    config = yaml.safe_load((ROOT / plan["base"]).read_text())
+    variant = plan["variants"][name] or {}
+    for dotted, value in (variant.get("set") or {}).items():
+        set_dotted(config, dotted, value)
+    steps = variant_steps(plan, name)
+    curriculum = config["curriculum"]
+    stages = int(curriculum["stages"])
+    per_stage = max(1, round(0.8 * steps / stages))
+    curriculum["steps_per_stage"] = per_stage
+    curriculum["tail_steps"] = max(1, steps - per_stage * stages)
+    training = config["training"]
+    training["phase1"]["warmup_steps"] = max(1, round(0.08 * per_stage * stages))
+    training["phase2"]["warmup_steps"] = max(1, round(0.1 * curriculum["tail_steps"]))
+    if training.get("schedule") == "wsd":  # the decay is already a share of the run
+        training.setdefault("wsd", {})["warmup_steps"] = max(1, round(0.08 * steps))
+    if training.get("average") == "last_checkpoints":
+        # the averaged checkpoints cover the last fifth of the run
+        count = int(training.get("average_last", 10))
+        training["checkpoint_every"] = max(1, round(0.2 * steps / count))
+        training["keep_checkpoints"] = count
+    else:  # the validation curve: four points
+        training["checkpoint_every"] = max(1, steps // 4)
+        training["keep_checkpoints"] = 5
+    config["validation"]["every_steps"] = 0
+    return config
+
+
+def generation_key(config: dict[str, Any]) -> str:
+    """Which shards a config reads: its seed, prior, curriculum and shard format."""
+    part = {k: config.get(k) for k in ("seed", "prior", "curriculum", "shards")}
+    canonical = json.dumps(part, sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def run(command: list[str], log: Path) -> float:
+    """Run a command, its output appended to ``log``; returns its CPU seconds (all children)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with log.open("a") as handle:
+        handle.write("$ " + " ".join(command) + "\n")
+        handle.flush()
+        done = subprocess.run(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise SystemExit(f"failed ({done.returncode}): {' '.join(command)}; see {log}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+# ------------------------------------------------------------------------ yardsticks ------
+def fixed_val_dir(out: Path, log: Path) -> Path:
+    directory = out / "val_paper_prior"
+    run([str(BIN / "prior-gen"), "--config", "configs/paper.yaml", "--split", "val",
+         "--stages", ",".join(VAL_STAGES), "--steps", "0-0", "--out", str(directory),
+         "--workers", "2"], log)
+    return directory
+
+
+def load_fixed_val(directory: Path) -> list:
+    reader = open_shards(directory, "val")
+    return [task for stage in VAL_STAGES for task in reader.read_step(stage, 0)]
+
+
+@torch.no_grad()
+def val_scores(model: torch.nn.Module, tasks: list) -> dict[str, float]:
+    """Mean AUC / accuracy / loss of the model on the fixed validation tasks."""
+    model.eval()
+    aucs, accuracies, losses = [], [], []
+    groups = plan_micro_batches([t.x.shape[0] for t in tasks], [t.x.shape[1] for t in tasks], 8)
+    for group in groups:
+        chosen = [tasks[i] for i in group]
+        batch, _, _ = collate_with_targets(chosen)
+        logits = inference_logits(model, batch).float()
+        for position, task in enumerate(chosen):
+            n_labeled, n_rows = int(task.n_labeled), task.x.shape[0]
+            scores = score_task(logits[position, n_labeled:n_rows].numpy(),
+                                task.y[n_labeled:], "-")
+            aucs.append(scores.auc)
+            accuracies.append(scores.accuracy)
+            losses.append(scores.loss)
+    return {"val_auc": float(np.nanmean(aucs)), "val_accuracy": float(np.mean(accuracies)),
+            "val_loss": float(np.mean(losses))}
+
+
+def bench_auc(bench_dir: Path) -> tuple[float, dict[str, float]]:
+    import pandas as pd
+
+    results = pd.read_csv(bench_dir / "results.csv")
+    per_dataset = results.groupby("dataset")["auc"].mean()
+    return float(per_dataset.mean()), {k: round(float(v), 4) for k, v in per_dataset.items()}
+
+
+# ---------------------------------------------------------------------------- a variant ---
+def write_config(plan: dict[str, Any], name: str, out: Path) -> tuple[Path, dict[str, Any]]:
+    config = variant_config(plan, name)
+    where = out / name
+    where.mkdir(parents=True, exist_ok=True)
+    config_path = where / "config.yaml"
+    atomic_write_text(config_path, yaml.safe_dump(config, sort_keys=False))
+    return config_path, config
+
+
+def generate_shards(config_path: Path, config: dict[str, Any], out: Path, log: Path) -> Path:
+    """The variant's train shards, shared with every variant of the same prior and curriculum
+    (prior-gen skips steps already written)."""
+    shards = out / "shards" / generation_key(config)
+    run([str(BIN / "prior-gen"), "--config", str(config_path), "--stages", "all",
+         "--out", str(shards), "--workers", "2"], log)
+    return shards
+
+
+def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> dict[str, Any]:
+    config_path, config = write_config(plan, name, out)
+    where = out / name
+    log = where / "log.txt"
+    shards = generate_shards(config_path, config, out, log)
+    started = time.perf_counter()
+    train_cpu = run([str(BIN / "python"), "trainer/main.py", "--config", str(config_path),
+                     "--shards", str(shards), "--run-dir", str(where / "run"),
+                     "--threads", str(threads)], log)
+    train_wall = time.perf_counter() - started
+    run([str(BIN / "trainer"), "export", str(where / "run"), "--out", str(where / "weights")], log)
+    bench = where / "bench"
+    run([str(BIN / "puicl-bench"), "--methods", "puicl", "--weights", str(where / "weights"),
+         "--datasets", "all", "--repeats", "2", "--jobs", "1", "--out", str(bench),
+         "--no-progress"], log)
+    auc, per_dataset = bench_auc(bench)
+
+    tasks = load_fixed_val(out / "val_paper_prior")  # written by --generate-only
+    torch.set_num_threads(threads)
+    curve = []
+    kept = sorted(int(p.stem.split("_")[-1]) for p in (where / "run" / "checkpoints")
+                  .glob("step_*.pt"))
+    if config["training"].get("average") == "last_checkpoints":
+        kept = kept[-1:]  # an average needs its checkpoints: only the final one has them all
+    steps_done = kept[-4:]
+    steps = config["curriculum"]["stages"] * config["curriculum"]["steps_per_stage"] \
+        + config["curriculum"]["tail_steps"]
+    for step in steps_done:
+        model, _ = exported_model(where / "run", step)
+        curve.append({"step": step, "cpu_minutes": train_cpu / 60 * step / steps,
+                      **val_scores(model, tasks)})
+    final = curve[-1]
+    model, _ = exported_model(where / "run")
+    summary = {
+        "variant": name,
+        "set": (plan["variants"][name] or {}).get("set") or {},
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "steps": steps,
+        "tasks": steps * config["curriculum"]["global_batch"],
+        "train_cpu_minutes": train_cpu / 60,
+        "train_wall_minutes": train_wall / 60,
+        "tasks_per_s": steps * config["curriculum"]["global_batch"] / train_wall,
+        "val_auc": final["val_auc"], "val_accuracy": final["val_accuracy"],
+        "val_loss": final["val_loss"],
+        "bench_auc": auc, "bench_per_dataset": per_dataset,
+        "curve": curve,
+        "threads": threads,
+        "cpu": _cpu_model(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    atomic_write_json(where / "summary.json", summary)
+    return summary
+
+
+def score_reference(name: str, weights: Path, out: Path, threads: int) -> dict[str, Any]:
+    """Both yardsticks for weights trained elsewhere (e.g. the bundled v0 checkpoint)."""
+    from puicl_model.weights import load_weights
+
+    where = out / name
+    where.mkdir(parents=True, exist_ok=True)
+    bench = where / "bench"
+    run([str(BIN / "puicl-bench"), "--methods", "puicl", "--weights", str(weights),
+         "--datasets", "all", "--repeats", "2", "--jobs", "1", "--out", str(bench),
+         "--no-progress"], where / "log.txt")
+    auc, per_dataset = bench_auc(bench)
+    torch.set_num_threads(threads)
+    model = load_weights(weights)
+    summary = {"variant": name, "weights": str(weights),
+               "parameters": sum(p.numel() for p in model.parameters()),
+               **val_scores(model, load_fixed_val(out / "val_paper_prior")),
+               "bench_auc": auc, "bench_per_dataset": per_dataset,
+               "cpu": _cpu_model(), "date": time.strftime("%Y-%m-%d")}
+    atomic_write_json(where / "reference.json", summary)
+    return summary
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+# ---------------------------------------------------------------------------- reporting ---
+def summaries(plan: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+    found = []
+    for name in plan["variants"]:
+        path = out / name / "summary.json"
+        if path.exists():
+            found.append(json.loads(path.read_text()))
+    return found
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| variant | parameters | steps | tasks | CPU-min | tasks/s | val AUC | dev AUC |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['variant']} | {r['parameters']:,} | {r['steps']:,} | {r['tasks']:,} | "
+            f"{r['train_cpu_minutes']:.1f} | {r['tasks_per_s']:.1f} | {r['val_auc']:.4f} | "
+            f"{r['bench_auc']:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in rows:
+        if names and r["variant"] not in names:
+            continue
+        xs = [p["cpu_minutes"] for p in r["curve"]]
+        ys = [p["val_auc"] for p in r["curve"]]
+        ax.plot(xs, ys, marker="o", label=r["variant"])
+    ax.set_xlabel("training CPU-minutes (process CPU time / 60, 2 threads)")
+    ax.set_ylabel("validation AUC (paper prior, 192 tasks)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("variants", nargs="*", help="variants of the plan to train and score")
+    parser.add_argument("--plan", type=Path, default=ROOT / "configs/recipe_study/plan.yaml")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs/recipe")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads of the training process (1: two variants at once "
+                        "on a 2-core machine, each as fast as one 2-thread run)")
+    parser.add_argument("--generate-only", action="store_true",
+                        help="write the variants' configs and shards (and the fixed validation "
+                        "split) and stop: run this before training variants side by side, so "
+                        "that no two processes write one shard directory")
+    parser.add_argument("--table", action="store_true", help="print the table of the results")
+    parser.add_argument("--figure", type=Path, help="draw validation AUC vs CPU-minutes here")
+    parser.add_argument("--figure-variants", help="comma-separated variants for the figure")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the variants' run configs and stop")
+    parser.add_argument("--reference", metavar="NAME=WEIGHTS",
+                        help="score weights trained elsewhere on both yardsticks and stop")
+    args = parser.parse_args(argv)
+    plan = load_plan(args.plan)
+    if args.reference:
+        name, _, weights = args.reference.partition("=")
+        found = score_reference(name, Path(weights), args.out, args.threads)
+        print(json.dumps({k: v for k, v in found.items() if k != "bench_per_dataset"}))
+        return 0
+    unknown = [v for v in args.variants if v not in plan["variants"]]
+    if unknown:
+        parser.error(f"not in {args.plan}: {', '.join(unknown)}")
+    for name in args.variants:
+        if args.generate_only:
+            config_path, config = write_config(plan, name, args.out)
+            log = args.out / name / "log.txt"
+            generate_shards(config_path, config, args.out, log)
+            fixed_val_dir(args.out, log)
+            continue
+        if args.print_config:
+            print(f"# {name}: {variant_steps(plan, name)} steps")
+            print(yaml.safe_dump(variant_config(plan, name), sort_keys=False))
+            continue
+        summary = train_variant(plan, name, args.out, args.threads)
+        print(f"{name}: val AUC {summary['val_auc']:.4f}, dev AUC {summary['bench_auc']:.4f}, "
+              f"{summary['train_cpu_minutes']:.1f} CPU-min", flush=True)
+    rows = summaries(plan, args.out)
+    if args.table:
+        print(table(rows))
+    if args.figure:
+        names = args.figure_variants.split(",") if args.figure_variants else None
+        figure(rows, args.figure, names)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
