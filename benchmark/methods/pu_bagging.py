@@ -20,7 +20,8 @@ rows. With HistGradientBoostingClassifier the weighted path is 9× slower per ba
 scikit-learn 1.9 (its binning computes weighted percentiles, 254 per feature) and grows trees
 whose ``min_samples_leaf`` counts the zero-weight rows. :class:`_BagRowsOnly` hides
 ``sample_weight`` from ``fit``, so pulearn takes its other branch: the estimator is fitted on
-exactly the bag's rows (duplicates included) — Mordelet & Vert's training set.
+exactly the bag's rows (duplicates included) — Mordelet & Vert's training set. Setting
+``weighted_bags: true`` restores pulearn's weighted path (to measure one against the other).
 
 Labels: + where the out-of-bag score is ≥ 0.5 (pulearn's ``predict`` rule, the argmax of the
 averaged class probabilities). With K = |P| the bag's class-1 share is ½, so score
@@ -71,6 +72,9 @@ class PUBaggingConfig:
     learning_rate: float = 0.1
     max_leaf_nodes: int = 31
     min_samples_leaf: int = 20
+    # True: pulearn's own path for an estimator that takes sample_weight (fit on every row,
+    # weight = times drawn); kept to measure the shim against it (docs/performance.md)
+    weighted_bags: bool = False
 
     def validate(self) -> None:
         require(self.n_bags >= 1, "n_bags", f"must be >= 1, got {self.n_bags}")
@@ -95,7 +99,8 @@ def _bag_rows_only_estimator(config: PUBaggingConfig):
         def fit(self, X, y):
             return super().fit(X, y)
 
-    return _BagRowsOnly(
+    estimator_cls = HistGradientBoostingClassifier if config.weighted_bags else _BagRowsOnly
+    return estimator_cls(
         max_iter=config.max_iter,
         learning_rate=config.learning_rate,
         max_leaf_nodes=config.max_leaf_nodes,

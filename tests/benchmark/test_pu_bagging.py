@@ -59,6 +59,18 @@ def test_unlabeled_rows_are_scored_out_of_bag():
     assert auc_mann_whitney(np.r_[np.ones(60), np.zeros(60)], out.scores) > 0.95
 
 
+def test_bags_are_fitted_on_their_own_rows():
+    # pulearn fits on every row with bootstrap counts as weights when the estimator takes
+    # sample_weight (9x slower with HistGradientBoosting); the shim makes it fit the bag's rows
+    from sklearn.utils.validation import has_fit_parameter
+
+    from benchmark.methods.pu_bagging import PUBaggingConfig, _bag_rows_only_estimator
+
+    assert not has_fit_parameter(_bag_rows_only_estimator(PUBaggingConfig()), "sample_weight")
+    weighted = PUBaggingConfig(weighted_bags=True)
+    assert has_fit_parameter(_bag_rows_only_estimator(weighted), "sample_weight")
+
+
 def test_nan_features_are_imputed(easy_task):
     X, s, y_u = easy_task
     X = X.copy()
