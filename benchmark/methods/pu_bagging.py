@@ -5,8 +5,8 @@ Algorithm (their Alg. 1, transductive form): T times, draw a bootstrap sample of
 the unlabeled pool U and fit a classifier of the labeled positives P (class 1) against that
 sample (class 0). The score of an unlabeled row is the mean predicted P(class 1 | x) over the
 classifiers whose bootstrap sample did not contain it (out of bag), so no row is scored by a
-model that was trained on it as a negative. Default K = |P| (balanced bags, as in the paper's
-experiments), T = 30.
+model that was trained on it as a negative. Default K = |P| (balanced bags, the usual
+choice), T = 30.
 
 Library: ``pulearn.BaggingPuClassifier`` (pulearn 0.2.0, BSD-3; scikit-learn's
 BaggingClassifier adapted to PU: every bag = all of P + a bootstrap of ``max_samples`` rows of
