@@ -16,7 +16,7 @@ U, out-of-bag scores in ``oob_decision_function_``), base estimator scikit-learn
 
 Shim (the one adaptation): pulearn fits a base estimator that accepts ``sample_weight`` on all
 rows, with weight = how often the row was drawn (0 out of bag), and only otherwise on the bag's
-rows. With HistGradientBoostingClassifier the weighted path is 9× slower per bag in
+rows. With HistGradientBoostingClassifier the weighted path is 9–12× slower per bag in
 scikit-learn 1.9 (its binning computes weighted percentiles, 254 per feature) and grows trees
 whose ``min_samples_leaf`` counts the zero-weight rows. :class:`_BagRowsOnly` hides
 ``sample_weight`` from ``fit``, so pulearn takes its other branch: the estimator is fitted on

@@ -61,7 +61,7 @@ def test_unlabeled_rows_are_scored_out_of_bag():
 
 def test_bags_are_fitted_on_their_own_rows():
     # pulearn fits on every row with bootstrap counts as weights when the estimator takes
-    # sample_weight (9x slower with HistGradientBoosting); the shim makes it fit the bag's rows
+    # sample_weight (9-12x slower with HistGradientBoosting); the shim makes it fit the bag's rows
     from sklearn.utils.validation import has_fit_parameter
 
     from benchmark.methods.pu_bagging import PUBaggingConfig, _bag_rows_only_estimator
