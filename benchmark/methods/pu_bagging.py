@@ -145,8 +145,8 @@ class PUBagging:
         # column 1 = the labeled class; positives are in every bag, so only U rows have one
         scores = np.asarray(model.oob_decision_function_[~labeled, 1], dtype=np.float64)
         never_out = int(np.isnan(scores).sum())
-        if never_out:
-            raise RuntimeError(
+        if never_out:  # a settings problem (too few bags): one line in puicl-bench
+            raise ValueError(
                 f"pu-bagging: {never_out} unlabeled rows were in every one of the "
                 f"{cfg.n_bags} bags and have no out-of-bag score; raise n_bags"
             )

@@ -86,6 +86,9 @@ def test_settings_are_validated_by_name(easy_task):
     X, s, _ = easy_task
     with pytest.raises(ValueError, match="bag_size"):
         make_method("pu-bagging", overrides={"bag_size": 10_000}).fit_predict(X, s, seed=0)
+    # with 2 bags some pool rows are in both and have no out-of-bag score: said, not filled in
+    with pytest.raises(ValueError, match="no out-of-bag score; raise n_bags"):
+        make_method("pu-bagging", overrides={"n_bags": 2}).fit_predict(X, s, seed=0)
 
 
 def test_missing_library_is_a_one_line_error(monkeypatch, tmp_path, capsys):
