@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmark.datasets import DATASET_SLUGS, DataError
-from benchmark.methods import METHOD_NAMES, MissingWeightsError
+from benchmark.methods import METHOD_NAMES, MissingLibraryError, MissingWeightsError
 from benchmark.protocol import TARGET_PI
 from benchmark.report import write_reports
 from benchmark.runner import RunSpec, expand_names, plan_run, run
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             records = run(spec, progress=False if args.no_progress else None)
         paths = write_reports(spec, records, argv)
-    except (DataError, MissingWeightsError, ConfigError, ValueError) as err:
+    except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
         print(f"puicl-bench: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

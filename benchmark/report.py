@@ -31,7 +31,8 @@ from puicl_common.atomic import atomic_output, atomic_write_json, atomic_write_t
 
 METRICS = (("auc", "AUC"), ("accuracy", "Acc"), ("f1", "F1"))
 METHOD_LABELS = {"puicl": "PUICL", "ulsif": "uLSIF", "empu": "EMPU", "vpu": "VPU",
-                 "tedn": "(TED)^n", "nnpu": "nnPU", "elkan-noto": "Elkan–Noto"}
+                 "tedn": "(TED)^n", "nnpu": "nnPU", "elkan-noto": "Elkan–Noto",
+                 "pu-bagging": "PU bagging"}
 CSV_COLUMNS = ["dataset", "repetition", "method", "seed", "n_labeled", "n_u_pos", "n_u_neg",
                "pi_true", "pi_hat", "pi_abs_error", "auc", "accuracy", "f1", "fit_predict_s",
                "n_features", "task_sha256"]
@@ -180,7 +181,8 @@ def _versions() -> dict[str, str]:
     import importlib.metadata as md
 
     versions = {"python": platform.python_version(), "platform": platform.platform()}
-    for package in ("puicl", "numpy", "scipy", "pandas", "scikit-learn", "torch", "joblib"):
+    for package in ("puicl", "numpy", "scipy", "pandas", "scikit-learn", "torch", "joblib",
+                    "pulearn"):
         try:
             versions[package] = md.version(package)
         except md.PackageNotFoundError:

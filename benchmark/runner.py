@@ -182,7 +182,7 @@ def run(spec: RunSpec, progress: bool | None = None,
     if total:
         # Repetition by repetition, so that an unfinished run still covers every dataset and
         # method; within one, slowest first so the pool does not end on a straggler.
-        order = {"vpu": 0, "nnpu": 1, "tedn": 2, "empu": 3, "puicl": 4}
+        order = {"vpu": 0, "nnpu": 1, "tedn": 2, "pu-bagging": 3, "empu": 4, "puicl": 5}
         todo = sorted(plan.todo, key=lambda a: (a[0].repetition, order.get(a[1], 9),
                                                 -len(a[0].X), a[0].dataset))
         results: Iterable[dict[str, Any]]

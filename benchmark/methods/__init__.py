@@ -5,7 +5,8 @@ the output holds, for the unlabeled rows in their order, the score P(y = + | x) 
 monotone stand-in, stated per method), the hard label (1 = positive) and, where the method
 estimates it, π̂ = the negative share of the pool. The same seed gives the same output.
 
-Method names (``puicl-bench --methods``): puicl, ulsif, empu, vpu, tedn, nnpu, elkan-noto.
+Method names (``puicl-bench --methods``): puicl, ulsif, empu, vpu, tedn, nnpu, elkan-noto,
+pu-bagging.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from benchmark.methods.common import MethodOutput
 from benchmark.methods.elkan_noto import ElkanNoto, ElkanNotoConfig
 from benchmark.methods.empu import EMPU, EMPUConfig
 from benchmark.methods.nnpu import NNPU, NNPUConfig
+from benchmark.methods.pu_bagging import MissingLibraryError, PUBagging, PUBaggingConfig
 from benchmark.methods.puicl import (
     PUICL,
     MissingWeightsError,
@@ -47,6 +49,7 @@ BASELINES: dict[str, tuple[type, type]] = {
     "tedn": (TEDn, TEDnConfig),
     "nnpu": (NNPU, NNPUConfig),
     "elkan-noto": (ElkanNoto, ElkanNotoConfig),
+    "pu-bagging": (PUBagging, PUBaggingConfig),
 }
 METHOD_NAMES: tuple[str, ...] = ("puicl", *BASELINES)
 
@@ -81,6 +84,7 @@ __all__ = [
     "BASELINES",
     "METHOD_NAMES",
     "MethodOutput",
+    "MissingLibraryError",
     "MissingWeightsError",
     "PUMethod",
     "make_method",

@@ -16,6 +16,7 @@ FAST = {
     "vpu": {"epochs": 12},
     "nnpu": {"epochs": 40, "prior_warm_start_epochs": 40},
     "tedn": {"warm_start_epochs": 50, "cvir_epochs": 30},
+    "pu-bagging": {"n_bags": 6},
 }
 
 

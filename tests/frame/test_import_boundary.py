@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # joblib is not among them: scikit-learn itself requires it, so every install has it.
-EXTRAS_ONLY = ("zarr", "numcodecs", "webdataset", "numba", "matplotlib", "dask")
+EXTRAS_ONLY = ("zarr", "numcodecs", "webdataset", "numba", "matplotlib", "dask", "pulearn")
 
 SCRIPT = textwrap.dedent(f"""
     import importlib.abc, sys
