@@ -85,9 +85,10 @@ def test_members_take_labeled_and_feature_subsets(small_weights, table, rng,
     clf = PUICLClassifier(weights=small_weights, n_estimators=5).fit(X, s)
     log = ForwardLog(clf.model_, monkeypatch)
     clf.predict_proba(X[s == 0])
-    # base, power-ordinal, half the labeled rows, standard-frequency, 70 % of both
-    assert log.tasks == [(30, 80, 10), (30, 80, 10), (15, 65, 10), (30, 80, 10), (21, 71, 7)]
-    subset = clf.planners_[4].features_of(0)
+    # base, power-ordinal, standard-frequency, 70 % of the features and labeled rows, half of
+    # the labeled rows
+    assert log.tasks == [(30, 80, 10), (30, 80, 10), (30, 80, 10), (21, 71, 7), (15, 65, 10)]
+    subset = clf.planners_[3].features_of(0)
     assert len(subset) == 7 and len(set(subset.tolist())) == 7
 
 
@@ -108,11 +109,11 @@ def test_members_beyond_the_catalogue_repeat_only_with_fresh_draws(small_weights
                                                                    rng) -> None:
     X, s = table(rng, 30, 50, 6)
     count = len(MEMBERS)
-    clf = PUICLClassifier(weights=small_weights, n_estimators=count + 3).fit(X, s)
-    # inside the trained range members 0 and 1 (no random draw) would repeat exactly: skipped;
-    # the half-labeled member repeats with a subset of its own
-    assert [p.member for p in clf.planners_] == [*range(count), count + 2]
-    assert not np.array_equal(clf.planners_[2].labeled_of(0, 0),
+    clf = PUICLClassifier(weights=small_weights, n_estimators=count + 4).fit(X, s)
+    # inside the trained range members 0, 1 and 2 (no random draw) would repeat exactly:
+    # skipped; the feature-subset member repeats with a labeled subset of its own
+    assert [p.member for p in clf.planners_] == [*range(count), count + 3]
+    assert not np.array_equal(clf.planners_[3].labeled_of(0, 0),
                               clf.planners_[-1].labeled_of(0, 0))
     assert members_for(count + 1)[count] == MEMBERS[0]
 
