@@ -4,6 +4,8 @@ bundled checkpoint, best of N in this process (docs/performance.md, Trainer / ba
     .venv/bin/python benchmarks/classifier_call.py --repeats 10
     # the same task with another checkout's code, to compare two versions side by side:
     PYTHONPATH=/path/to/other/checkout .venv/bin/python benchmarks/classifier_call.py
+    # ensembles of 1-4 members, taking turns call by call (their ratios to the first):
+    .venv/bin/python benchmarks/classifier_call.py --n-estimators 1,2,3,4 --repeats 10
 
 Prints the best time and the first three probabilities (equal across versions that compute
 the same function).
@@ -23,19 +25,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", default="200,800,20", help="P,n_u,d (default 200,800,20)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--n-estimators", default=None,
+                        help="comma-separated ensemble sizes, timed in turns (default: the "
+                        "classifier's default only)")
     args = parser.parse_args()
     labeled, pool, features = (int(v) for v in args.shape.split(","))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(labeled + pool, features))
     X[labeled + pool // 2:] += 1.0  # half the pool shifted: the negatives
     s = np.r_[np.ones(labeled, int), np.zeros(pool, int)]
-    PUICLClassifier(random_state=0).fit(X, s).predict_proba(X[s == 0])  # warm-up
-    best = float("inf")
-    for _ in range(args.repeats):
+    sizes = [None] if args.n_estimators is None else [
+        int(k) for k in args.n_estimators.split(",")
+    ]
+
+    def call(size: int | None) -> tuple[float, np.ndarray]:
         start = time.perf_counter()
-        proba = PUICLClassifier(random_state=0).fit(X, s).predict_proba(X[s == 0])
-        best = min(best, time.perf_counter() - start)
-    print(f"{best:.4f} s; P(positive) of the first pool rows: {proba[:3, 1].round(6).tolist()}")
+        clf = PUICLClassifier(random_state=0, n_estimators=size)
+        proba = clf.fit(X, s).predict_proba(X[s == 0])
+        return time.perf_counter() - start, proba
+
+    for size in sizes:
+        call(size)  # warm-up
+    times: dict[int | None, list[float]] = {size: [] for size in sizes}
+    probas = {}
+    for _ in range(args.repeats):
+        for size in sizes:  # in turns, so that the host's slow moments fall on every size
+            seconds, probas[size] = call(size)
+            times[size].append(seconds)
+    for size in sizes:
+        best, median = min(times[size]), float(np.median(times[size]))
+        ratio = "" if len(sizes) == 1 else (
+            f" ({median / float(np.median(times[sizes[0]])):.2f}x the first's median)"
+        )
+        print(f"n_estimators={size}: {best:.4f} s best, {median:.4f} s median{ratio}; "
+              f"P(positive) of the first pool rows: "
+              f"{probas[size][:3, 1].round(6).tolist()}")
 
 
 if __name__ == "__main__":

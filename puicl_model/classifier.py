@@ -23,6 +23,8 @@ import dataclasses
 import math
 import sys
 import time
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,7 +34,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puicl_common.runtime import resolve_device
 from puicl_model.columns import is_dataframe
-from puicl_model.inference import PassPlanner, run_passes
+from puicl_model.ensemble import MEMBERS, Member, members_for
+from puicl_model.inference import Pass, PassPlanner, PassTables, run_passes
 from puicl_model.input_checks import (
     _check_feature_names,
     _check_n_features,
@@ -56,6 +59,15 @@ _PRIOR_HALVES = 11
 _MIN_LABELED_FOR_BBE = 20
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _View:
+    """The fitted table as one ensemble member's preprocessing encodes it."""
+
+    preprocessor: TablePreprocessor
+    x_labeled: np.ndarray
+    x_pool: np.ndarray
 
 
 class NoBundledWeightsError(FileNotFoundError):
@@ -82,8 +94,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     device : "auto", "cpu", "cuda", "cuda:1", "mps", ...
         "auto" picks CUDA when available, else the CPU.
     n_estimators : int or None
-        Ensemble members (see :mod:`puicl_model.inference`). None: ``ceil(d / 20)`` so that
-        every row is scored with every feature once. Irrelevant inside the trained range.
+        Ensemble members: the first ``n_estimators`` of :data:`puicl_model.ensemble.MEMBERS`
+        (views of the table that differ in encoding, labeled rows and features), averaged.
+        1 is the single-pass classifier; None: ``ensemble.DEFAULT_N_ESTIMATORS``. Each member
+        scores every row with every feature it sees (several passes for wide tables and
+        large pools, :mod:`puicl_model.inference`).
     single_pass_limit : int
         Pools of at most this many unlabeled rows are scored in one forward pass.
     chunk_size : int
@@ -141,6 +156,10 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.n_threads = n_threads
         self.progress = progress
 
+    # the ensemble members n_estimators takes from (benchmarks/ensemble_members.py measures
+    # other lists through a subclass)
+    _member_catalogue: tuple[Member, ...] = MEMBERS
+
     # ------------------------------------------------------------------------- settings
     def _load_model(self, device: torch.device) -> torch.nn.Module:
         from puicl_model.model import PUICLModel
@@ -169,14 +188,28 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
                              "and one unlabeled row")
         labeled = check_pu_labels(s, n_rows)
-        preprocessor = TablePreprocessor(categorical=self.categorical, missing=self.missing,
-                                         numeric=self.numeric)
-        table = preprocessor.fit_transform(X)
+        members = members_for(self.n_estimators, self._member_catalogue)
+        views: list[_View] = []
+        view_of: dict[tuple[str, str], int] = {}  # (numeric, categorical) -> index in views
+        for index, member in enumerate(members):
+            key = (member.numeric or self.numeric, member.categorical or self.categorical)
+            if key in view_of:
+                continue
+            preprocessor = TablePreprocessor(categorical=key[1], missing=self.missing,
+                                             numeric=key[0])
+            with warnings.catch_warnings():
+                if index > 0:  # fit warns about the columns once, for the configured view
+                    warnings.simplefilter("ignore")
+                table = preprocessor.fit_transform(X)
+            view_of[key] = len(views)
+            views.append(_View(preprocessor, np.ascontiguousarray(table[labeled]),
+                               np.ascontiguousarray(table[~labeled])))
         device = resolve_device(self.device)
         model = self._load_model(device)
 
-        self.preprocessor_ = preprocessor
-        self.n_features_in_ = preprocessor.n_features_in_
+        base = views[0]
+        self.preprocessor_ = base.preprocessor
+        self.n_features_in_ = base.preprocessor.n_features_in_
         # scikit-learn's rule: feature_names_in_ only for DataFrames whose column names are all
         # strings (it refuses mixed names, which the preprocessor matches as text anyway)
         if has_mixed_names(X):
@@ -186,27 +219,43 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = np.array([0, 1])
         self.model_ = model
         self.device_ = device
-        self.x_labeled_ = np.ascontiguousarray(table[labeled])
-        self.x_pool_ = np.ascontiguousarray(table[~labeled])
+        self.views_ = views
+        self.x_labeled_ = base.x_labeled
+        self.x_pool_ = base.x_pool
         max_features = int(model.config.max_features)
-        n_features = table.shape[1]
-        groups = math.ceil(n_features / max_features)
         entropy = (
             int(self.random_state)
             if self.random_state is not None
             else int(np.random.SeedSequence().entropy)
         )
-        self.planner_ = PassPlanner(
-            n_labeled=len(self.x_labeled_),
-            n_pool=len(self.x_pool_),
-            n_features=n_features,
-            n_estimators=self.n_estimators if self.n_estimators is not None else groups,
-            single_pass_limit=int(self.single_pass_limit),
-            chunk_size=int(self.chunk_size),
-            max_labeled=int(self.max_labeled),
-            max_features=max_features,
-            entropy=entropy,
-        )
+        planners: list[PassPlanner] = []
+        seen: set[tuple[int, Member]] = set()
+        for index, member in enumerate(members):
+            view = view_of[(member.numeric or self.numeric,
+                            member.categorical or self.categorical)]
+            planner = PassPlanner(
+                n_labeled=len(base.x_labeled),
+                n_pool=len(base.x_pool),
+                n_features=views[view].x_pool.shape[1],
+                n_estimators=1,
+                single_pass_limit=int(self.single_pass_limit),
+                chunk_size=int(self.chunk_size),
+                max_labeled=int(self.max_labeled),
+                max_features=max_features,
+                entropy=entropy,
+                member=index,
+                view=view,
+                labeled_share=member.labeled_share,
+                feature_share=member.feature_share,
+            )
+            # one estimator per feature group: every row is scored with every feature it sees
+            planner = dataclasses.replace(planner, n_estimators=planner.n_feature_groups)
+            if not planner.random_choices and (view, member) in seen:
+                continue  # an exact repeat of an earlier member (the catalogue wrapped)
+            seen.add((view, member))
+            planners.append(planner)
+        self.planners_ = planners
+        self.planner_ = planners[0]
         self._pool_proba: np.ndarray | None = None
         self._class_prior: float | None = None
         self._pool_index: dict[bytes, int] | None = None
@@ -234,11 +283,21 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         if hasattr(X, "shape") or isinstance(X, (list, tuple)):
             _check_n_features(self, X, reset=False)
 
-    def _run(self, make_passes: Any, n_scored: int, x_new: np.ndarray | None,
-             x_labeled: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-        """Mean P(y=1) of the scored rows over the passes ``make_passes()`` yields, and how
-        many passes ran (``make_passes`` is called twice: the passes are counted first, for
-        the progress bar)."""
+    def _passes(self, planners: list[PassPlanner], x_new: list[np.ndarray] | None = None,
+                ) -> Iterator[Pass]:
+        """Every member's passes, member after member: the pool's (``x_new`` None) or those
+        scoring the new rows ``x_new[view]``."""
+        for planner in planners:
+            if x_new is None:
+                yield from planner.pool_passes()
+            else:
+                yield from planner.new_row_passes(x_new[planner.view])
+
+    def _run(self, make_passes: Any, n_scored: int, tables: list[PassTables],
+             ) -> tuple[np.ndarray, int]:
+        """Mean P(y=1) of the scored rows over the members' passes ``make_passes()`` yields,
+        and how many passes ran (``make_passes`` is called twice: the passes are counted
+        first, for the progress bar)."""
         n_passes = sum(1 for _ in make_passes())
         bar = None
         show = self.progress if self.progress is not None else (
@@ -254,11 +313,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         try:
             proba = run_passes(
                 self.model_,
-                self.x_labeled_ if x_labeled is None else x_labeled,
-                self.x_pool_,
+                tables,
                 make_passes(),
                 n_scored=n_scored,
-                x_new=x_new,
                 device=self.device_,
                 bfloat16=use_bf16,
                 # a few small passes per forward on CPU (fewer, larger ops; the [cells, e]
@@ -276,16 +333,19 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         """P(y=1) of every fitted unlabeled row (computed once)."""
         self._check_fitted()
         if self._pool_proba is None:
-            planner = self.planner_
+            tables = [PassTables(view.x_labeled, view.x_pool) for view in self.views_]
             started = time.perf_counter()
-            self._pool_proba, self.n_passes_ = self._run(planner.pool_passes, planner.n_pool,
-                                                         None)
+            self._pool_proba, self.n_passes_ = self._run(
+                lambda: self._passes(self.planners_), self.planner_.n_pool, tables
+            )
             self.inference_seconds_ = time.perf_counter() - started
         return self._pool_proba
 
-    def _new_probabilities(self, x_new: np.ndarray) -> np.ndarray:
-        planner = self.planner_
-        return self._run(lambda: planner.new_row_passes(x_new), len(x_new), x_new)[0]
+    def _new_probabilities(self, x_new: list[np.ndarray]) -> np.ndarray:
+        """P(y=1) of new rows, ``x_new[view]`` their encoding in each member's view."""
+        tables = [PassTables(view.x_labeled, view.x_pool, new)
+                  for view, new in zip(self.views_, x_new, strict=True)]
+        return self._run(lambda: self._passes(self.planners_, x_new), len(x_new[0]), tables)[0]
 
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
@@ -306,7 +366,10 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         known = match >= 0
         proba[known] = pool_proba[match[known]]
         if (~known).any():
-            proba[~known] = self._new_probabilities(np.ascontiguousarray(table[~known]))
+            new = [np.ascontiguousarray(table[~known])]
+            for view in self.views_[1:]:  # the other members' encodings of the same rows
+                new.append(np.ascontiguousarray(view.preprocessor.transform(X)[~known]))
+            proba[~known] = self._new_probabilities(new)
         return proba, match
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -352,19 +415,24 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
     def _held_out_scores(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per half of the labeled positives: (its rows' P(y=1) as new rows, the pool's
-        P(y=1)), both next to the other half as the labeled rows."""
+        P(y=1)), both next to the other half as the labeled rows (every member)."""
         planner = self.planner_
         rng = np.random.default_rng(np.random.SeedSequence(planner.entropy,
                                                            spawn_key=(_PRIOR_HALVES,)))
         half = rng.permutation(len(self.x_labeled_)) % 2
         scores = []
         for k in (0, 1):
-            context = np.ascontiguousarray(self.x_labeled_[half != k])
-            held = np.ascontiguousarray(self.x_labeled_[half == k])
-            sub = dataclasses.replace(planner, n_labeled=len(context))
-            pool, _ = self._run(sub.pool_passes, sub.n_pool, None, context)
-            held_scores, _ = self._run(lambda sub=sub, held=held: sub.new_row_passes(held),
-                                       len(held), held, context)
+            context = [np.ascontiguousarray(view.x_labeled[half != k]) for view in self.views_]
+            held = [np.ascontiguousarray(view.x_labeled[half == k]) for view in self.views_]
+            subs = [dataclasses.replace(p, n_labeled=len(context[0])) for p in self.planners_]
+            pool_tables = [PassTables(c, view.x_pool)
+                           for c, view in zip(context, self.views_, strict=True)]
+            pool, _ = self._run(lambda subs=subs: self._passes(subs), planner.n_pool,
+                                pool_tables)
+            held_tables = [PassTables(c, view.x_pool, h)
+                           for c, h, view in zip(context, held, self.views_, strict=True)]
+            held_scores, _ = self._run(lambda subs=subs, held=held: self._passes(subs, held),
+                                       len(held[0]), held_tables)
             scores.append((held_scores, pool))
         return scores
 

@@ -68,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
     defaults = InferenceSettings()
     predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
-                         help="ensemble members (default: ceil(features / 20))")
+                         help="ensemble members (docs/classifier.md, \"Ensembles\"; default: "
+                         "ensemble.DEFAULT_N_ESTIMATORS)")
     predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
                          help="pools up to this many rows are scored in one pass (default "
                          f"{defaults.single_pass_limit})")
@@ -83,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="columns to ignore (identifiers, ...)")
     predict.add_argument("--categorical", choices=("onehot", "ordinal", "frequency"),
                          default="onehot", help="encoding of text/category columns")
-    predict.add_argument("--numeric", choices=("quantile", "standard"), default="quantile",
+    predict.add_argument("--numeric", choices=("quantile", "standard", "power"),
+                         default="quantile",
                          help="transform of numeric columns (docs/classifier.md)")
     predict.add_argument("--random-state", type=int, default=0)
     predict.add_argument("--no-progress", action="store_true", help="no progress bar")

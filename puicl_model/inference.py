@@ -17,8 +17,12 @@ forward passes ("passes"), each a task the model can take:
 * **Labeled subsets.** With more labeled positives than a pass holds (``max_labeled``, or
   ``chunk_size // 2`` in a chunked pool), every pass draws its own random subset (bagging).
 
-Estimators differ only through these random choices; when none applies (a table inside the
-trained range) there is exactly one pass, and ``n_estimators`` is irrelevant.
+The planner's estimators differ only through these random choices; when none applies (a
+table inside the trained range) there is exactly one pass. One planner plans the passes of one
+*ensemble member* (:mod:`puicl_model.ensemble`): its ``n_estimators`` is the number of feature
+groups, so that every member scores every row with every feature (of the features it sees).
+A member may also show each pass a random share of the labeled rows (``labeled_share``) and
+see a random share of the features (``feature_share``).
 
 **New rows** (rows that are not in the fitted pool) are scored as *query rows* of a fitted
 pass (:mod:`puicl_model.batch`): the pass holds the labeled rows and pool chunk of a
@@ -29,11 +33,13 @@ of the other new rows and of how they are grouped (up to one chunk's length per 
 pool is chunked, each new row is paired with the chunk picked by a hash of its values, so its
 prediction does not depend on its position in the input either.
 
-The predicted probability of a row is the mean over estimators of P(y = + | pass).
+A member's probability of a row is the mean over its estimators of P(y = + | pass); the
+ensemble's is the mean over members (:func:`run_passes`).
 
 Every random choice is drawn from ``numpy.random.SeedSequence(random_state, spawn_key=key)``
 with ``key`` naming what is drawn (docs/architecture.md §3), e.g. ``(_FEATURES, round)`` or
-``(_POOL, estimator)``: the same settings give the same passes on every machine.
+``(_POOL, estimator)``, prefixed ``(_MEMBER, member)`` for ensemble members after the first:
+the same settings give the same passes on every machine.
 """
 
 from __future__ import annotations
@@ -41,8 +47,9 @@ from __future__ import annotations
 import contextlib
 import math
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -50,12 +57,18 @@ import torch
 from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.batch import collate_tasks
 
-__all__ = ["Pass", "PassPlanner", "run_passes"]
+__all__ = ["Pass", "PassPlanner", "PassTables", "run_passes"]
 
-# spawn-key tags: what a random draw is for
+# spawn-key tags: what a random draw is for (11 is the classifier's split of the labeled rows)
 _FEATURES = 1
 _POOL = 2
 _LABELED = 3
+_MEMBER = 4  # prefix of every draw of ensemble member m > 0: (_MEMBER, m, ...)
+_FEATURE_SUBSET = 5
+
+# feature_share applies to tables of at least this many features: fewer would leave a member
+# too few to separate anything
+MIN_FEATURES_FOR_SUBSET = 6
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,8 @@ class Pass:
     pool: np.ndarray  # indices into the fitted pool (scored in transductive passes)
     features: np.ndarray  # feature indices (sorted)
     new: np.ndarray | None = None  # indices into the new rows: query rows of the pass
+    member: int = 0  # the ensemble member it belongs to
+    view: int = 0  # which tables (PassTables) its indices refer to
 
     @property
     def n_rows(self) -> int:
@@ -86,6 +101,10 @@ class PassPlanner:
     max_labeled: int
     max_features: int
     entropy: int
+    member: int = 0  # ensemble member (keys its random draws) ...
+    view: int = 0  # ... and the index of its member's tables in run_passes
+    labeled_share: float = 1.0  # share of the labeled rows each pass holds (at least 2)
+    feature_share: float = 1.0  # share of the features the member sees (wide enough tables)
 
     @property
     def chunked(self) -> bool:
@@ -94,6 +113,8 @@ class PassPlanner:
     @property
     def labeled_per_pass(self) -> int:
         limit = min(self.max_labeled, self.chunk_size // 2) if self.chunked else self.max_labeled
+        if self.labeled_share < 1.0:
+            limit = min(limit, max(2, round(self.labeled_share * self.n_labeled)))
         return min(self.n_labeled, limit)
 
     @property
@@ -102,29 +123,54 @@ class PassPlanner:
         return self.chunk_size if self.chunked else self.single_pass_limit
 
     def _rng(self, *key: int) -> np.random.Generator:
+        if self.member:  # member 0 keeps the keys it had before ensemble members existed
+            key = (_MEMBER, self.member, *key)
         return np.random.default_rng(np.random.SeedSequence(self.entropy, spawn_key=key))
 
     @property
+    def subsets_features(self) -> bool:
+        return self.feature_share < 1.0 and self.n_features >= MIN_FEATURES_FOR_SUBSET
+
+    def visible_features(self) -> np.ndarray:
+        """The features this member sees (sorted): all, or its random share of them."""
+        if not self.subsets_features:
+            return np.arange(self.n_features)
+        size = max(1, round(self.feature_share * self.n_features))
+        return np.sort(self._rng(_FEATURE_SUBSET).choice(self.n_features, size, replace=False))
+
+    @property
+    def n_visible_features(self) -> int:
+        if not self.subsets_features:
+            return self.n_features
+        return max(1, round(self.feature_share * self.n_features))
+
+    @property
     def n_feature_groups(self) -> int:
-        return math.ceil(self.n_features / self.max_features)
+        return math.ceil(self.n_visible_features / self.max_features)
 
     @property
     def effective_estimators(self) -> int:
         """Distinct estimators: 1 when no random choice is involved, else n_estimators."""
-        random_choices = (
-            self.n_features > self.max_features
+        return self.n_estimators if self.random_choices else 1
+
+    @property
+    def random_choices(self) -> bool:
+        """Whether any pass depends on a random draw (else every estimator is the same)."""
+        return (
+            self.n_visible_features > self.max_features
             or self.chunked
             or self.n_labeled > self.labeled_per_pass
+            or self.subsets_features
         )
-        return self.n_estimators if random_choices else 1
 
     def features_of(self, estimator: int) -> np.ndarray:
+        visible = self.visible_features()
         groups = self.n_feature_groups
         if groups == 1:
-            return np.arange(self.n_features)
-        round_, member = divmod(estimator, groups)
-        permutation = self._rng(_FEATURES, round_).permutation(self.n_features)
-        return np.sort(np.array_split(permutation, groups)[member])
+            return visible
+        round_, group = divmod(estimator, groups)
+        permutation = self._rng(_FEATURES, round_).permutation(len(visible))
+        return visible[np.sort(np.array_split(permutation, groups)[group])]
 
     def chunks_of(self, estimator: int) -> list[np.ndarray]:
         """The pool split into near-equal chunks of at most ``rows_per_chunk`` rows."""
@@ -146,7 +192,8 @@ class PassPlanner:
         for estimator in range(self.effective_estimators):
             features = self.features_of(estimator)
             for index, chunk in enumerate(self.chunks_of(estimator)):
-                yield Pass(estimator, self.labeled_of(estimator, index), chunk, features)
+                yield Pass(estimator, self.labeled_of(estimator, index), chunk, features,
+                           member=self.member, view=self.view)
 
     def new_row_passes(self, x_new: np.ndarray) -> Iterator[Pass]:
         """Passes that score the rows ``x_new``: each once per estimator, as query rows."""
@@ -162,7 +209,8 @@ class PassPlanner:
                 labeled = self.labeled_of(estimator, index)
                 for start in range(0, len(members), self.rows_per_chunk):
                     new = members[start : start + self.rows_per_chunk]
-                    yield Pass(estimator, labeled, chunk, features, new)
+                    yield Pass(estimator, labeled, chunk, features, new, member=self.member,
+                               view=self.view)
 
 
 @contextlib.contextmanager
@@ -179,29 +227,39 @@ def _threads(count: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+class PassTables(NamedTuple):
+    """The rows one view's passes index: labeled rows, fitted pool, new rows (or None)."""
+
+    labeled: np.ndarray
+    pool: np.ndarray
+    new: np.ndarray | None = None
+
+
 def run_passes(
     model: torch.nn.Module,
-    x_labeled: np.ndarray,
-    x_pool: np.ndarray,
+    tables: Sequence[PassTables],
     passes: Iterator[Pass],
     n_scored: int,
-    x_new: np.ndarray | None = None,
     device: torch.device | str = "cpu",
     bfloat16: bool = False,
     cells_per_forward: int = 1 << 16,
     n_threads: int | None = None,
     progress: Callable[[int], object] | None = None,
 ) -> np.ndarray:
-    """Mean P(y = +) per scored row over the estimators that scored it.
+    """Mean over ensemble members of each member's mean P(y = +) per scored row.
 
-    Scored rows are the pool rows of transductive passes (``x_new`` None) or the new rows
-    (``x_new`` given). Consecutive passes are batched into one forward pass up to
-    ``cells_per_forward`` table cells (a single larger pass runs alone), which bounds memory.
-    ``progress(n)`` (e.g. a tqdm bar's ``update``) is called with the number of passes run.
+    A pass reads the tables ``tables[pass.view]``. Scored rows are the pool rows of
+    transductive passes (``new`` None) or the new rows (``new`` given: the same rows in every
+    view). Consecutive passes, of one member or several, are batched into one forward pass up
+    to ``cells_per_forward`` table cells (a single larger pass runs alone), which bounds memory.
+    Every member must score every row. ``progress(n)`` (e.g. a tqdm bar's ``update``) is
+    called with the number of passes run.
     """
     device = torch.device(device)
-    total = np.zeros(n_scored, dtype=np.float64)
-    count = np.zeros(n_scored, dtype=np.int64)
+    scoring_new = tables[0].new is not None
+    # per member: the sum of its passes' probabilities and their count, per scored row
+    total: dict[int, np.ndarray] = {}
+    count: dict[int, np.ndarray] = {}
     autocast = (
         torch.autocast(device.type, dtype=torch.bfloat16)
         if bfloat16
@@ -209,27 +267,31 @@ def run_passes(
     )
 
     def flush(group: list[Pass]) -> None:
-        tables, n_labeled, n_context = [], [], []
+        xs, n_labeled, n_context = [], [], []
         for item in group:
-            rows = [x_labeled[item.labeled], x_pool[item.pool]]
-            if x_new is not None:
-                rows.append(x_new[item.new])
-            tables.append(np.concatenate(rows)[:, item.features])
+            view = tables[item.view]
+            rows = [view.labeled[item.labeled], view.pool[item.pool]]
+            if scoring_new:
+                rows.append(view.new[item.new])
+            xs.append(np.concatenate(rows)[:, item.features])
             n_labeled.append(len(item.labeled))
             n_context.append(len(item.labeled) + len(item.pool))
         batch = collate_tasks(
-            [torch.from_numpy(t) for t in tables],
+            [torch.from_numpy(t) for t in xs],
             n_labeled,
-            n_context if x_new is not None else None,
+            n_context if scoring_new else None,
         ).to(device)
         with autocast:
             logits = inference_logits(model, batch)
         proba = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
         for slot, item in enumerate(group):
-            first = len(item.labeled) + (len(item.pool) if x_new is not None else 0)
-            scored = item.new if x_new is not None else item.pool
-            np.add.at(total, scored, proba[slot, first : first + len(scored)])
-            np.add.at(count, scored, 1)
+            first = len(item.labeled) + (len(item.pool) if scoring_new else 0)
+            scored = item.new if scoring_new else item.pool
+            if item.member not in total:
+                total[item.member] = np.zeros(n_scored, dtype=np.float64)
+                count[item.member] = np.zeros(n_scored, dtype=np.int64)
+            np.add.at(total[item.member], scored, proba[slot, first : first + len(scored)])
+            np.add.at(count[item.member], scored, 1)
         if progress is not None:
             progress(len(group))
 
@@ -245,6 +307,7 @@ def run_passes(
             cells += size
         if group:
             flush(group)
-    if (count == 0).any():
-        raise RuntimeError("internal error: some rows were not scored by any pass")
-    return total / count
+    if not total or any((scored == 0).any() for scored in count.values()):
+        raise RuntimeError("internal error: some rows were not scored by every member")
+    # (one member: its own mean, bit for bit)
+    return np.mean([total[m] / count[m] for m in sorted(total)], axis=0)

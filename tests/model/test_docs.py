@@ -22,6 +22,7 @@ def test_python_and_shell_examples_run(tmp_path) -> None:
     for code in blocks("python"):
         exec(compile(code.replace("/tmp/", f"{tmp_path}/"), str(GUIDE), "exec"), namespace)
     assert namespace["clf"].n_passes_ == 9  # the wide example: 3 feature groups x 3 chunks
+    assert namespace["ensemble"].n_passes_ == 3  # the ensemble example: one pass per member
     script = blocks("bash")[-1].replace("/tmp/", f"{tmp_path}/")
     script = script.replace("python - <<", f"{sys.executable} - <<")
     script = re.sub(r"^puicl ", f"{sys.executable} -m puicl_model.cli ", script, flags=re.M)

@@ -98,7 +98,8 @@ def test_fit_errors() -> None:
         TablePreprocessor().fit(np.zeros(5))
     with pytest.raises(ValueError, match="categorical must be 'onehot', 'ordinal' or 'frequency'"):
         TablePreprocessor(categorical="target")
-    with pytest.raises(ValueError, match="numeric must be 'quantile' or 'standard', got 'log'"):
+    with pytest.raises(ValueError,
+                       match="numeric must be 'quantile', 'standard' or 'power', got 'log'"):
         TablePreprocessor(numeric="log")
 
 

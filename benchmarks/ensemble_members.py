@@ -1,0 +1,99 @@
+"""Mean AUC and wall time of ensemble settings on the benchmark's dev subset (docs/classifier.md,
+"Ensembles"): the numbers to choose ``ensemble.DEFAULT_N_ESTIMATORS`` and the order of
+``ensemble.MEMBERS`` with a given checkpoint.
+
+    .venv/bin/python benchmarks/ensemble_members.py --weights DIR
+    # a few datasets, and two-member sets that pair the configured view with each member:
+    .venv/bin/python benchmarks/ensemble_members.py --datasets diabetes,rice,car \\
+        --settings 1,2,3,4,5,base+half-labeled,base+standard-frequency
+
+A setting is either a number ``k`` (``n_estimators=k``: the first ``k`` members of
+``ensemble.MEMBERS``) or member names joined by ``+`` (that list, in that order, starting with
+``base``). The tasks are the benchmark's (``benchmark.protocol.make_task``, root seed 0,
+π = 0.5; the PUICL adapter's seed and categorical columns); every setting runs on a task
+before the next task starts, so slow and fast moments of a busy host fall on all settings
+alike. Seconds are fit + ``predict_proba`` of the pool per task (π̂ only with ``--prior``),
+one process, ``--threads`` torch threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from benchmark.datasets import DATASET_SLUGS, load_dataset
+from benchmark.methods.puicl import as_table
+from benchmark.metrics import auc_mann_whitney
+from benchmark.protocol import make_task, method_seed
+from puicl_model import PUICLClassifier
+from puicl_model.ensemble import MEMBERS, Member
+
+
+def classifier_for(setting: str) -> tuple[type[PUICLClassifier], int]:
+    """The classifier class and n_estimators of one setting (module docstring)."""
+    if setting.isdigit():
+        return PUICLClassifier, int(setting)
+    by_name = {member.name: member for member in MEMBERS}
+    names = setting.split("+")
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        raise SystemExit(f"unknown member(s) {unknown} in setting {setting!r}; known: "
+                         f"{', '.join(by_name)}")
+    catalogue: tuple[Member, ...] = tuple(by_name[name] for name in names)
+
+    class Trial(PUICLClassifier):
+        _member_catalogue = catalogue
+
+    return Trial, len(catalogue)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--weights", type=Path, default=None,
+                        help="checkpoint (default: the bundled one)")
+    parser.add_argument("--datasets", default=",".join(DATASET_SLUGS))
+    parser.add_argument("--repeats", type=int, default=2, help="repetitions per dataset")
+    parser.add_argument("--settings", default="1,2,3,4,5")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--prior", action="store_true", help="also time estimate_class_prior")
+    parser.add_argument("--data-dir", type=Path, default=None)
+    args = parser.parse_args()
+    settings = [s.strip() for s in args.settings.split(",") if s.strip()]
+    classes = {setting: classifier_for(setting) for setting in settings}
+    auc: dict[str, list[float]] = defaultdict(list)
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for slug in args.datasets.split(","):
+        dataset = load_dataset(slug, args.data_dir)
+        for repetition in range(args.repeats):
+            task = make_task(dataset, repetition, 0)
+            table = as_table(task.X, task.categorical)
+            labeled = task.s == 1
+            pool = table[~labeled]
+            seed = method_seed(0, slug, repetition, "puicl")
+            line = []
+            for setting in settings:
+                cls, count = classes[setting]
+                start = time.perf_counter()
+                clf = cls(weights=args.weights, device="cpu", random_state=seed,
+                          n_estimators=count, n_threads=args.threads, progress=False)
+                proba = clf.fit(table, task.s).predict_proba(pool)[:, 1]
+                if args.prior:
+                    clf.estimate_class_prior()
+                seconds[setting].append(time.perf_counter() - start)
+                auc[setting].append(auc_mann_whitney(task.y_unlabeled, proba))
+                line.append(f"{setting}: {auc[setting][-1]:.4f}")
+            print(f"{slug} rep {repetition}: " + "; ".join(line), flush=True)
+    first = settings[0]
+    print(f"\n{'setting':<40} {'mean AUC':>9} {'s / task':>9} {'time / ' + first:>12}")
+    for setting in settings:
+        ratio = np.sum(seconds[setting]) / np.sum(seconds[first])
+        print(f"{setting:<40} {np.mean(auc[setting]):>9.4f} {np.mean(seconds[setting]):>9.3f} "
+              f"{ratio:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()

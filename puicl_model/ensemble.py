@@ -1,0 +1,74 @@
+"""Inference-time ensemble members: the one place they are defined, in a fixed order.
+
+The model has no positional encoding, so shuffling rows or features changes nothing it
+computes; ensemble members must differ in *what the model sees*. A member is a view of the
+table (how numeric and categorical columns are encoded, :mod:`puicl_model.preprocessing`) plus
+optional random subsets of the labeled rows and of the features. ``n_estimators=k`` takes the
+first ``k`` members of :data:`MEMBERS`; beyond its length the list repeats with fresh random
+draws (a member that would repeat an earlier one exactly is skipped). The predicted
+probability of a row is the mean over members of each member's own P(y = +) (itself the mean
+over the member's passes: feature groups of a wide table, see :mod:`puicl_model.inference`).
+
+Member 0 is the classifier as configured (its ``numeric`` and ``categorical`` settings, every
+labeled row, every feature), so ``n_estimators=1`` is the single-pass classifier.
+
+Every random draw of member ``m > 0`` is keyed ``(_MEMBER, m, ...)``
+(:class:`puicl_model.inference.PassPlanner`); member 0 keeps the keys it had before members
+existed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from puicl_model.preprocessing import CategoricalStrategy, NumericStrategy
+
+__all__ = ["DEFAULT_N_ESTIMATORS", "MEMBERS", "Member", "members_for"]
+
+
+@dataclass(frozen=True)
+class Member:
+    """What one ensemble member shows the model."""
+
+    name: str
+    numeric: NumericStrategy | None = None  # None: the classifier's own ``numeric``
+    categorical: CategoricalStrategy | None = None  # None: the classifier's ``categorical``
+    # each pass holds a random share of the labeled rows (at least 2); 1.0: all of them
+    labeled_share: float = 1.0
+    # the member sees a random share of the features, where the table has at least
+    # ``MIN_FEATURES_FOR_SUBSET`` of them; 1.0: all
+    feature_share: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("labeled_share", "feature_share"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"Member {self.name!r}: {name} must be in (0, 1], got {value}")
+
+
+# The members, in the order n_estimators takes them. Member 0 must stay the classifier as
+# configured (n_estimators=1 is the single pass). The others are ordered by the mean AUC gain
+# each gave paired with member 0 on 12 benchmark tasks with the bundled checkpoint
+# (docs/performance.md, "Ensemble members"); benchmarks/ensemble_members.py re-measures it.
+MEMBERS: tuple[Member, ...] = (
+    Member("base"),
+    Member("power-ordinal", numeric="power", categorical="ordinal"),
+    Member("standard-frequency", numeric="standard", categorical="frequency"),
+    Member("feature-subset", feature_share=0.7, labeled_share=0.7),
+    Member("half-labeled", labeled_share=0.5),
+)
+
+# n_estimators=None: how many members (1 = the single-pass classifier; wide tables and large
+# pools still get every feature group and every chunk within that one member)
+DEFAULT_N_ESTIMATORS = 1
+
+
+def members_for(n_estimators: int | None,
+                catalogue: tuple[Member, ...] = MEMBERS) -> list[Member]:
+    """The members of an ensemble of ``n_estimators`` (None: the default count); entry ``m``
+    is ``catalogue[m % len(catalogue)]``."""
+    count = DEFAULT_N_ESTIMATORS if n_estimators is None else int(n_estimators)
+    if not catalogue or catalogue[0] != Member(catalogue[0].name):
+        raise ValueError("an ensemble catalogue must start with the classifier as configured: "
+                         "a Member with no other setting than its name")
+    return [catalogue[index % len(catalogue)] for index in range(count)]
