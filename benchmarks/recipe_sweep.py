@@ -52,6 +52,7 @@ from prior_gen.shards import open_shards  # noqa: E402
 from puicl_common.atomic import atomic_write_json, atomic_write_text  # noqa: E402
 from puicl_model.backends.packed_inference import inference_logits  # noqa: E402
 from trainer.batching import collate_with_targets, plan_micro_batches  # noqa: E402
+from trainer.config import TrainingConfig  # noqa: E402
 from trainer.evaluation import score_task  # noqa: E402
 from trainer.export import exported_model  # noqa: E402
 
@@ -103,7 +104,7 @@ def variant_config(plan: dict[str, Any], name: str) -> dict[str, Any]:
         training.setdefault("wsd", {})["warmup_steps"] = max(1, round(0.08 * steps))
     if training.get("average") == "last_checkpoints":
         # the averaged checkpoints cover the last fifth of the run
-        count = int(training.get("average_last", 10))
+        count = int(training.get("average_last", TrainingConfig.average_last))
         training["checkpoint_every"] = max(1, round(0.2 * steps / count))
         training["keep_checkpoints"] = count
     else:  # the validation curve: four points
@@ -168,9 +169,15 @@ def val_scores(model: torch.nn.Module, tasks: list) -> dict[str, float]:
             "val_loss": float(np.mean(losses))}
 
 
-def bench_auc(bench_dir: Path) -> tuple[float, dict[str, float]]:
+def dev_auc(weights: Path, where: Path) -> tuple[float, dict[str, float]]:
+    """The dev subset (20 datasets x 2 repetitions, classifier defaults) for ``weights``:
+    the mean over datasets of each dataset's mean AUC, and those per-dataset means."""
     import pandas as pd
 
+    bench_dir = where / "bench"
+    run([str(BIN / "puicl-bench"), "--methods", "puicl", "--weights", str(weights),
+         "--datasets", "all", "--repeats", "2", "--jobs", "1", "--out", str(bench_dir),
+         "--no-progress"], where / "log.txt")
     results = pd.read_csv(bench_dir / "results.csv")
     per_dataset = results.groupby("dataset")["auc"].mean()
     return float(per_dataset.mean()), {k: round(float(v), 4) for k, v in per_dataset.items()}
@@ -206,11 +213,7 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> d
                      "--threads", str(threads)], log)
     train_wall = time.perf_counter() - started
     run([str(BIN / "trainer"), "export", str(where / "run"), "--out", str(where / "weights")], log)
-    bench = where / "bench"
-    run([str(BIN / "puicl-bench"), "--methods", "puicl", "--weights", str(where / "weights"),
-         "--datasets", "all", "--repeats", "2", "--jobs", "1", "--out", str(bench),
-         "--no-progress"], log)
-    auc, per_dataset = bench_auc(bench)
+    auc, per_dataset = dev_auc(where / "weights", where)
 
     tasks = load_fixed_val(out / "val_paper_prior")  # written by --generate-only
     torch.set_num_threads(threads)
@@ -226,8 +229,7 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> d
         model, _ = exported_model(where / "run", step)
         curve.append({"step": step, "cpu_minutes": train_cpu / 60 * step / steps,
                       **val_scores(model, tasks)})
-    final = curve[-1]
-    model, _ = exported_model(where / "run")
+    final = curve[-1]  # the newest checkpoint is the run's last step: ``model`` is its export
     summary = {
         "variant": name,
         "set": (plan["variants"][name] or {}).get("set") or {},
@@ -256,11 +258,7 @@ def score_reference(name: str, weights: Path, out: Path, threads: int) -> dict[s
 
     where = out / name
     where.mkdir(parents=True, exist_ok=True)
-    bench = where / "bench"
-    run([str(BIN / "puicl-bench"), "--methods", "puicl", "--weights", str(weights),
-         "--datasets", "all", "--repeats", "2", "--jobs", "1", "--out", str(bench),
-         "--no-progress"], where / "log.txt")
-    auc, per_dataset = bench_auc(bench)
+    auc, per_dataset = dev_auc(weights, where)
     torch.set_num_threads(threads)
     model = load_weights(weights)
     summary = {"variant": name, "weights": str(weights),
