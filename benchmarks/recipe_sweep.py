@@ -258,12 +258,13 @@ def score_reference(name: str, weights: Path, out: Path, threads: int) -> dict[s
 
     where = out / name
     where.mkdir(parents=True, exist_ok=True)
+    val_dir = fixed_val_dir(out, where / "log.txt")  # quick when it is already written
     auc, per_dataset = dev_auc(weights, where)
     torch.set_num_threads(threads)
     model = load_weights(weights)
     summary = {"variant": name, "weights": str(weights),
                "parameters": sum(p.numel() for p in model.parameters()),
-               **val_scores(model, load_fixed_val(out / "val_paper_prior")),
+               **val_scores(model, load_fixed_val(val_dir)),
                "bench_auc": auc, "bench_per_dataset": per_dataset,
                "cpu": _cpu_model(), "date": time.strftime("%Y-%m-%d")}
     atomic_write_json(where / "reference.json", summary)

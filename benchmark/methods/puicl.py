@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.methods.common import MethodOutput, check_inputs
+from puicl_common.configio import require
 from puicl_model.settings import InferenceSettings
 
 
@@ -37,10 +38,22 @@ class MissingWeightsError(ValueError):
     """PUICL was selected without weights."""
 
 
-# Inference settings passed to ``PUICLClassifier`` (``--method-config``: ``puicl: {...}``): the
-# classifier's own settings class, so that defaults and limits are written once.
-# docs/classifier.md explains each.
-PUICLConfig = InferenceSettings
+@dataclass(frozen=True)
+class PUICLConfig(InferenceSettings):
+    """The adapter's settings (``--method-config``: ``puicl: {...}``): the classifier's own
+    inference settings, so that their defaults and limits are written once
+    (docs/classifier.md explains each), plus the ``threshold`` of its hard labels: 0.5, or
+    ``prior`` (the π̂ share of the pool labeled negative), which the accuracy and F1
+    columns depend on."""
+
+    threshold: float | str = 0.5
+
+    def validate(self) -> None:
+        super().validate()
+        value = self.threshold
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        require(value == "prior" or (numeric and 0.0 < float(value) < 1.0), "threshold",
+                f"must be a number in (0, 1) or 'prior', got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -55,8 +68,8 @@ class PUICL:
     # Bump when the adapter or the classifier's default preprocessing/inference changes what a
     # replicate computes (part of the cache key, like the baselines' ``version``). 2: one-hot
     # categorical columns and normal-score numeric columns; 3: π̂ = max(mean, BBE on the
-    # model's scores).
-    version: ClassVar[int] = 3
+    # model's scores); 4: the threshold setting.
+    version: ClassVar[int] = 4
 
     def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
                     categorical: Sequence[bool] | None = None) -> MethodOutput:
@@ -70,7 +83,8 @@ class PUICL:
                               n_estimators=self.config.n_estimators,
                               single_pass_limit=self.config.single_pass_limit,
                               chunk_size=self.config.chunk_size,
-                              max_labeled=self.config.max_labeled)
+                              max_labeled=self.config.max_labeled,
+                              threshold=self.config.threshold)
         clf.fit(table, labeled.astype(np.int8))
         x_u = table[~labeled]
         proba = np.asarray(clf.predict_proba(x_u), dtype=np.float64)[:, 1]

@@ -76,7 +76,25 @@ def test_inference_defaults_are_written_once() -> None:
     for name in ("n_estimators", "single_pass_limit", "chunk_size", "max_labeled"):
         assert signature[name].default == getattr(settings, name)
         assert getattr(cli, name) == getattr(settings, name)
-    assert PUICLConfig is InferenceSettings  # the benchmark adapter's settings
+    # the benchmark adapter's settings: the classifier's, plus its threshold
+    assert issubclass(PUICLConfig, InferenceSettings)
+    assert PUICLConfig().threshold == signature["threshold"].default
+
+
+def test_benchmark_threshold_prior_labels_the_estimated_share_negative(small_weights) -> None:
+    from benchmark.methods.puicl import PUICL
+
+    config = from_mapping(PUICLConfig, {"threshold": "prior"}, path="puicl")
+    rng = np.random.default_rng(1)
+    X, s = rng.normal(size=(60, 4)), np.r_[np.ones(20), np.zeros(40)]
+    output = PUICL(weights=small_weights, config=config).fit_predict(X, s, seed=0)
+    assert int(np.sum(output.labels == 0)) == round(output.pi_hat * 40)
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, "median", True])
+def test_benchmark_threshold_is_validated(value) -> None:
+    with pytest.raises(ConfigError, match=r"puicl\.threshold: (must be a number in|expected)"):
+        from_mapping(PUICLConfig, {"threshold": value}, path="puicl")
 
 
 @pytest.mark.parametrize(("key", "value", "minimum"),
