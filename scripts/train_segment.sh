@@ -5,11 +5,11 @@
 #   scripts/train_segment.sh CONFIG NAME MINUTES
 #   scripts/train_segment.sh configs/puicl_v1.yaml puicl-v1 150
 #
-# 1. writes the run's shards to runs/NAME/shards, with the validation split when the config
-#    validates during training (prior-gen keeps the shards that verify, so this is quick
-#    after the first time);
-# 2. if runs/NAME/run is absent, seeds it from the committed resumable state in
+# 1. if runs/NAME/run is absent, seeds it from the committed resumable state in
 #    checkpoints/NAME-run (the newest checkpoint, its index, config and metrics);
+# 2. writes to runs/NAME/shards the shards this segment can reach (STEPS_PER_MINUTE, below),
+#    with the validation split when the config validates during training (prior-gen keeps
+#    the shards that verify);
 # 3. trains for at most MINUTES with torchrun: 2 processes x 1 thread, the run's hardware class
 #    together with the CPU (docs/training.md: a run continues bit for bit on the same CPU
 #    features, world size and threads);
@@ -31,7 +31,45 @@ SHARDS=runs/$NAME/shards RUN=runs/$NAME/run SAVED=checkpoints/$NAME-run
 [[ $MINUTES =~ ^[0-9]+$ && $MINUTES -ge 1 ]] || {
     echo "error: MINUTES must be a whole number >= 1, got '$MINUTES'" >&2; exit 2; }
 
-.venv/bin/prior-gen --config "$CONFIG" --stages all --workers 2 --out "$SHARDS"
+if [[ ! -d $RUN && -d $SAVED ]]; then
+    mkdir -p "$RUN/checkpoints"
+    cp "$SAVED"/config.yaml "$SAVED"/metrics.jsonl "$RUN"/
+    cp "$SAVED"/checkpoints/* "$RUN/checkpoints/"
+    echo "resuming from the committed state in $SAVED"
+fi
+
+# Only the shards this segment can read: from the run's step to the step it could reach in
+# MINUTES at STEPS_PER_MINUTE (default: the run's last logged speed, else 60), and the stages
+# those steps fall in. A run of hours has GBs of shards, which take a while to write.
+read -r UNTIL STAGES <<< "$($PY - "$CONFIG" "$RUN" "$MINUTES" "${STEPS_PER_MINUTE:-}" <<'EOF'
+import json, math, sys, yaml
+from pathlib import Path
+config, run, minutes, speed = yaml.safe_load(open(sys.argv[1])), Path(sys.argv[2]), \
+    float(sys.argv[3]), sys.argv[4]
+curriculum = config["curriculum"]
+per_stage, stages = curriculum["steps_per_stage"], curriculum["stages"]
+total = per_stage * stages + curriculum["tail_steps"]
+start, rates = 0, []
+index = run / "checkpoints" / "index.json"
+if index.exists():
+    start = json.loads(index.read_text())["checkpoints"][-1]["step"]
+if not speed and (run / "metrics.jsonl").exists():
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        rate = json.loads(line).get("tasks_per_s")
+        if rate:
+            rates.append(rate)
+tasks_per_step = curriculum["global_batch"]
+steps_per_minute = float(speed) if speed else (
+    sum(rates[-20:]) / len(rates[-20:]) * 60 / tasks_per_step if rates else 60.0)
+until = min(total, start + math.ceil(minutes * steps_per_minute * 1.2) + 1)
+first, last = start // per_stage + 1, (until - 1) // per_stage + 1
+names = [str(k) for k in range(first, min(last, stages) + 1)]
+if last > stages:
+    names.append("tail")
+print(until, ",".join(names) or "tail")
+EOF
+)"
+.venv/bin/prior-gen --config "$CONFIG" --stages "$STAGES" --workers 2 --out "$SHARDS"
 # the trainer's own validation split, when the config validates during training
 VAL=$($PY - "$CONFIG" <<'EOF'
 import sys, yaml
@@ -47,16 +85,9 @@ if [[ -n $VAL ]]; then
         --steps "$VAL_STEPS" --workers 2 --out "$SHARDS"
 fi
 
-if [[ ! -d $RUN && -d $SAVED ]]; then
-    mkdir -p "$RUN/checkpoints"
-    cp "$SAVED"/config.yaml "$SAVED"/metrics.jsonl "$RUN"/
-    cp "$SAVED"/checkpoints/* "$RUN/checkpoints/"
-    echo "resuming from the committed state in $SAVED"
-fi
-
 OMP_NUM_THREADS=1 .venv/bin/torchrun --standalone --nproc_per_node 2 trainer/main.py \
     --config "$CONFIG" --shards "$SHARDS" --run-dir "$RUN" --threads 1 \
-    --time-limit "$MINUTES"
+    --until-step "$UNTIL" --time-limit "$MINUTES"
 
 STEP=$($PY - "$RUN" <<'EOF'
 import json, sys
