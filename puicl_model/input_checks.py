@@ -22,7 +22,9 @@ except ImportError:  # older: the same checks were BaseEstimator methods
     def _check_n_features(estimator: Any, X: Any, reset: bool) -> None:
         estimator._check_n_features(X, reset=reset)
 
-__all__ = ["check_pu_labels", "check_settings", "has_mixed_names"]
+__all__ = [
+    "THRESHOLD_RULE", "check_pu_labels", "check_settings", "has_mixed_names", "is_valid_threshold",
+]
 
 
 def has_mixed_names(X: Any) -> bool:
@@ -74,6 +76,17 @@ def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
     return labeled
 
 
+THRESHOLD_RULE = "a number in (0, 1) or 'prior'"
+
+
+def is_valid_threshold(value: Any) -> bool:
+    """Whether ``value`` is a decision threshold ``PUICLClassifier`` takes: THRESHOLD_RULE."""
+    if value == "prior":
+        return True
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return numeric and 0 < value < 1
+
+
 def check_settings(estimator: Any) -> None:
     """Validate ``PUICLClassifier``'s parameters (at ``fit``: the constructor only stores them)."""
     def positive_int(name: str, value: Any, minimum: int = 1) -> None:
@@ -89,13 +102,8 @@ def check_settings(estimator: Any) -> None:
     ).validate()
     if estimator.n_threads is not None:
         positive_int("n_threads", estimator.n_threads)
-    if estimator.threshold != "prior" and not (
-        isinstance(estimator.threshold, (int, float))
-        and not isinstance(estimator.threshold, bool)
-        and 0 < estimator.threshold < 1
-    ):
-        raise ValueError(f"threshold must be a number in (0, 1) or 'prior', got "
-                         f"{estimator.threshold!r}")
+    if not is_valid_threshold(estimator.threshold):
+        raise ValueError(f"threshold must be {THRESHOLD_RULE}, got {estimator.threshold!r}")
     if estimator.precision not in ("auto", "float32", "bfloat16"):
         raise ValueError(f"precision must be 'auto', 'float32' or 'bfloat16', got "
                          f"{estimator.precision!r}")

@@ -23,6 +23,7 @@ import pandas as pd
 
 from benchmark.methods.common import MethodOutput, check_inputs
 from puicl_common.configio import require
+from puicl_model.input_checks import THRESHOLD_RULE, is_valid_threshold
 from puicl_model.settings import InferenceSettings
 
 
@@ -50,10 +51,8 @@ class PUICLConfig(InferenceSettings):
 
     def validate(self) -> None:
         super().validate()
-        value = self.threshold
-        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-        require(value == "prior" or (numeric and 0.0 < float(value) < 1.0), "threshold",
-                f"must be a number in (0, 1) or 'prior', got {value!r}")
+        require(is_valid_threshold(self.threshold), "threshold",
+                f"must be {THRESHOLD_RULE}, got {self.threshold!r}")
 
 
 @dataclass(frozen=True)
