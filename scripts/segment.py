@@ -9,7 +9,12 @@ resumable state to commit after it.
         validates during training.
     python scripts/segment.py save RUN_DIR SAVED_DIR
         copies the run's newest checkpoint alone (with an index that lists only it), its
-        config and metrics to SAVED_DIR, replacing it whole; prints the checkpoint's step.
+        config and metrics to SAVED_DIR, replacing all but its segment scores; prints the
+        checkpoint's step.
+    python scripts/segment.py record SAVED_DIR REFERENCE_JSON
+        appends a segment's scores on the two yardsticks (``recipe_sweep.py --reference``'s
+        reference.json) to SAVED_DIR/scores.jsonl, with the step and the training minutes
+        so far, so that the run's curve is committed with its state (docs/model_card.md).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +35,7 @@ from trainer.shard_check import generate_commands, needed_steps
 SPEED_MARGIN = 1.2  # the segment may run a little faster than the run's last logged speed
 DEFAULT_STEPS_PER_MINUTE = 60.0  # a new run: about a 64-wide model on 2 cores
 RECENT_LOG_LINES = 20
+SCORES = "scores.jsonl"  # one line per scored segment; kept across saves
 
 
 def steps_per_minute(run: Path, tasks_per_step: int) -> float:
@@ -69,6 +76,8 @@ def save(run: Path, saved: Path) -> int:
     (staging / "checkpoints").mkdir(parents=True)
     for name in ("config.yaml", "metrics.jsonl"):
         shutil.copy2(run / name, staging / name)
+    if (saved / SCORES).exists():
+        shutil.copy2(saved / SCORES, staging / SCORES)
     shutil.copy2(run / "checkpoints" / newest["file"], staging / "checkpoints" / newest["file"])
     index = {"format": CHECKPOINT_FORMAT, "checkpoints": [newest]}
     (staging / "checkpoints" / "index.json").write_text(json.dumps(index, indent=1) + "\n")
@@ -77,12 +86,57 @@ def save(run: Path, saved: Path) -> int:
     return int(newest["step"])
 
 
+def training_minutes(metrics: Path, until_step: int) -> float:
+    """Wall-clock minutes of training up to ``until_step``, from the logged throughput: each
+    train record covers the steps since the previous one at its ``tasks_per_s``. Resumed
+    segments log again from their start, so a step counts once, at its last record."""
+    spans: dict[int, float] = {}
+    previous = 0
+    for line in metrics.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "event" and record.get("event") == "start":
+            previous = int(record["step"])
+        elif record.get("kind") == "train" and record["step"] <= until_step:
+            steps = record["step"] - previous
+            spans[record["step"]] = steps / record["tasks_per_s"]
+            previous = record["step"]
+    tasks_per_step = load_run_config(metrics.parent / "config.yaml").curriculum.global_batch
+    return sum(spans.values()) * tasks_per_step / 60
+
+
+def record(saved: Path, reference: Path) -> dict:
+    scores = json.loads(reference.read_text())
+    named = re.search(r"_step(\d+)$", scores["variant"])
+    newest = CheckpointStore(saved / "checkpoints").entries()[-1]["step"]
+    if named is None or int(named.group(1)) > newest:
+        raise SystemExit(f"error: {reference} scores '{scores['variant']}', not a step "
+                         f"<= {newest} of the run saved in {saved}")
+    step = int(named.group(1))
+    line = {"step": step,
+            "training_minutes": round(training_minutes(saved / "metrics.jsonl", step), 2),
+            **{key: scores[key] for key in ("val_auc", "val_accuracy", "val_loss", "bench_auc",
+                                            "bench_per_dataset", "cpu", "date", "weights")}}
+    path = saved / SCORES
+    kept = [json.loads(text) for text in path.read_text().splitlines()] if path.exists() else []
+    kept = [old for old in kept if old["step"] != line["step"]] + [line]
+    kept.sort(key=lambda old: old["step"])
+    staging = path.with_name(SCORES + ".tmp")
+    staging.write_text("".join(json.dumps(old) + "\n" for old in kept))
+    staging.replace(path)
+    return line
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 5 and argv[0] == "plan":
         print("\n".join(plan(Path(argv[1]), Path(argv[2]), Path(argv[3]), float(argv[4]))))
         return 0
     if len(argv) == 3 and argv[0] == "save":
         print(save(Path(argv[1]), Path(argv[2])))
+        return 0
+    if len(argv) == 3 and argv[0] == "record":
+        line = record(Path(argv[1]), Path(argv[2]))
+        print(f"step {line['step']}: val AUC {line['val_auc']:.4f}, dev AUC "
+              f"{line['bench_auc']:.4f} after {line['training_minutes']:.0f} training minutes")
         return 0
     print(__doc__.split("\n\n")[1], file=sys.stderr)
     return 2
