@@ -7,6 +7,11 @@ Example (the full baseline run of docs/benchmark.md)::
 
 Rerunning the same command resumes from ``OUT/cache`` (only missing replicates are computed);
 ``--report-only`` rewrites the reports from the cache without computing anything.
+``--import-results CSV`` seeds the cache from a published results.csv first
+(benchmark/imports.py), e.g. a new PUICL column next to the committed baselines::
+
+    puicl-bench --methods all --datasets all --repeats 10 --jobs 2 --out results/v1 \\
+        --weights runs/puicl-v1/weights --import-results docs/benchmark/results.csv
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmark.datasets import DATASET_SLUGS, DataError
+from benchmark.imports import ImportSummary
 from benchmark.methods import METHOD_NAMES, MissingLibraryError, MissingWeightsError
 from benchmark.protocol import TARGET_PI
 from benchmark.report import write_reports
-from benchmark.runner import RunSpec, expand_names, plan_run, run
+from benchmark.runner import RunSpec, expand_names, import_published, plan_run, run
 from puicl_common.configio import ConfigError, load_yaml
 
 
@@ -52,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes")
     parser.add_argument("--method-config", type=Path, default=None,
                         help="YAML mapping method name -> settings overriding its defaults")
+    parser.add_argument("--import-results", type=Path, default=None, metavar="CSV",
+                        help="seed the cache from a published results.csv: the baselines' "
+                        "rows (default settings) whose task sha256 and seed match, after "
+                        "recomputing --verify-imports of them per method")
+    parser.add_argument("--verify-imports", type=int, default=1, metavar="K",
+                        help="imported replicates per method to recompute and compare first "
+                        "(AUC within 0.002; default 1)")
     parser.add_argument("--report-only", action="store_true",
                         help="write the reports from the cache; fail if replicates are missing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -67,6 +80,10 @@ def _spec_from_args(args: argparse.Namespace) -> RunSpec:
         raise ValueError(f"--pi must be in [0, 1), got {args.pi}")
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.import_results is not None and not args.import_results.is_file():
+        raise ValueError(f"--import-results: no file at {args.import_results}")
+    if args.verify_imports < 0:
+        raise ValueError(f"--verify-imports must be >= 0, got {args.verify_imports}")
     overrides: dict = {}
     if args.method_config is not None:
         overrides = load_yaml(args.method_config)
@@ -77,7 +94,20 @@ def _spec_from_args(args: argparse.Namespace) -> RunSpec:
                 raise ConfigError(name, "expected a mapping of settings")
     return RunSpec(methods=methods, datasets=datasets, repeats=args.repeats, out=args.out,
                    seed=args.seed, data_dir=args.data_dir, weights=args.weights,
-                   jobs=args.jobs, method_overrides=overrides, target_pi=args.pi)
+                   jobs=args.jobs, method_overrides=overrides, target_pi=args.pi,
+                   import_results=args.import_results, verify_imports=args.verify_imports)
+
+
+def _report_import(summary: ImportSummary, source: Path) -> None:
+    for method, dataset, rep, published, now in summary.verified:
+        print(f"[puicl-bench] import check: {method} on {dataset} repetition {rep}: AUC "
+              f"{published:.6f} in {source}, {now:.6f} now", file=sys.stderr)
+    reasons = [f"{method} (its rows depend on weights the CSV does not name)"
+               if method == "puicl" else f"{method} (its settings are overridden)"
+               for method in summary.skipped_methods]
+    skipped = f"; computed, not imported: {', '.join(reasons)}" if reasons else ""
+    print(f"[puicl-bench] imported {summary.imported} replicates from {source}{skipped}",
+          file=sys.stderr, flush=True)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
@@ -92,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
         spec = _spec_from_args(args)
+        if spec.import_results is not None and not args.report_only:
+            _report_import(import_published(spec), spec.import_results)
         if args.report_only:
             plan = plan_run(spec)
             if plan.todo:
@@ -102,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             records = run(spec, progress=False if args.no_progress else None)
         paths = write_reports(spec, records, argv)
+    # ValueError includes a refused import (benchmark.imports.ImportMismatchError)
     except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
         print(f"puicl-bench: error: {err}", file=sys.stderr)
         return 2

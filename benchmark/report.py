@@ -215,7 +215,17 @@ def _method_settings(spec: RunSpec) -> dict[str, Any]:
     }
 
 
-def provenance(spec: RunSpec, argv: Sequence[str]) -> dict[str, Any]:
+def _imported_counts(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for record in records:
+        if record.get("imported_from"):
+            per_method = counts.setdefault(record["imported_from"], {})
+            per_method[record["method"]] = per_method.get(record["method"], 0) + 1
+    return counts
+
+
+def provenance(spec: RunSpec, argv: Sequence[str],
+               records: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     root = resolve_data_dir(spec.data_dir)
     files = {}
     for slug in spec.datasets:
@@ -236,6 +246,8 @@ def provenance(spec: RunSpec, argv: Sequence[str]) -> dict[str, Any]:
         "method_overrides": spec.method_overrides,
         "method_settings": _method_settings(spec),
         "weights": None if spec.weights is None else str(spec.weights),
+        # replicates taken from a published results.csv (puicl-bench --import-results)
+        "imported_replicates": _imported_counts(records),
         "jobs": spec.jobs,
         "versions": _versions(),
         "git_commit": _git_commit(),
@@ -264,5 +276,5 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
     ]) + "\n"
     atomic_write_text(paths["table"], text)
     plot_auc(frame, spec.datasets, spec.methods, paths["plot"])
-    atomic_write_json(paths["provenance"], provenance(spec, argv))
+    atomic_write_json(paths["provenance"], provenance(spec, argv, records))
     return paths

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from benchmark.datasets import load_dataset
+from benchmark.imports import ImportSummary, import_results, importable_methods
 from benchmark.methods import make_method, method_settings
 from benchmark.metrics import accuracy, auc_mann_whitney, f1_positive
 from benchmark.protocol import TARGET_PI, PUTask, make_task, method_seed
@@ -48,6 +49,10 @@ class RunSpec:
     # target negative share of the unlabeled pool (paper §6.1: 0.5); changes the tasks, so
     # their fingerprints (part of every cache key) differ per value
     target_pi: float = TARGET_PI
+    # a published results.csv to seed the cache from (benchmark/imports.py), and how many of
+    # its replicates per method to recompute first
+    import_results: Path | None = None
+    verify_imports: int = 1
 
 
 def _settings_hash(settings: dict[str, Any]) -> str:
@@ -166,6 +171,14 @@ def plan_run(spec: RunSpec) -> Plan:
                     todo.append((task, name, seed, spec.weights,
                                  spec.method_overrides.get(name), path, key))
     return Plan(cached=cached, todo=todo)
+
+
+def import_published(spec: RunSpec) -> ImportSummary:
+    """Seed the cache from ``spec.import_results`` (benchmark/imports.py)."""
+    assert spec.import_results is not None
+    return import_results(plan_run(spec).todo, spec.import_results,
+                          importable_methods(spec.methods, spec.method_overrides),
+                          spec.verify_imports, _job)
 
 
 def run(spec: RunSpec, progress: bool | None = None,

@@ -1,4 +1,5 @@
-"""Shared fixtures of the benchmark tests: a small, easy synthetic PU task."""
+"""Shared fixtures of the benchmark tests: a small, easy synthetic PU task, and a data
+directory with a synthetic Haberman file."""
 
 from __future__ import annotations
 
@@ -20,6 +21,22 @@ def easy_pu_task(seed: int = 0, n_labeled: int = 60, n_u_pos: int = 120, n_u_neg
     X = np.vstack([x_l, pool[order]])
     s = np.array([1] * n_labeled + [0] * len(pool), dtype=np.int8)
     return X, s, y_pool[order]
+
+
+@pytest.fixture()
+def data_dir(tmp_path):
+    """A data directory with a synthetic file in Haberman's format (3 integers + class)."""
+    rng = np.random.default_rng(0)
+    root = tmp_path / "data"
+    (root / "haberman").mkdir(parents=True)
+    survived = np.column_stack([rng.integers(30, 60, 150), rng.integers(58, 70, 150),
+                                rng.integers(0, 4, 150), np.ones(150, int)])
+    died = np.column_stack([rng.integers(50, 80, 60), rng.integers(58, 70, 60),
+                            rng.integers(5, 30, 60), np.full(60, 2)])
+    rows = np.vstack([survived, died])[rng.permutation(210)]
+    text = "\n".join(",".join(str(v) for v in row) for row in rows) + "\n"
+    (root / "haberman" / "haberman.data").write_text(text)
+    return root
 
 
 @pytest.fixture(scope="session")

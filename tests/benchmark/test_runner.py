@@ -4,28 +4,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from benchmark import cli
 from benchmark.runner import RunSpec, cache_path, plan_run, run
-
-
-@pytest.fixture()
-def data_dir(tmp_path):
-    """A data directory with a synthetic file in Haberman's format (3 integers + class)."""
-    rng = np.random.default_rng(0)
-    root = tmp_path / "data"
-    (root / "haberman").mkdir(parents=True)
-    survived = np.column_stack([rng.integers(30, 60, 150), rng.integers(58, 70, 150),
-                                rng.integers(0, 4, 150), np.ones(150, int)])
-    died = np.column_stack([rng.integers(50, 80, 60), rng.integers(58, 70, 60),
-                            rng.integers(5, 30, 60), np.full(60, 2)])
-    rows = np.vstack([survived, died])[rng.permutation(210)]
-    text = "\n".join(",".join(str(v) for v in row) for row in rows) + "\n"
-    (root / "haberman" / "haberman.data").write_text(text)
-    return root
 
 
 def _spec(data_dir, out, repeats=2):

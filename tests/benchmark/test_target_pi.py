@@ -11,8 +11,6 @@ import pytest
 from benchmark import cli
 from benchmark.protocol import composition
 
-from .test_runner import data_dir  # noqa: F401  (the synthetic Haberman fixture)
-
 
 def test_composition_follows_the_target_pi() -> None:
     assert composition(5000, 3000, target_pi=0.2) == (200, 400, 100)
@@ -20,7 +18,7 @@ def test_composition_follows_the_target_pi() -> None:
 
 
 @pytest.mark.parametrize(("pi", "negatives"), [(0.2, 25), (0.5, 60)])
-def test_cli_pi_sets_the_tasks_negative_share(data_dir, tmp_path, pi,  # noqa: F811
+def test_cli_pi_sets_the_tasks_negative_share(data_dir, tmp_path, pi,
                                               negatives) -> None:
     out = tmp_path / f"bench-{pi}"
     argv = ["--methods", "elkan-noto", "--datasets", "haberman", "--repeats", "1", "--pi",
@@ -32,7 +30,7 @@ def test_cli_pi_sets_the_tasks_negative_share(data_dir, tmp_path, pi,  # noqa: F
     assert json.loads((out / "provenance.json").read_text())["target_pi"] == pi
 
 
-def test_cli_rejects_a_pi_outside_0_1(data_dir, tmp_path, capsys) -> None:  # noqa: F811
+def test_cli_rejects_a_pi_outside_0_1(data_dir, tmp_path, capsys) -> None:
     argv = ["--methods", "elkan-noto", "--datasets", "haberman", "--pi", "1.0",
             "--out", str(tmp_path / "x"), "--data-dir", str(data_dir)]
     assert cli.main(argv) == 2
