@@ -45,7 +45,13 @@ def read_results(path: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
     """The CSV's rows by (dataset, repetition, method), typed as the runner's records."""
     rows = {}
     with open(path, newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
+        reader = csv.DictReader(handle)
+        missing = [c for c in ("dataset", "method", "task_sha256", *_INTEGERS, *_FLOATS)
+                   if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ValueError(f"{path} is not a puicl-bench results.csv: it lacks the "
+                             f"column(s) {', '.join(missing)}")
+        for row in reader:
             record: dict[str, Any] = dict(row)
             for key in _INTEGERS:
                 record[key] = int(row[key])

@@ -80,7 +80,12 @@ def test_other_tasks_and_puicl_are_never_imported(data_dir, tmp_path, published,
     assert not cache_path(spec.out, "haberman", "puicl", 0).exists()
 
 
-def test_a_missing_csv_is_a_clear_error(data_dir, tmp_path, capsys):
+def test_a_missing_or_foreign_csv_is_a_clear_error(data_dir, tmp_path, capsys):
     missing = tmp_path / "nowhere.csv"
     assert cli.main(_argv(data_dir, tmp_path / "o", "--import-results", str(missing))) == 2
     assert f"--import-results: no file at {missing}" in capsys.readouterr().err
+    foreign = tmp_path / "foreign.csv"
+    foreign.write_text("dataset,method,auc\nhaberman,ulsif,0.7\n")
+    assert cli.main(_argv(data_dir, tmp_path / "o", "--import-results", str(foreign))) == 2
+    assert "is not a puicl-bench results.csv: it lacks the column(s) task_sha256" \
+        in capsys.readouterr().err
