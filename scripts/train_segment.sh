@@ -16,7 +16,9 @@
 # 4. copies the resumable state to checkpoints/NAME-run for the next session to commit
 #    (scripts/segment.py save), exports the weights to runs/NAME/weights_step<N> and scores
 #    them on both yardsticks of docs/recipe.md (the fixed validation split and the
-#    20-dataset dev subset) into runs/recipe/NAME_step<N>/reference.json.
+#    20-dataset dev subset) into runs/recipe/NAME_step<N>/reference.json, and appends those
+#    scores to checkpoints/NAME-run/scores.jsonl (scripts/segment.py record), the run's curve
+#    (benchmarks/plot_run_curve.py).
 set -euo pipefail
 if [[ $# -ne 3 ]]; then
     echo "usage: $0 CONFIG NAME MINUTES" >&2
@@ -54,4 +56,5 @@ STEP=$($PY scripts/segment.py save "$RUN" "$SAVED")
 WEIGHTS=runs/$NAME/weights_step$STEP
 .venv/bin/trainer export "$RUN" --out "$WEIGHTS"
 $PY benchmarks/recipe_sweep.py --reference "${NAME}_step$STEP=$WEIGHTS"
+$PY scripts/segment.py record "$SAVED" "runs/recipe/${NAME}_step$STEP/reference.json"
 echo "segment done at step $STEP: commit $SAVED; scores in runs/recipe/${NAME}_step$STEP"
