@@ -19,13 +19,15 @@ import argparse
 import json
 from pathlib import Path
 
+from trainer.metrics_log import read_metrics
+
 LOSS_SMOOTHING = 0.9  # exponential smoothing of the logged losses, for a readable curve
 
 
 def read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         raise SystemExit(f"error: {path} does not exist (is {path.parent} a saved run?)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_metrics(path)
 
 
 def train_losses(metrics: list[dict]) -> tuple[list[int], list[float], int | None]:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from trainer.checkpoint import CHECKPOINT_FORMAT, CheckpointStore
 from trainer.config import load_run_config
+from trainer.metrics_log import read_metrics
 from trainer.sampler import StepSampler
 from trainer.shard_check import generate_commands, needed_steps
 
@@ -44,8 +45,7 @@ def steps_per_minute(run: Path, tasks_per_step: int) -> float:
     metrics = run / "metrics.jsonl"
     if not metrics.exists():
         return DEFAULT_STEPS_PER_MINUTE
-    rates = [rate for line in metrics.read_text().splitlines()
-             if (rate := json.loads(line).get("tasks_per_s"))]
+    rates = [rate for record in read_metrics(metrics) if (rate := record.get("tasks_per_s"))]
     recent = rates[-RECENT_LOG_LINES:]
     return sum(recent) / len(recent) * 60 / tasks_per_step if recent else DEFAULT_STEPS_PER_MINUTE
 
@@ -88,12 +88,11 @@ def save(run: Path, saved: Path) -> int:
 
 def training_minutes(metrics: Path, until_step: int) -> float:
     """Wall-clock minutes of training up to ``until_step``, from the logged throughput: each
-    train record covers the steps since the previous one at its ``tasks_per_s``. Resumed
-    segments log again from their start, so a step counts once, at its last record."""
+    train record covers the steps since the previous one (or since its segment's start event)
+    at its ``tasks_per_s``."""
     spans: dict[int, float] = {}
     previous = 0
-    for line in metrics.read_text().splitlines():
-        record = json.loads(line)
+    for record in read_metrics(metrics):
         if record.get("kind") == "event" and record.get("event") == "start":
             previous = int(record["step"])
         elif record.get("kind") == "train" and record["step"] <= until_step:
@@ -117,7 +116,7 @@ def record(saved: Path, reference: Path) -> dict:
             **{key: scores[key] for key in ("val_auc", "val_accuracy", "val_loss", "bench_auc",
                                             "bench_per_dataset", "cpu", "date", "weights")}}
     path = saved / SCORES
-    kept = [json.loads(text) for text in path.read_text().splitlines()] if path.exists() else []
+    kept = read_metrics(path) if path.exists() else []
     kept = [old for old in kept if old["step"] != line["step"]] + [line]
     kept.sort(key=lambda old: old["step"])
     staging = path.with_name(SCORES + ".tmp")
