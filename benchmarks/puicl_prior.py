@@ -1,9 +1,8 @@
-"""Class-prior estimates of one PUICL checkpoint on benchmark tasks at several pool shares π.
+"""Class-prior estimates of one PUICL checkpoint, on benchmark tasks or on synthetic ones.
 
-The π̂ table of docs/classifier.md comes from this script. For each task of ``puicl-bench
---pi P`` (same tasks and seeds) it fits ``PUICLClassifier`` as the benchmark adapter does and
-records several estimates of π, the pool's negative share, next to the realized π and the
-task's AUC:
+The π̂ table of docs/classifier.md comes from this script. For each task it fits
+``PUICLClassifier`` as the benchmark adapter does and records several estimates of π, the
+pool's negative share, next to the realized π and the task's AUC:
 
 * ``mean``: the mean of P(y=0) over the pool (the estimate before issue 17);
 * ``best_bin``: Best Bin Estimation on the model's scores of held-out labeled positives
@@ -16,10 +15,21 @@ task's AUC:
   & Decaestecker, Neural Computation 2002), reading the pool's P(y=1) as posteriors under the
   synthetic prior's mean positive share, 0.5.
 
-    python benchmarks/puicl_prior.py --pis 0.2,0.5,0.8 --repeats 2 --jobs 2 --out prior.csv
+The tasks are those of ``puicl-bench --pi P`` (same tasks and seeds), or with ``--synthetic
+DIR`` the validation tasks of a shard directory (``prior-gen --split val``), whose π is known
+exactly; the recipe study's fixed split (configs/paper.yaml's prior, docs/recipe.md) is one.
 
-The table printed is the mean |π̂ − π| of each estimate per target π; ``--out`` keeps every
-task's signed estimates, so that other rules can be compared without scoring again.
+    python benchmarks/puicl_prior.py --pis 0.2,0.5,0.8 --repeats 2 --jobs 2 --out bench.csv
+    python benchmarks/puicl_prior.py --synthetic runs/recipe/val_paper_prior \\
+        --stages 100,tail --jobs 2 --out synthetic.csv
+    python benchmarks/puicl_prior.py --from bench.csv --calibrate-on synthetic.csv
+
+The table printed is the mean |π̂ − π| of each estimate per target π (per stage for synthetic
+tasks). ``--out`` keeps every task's signed estimates, and ``--from`` reads them back, so that
+other rules can be compared without scoring again. ``--calibrate-on`` fits linear
+calibrations of the estimates to π on the tasks of another such file (least squares, clipped
+to [0, 1]), the synthetic ones, where π is known and which were never benchmark tasks, and
+adds them to the table as ``calibrated(...)`` columns.
 """
 
 from __future__ import annotations
@@ -40,6 +50,8 @@ from benchmark.protocol import make_task, method_seed
 ESTIMATES = ("mean", "best_bin", "estimate_class_prior", "symmetric", "prior_shift_em")
 MIN_HELD_OUT_MEAN = 0.55  # below it the held-out positives' mean says too little to invert
 SYNTHETIC_POSITIVE_SHARE = 0.5  # the prior's mean positive share of a pool (final stages)
+# the estimates each calibration reads: one feature, the other, and both
+CALIBRATIONS = (("mean",), ("best_bin",), ("mean", "best_bin"))
 
 
 def symmetric_alpha(held: np.ndarray, pool: np.ndarray) -> float | None:
@@ -65,26 +77,24 @@ def prior_shift_alpha(posteriors: np.ndarray, trained_alpha: float = SYNTHETIC_P
     return alpha
 
 
-def replicate(slug: str, repetition: int, pi: float, weights: str | None) -> dict:
+def estimates(table, s: np.ndarray, y_pool: np.ndarray, seed: int,
+              weights: str | None) -> dict:
+    """Fit the classifier to one task and read every estimate of π off it."""
     import torch
 
     from puicl_model import PUICLClassifier
     from puicl_model.prior import best_bin_alpha
 
     torch.set_num_threads(1)
-    task = make_task(load_dataset(slug), repetition, 0, target_pi=pi)
-    clf = PUICLClassifier(weights, random_state=method_seed(0, slug, repetition, "puicl"),
-                          n_threads=1, progress=False)
+    clf = PUICLClassifier(weights, random_state=seed, n_threads=1, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # dropped constant columns
-        clf.fit(as_table(task.X, task.categorical), task.s.astype(np.int8))
+        clf.fit(table, s.astype(np.int8))
     pool = clf._pool_probabilities()
     halves = clf._held_out_scores()
     mean = float(np.mean(1.0 - pool))
     symmetric = [symmetric_alpha(held, pool_half) for held, pool_half in halves]
-    y_pool = task.y_true[task.s == 0]
     return {
-        "dataset": slug, "repetition": repetition, "target_pi": pi, "pi": task.pi,
         "auc": float(roc_auc_score(y_pool, pool)) if 0 < y_pool.sum() < len(y_pool) else None,
         "mean": mean,
         "best_bin": float(np.mean([1.0 - best_bin_alpha(held, pool_half)
@@ -95,29 +105,112 @@ def replicate(slug: str, repetition: int, pi: float, weights: str | None) -> dic
     }
 
 
+def benchmark_replicate(slug: str, repetition: int, pi: float, weights: str | None) -> dict:
+    task = make_task(load_dataset(slug), repetition, 0, target_pi=pi)
+    return {"dataset": slug, "repetition": repetition, "target_pi": pi, "pi": task.pi,
+            **estimates(as_table(task.X, task.categorical), task.s, task.y_true[task.s == 0],
+                        method_seed(0, slug, repetition, "puicl"), weights)}
+
+
+def synthetic_replicate(directory: str, stage: str, step: int, index: int,
+                        weights: str | None) -> dict:
+    from prior_gen.shards import open_shards
+
+    task = open_shards(directory, "val").read_step(stage, step, index, index + 1)[0]
+    s = (np.arange(task.n_rows) < task.n_labeled).astype(np.int8)
+    y_pool = np.asarray(task.y[task.n_labeled:], dtype=np.int64)
+    name = f"synthetic-{stage}"
+    return {"dataset": name, "repetition": step * 1000 + index, "target_pi": f"stage {stage}",
+            "pi": float(1.0 - y_pool.mean()),
+            **estimates(task.x.astype(np.float64), s, y_pool,
+                        method_seed(0, name, step * 1000 + index, "puicl"), weights)}
+
+
+def synthetic_jobs(directory: Path, stages: str, steps: str) -> list[tuple]:
+    from prior_gen.shards import open_shards
+
+    reader = open_shards(directory, "val")
+    first, _, last = steps.partition("-")
+    chosen = range(int(first), int(last or first) + 1)
+    wanted = stages.split(",")
+    missing = {stage: reader.missing_steps(stage, chosen) for stage in wanted}
+    missing = {stage: m for stage, m in missing.items() if m}
+    if missing:
+        raise SystemExit(f"error: {directory} (val split) lacks steps {missing}; generate them "
+                         f"with {reader.generate_command(','.join(missing))}")
+    return [(str(directory), stage, step, index) for stage in wanted for step in chosen
+            for index in range(reader.global_batch)]
+
+
+def fit_calibration(frame: pd.DataFrame, features: tuple[str, ...]) -> np.ndarray:
+    """Least-squares coefficients [intercept, *features] of π on the estimates."""
+    design = np.column_stack([np.ones(len(frame)), *(frame[f] for f in features)])
+    coefficients, *_ = np.linalg.lstsq(design, frame["pi"].to_numpy(), rcond=None)
+    return coefficients
+
+
+def apply_calibration(frame: pd.DataFrame, features: tuple[str, ...],
+                      coefficients: np.ndarray) -> pd.Series:
+    design = np.column_stack([np.ones(len(frame)), *(frame[f] for f in features)])
+    return pd.Series(np.clip(design @ coefficients, 0.0, 1.0), index=frame.index)
+
+
+def error_table(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    errors = frame[columns].sub(frame["pi"], axis=0).abs()
+    errors["target_pi"] = frame["target_pi"]
+    table = errors.groupby("target_pi").mean()
+    table.insert(0, "tasks", frame.groupby("target_pi").size())
+    table.insert(1, "auc", frame.groupby("target_pi")["auc"].mean())
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pis", default="0.2,0.5,0.8")
     parser.add_argument("--datasets", default="all")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--synthetic", type=Path, metavar="DIR",
+                        help="score the validation tasks of this shard directory instead")
+    parser.add_argument("--stages", default="100,tail",
+                        help="with --synthetic: the validation stages (default 100,tail)")
+    parser.add_argument("--steps", default="0",
+                        help="with --synthetic: the validation steps, N or A-B (default 0)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--weights", help="a weights directory (default: the bundled model)")
     parser.add_argument("--out", type=Path, help="write every task's estimates to this CSV")
+    parser.add_argument("--from", dest="source", type=Path, metavar="CSV",
+                        help="read the per-task estimates of an earlier --out, score nothing")
+    parser.add_argument("--calibrate-on", type=Path, metavar="CSV",
+                        help="fit linear calibrations on this --out file (synthetic tasks) and "
+                             "add them to the table")
     args = parser.parse_args()
-    slugs = DATASET_SLUGS if args.datasets == "all" else tuple(args.datasets.split(","))
-    jobs = [(slug, rep, float(pi)) for pi in args.pis.split(",") for slug in slugs
-            for rep in range(args.repeats)]
-    rows = Parallel(n_jobs=args.jobs)(delayed(replicate)(*job, args.weights) for job in jobs)
-    frame = pd.DataFrame(rows)
-    if args.out:
-        frame.to_csv(args.out, index=False)
-    errors = frame[list(ESTIMATES)].sub(frame["pi"], axis=0).abs()
-    errors["target_pi"] = frame["target_pi"]
-    table = errors.groupby("target_pi").mean()
-    table.insert(0, "tasks", frame.groupby("target_pi").size())
-    table.insert(1, "auc", frame.groupby("target_pi")["auc"].mean())
+    if args.source is not None:
+        frame = pd.read_csv(args.source)
+    else:
+        if args.synthetic is not None:
+            jobs = synthetic_jobs(args.synthetic, args.stages, args.steps)
+            work = (delayed(synthetic_replicate)(*job, args.weights) for job in jobs)
+        else:
+            slugs = DATASET_SLUGS if args.datasets == "all" else tuple(args.datasets.split(","))
+            jobs = [(slug, rep, float(pi)) for pi in args.pis.split(",") for slug in slugs
+                    for rep in range(args.repeats)]
+            work = (delayed(benchmark_replicate)(*job, args.weights) for job in jobs)
+        frame = pd.DataFrame(Parallel(n_jobs=args.jobs)(work))
+        if args.out:
+            frame.to_csv(args.out, index=False)
+    columns = list(ESTIMATES)
+    if args.calibrate_on is not None:
+        training = pd.read_csv(args.calibrate_on)
+        for features in CALIBRATIONS:
+            coefficients = fit_calibration(training, features)
+            name = f"calibrated({'+'.join(features)})"
+            frame[name] = apply_calibration(frame, features, coefficients)
+            columns.append(name)
+            terms = " ".join(f"{c:+.3f}·{f}" for c, f in zip(coefficients[1:], features,
+                                                           strict=True))
+            print(f"{name}: π̂ = {coefficients[0]:.3f} {terms} on {len(training)} tasks")
     print("mean |π̂ − π| per target π:")
-    print(table.round(3).to_string())
+    print(error_table(frame, columns).round(3).astype(object).T.to_string())
 
 
 if __name__ == "__main__":
