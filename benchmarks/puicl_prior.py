@@ -1,16 +1,22 @@
 """Class-prior estimates of one PUICL checkpoint, on benchmark tasks or on synthetic ones.
 
 The π̂ table of docs/classifier.md comes from this script. For each task it fits
-``PUICLClassifier`` as the benchmark adapter does and records several estimates of π, the
-pool's negative share, next to the realized π and the task's AUC:
+``PUICLClassifier`` as the benchmark adapter does, keeps the model's scores that
+``estimate_class_prior()`` reads (the pool's P(y=1), and per half of the labeled positives the
+held-out half's and the pool's P(y=1) next to the other half), and computes several estimates
+of π, the pool's negative share, from them, next to the realized π and the task's AUC:
 
 * ``mean``: the mean of P(y=0) over the pool (the estimate before issue 17);
-* ``best_bin``: Best Bin Estimation on the model's scores of held-out labeled positives
+* ``best_bin``: Best Bin Estimation on the held-out positives' and the pool's scores
   (``puicl_model.prior``), averaged over the two halves;
 * ``estimate_class_prior``: what the classifier returns, the larger of the two;
 * ``symmetric``: the pool's mean P(y=1), m_U = α m_P + (1 − α) m_N, solved for α with the
   held-out positives' mean m_P and the assumption m_N = 1 − m_P (the model is as unsure of
   negatives as of positives), per half; the mean where m_P < 0.55 (no signal to invert);
+* ``adjusted_mean``: the same equation in P(y=0), with the negatives' mean P(y=0) taken from
+  the pool rows that BBE counts as negatives (the BBE share of the pool with the highest
+  P(y=0)) instead of assumed: exact where those rows are negatives, and where the model is
+  soft (separable classes, yet P(y=0) ≈ 0.3 for positives) the mean is not;
 * ``prior_shift_em``: the EM re-estimate of a class prior under prior shift (Saerens, Latinne
   & Decaestecker, Neural Computation 2002), reading the pool's P(y=1) as posteriors under the
   synthetic prior's mean positive share, 0.5.
@@ -19,23 +25,27 @@ The tasks are those of ``puicl-bench --pi P`` (same tasks and seeds), or with ``
 DIR`` the validation tasks of a shard directory (``prior-gen --split val``), whose π is known
 exactly; the recipe study's fixed split (configs/paper.yaml's prior, docs/recipe.md) is one.
 
-    python benchmarks/puicl_prior.py --pis 0.2,0.5,0.8 --repeats 2 --jobs 2 --out bench.csv
+    python benchmarks/puicl_prior.py --pis 0.2,0.5,0.8 --repeats 2 --jobs 2 \\
+        --out bench.csv --scores-out bench_scores
     python benchmarks/puicl_prior.py --synthetic runs/recipe/val_paper_prior \\
         --stages 100,tail --jobs 2 --out synthetic.csv
+    python benchmarks/puicl_prior.py --from-scores bench_scores      # no model: seconds
     python benchmarks/puicl_prior.py --from bench.csv --calibrate-on synthetic.csv
 
 The table printed is the mean |π̂ − π| of each estimate per target π (per stage for synthetic
-tasks). ``--out`` keeps every task's signed estimates, and ``--from`` reads them back, so that
-other rules can be compared without scoring again. ``--calibrate-on`` fits linear
-calibrations of the estimates to π on the tasks of another such file (least squares, clipped
-to [0, 1]), the synthetic ones, where π is known and which were never benchmark tasks, and
-adds them to the table as ``calibrated(...)`` columns.
+tasks). ``--out`` keeps every task's signed estimates and ``--from`` reads them back;
+``--scores-out`` keeps every task's scores (one ``.npz`` per task) and ``--from-scores``
+recomputes every estimate from them, so a new rule is compared without scoring again.
+``--calibrate-on`` fits linear calibrations of the estimates to π on the tasks of another
+``--out`` file (least squares, clipped to [0, 1]), the synthetic ones, where π is known and
+which were never benchmark tasks, and adds them to the table as ``calibrated(...)`` columns.
 """
 
 from __future__ import annotations
 
 import argparse
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -46,12 +56,64 @@ from sklearn.metrics import roc_auc_score
 from benchmark.datasets import DATASET_SLUGS, load_dataset
 from benchmark.methods.puicl import as_table
 from benchmark.protocol import make_task, method_seed
+from puicl_model.prior import best_bin_alpha
 
-ESTIMATES = ("mean", "best_bin", "estimate_class_prior", "symmetric", "prior_shift_em")
 MIN_HELD_OUT_MEAN = 0.55  # below it the held-out positives' mean says too little to invert
+MIN_SEPARATION = 0.05  # adjusted_mean: below this gap between the two means, the plain mean
 SYNTHETIC_POSITIVE_SHARE = 0.5  # the prior's mean positive share of a pool (final stages)
 # the estimates each calibration reads: one feature, the other, and both
 CALIBRATIONS = (("mean",), ("best_bin",), ("mean", "best_bin"))
+
+Halves = list[tuple[np.ndarray, np.ndarray]]  # per half: (held-out P(y=1), pool P(y=1))
+
+
+def _mean(pool: np.ndarray, halves: Halves) -> float:
+    return float(np.mean(1.0 - pool))
+
+
+def _best_bin(pool: np.ndarray, halves: Halves) -> float:
+    return float(np.mean([1.0 - best_bin_alpha(held, part) for held, part in halves]))
+
+
+def _larger_of_two(pool: np.ndarray, halves: Halves) -> float:
+    return max(_mean(pool, halves), _best_bin(pool, halves))
+
+
+def _symmetric(pool: np.ndarray, halves: Halves) -> float:
+    alphas = [symmetric_alpha(held, part) for held, part in halves]
+    return _mean(pool, halves) if None in alphas else 1.0 - float(np.mean(alphas))
+
+
+def _adjusted_mean(pool: np.ndarray, halves: Halves) -> float:
+    estimates = []
+    for held, part in halves:
+        negative_held, negative_pool = 1.0 - held, np.sort(1.0 - part)[::-1]
+        count = round((1.0 - best_bin_alpha(held, part)) * len(part))
+        if count == 0:
+            estimates.append(0.0)
+            continue
+        m_p, m_u = float(np.mean(negative_held)), float(np.mean(negative_pool))
+        m_n = float(np.mean(negative_pool[:count]))
+        if m_n - m_p < MIN_SEPARATION:
+            estimates.append(m_u)
+            continue
+        estimates.append(float(np.clip((m_u - m_p) / (m_n - m_p), 0.0, 1.0)))
+    return float(np.mean(estimates))
+
+
+def _prior_shift_em(pool: np.ndarray, halves: Halves) -> float:
+    return 1.0 - prior_shift_alpha(pool)
+
+
+# name -> rule(pool's P(y=1), halves) -> π̂; "estimate_class_prior" must equal the classifier's
+ESTIMATORS: dict[str, Callable[[np.ndarray, Halves], float]] = {
+    "mean": _mean,
+    "best_bin": _best_bin,
+    "estimate_class_prior": _larger_of_two,
+    "symmetric": _symmetric,
+    "adjusted_mean": _adjusted_mean,
+    "prior_shift_em": _prior_shift_em,
+}
 
 
 def symmetric_alpha(held: np.ndarray, pool: np.ndarray) -> float | None:
@@ -77,53 +139,66 @@ def prior_shift_alpha(posteriors: np.ndarray, trained_alpha: float = SYNTHETIC_P
     return alpha
 
 
-def estimates(table, s: np.ndarray, y_pool: np.ndarray, seed: int,
-              weights: str | None) -> dict:
-    """Fit the classifier to one task and read every estimate of π off it."""
+def row(identity: dict, pool: np.ndarray, halves: Halves, y_pool: np.ndarray) -> dict:
+    """One task's line of the table: who it is, its π and AUC, and every estimate."""
+    auc = float(roc_auc_score(y_pool, pool)) if 0 < y_pool.sum() < len(y_pool) else None
+    return {**identity, "pi": float(1.0 - np.mean(y_pool)), "auc": auc,
+            **{name: rule(pool, halves) for name, rule in ESTIMATORS.items()}}
+
+
+def scored_row(identity: dict, table, s: np.ndarray, y_pool: np.ndarray, seed: int,
+               weights: str | None, scores_out: Path | None) -> dict:
+    """Fit the classifier to one task, keep its scores (``scores_out``) and estimate π."""
     import torch
 
     from puicl_model import PUICLClassifier
-    from puicl_model.prior import best_bin_alpha
 
     torch.set_num_threads(1)
     clf = PUICLClassifier(weights, random_state=seed, n_threads=1, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # dropped constant columns
         clf.fit(table, s.astype(np.int8))
-    pool = clf._pool_probabilities()
-    halves = clf._held_out_scores()
-    mean = float(np.mean(1.0 - pool))
-    symmetric = [symmetric_alpha(held, pool_half) for held, pool_half in halves]
-    return {
-        "auc": float(roc_auc_score(y_pool, pool)) if 0 < y_pool.sum() < len(y_pool) else None,
-        "mean": mean,
-        "best_bin": float(np.mean([1.0 - best_bin_alpha(held, pool_half)
-                                   for held, pool_half in halves])),
-        "estimate_class_prior": clf.estimate_class_prior(),
-        "symmetric": mean if None in symmetric else 1.0 - float(np.mean(symmetric)),
-        "prior_shift_em": 1.0 - prior_shift_alpha(pool),
-    }
+    pool, halves = clf._pool_probabilities(), clf._held_out_scores()
+    result = row(identity, pool, halves, y_pool)
+    if not np.isclose(result["estimate_class_prior"], clf.estimate_class_prior()):
+        raise AssertionError("the script's larger-of-two rule no longer matches the classifier")
+    if scores_out is not None:
+        name = f"{identity['dataset']}_{identity['repetition']}_{identity['target_pi']}"
+        np.savez_compressed(scores_out / f"{name}.npz".replace(" ", "-"), pool=pool,
+                            y_pool=y_pool, **{f"held{k}": h for k, (h, _) in enumerate(halves)},
+                            **{f"pool{k}": p for k, (_, p) in enumerate(halves)},
+                            **{key: np.asarray(value) for key, value in identity.items()})
+    return result
 
 
-def benchmark_replicate(slug: str, repetition: int, pi: float, weights: str | None) -> dict:
+def rescored_row(path: Path) -> dict:
+    """A task's line from the scores ``--scores-out`` kept, with no model."""
+    with np.load(path) as data:
+        identity = {key: data[key].item() for key in ("dataset", "repetition", "target_pi")}
+        halves = [(data[f"held{k}"], data[f"pool{k}"]) for k in (0, 1)]
+        return row(identity, data["pool"], halves, data["y_pool"])
+
+
+def benchmark_replicate(slug: str, repetition: int, pi: float, weights: str | None,
+                        scores_out: Path | None) -> dict:
     task = make_task(load_dataset(slug), repetition, 0, target_pi=pi)
-    return {"dataset": slug, "repetition": repetition, "target_pi": pi, "pi": task.pi,
-            **estimates(as_table(task.X, task.categorical), task.s, task.y_true[task.s == 0],
-                        method_seed(0, slug, repetition, "puicl"), weights)}
+    identity = {"dataset": slug, "repetition": repetition, "target_pi": pi}
+    return scored_row(identity, as_table(task.X, task.categorical), task.s,
+                      task.y_true[task.s == 0], method_seed(0, slug, repetition, "puicl"),
+                      weights, scores_out)
 
 
 def synthetic_replicate(directory: str, stage: str, step: int, index: int,
-                        weights: str | None) -> dict:
+                        weights: str | None, scores_out: Path | None) -> dict:
     from prior_gen.shards import open_shards
 
     task = open_shards(directory, "val").read_step(stage, step, index, index + 1)[0]
     s = (np.arange(task.n_rows) < task.n_labeled).astype(np.int8)
-    y_pool = np.asarray(task.y[task.n_labeled:], dtype=np.int64)
-    name = f"synthetic-{stage}"
-    return {"dataset": name, "repetition": step * 1000 + index, "target_pi": f"stage {stage}",
-            "pi": float(1.0 - y_pool.mean()),
-            **estimates(task.x.astype(np.float64), s, y_pool,
-                        method_seed(0, name, step * 1000 + index, "puicl"), weights)}
+    name, repetition = f"synthetic-{stage}", step * 1000 + index
+    identity = {"dataset": name, "repetition": repetition, "target_pi": f"stage {stage}"}
+    return scored_row(identity, task.x.astype(np.float64), s,
+                      np.asarray(task.y[task.n_labeled:], dtype=np.int64),
+                      method_seed(0, name, repetition, "puicl"), weights, scores_out)
 
 
 def synthetic_jobs(directory: Path, stages: str, steps: str) -> list[tuple]:
@@ -178,27 +253,40 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--weights", help="a weights directory (default: the bundled model)")
     parser.add_argument("--out", type=Path, help="write every task's estimates to this CSV")
+    parser.add_argument("--scores-out", type=Path, metavar="DIR",
+                        help="keep every task's scores in this directory (one .npz per task)")
     parser.add_argument("--from", dest="source", type=Path, metavar="CSV",
                         help="read the per-task estimates of an earlier --out, score nothing")
+    parser.add_argument("--from-scores", type=Path, metavar="DIR",
+                        help="recompute every estimate from an earlier --scores-out")
     parser.add_argument("--calibrate-on", type=Path, metavar="CSV",
                         help="fit linear calibrations on this --out file (synthetic tasks) and "
                              "add them to the table")
     args = parser.parse_args()
     if args.source is not None:
         frame = pd.read_csv(args.source)
+    elif args.from_scores is not None:
+        paths = sorted(args.from_scores.glob("*.npz"))
+        if not paths:
+            raise SystemExit(f"error: no .npz scores in {args.from_scores}")
+        frame = pd.DataFrame([rescored_row(path) for path in paths])
     else:
+        if args.scores_out is not None:
+            args.scores_out.mkdir(parents=True, exist_ok=True)
         if args.synthetic is not None:
             jobs = synthetic_jobs(args.synthetic, args.stages, args.steps)
-            work = (delayed(synthetic_replicate)(*job, args.weights) for job in jobs)
+            work = (delayed(synthetic_replicate)(*job, args.weights, args.scores_out)
+                    for job in jobs)
         else:
             slugs = DATASET_SLUGS if args.datasets == "all" else tuple(args.datasets.split(","))
             jobs = [(slug, rep, float(pi)) for pi in args.pis.split(",") for slug in slugs
                     for rep in range(args.repeats)]
-            work = (delayed(benchmark_replicate)(*job, args.weights) for job in jobs)
+            work = (delayed(benchmark_replicate)(*job, args.weights, args.scores_out)
+                    for job in jobs)
         frame = pd.DataFrame(Parallel(n_jobs=args.jobs)(work))
-        if args.out:
-            frame.to_csv(args.out, index=False)
-    columns = list(ESTIMATES)
+    if args.out:
+        frame.to_csv(args.out, index=False)
+    columns = [name for name in ESTIMATORS if name in frame]
     if args.calibrate_on is not None:
         training = pd.read_csv(args.calibrate_on)
         for features in CALIBRATIONS:
