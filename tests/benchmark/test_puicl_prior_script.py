@@ -1,0 +1,65 @@
+"""benchmarks/puicl_prior.py's rules and its kept scores: the adjusted mean recovers π where the
+model separates the classes but is soft, the larger-of-two rule is the classifier's, and the
+estimates recomputed from ``--scores-out`` files equal the ones computed when scoring."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+puicl_prior = _load("puicl_prior", ROOT / "benchmarks" / "puicl_prior.py")
+
+
+def _soft_separable(pi: float, n_pool: int = 800, n_held: int = 400, seed: int = 0):
+    """P(y=1) of a model that ranks perfectly but is unsure of positives: [0.55, 0.9] for
+    positives, [0.05, 0.15] for negatives; two halves of held-out positives of the same law."""
+    rng = np.random.default_rng(seed)
+    n_neg = round(pi * n_pool)
+    pool = np.r_[rng.uniform(0.55, 0.9, n_pool - n_neg), rng.uniform(0.05, 0.15, n_neg)]
+    y_pool = np.r_[np.ones(n_pool - n_neg, int), np.zeros(n_neg, int)]
+    halves = [(rng.uniform(0.55, 0.9, n_held // 2), pool) for _ in range(2)]
+    return pool, halves, y_pool
+
+
+@pytest.mark.parametrize("pi", [0.2, 0.5, 0.8])
+def test_adjusted_mean_recovers_pi_where_the_plain_mean_is_pulled_to_one_half(pi) -> None:
+    pool, halves, _ = _soft_separable(pi)
+    adjusted = puicl_prior.ESTIMATORS["adjusted_mean"](pool, halves)
+    mean = puicl_prior.ESTIMATORS["mean"](pool, halves)
+    symmetric = puicl_prior.ESTIMATORS["symmetric"](pool, halves)
+    assert abs(adjusted - pi) < 0.03
+    # the fixture is the case the rule is for: away from π = 0.8, where the negatives dominate
+    # the mean, the plain mean and the symmetric inversion (which assumes the model is as sure
+    # of negatives as of positives) both miss
+    if pi < 0.8:
+        assert abs(mean - pi) > 0.05 and abs(symmetric - pi) > 0.05
+
+
+def test_larger_of_two_is_the_classifier_rule() -> None:
+    pool, halves, _ = _soft_separable(0.2)
+    rules = puicl_prior.ESTIMATORS
+    assert rules["estimate_class_prior"](pool, halves) == max(rules["mean"](pool, halves),
+                                                              rules["best_bin"](pool, halves))
+
+
+def test_kept_scores_give_the_same_row(tmp_path) -> None:
+    pool, halves, y_pool = _soft_separable(0.5, seed=3)
+    identity = {"dataset": "synthetic-tail", "repetition": 7, "target_pi": "stage tail"}
+    expected = puicl_prior.row(identity, pool, halves, y_pool)
+    np.savez_compressed(tmp_path / "task.npz", pool=pool, y_pool=y_pool,
+                        held0=halves[0][0], pool0=halves[0][1], held1=halves[1][0],
+                        pool1=halves[1][1], **{k: np.asarray(v) for k, v in identity.items()})
+    assert puicl_prior.rescored_row(tmp_path / "task.npz") == expected
