@@ -10,17 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "puicl_prior.py"
 
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-puicl_prior = _load("puicl_prior", ROOT / "benchmarks" / "puicl_prior.py")
+# a script, not a module of the package: loaded from its file
+_spec = importlib.util.spec_from_file_location("puicl_prior", SCRIPT)
+puicl_prior = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(puicl_prior)
 
 
 def _soft_separable(pi: float, n_pool: int = 800, n_held: int = 400, seed: int = 0):
