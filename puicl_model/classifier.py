@@ -49,14 +49,13 @@ from puicl_model.preprocessing import (
     NumericStrategy,
     TablePreprocessor,
 )
-from puicl_model.prior import best_bin_alpha
+from puicl_model.prior import MIN_LABELED_FOR_BBE, class_prior_estimate
 from puicl_model.settings import InferenceSettings
 from puicl_model.weights import bundled_weights_path, load_weights
 
 # estimate_class_prior: the spawn-key tag of the labeled rows' split in halves (the inference
-# planner's tags are 1-3), and the fewest labeled positives that split is used for
+# planner's tags are 1-3)
 _PRIOR_HALVES = 11
-_MIN_LABELED_FOR_BBE = 20
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
 
@@ -398,19 +397,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
           positives, so 1 − α̂ bounds π from below, and falls short where they are not; the
           larger of the two guards against that. Averaged over the two halves.
 
-        With fewer than ``_MIN_LABELED_FOR_BBE`` labeled positives, only the mean. The split
-        costs about four extra scorings of the pool, computed once.
+        With fewer than ``MIN_LABELED_FOR_BBE`` labeled positives, only the mean. The split
+        costs about four extra scorings of the pool, computed once. The rule itself is
+        :func:`puicl_model.prior.class_prior_estimate`.
         """
         self._check_fitted()
         if self._class_prior is None:
-            mean = float(np.mean(1.0 - self._pool_probabilities()))
-            if len(self.x_labeled_) < _MIN_LABELED_FOR_BBE:
-                self._class_prior = mean
-            else:
-                best_bin = float(np.mean([
-                    1.0 - best_bin_alpha(held, pool) for held, pool in self._held_out_scores()
-                ]))
-                self._class_prior = max(mean, best_bin)
+            halves = (self._held_out_scores()
+                      if len(self.x_labeled_) >= MIN_LABELED_FOR_BBE else None)
+            self._class_prior = class_prior_estimate(self._pool_probabilities(), halves)
         return self._class_prior
 
     def _held_out_scores(self) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -10,13 +10,27 @@ at the cut that minimizes that ratio plus a confidence slack:
     ĉ = argmin_c  q_U(c)/q_P(c) + (1+γ)/q_P(c) · ( √(log(1/δ)/(2 n_U)) + √(log(1/δ)/(2 n_P)) )
 
 with the authors' δ = 0.1, γ = 0.01. A cut needs at least two rows of each sample above it.
+
+:func:`class_prior_estimate` is the classifier's π̂ (``PUICLClassifier.estimate_class_prior``):
+the larger of the pool's mean P(y=0) and BBE on the model's own scores, read off those scores
+alone so that benchmarks/puicl_prior.py recomputes it from kept scores.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-__all__ = ["best_bin_alpha"]
+__all__ = ["MIN_LABELED_FOR_BBE", "best_bin_alpha", "best_bin_estimate", "class_prior_estimate",
+           "mean_estimate"]
+
+# the fewest labeled positives whose split in halves BBE is run on
+MIN_LABELED_FOR_BBE = 20
+
+# per half of the labeled positives: (the held-out half's P(y=1), the pool's P(y=1)), both
+# scored next to the other half
+Halves = Sequence[tuple[np.ndarray, np.ndarray]]
 
 
 def best_bin_alpha(positive_scores: np.ndarray, unlabeled_scores: np.ndarray,
@@ -38,3 +52,25 @@ def best_bin_alpha(positive_scores: np.ndarray, unlabeled_scores: np.ndarray,
     slack = np.sqrt(np.log(1.0 / delta) / (2 * n_u)) + np.sqrt(np.log(1.0 / delta) / (2 * n_p))
     best = int(np.argmin(ratio + (1.0 + gamma) / q_p * slack))
     return float(np.clip(ratio[best], 0.0, 1.0))
+
+
+def mean_estimate(pool_positive: np.ndarray) -> float:
+    """π̂ as the mean of P(y=0) over the pool: pulled towards 0.5 where the model is unsure."""
+    return float(np.mean(1.0 - np.asarray(pool_positive, dtype=np.float64)))
+
+
+def best_bin_estimate(halves: Halves) -> float:
+    """π̂ as 1 − BBE's α̂ on each half's scores, averaged over the halves. BBE's α̂ bounds the
+    pool's positive share from above where the model's top scores are pure positives, so this
+    bounds π from below, and falls short where they are not."""
+    return float(np.mean([1.0 - best_bin_alpha(held, pool) for held, pool in halves]))
+
+
+def class_prior_estimate(pool_positive: np.ndarray, halves: Halves | None) -> float:
+    """The larger of :func:`mean_estimate` and :func:`best_bin_estimate` (each guards against
+    the other's miss; docs/classifier.md measures both); the mean alone without ``halves`` or
+    with fewer than ``MIN_LABELED_FOR_BBE`` held-out positives in them."""
+    mean = mean_estimate(pool_positive)
+    if halves is None or sum(len(held) for held, _ in halves) < MIN_LABELED_FOR_BBE:
+        return mean
+    return max(mean, best_bin_estimate(halves))
