@@ -33,10 +33,11 @@ exactly; the recipe study's fixed split (configs/paper.yaml's prior, docs/recipe
     python benchmarks/puicl_prior.py --from-scores bench_scores      # no model: seconds
     python benchmarks/puicl_prior.py --from bench.csv --calibrate-on synthetic.csv
 
-The table printed is the mean |π̂ − π| of each estimate per target π (per stage for synthetic
-tasks). ``--out`` keeps every task's signed estimates and ``--from`` reads them back;
-``--scores-out`` keeps every task's scores (one ``.npz`` per task) and ``--from-scores``
-recomputes every estimate from them, so a new rule is compared without scoring again.
+The tables printed are the mean |π̂ − π| of each estimate per target π (per stage for
+synthetic tasks), and the mean π̂ itself, which shows which way an estimate misses. ``--out``
+keeps every task's signed estimates and ``--from`` reads them back; ``--scores-out`` keeps
+every task's scores (one ``.npz`` per task) and ``--from-scores`` recomputes every estimate
+from them, so a new rule is compared without scoring again.
 ``--calibrate-on`` fits linear calibrations of the estimates to π on the tasks of another
 ``--out`` file (least squares, clipped to [0, 1]), the synthetic ones, where π is known and
 which were never benchmark tasks, and adds them to the table as ``calibrated(...)`` columns.
@@ -292,6 +293,8 @@ def main() -> None:
             print(f"{name}: π̂ = {coefficients[0]:.3f} {terms} on {len(training)} tasks")
     print("mean |π̂ − π| per target π:")
     print(error_table(frame, columns).round(3).astype(object).T.to_string())
+    print("mean π̂ per target π (the realized π first):")
+    print(frame.groupby("target_pi")[["pi", *columns]].mean().round(3).T.to_string())
 
 
 if __name__ == "__main__":
