@@ -34,7 +34,10 @@ exactly; the recipe study's fixed split (configs/paper.yaml's prior, docs/recipe
     python benchmarks/puicl_prior.py --from bench.csv --calibrate-on synthetic.csv
 
 The tables printed are the mean |π̂ − π| of each estimate per target π (per stage for
-synthetic tasks), and the mean π̂ itself, which shows which way an estimate misses. ``--out``
+synthetic tasks), the mean π̂ itself, which shows which way an estimate misses, and the pool's
+accuracy and F1 (positive class) under the classifier's two decision thresholds: P(y=1) > 0.5,
+and ``threshold="prior"``, which labels the π̂ share of the pool with the lowest P(y=1)
+negative (``puicl_model.prior.prior_cut``, with the classifier's π̂). ``--out``
 keeps every task's signed estimates and ``--from`` reads them back; ``--scores-out`` keeps
 every task's scores (one ``.npz`` per task) and ``--from-scores`` recomputes every estimate
 from them, so a new rule is compared without scoring again.
@@ -57,6 +60,7 @@ from sklearn.metrics import roc_auc_score
 
 from benchmark.datasets import DATASET_SLUGS, load_dataset
 from benchmark.methods.puicl import as_table
+from benchmark.metrics import accuracy, f1_positive
 from benchmark.protocol import make_task, method_seed
 from puicl_model.prior import (
     Halves,
@@ -64,6 +68,7 @@ from puicl_model.prior import (
     best_bin_estimate,
     class_prior_estimate,
     mean_estimate,
+    prior_cut,
 )
 
 MIN_HELD_OUT_MEAN = 0.55  # below it the held-out positives' mean says too little to invert
@@ -134,10 +139,17 @@ def prior_shift_alpha(posteriors: np.ndarray, trained_alpha: float = SYNTHETIC_P
 
 
 def row(identity: dict, pool: np.ndarray, halves: Halves, y_pool: np.ndarray) -> dict:
-    """One task's line of the table: who it is, its π and AUC, and every estimate."""
+    """One task's line of the table: who it is, its π and AUC, every estimate, and the pool's
+    accuracy and F1 at each decision threshold."""
     auc = float(roc_auc_score(y_pool, pool)) if 0 < y_pool.sum() < len(y_pool) else None
-    return {**identity, "pi": float(1.0 - np.mean(y_pool)), "auc": auc,
-            **{name: rule(pool, halves) for name, rule in ESTIMATORS.items()}}
+    estimates = {name: rule(pool, halves) for name, rule in ESTIMATORS.items()}
+    by_threshold = {"0.5": (pool > 0.5).astype(np.int64),
+                    "prior": prior_cut(pool, estimates["estimate_class_prior"])[0]}
+    scores = {}
+    for threshold, labels in by_threshold.items():
+        scores[f"accuracy@{threshold}"] = accuracy(y_pool, labels)
+        scores[f"f1@{threshold}"] = f1_positive(y_pool, labels)
+    return {**identity, "pi": float(1.0 - np.mean(y_pool)), "auc": auc, **estimates, **scores}
 
 
 def scored_row(identity: dict, table, s: np.ndarray, y_pool: np.ndarray, seed: int,
@@ -295,6 +307,12 @@ def main() -> None:
     print(error_table(frame, columns).round(3).astype(object).T.to_string())
     print("mean π̂ per target π (the realized π first):")
     print(frame.groupby("target_pi")[["pi", *columns]].mean().round(3).T.to_string())
+    decisions = [name for name in ("accuracy@0.5", "accuracy@prior", "f1@0.5", "f1@prior")
+                 if name in frame]  # absent from an --out file written before they were
+    if decisions:
+        print("pool accuracy and F1 per decision threshold (0.5, or prior: the π̂ share "
+              "negative):")
+        print(frame.groupby("target_pi")[decisions].mean().round(3).T.to_string())
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ predictions come from forward passes of the pretrained model over the whole tabl
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 import time
 import warnings
@@ -49,7 +48,7 @@ from puicl_model.preprocessing import (
     NumericStrategy,
     TablePreprocessor,
 )
-from puicl_model.prior import MIN_LABELED_FOR_BBE, class_prior_estimate
+from puicl_model.prior import MIN_LABELED_FOR_BBE, class_prior_estimate, prior_cut
 from puicl_model.settings import InferenceSettings
 from puicl_model.weights import bundled_weights_path, load_weights
 
@@ -433,20 +432,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
-        proba = self._pool_probabilities()
-        n = len(proba)
-        negatives = min(n, max(0, round(self.estimate_class_prior() * n)))
-        order = np.argsort(proba, kind="stable")
-        labels = np.ones(n, dtype=np.int64)
-        labels[order[:negatives]] = 0
-        ranked = proba[order]
-        if negatives == 0:
-            cut = -math.inf
-        elif negatives == n:
-            cut = math.inf
-        else:
-            cut = float(ranked[negatives - 1] + ranked[negatives]) / 2.0
-        return labels, cut
+        return prior_cut(self._pool_probabilities(), self.estimate_class_prior())
 
     def predict(self, X: Any) -> np.ndarray:
         """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``."""

@@ -18,12 +18,13 @@ alone so that benchmarks/puicl_prior.py recomputes it from kept scores.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 __all__ = ["MIN_LABELED_FOR_BBE", "best_bin_alpha", "best_bin_estimate", "class_prior_estimate",
-           "mean_estimate"]
+           "mean_estimate", "prior_cut"]
 
 # the fewest labeled positives whose split in halves BBE is run on
 MIN_LABELED_FOR_BBE = 20
@@ -74,3 +75,23 @@ def class_prior_estimate(pool_positive: np.ndarray, halves: Halves | None) -> fl
     if halves is None or sum(len(held) for held, _ in halves) < MIN_LABELED_FOR_BBE:
         return mean
     return max(mean, best_bin_estimate(halves))
+
+
+def prior_cut(pool_positive: np.ndarray, pi_hat: float) -> tuple[np.ndarray, float]:
+    """The ``threshold="prior"`` labels: the round(π̂ n) pool rows of lowest P(y=1) are
+    negative (0), the rest positive (1); and the cut for new rows, halfway between the highest
+    negative's P(y=1) and the lowest positive's (±inf when all rows fall on one side)."""
+    proba = np.asarray(pool_positive)  # its own dtype: the cut is compared with new rows' P
+    n = len(proba)
+    negatives = min(n, max(0, round(pi_hat * n)))
+    order = np.argsort(proba, kind="stable")
+    labels = np.ones(n, dtype=np.int64)
+    labels[order[:negatives]] = 0
+    ranked = proba[order]
+    if negatives == 0:
+        cut = -math.inf
+    elif negatives == n:
+        cut = math.inf
+    else:
+        cut = float(ranked[negatives - 1] + ranked[negatives]) / 2.0
+    return labels, cut

@@ -58,3 +58,14 @@ def test_kept_scores_give_the_same_row(tmp_path) -> None:
                         held0=halves[0][0], pool0=halves[0][1], held1=halves[1][0],
                         pool1=halves[1][1], **{k: np.asarray(v) for k, v in identity.items()})
     assert puicl_prior.rescored_row(tmp_path / "task.npz") == expected
+
+
+def test_row_scores_both_decision_thresholds() -> None:
+    pool, halves, y_pool = _soft_separable(0.2)  # P(y=1) > 0.5 for every positive only
+    result = puicl_prior.row({"dataset": "soft", "repetition": 0, "target_pi": 0.2}, pool,
+                             halves, y_pool)
+    assert result["accuracy@0.5"] == 1.0 and result["f1@0.5"] == 1.0
+    # the prior cut labels the π̂ share negative: it is exact only where π̂ is
+    pi_hat = result["estimate_class_prior"]
+    negatives = round(pi_hat * len(pool))
+    assert result["accuracy@prior"] == pytest.approx(1 - abs(negatives - 160) / 800)

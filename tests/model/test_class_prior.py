@@ -8,7 +8,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 
 from puicl_model import PUICLClassifier
-from puicl_model.prior import best_bin_alpha
+from puicl_model.prior import best_bin_alpha, prior_cut
 
 
 def test_best_bin_finds_the_positive_share_when_the_top_bin_is_pure() -> None:
@@ -24,6 +24,17 @@ def test_best_bin_sees_no_negatives_where_the_scores_do_not_differ() -> None:
     assert best_bin_alpha([0.5], [0.1, 0.2]) == 1.0  # no cut holds two rows of each
     with pytest.raises(ValueError, match="at least one positive and one unlabeled score"):
         best_bin_alpha([], [0.5])
+
+
+def test_prior_cut_labels_the_pi_hat_share_of_lowest_scores_negative() -> None:
+    pool = np.array([0.9, 0.2, 0.6, 0.4, 0.8], dtype=np.float32)
+    labels, cut = prior_cut(pool, 0.4)  # round(0.4 * 5) = 2 negatives: 0.2 and 0.4
+    np.testing.assert_array_equal(labels, [1, 0, 1, 0, 1])
+    assert cut == pytest.approx(0.5)  # halfway between 0.4 and 0.6
+    none_negative, cut_none = prior_cut(pool, 0.0)
+    assert (none_negative == 1).all() and cut_none == -np.inf
+    all_negative, cut_all = prior_cut(pool, 1.0)
+    assert (all_negative == 0).all() and cut_all == np.inf
 
 
 def breast_cancer_task(n_u_pos: int, n_u_neg: int) -> tuple[np.ndarray, np.ndarray]:
