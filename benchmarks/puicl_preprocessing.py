@@ -1,6 +1,6 @@
 """AUC of one PUICL checkpoint on benchmark tasks under different table preprocessings.
 
-The figures of docs/model_card.md ("The preprocessing defaults were chosen with the benchmark
+The figures of docs/model_card/v0.md ("The preprocessing defaults were chosen with the benchmark
 in view", and the study subset) come from this script. Each variant is a
 ``PUICLClassifier(categorical=..., numeric=...)`` setting; categorical columns are declared to
 the classifier as in ``puicl-bench`` (the loader's flags). Tasks, seeds and metric are the

@@ -10,7 +10,7 @@ the table given to ``fit`` (labeled and unlabeled rows together, never the hidde
   (new rows: the same formula against the fitted values, clipped to ``[1/2n, 1 − 1/2n]``).
   It keeps the order of the values and removes skew and outliers, which the model, trained
   on standardized SCM outputs, handles less well than bell-shaped columns (measured in
-  docs/model_card.md). ``numeric="standard"`` passes the values through. ``numeric="power"``
+  docs/model_card/v0.md). ``numeric="standard"`` passes the values through. ``numeric="power"``
   applies a Yeo-Johnson power transform, its exponent fitted by maximum likelihood on the
   fitted rows (bounded to ±3) (a smooth map that also removes skew but, unlike the
   normal scores, keeps the spacing of the values). Infinite values are an error.

@@ -49,11 +49,12 @@ def breast_cancer_task(n_u_pos: int, n_u_neg: int) -> tuple[np.ndarray, np.ndarr
 
 
 def test_prior_of_a_mostly_negative_pool_is_not_pulled_towards_one_half() -> None:
+    # (with the first bundled checkpoint the pool's mean P(y=0) read 0.76 here; puicl-v1's
+    # mean is itself close, and the rule must keep it so)
     X, s = breast_cancer_task(n_u_pos=50, n_u_neg=200)  # π = 0.8
     clf = PUICLClassifier(random_state=0).fit(X, s)
     mean = float(np.mean(clf.predict_proba(X[s == 0])[:, 0]))
     pi_hat = clf.estimate_class_prior()
-    assert mean < 0.77  # the mean of P(y=0): pulled towards 0.5
     assert abs(pi_hat - 0.8) < 0.02
     assert pi_hat >= mean  # the larger of the mean and the best-bin estimate
     assert PUICLClassifier(random_state=0).fit(X, s).estimate_class_prior() == pi_hat
