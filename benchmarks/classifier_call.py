@@ -6,6 +6,9 @@ bundled checkpoint, best of N in this process (docs/performance.md, Trainer / ba
     PYTHONPATH=/path/to/other/checkout .venv/bin/python benchmarks/classifier_call.py
     # ensembles of 1-4 members, taking turns call by call (their ratios to the first):
     .venv/bin/python benchmarks/classifier_call.py --n-estimators 1,2,3,4 --repeats 10
+    # the default (n_estimators=None) against the single pass, on a table whose last 5
+    # columns are categorical (the default adds a member there):
+    .venv/bin/python benchmarks/classifier_call.py --n-estimators 1,default --categorical 5
 
 Prints the best time and the first three probabilities (equal across versions that compute
 the same function).
@@ -17,8 +20,14 @@ import argparse
 import time
 
 import numpy as np
+import pandas as pd
 
 from puicl_model import PUICLClassifier
+
+
+def parse_size(text: str) -> int | None:
+    """An ensemble size, or None for the classifier's default ("default")."""
+    return None if text.strip() == "default" else int(text)
 
 
 def main() -> None:
@@ -26,22 +35,33 @@ def main() -> None:
     parser.add_argument("--shape", default="200,800,20", help="P,n_u,d (default 200,800,20)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n-estimators", default=None,
-                        help="comma-separated ensemble sizes, timed in turns (default: the "
-                        "classifier's default only)")
+                        help="comma-separated ensemble sizes or 'default', timed in turns "
+                        "(default: the classifier's default only)")
+    parser.add_argument("--categorical", type=int, default=0,
+                        help="make the last K columns categorical: each value's quartile as "
+                        "a text level (default 0: a numeric table)")
     args = parser.parse_args()
     labeled, pool, features = (int(v) for v in args.shape.split(","))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(labeled + pool, features))
     X[labeled + pool // 2:] += 1.0  # half the pool shifted: the negatives
     s = np.r_[np.ones(labeled, int), np.zeros(pool, int)]
+    if not 0 <= args.categorical <= features:
+        parser.error(f"--categorical must be in [0, {features}], got {args.categorical}")
+    table: np.ndarray | pd.DataFrame = X
+    if args.categorical:
+        table = pd.DataFrame(X, columns=[f"x{j}" for j in range(features)])
+        for j in range(features - args.categorical, features):
+            quartile = np.searchsorted(np.quantile(X[:, j], [0.25, 0.5, 0.75]), X[:, j])
+            table[f"x{j}"] = np.array(["q1", "q2", "q3", "q4"])[quartile]
     sizes = [None] if args.n_estimators is None else [
-        int(k) for k in args.n_estimators.split(",")
+        parse_size(k) for k in args.n_estimators.split(",")
     ]
 
     def call(size: int | None) -> tuple[float, np.ndarray]:
         start = time.perf_counter()
         clf = PUICLClassifier(random_state=0, n_estimators=size)
-        proba = clf.fit(X, s).predict_proba(X[s == 0])
+        proba = clf.fit(table, s).predict_proba(table[s == 0])
         return time.perf_counter() - start, proba
 
     for size in sizes:
@@ -57,7 +77,8 @@ def main() -> None:
         ratio = "" if len(sizes) == 1 else (
             f" ({median / float(np.median(times[sizes[0]])):.2f}x the first's median)"
         )
-        print(f"n_estimators={size}: {best:.4f} s best, {median:.4f} s median{ratio}; "
+        name = "default" if size is None else size
+        print(f"n_estimators={name}: {best:.4f} s best, {median:.4f} s median{ratio}; "
               f"P(positive) of the first pool rows: "
               f"{probas[size][:3, 1].round(6).tolist()}")
 

@@ -153,14 +153,16 @@ def row(identity: dict, pool: np.ndarray, halves: Halves, y_pool: np.ndarray) ->
 
 
 def scored_row(identity: dict, table, s: np.ndarray, y_pool: np.ndarray, seed: int,
-               weights: str | None, scores_out: Path | None) -> dict:
+               weights: str | None, scores_out: Path | None,
+               n_estimators: int | None = None) -> dict:
     """Fit the classifier to one task, keep its scores (``scores_out``) and estimate π."""
     import torch
 
     from puicl_model import PUICLClassifier
 
     torch.set_num_threads(1)
-    clf = PUICLClassifier(weights, random_state=seed, n_threads=1, progress=False)
+    clf = PUICLClassifier(weights, random_state=seed, n_threads=1, progress=False,
+                          n_estimators=n_estimators)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # dropped constant columns
         clf.fit(table, s.astype(np.int8))
@@ -184,22 +186,23 @@ def rescored_row(path: Path) -> dict:
 
 
 def benchmark_replicate(slug: str, repetition: int, pi: float, weights: str | None,
-                        scores_out: Path | None) -> dict:
+                        scores_out: Path | None, n_estimators: int | None = None) -> dict:
     task = make_task(load_dataset(slug), repetition, 0, target_pi=pi)
     identity = {"dataset": slug, "repetition": repetition, "target_pi": pi}
     return scored_row(identity, as_table(task.X, task.categorical), task.s,
                       task.y_true[task.s == 0], method_seed(0, slug, repetition, "puicl"),
-                      weights, scores_out)
+                      weights, scores_out, n_estimators)
 
 
 def synthetic_replicate(task, stage: str, step: int, index: int, weights: str | None,
-                        scores_out: Path | None) -> dict:
+                        scores_out: Path | None, n_estimators: int | None = None) -> dict:
     s = (np.arange(task.n_rows) < task.n_labeled).astype(np.int8)
     name, repetition = f"synthetic-{stage}", step * 1000 + index
     identity = {"dataset": name, "repetition": repetition, "target_pi": f"stage {stage}"}
     return scored_row(identity, task.x.astype(np.float64), s,
                       np.asarray(task.y[task.n_labeled:], dtype=np.int64),
-                      method_seed(0, name, repetition, "puicl"), weights, scores_out)
+                      method_seed(0, name, repetition, "puicl"), weights, scores_out,
+                      n_estimators)
 
 
 def synthetic_jobs(directory: Path, stages: str, steps: str) -> list[tuple]:
@@ -258,6 +261,9 @@ def main() -> None:
                         help="with --synthetic: the validation steps, N or A-B (default 0)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--weights", help="a weights directory (default: the bundled model)")
+    parser.add_argument("--n-estimators", type=int, default=None,
+                        help="ensemble members (default: the classifier's, which depends on "
+                        "the table; 1: the single pass)")
     parser.add_argument("--out", type=Path, help="write every task's estimates to this CSV")
     parser.add_argument("--scores-out", type=Path, metavar="DIR",
                         help="keep every task's scores in this directory (one .npz per task)")
@@ -281,14 +287,14 @@ def main() -> None:
             args.scores_out.mkdir(parents=True, exist_ok=True)
         if args.synthetic is not None:
             jobs = synthetic_jobs(args.synthetic, args.stages, args.steps)
-            work = (delayed(synthetic_replicate)(*job, args.weights, args.scores_out)
-                    for job in jobs)
+            work = (delayed(synthetic_replicate)(*job, args.weights, args.scores_out,
+                                                 args.n_estimators) for job in jobs)
         else:
             slugs = DATASET_SLUGS if args.datasets == "all" else tuple(args.datasets.split(","))
             jobs = [(slug, rep, float(pi)) for pi in args.pis.split(",") for slug in slugs
                     for rep in range(args.repeats)]
-            work = (delayed(benchmark_replicate)(*job, args.weights, args.scores_out)
-                    for job in jobs)
+            work = (delayed(benchmark_replicate)(*job, args.weights, args.scores_out,
+                                                 args.n_estimators) for job in jobs)
         frame = pd.DataFrame(Parallel(n_jobs=args.jobs)(work))
     if args.out:
         frame.to_csv(args.out, index=False)

@@ -11,6 +11,7 @@ byte for byte the same.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -184,8 +185,17 @@ def _execute(
         return
     if backend == "multiprocessing":
         # this backend only returns whole lists: feed it a few jobs per worker at a time (one
-        # pool for all) so records still reach the manifest while the run goes on
-        with Parallel(n_jobs=workers, backend="multiprocessing") as parallel:
+        # pool for all) so records still reach the manifest while the run goes on. Workers
+        # start from a fresh interpreter (forkserver, else spawn), never by forking this
+        # process: a fork copies locks held by this process's other threads (torch, BLAS,
+        # compressors), and a worker that inherits one held hangs for good (seen in the
+        # test suite under load).
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context(
+            "forkserver" if "forkserver" in methods else "spawn"
+        )
+        with parallel_config(backend="multiprocessing", context=context), \
+                Parallel(n_jobs=workers) as parallel:
             for lo in range(0, len(jobs), 2 * workers):
                 chunk = jobs[lo : lo + 2 * workers]
                 yield from parallel(delayed(write_shard)(config, j, str(directory)) for j in chunk)

@@ -94,7 +94,10 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     n_estimators : int or None
         Ensemble members: the first ``n_estimators`` of :data:`puicl_model.ensemble.MEMBERS`
         (views of the table that differ in encoding, labeled rows and features), averaged.
-        1 is the single-pass classifier; None: ``ensemble.DEFAULT_N_ESTIMATORS``. Each member
+        1 is the single-pass classifier. None (the default) chooses by the table: 1 member
+        for numeric-only tables, 2 (adding the power-ordinal view) for tables with
+        categorical columns (:func:`puicl_model.ensemble.default_n_estimators`); after
+        ``fit``, ``n_estimators_`` holds the members that run. Each member
         scores every row with every feature it sees (several passes for wide tables and
         large pools, :mod:`puicl_model.inference`).
     single_pass_limit : int
@@ -186,22 +189,30 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
                              "and one unlabeled row")
         labeled = check_pu_labels(s, n_rows)
-        members = members_for(self.n_estimators, self._member_catalogue)
         views: list[_View] = []
         view_of: dict[tuple[str, str], int] = {}  # (numeric, categorical) -> index in views
-        for index, member in enumerate(members):
-            key = (member.numeric or self.numeric, member.categorical or self.categorical)
+
+        def add_view(key: tuple[str, str], quiet: bool) -> None:
             if key in view_of:
-                continue
+                return
             preprocessor = TablePreprocessor(categorical=key[1], missing=self.missing,
                                              numeric=key[0])
             with warnings.catch_warnings():
-                if index > 0:  # fit warns about the columns once, for the configured view
+                if quiet:  # fit warns about the columns once, for the configured view
                     warnings.simplefilter("ignore")
                 table = preprocessor.fit_transform(X)
             view_of[key] = len(views)
             views.append(_View(preprocessor, np.ascontiguousarray(table[labeled]),
                                np.ascontiguousarray(table[~labeled])))
+
+        # the configured view first: whether the table has categorical columns sets the
+        # default member count
+        add_view((self.numeric, self.categorical), quiet=False)
+        members = members_for(self.n_estimators, self._member_catalogue,
+                              has_categorical=views[0].preprocessor.has_categorical_)
+        for member in members[1:]:
+            add_view((member.numeric or self.numeric, member.categorical or self.categorical),
+                     quiet=True)
         device = resolve_device(self.device)
         model = self._load_model(device)
 
@@ -227,7 +238,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             else int(np.random.SeedSequence().entropy)
         )
         planners: list[PassPlanner] = []
-        seen: set[tuple[int, Member]] = set()
+        seen: set[tuple[int, float, float]] = set()
         for index, member in enumerate(members):
             view = view_of[(member.numeric or self.numeric,
                             member.categorical or self.categorical)]
@@ -248,11 +259,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             )
             # one estimator per feature group: every row is scored with every feature it sees
             planner = dataclasses.replace(planner, n_estimators=planner.n_feature_groups)
-            if not planner.random_choices and (view, member) in seen:
-                continue  # an exact repeat of an earlier member (the catalogue wrapped)
-            seen.add((view, member))
+            # an exact repeat of an earlier member (the catalogue wrapped, or a member whose
+            # encoding is the configured one) adds nothing but time
+            shown = (view, member.labeled_share, member.feature_share)
+            if not planner.random_choices and shown in seen:
+                continue
+            seen.add(shown)
             planners.append(planner)
         self.planners_ = planners
+        self.n_estimators_ = len(planners)  # members that run (n_estimators=None resolved)
         self.planner_ = planners[0]
         self._pool_proba: np.ndarray | None = None
         self._class_prior: float | None = None

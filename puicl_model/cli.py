@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     defaults = InferenceSettings()
     predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
                          help="ensemble members (docs/classifier.md, \"Ensembles\"; default: "
-                         "ensemble.DEFAULT_N_ESTIMATORS)")
+                         "1 for numeric tables, 2 for tables with categorical columns)")
     predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
                          help="pools up to this many rows are scored in one pass (default "
                          f"{defaults.single_pass_limit})")

@@ -206,6 +206,11 @@ class TablePreprocessor:
 
     # ----------------------------------------------------------------------------- input
     # ------------------------------------------------------------------------------- fit
+    @property
+    def has_categorical_(self) -> bool:
+        """Whether the fitted table has a categorical column (declared, or read as text)."""
+        return any(column.kind == "categorical" for column in self.columns_)
+
     def fit(self, X: Any) -> TablePreprocessor:
         self._fit(X)
         return self

@@ -67,8 +67,9 @@ class PUICL:
     # Bump when the adapter or the classifier's default preprocessing/inference changes what a
     # replicate computes (part of the cache key, like the baselines' ``version``). 2: one-hot
     # categorical columns and normal-score numeric columns; 3: π̂ = max(mean, BBE on the
-    # model's scores); 4: the threshold setting.
-    version: ClassVar[int] = 4
+    # model's scores); 4: the threshold setting; 5: n_estimators=None is 2 members on tables
+    # with categorical columns.
+    version: ClassVar[int] = 5
 
     def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
                     categorical: Sequence[bool] | None = None) -> MethodOutput:

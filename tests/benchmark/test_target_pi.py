@@ -28,6 +28,11 @@ def test_cli_pi_sets_the_tasks_negative_share(data_dir, tmp_path, pi,
     # 150 positives: 50 labeled, 100 unlabeled; negatives as many as π asks (60 exist)
     assert (row["n_labeled"], row["n_u_pos"], row["n_u_neg"]) == (50, 100, negatives)
     assert json.loads((out / "provenance.json").read_text())["target_pi"] == pi
+    # the paper's Table 1 is at π = 0.5: compared there, and only there
+    table = (out / "table.md").read_text()
+    assert f"repetitions at π = {pi:g}" in table
+    assert f"realized on average: {negatives / (100 + negatives):.3f}" in table
+    assert ("### Against the paper's Table 1" in table) == (pi == 0.5)
 
 
 def test_cli_rejects_a_pi_outside_0_1(data_dir, tmp_path, capsys) -> None:

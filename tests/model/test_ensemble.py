@@ -167,3 +167,37 @@ def test_power_transform_removes_skew_and_maps_new_rows_alike() -> None:
     assert np.isfinite(pre.transform(np.array([[1e12], [-1e12]]))).all()  # far outside: finite
     with pytest.raises(ValueError, match="numeric must be 'quantile', 'standard' or 'power'"):
         TablePreprocessor(numeric="log")
+
+
+def test_default_member_count_follows_the_table(small_weights, table, rng) -> None:
+    """n_estimators=None: the single pass on a numeric table, base + power-ordinal on a table
+    with a categorical column, each bit for bit the explicit count."""
+    X, s = table(rng, 30, 50, 6)
+    numeric = PUICLClassifier(weights=small_weights).fit(X, s)
+    assert numeric.n_estimators_ == 1 and [p.member for p in numeric.planners_] == [0]
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)])
+    frame["colour"] = np.where(X[:, 0] > 0, "red", np.where(X[:, 1] > 0, "green", "blue"))
+    mixed = PUICLClassifier(weights=small_weights).fit(frame, s)
+    assert mixed.n_estimators_ == 2 and [p.member for p in mixed.planners_] == [0, 1]
+    assert [v.preprocessor.categorical for v in mixed.views_] == ["onehot", "ordinal"]
+    two = PUICLClassifier(weights=small_weights, n_estimators=2).fit(frame, s)
+    pool = frame[s == 0]
+    np.testing.assert_array_equal(mixed.predict_proba(pool), two.predict_proba(pool))
+    one = PUICLClassifier(weights=small_weights, n_estimators=1).fit(frame, s)
+    assert one.n_estimators_ == 1
+    assert not np.allclose(one.predict_proba(pool), mixed.predict_proba(pool), atol=1e-5)
+    assert members_for(None, has_categorical=True) == list(MEMBERS[:2])
+    assert members_for(None, has_categorical=False) == list(MEMBERS[:1])
+
+
+def test_member_that_repeats_the_configured_view_is_skipped(small_weights, table, rng,
+                                                            monkeypatch) -> None:
+    """Configured as the power-ordinal member already is, a second member would compute the
+    same pass again: it is skipped, not run twice."""
+    X, s = table(rng, 30, 50, 6)
+    clf = PUICLClassifier(weights=small_weights, n_estimators=2, numeric="power",
+                          categorical="ordinal").fit(X, s)
+    assert len(clf.views_) == 1 and clf.n_estimators_ == 1
+    log = ForwardLog(clf.model_, monkeypatch)
+    clf.predict_proba(X[s == 0])
+    assert log.tasks == [(30, 80, 6)]
