@@ -10,9 +10,9 @@
 A setting is either a number ``k`` (``n_estimators=k``: the first ``k`` members of
 ``ensemble.MEMBERS``) or member names joined by ``+`` (that list, in that order, starting with
 ``base``; names from ``ensemble.MEMBERS`` or this script's ``CANDIDATES``). The tasks are the
-benchmark's (``benchmark.protocol.make_task``, root seed 0, π = 0.5; the PUICL adapter's seed
-and categorical columns); every setting runs on a task before the next task starts, so slow
-and fast moments of a busy host fall on all settings alike. Seconds are fit +
+benchmark's (``benchmark.protocol.make_task``, root seed 0, π = 0.5 or ``--pi``; the PUICL
+adapter's seed and categorical columns); every setting runs on a task before the next task
+starts, so slow and fast moments of a busy host fall on all settings alike. Seconds are fit +
 ``predict_proba`` of the pool per task (π̂ only with ``--prior``), one process, ``--threads``
 torch threads.
 """
@@ -30,7 +30,7 @@ import pandas as pd
 from benchmark.datasets import DATASET_SLUGS, load_dataset
 from benchmark.methods.puicl import as_table
 from benchmark.metrics import auc_mann_whitney
-from benchmark.protocol import make_task, method_seed
+from benchmark.protocol import TARGET_PI, make_task, method_seed
 from puicl_model import PUICLClassifier
 from puicl_model.ensemble import MEMBERS, Member
 
@@ -73,6 +73,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     parser.add_argument("--prior", action="store_true", help="also time estimate_class_prior")
     parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--pi", type=float, default=TARGET_PI,
+                        help=f"target negative share of each pool (default {TARGET_PI}, §6.1)")
     args = parser.parse_args()
     settings = [s.strip() for s in args.settings.split(",") if s.strip()]
     classes = {setting: classifier_for(setting) for setting in settings}
@@ -82,7 +84,7 @@ def main() -> None:
     for slug in args.datasets.split(","):
         dataset = load_dataset(slug, args.data_dir)
         for repetition in range(args.repeats):
-            task = make_task(dataset, repetition, 0)
+            task = make_task(dataset, repetition, 0, target_pi=args.pi)
             table = as_table(task.X, task.categorical)
             labeled = task.s == 1
             pool = table[~labeled]
