@@ -147,7 +147,7 @@ def comparison_markdown(frame: pd.DataFrame, datasets: Sequence[str],
 
 
 def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str],
-             path: Path, target_pi: float = TARGET_PI, show_paper: bool = True) -> None:
+             path: Path, target_pi: float = TARGET_PI) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -162,7 +162,7 @@ def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str
         values = [*means[method].to_numpy(), means[method].mean()]
         ax.bar(x + (i - (len(methods) - 1) / 2) * width, values, width,
                label=METHOD_LABELS.get(method, method))
-    if show_paper:
+    if target_pi == TARGET_PI:  # the paper's marks only where its tasks are these
         paper = [PAPER_TABLE["auc"]["puicl"].get(s, np.nan) for s in datasets]
         paper.append(float(np.nanmean(paper)) if datasets else np.nan)
         ax.scatter(x, paper, marker="_", s=180, color="black", zorder=3,
@@ -270,25 +270,22 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
     write_csv(frame, paths["csv"])
     # the paper's Table 1 holds pools of half negatives (§6.1): at another π its figures
     # measure other tasks, so they are neither compared nor drawn
-    at_paper_pi = spec.target_pi == TARGET_PI
-    realized = (frame["n_u_neg"] / (frame["n_u_pos"] + frame["n_u_neg"])).mean()
     blocks = [
         f"### Mean over {spec.repeats} repetitions at π = {spec.target_pi:g} (best per dataset "
         "and metric in bold)",
         f"π: the target negative share of each unlabeled pool; realized on average: "
-        f"{realized:.3f} (a dataset with too few negatives gives less).",
+        f"{frame['pi_true'].mean():.3f} (a dataset with too few negatives gives less).",
         table_markdown(frame, spec.datasets, spec.methods),
         "### Class-prior estimate and cost",
         extras_markdown(frame, spec.methods),
     ]
-    if at_paper_pi:
+    if spec.target_pi == TARGET_PI:
         blocks += ["### Against the paper's Table 1",
                    comparison_markdown(frame, spec.datasets, spec.methods)]
     else:
         blocks.append(f"The paper's Table 1 is at π = {TARGET_PI:g} (§6.1), so it is not "
                       "compared here.")
     atomic_write_text(paths["table"], "\n\n".join(blocks) + "\n")
-    plot_auc(frame, spec.datasets, spec.methods, paths["plot"],
-             target_pi=spec.target_pi, show_paper=at_paper_pi)
+    plot_auc(frame, spec.datasets, spec.methods, paths["plot"], target_pi=spec.target_pi)
     atomic_write_json(paths["provenance"], provenance(spec, argv, records))
     return paths
