@@ -201,6 +201,12 @@ class TrainingConfig:
     # The same data either way: a run's weights do not depend on it
     prefetch_steps: int = 2
     max_consecutive_skips: int = 10  # non-finite steps in a row before the run stops
+    # start from these weights (a weights directory or .safetensors file, as `trainer export`
+    # writes them; a relative path counts from the working directory) instead of the seed's
+    # random initialisation: a fine-tuning run. Only the model's weights are taken; optimizer,
+    # EMA and schedule start afresh. The weights' checksum, not the path, enters the run's
+    # identity, so a moved file still resumes the run and a changed one is refused.
+    init_weights: str | None = None
     checkpoint_every: int = 1000  # steps; a checkpoint is also written when a segment ends
     keep_checkpoints: int = 3  # the newest K checkpoints are kept
     log_every: int = 50  # steps per JSONL record / console summary line
@@ -254,6 +260,11 @@ class TrainingConfig:
             f"must be positive, got {self.keep_checkpoints}",
         )
         require(self.log_every > 0, "log_every", f"must be positive, got {self.log_every}")
+        require(
+            self.init_weights is None or self.init_weights.strip() != "",
+            "init_weights",
+            "must be a weights path or null, got an empty string",
+        )
 
 
 @dataclass(frozen=True)
@@ -357,7 +368,34 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
     else:
         identity.update(schedule=training.schedule, wsd=training.wsd)
     identity.update(ema_decay=training.ema_decay, precision=training.precision)
+    if training.init_weights is not None:
+        identity["init_weights_sha256"] = init_weights_digest(training.init_weights)
     return identity
+
+
+def init_weights_digest(path: str | Path) -> str:
+    """The tensor checksum of the weights at ``path`` (``training.init_weights``).
+
+    It is the checksum stored in the file's header at export and verified on every load,
+    so reading it costs no more than opening the file.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    from puicl_model.weights import WeightsError, resolve_weights_path
+
+    try:
+        weights_path = resolve_weights_path(path)
+        with safe_open(str(weights_path), framework="pt", device="cpu") as handle:
+            digest = (handle.metadata() or {}).get("tensors_sha256")
+    except (WeightsError, SafetensorError, OSError) as err:
+        raise ConfigError("training.init_weights", f"cannot read {path}: {err}") from None
+    if not digest:
+        raise ConfigError(
+            "training.init_weights",
+            f"{weights_path} carries no tensors_sha256 checksum: export it with "
+            "`trainer export` (or puicl_model.weights.save_weights) first",
+        )
+    return digest
 
 
 def run_config_from_mapping(data: Any) -> RunConfig:

@@ -49,6 +49,7 @@ from puicl_common.runtime import autocast_for
 from puicl_model.backends import BACKENDS, resolve_backend
 from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.model import PUICLModel
+from puicl_model.weights import WeightsError, load_weights
 from trainer.activation_checkpointing import apply_activation_checkpointing
 from trainer.batching import (
     accumulate_micro_batches,
@@ -146,14 +147,35 @@ def _autocast(config: RunConfig, device: torch.device) -> contextlib.AbstractCon
 
 
 def init_model(config: RunConfig, device: torch.device) -> PUICLModel:
-    """The model with initial weights drawn from the run's seed (same on every rank)."""
+    """The model with initial weights drawn from the run's seed (same on every rank), or
+    read from ``training.init_weights`` for a fine-tuning run."""
     sequence = np.random.SeedSequence(config.seed, spawn_key=(INIT_KEY,))
     seed_words = sequence.generate_state(2)
+    # seeded either way: the torch generator's state after this point is part of the run
     torch.manual_seed(int(seed_words[0]) << 32 | int(seed_words[1]))
     model = PUICLModel(config.model).to(device)
+    if config.training.init_weights is not None:
+        model.load_state_dict(_initial_weights(config))
     if config.training.activation_checkpointing:
         apply_activation_checkpointing(model)
     return model
+
+
+def _initial_weights(config: RunConfig) -> dict[str, torch.Tensor]:
+    """The state dict at ``training.init_weights``, checked against the config's model."""
+    path = config.training.init_weights
+    try:
+        loaded = load_weights(path)  # verifies names, shapes and the checksum
+    except WeightsError as err:
+        raise ConfigError("training.init_weights", str(err)) from None
+    if loaded.config != config.model:
+        raise ConfigError(
+            "training.init_weights",
+            f"{path} holds a model with {loaded.config.to_mapping()}, but the config's model "
+            f"section asks for {config.model.to_mapping()}: set the model section to the "
+            "weights' config",
+        )
+    return loaded.state_dict()
 
 
 def choose_attention(config: RunConfig, env: DistEnv, recorded: str | None) -> str:
