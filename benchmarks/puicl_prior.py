@@ -33,15 +33,15 @@ exactly; the recipe study's fixed split (configs/paper.yaml's prior, docs/recipe
     python benchmarks/puicl_prior.py --from-scores bench_scores      # no model: seconds
     python benchmarks/puicl_prior.py --from bench.csv --calibrate-on synthetic.csv
 
-The tables printed are the mean |π̂ − π| of each estimate per target π (per stage for
-synthetic tasks; with ``oracle(mean|best_bin)``, the better of the two per task, chosen
-knowing π: no rule that picks one of them does better), the mean π̂ itself, which shows which way an estimate misses, and the pool's
-accuracy and F1 (positive class) under the classifier's two decision thresholds: P(y=1) > 0.5,
-and ``threshold="prior"``, which labels the π̂ share of the pool with the lowest P(y=1)
-negative (``puicl_model.prior.prior_cut``, with the classifier's π̂). ``--out``
-keeps every task's signed estimates and ``--from`` reads them back; ``--scores-out`` keeps
-every task's scores (one ``.npz`` per task) and ``--from-scores`` recomputes every estimate
-from them, so a new rule is compared without scoring again.
+The tables printed are the mean |π̂ − π| of each estimate per target π (per stage for synthetic
+tasks; with ``oracle(mean|best_bin)``, the better of the two per task, chosen knowing π: no
+rule that picks one of them does better), the mean π̂ itself, which shows which way an estimate
+misses, and the pool's accuracy and F1 (positive class) under the classifier's two decision
+thresholds: P(y=1) > 0.5, and ``threshold="prior"``, which labels the π̂ share of the pool with
+the lowest P(y=1) negative (``puicl_model.prior.prior_cut``, with the classifier's π̂).
+``--out`` keeps every task's signed estimates and ``--from`` reads them back; ``--scores-out``
+keeps every task's scores (one ``.npz`` per task) and ``--from-scores`` recomputes every
+estimate from them, so a new rule is compared without scoring again.
 ``--calibrate-on`` fits linear calibrations of the estimates to π on the tasks of another
 ``--out`` file (least squares, clipped to [0, 1]), the synthetic ones, where π is known and
 which were never benchmark tasks, and adds them to the table as ``calibrated(...)`` columns.
