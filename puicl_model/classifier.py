@@ -210,9 +210,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         add_view((self.numeric, self.categorical), quiet=False)
         members = members_for(self.n_estimators, self._member_catalogue,
                               has_categorical=views[0].preprocessor.has_categorical_)
+        def view_key(member: Member) -> tuple[str, str]:
+            return (member.numeric or self.numeric, member.categorical or self.categorical)
+
         for member in members[1:]:
-            add_view((member.numeric or self.numeric, member.categorical or self.categorical),
-                     quiet=True)
+            add_view(view_key(member), quiet=True)
         device = resolve_device(self.device)
         model = self._load_model(device)
 
@@ -240,8 +242,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         planners: list[PassPlanner] = []
         seen: set[tuple[int, float, float]] = set()
         for index, member in enumerate(members):
-            view = view_of[(member.numeric or self.numeric,
-                            member.categorical or self.categorical)]
+            view = view_of[view_key(member)]
             planner = PassPlanner(
                 n_labeled=len(base.x_labeled),
                 n_pool=len(base.x_pool),

@@ -374,28 +374,13 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
 
 
 def init_weights_digest(path: str | Path) -> str:
-    """The tensor checksum of the weights at ``path`` (``training.init_weights``).
-
-    It is the checksum stored in the file's header at export and verified on every load,
-    so reading it costs no more than opening the file.
-    """
-    from safetensors import SafetensorError, safe_open
-
-    from puicl_model.weights import WeightsError, resolve_weights_path
+    """The tensor checksum of the weights at ``path`` (``training.init_weights``)."""
+    from puicl_model.weights import WeightsError, stored_checksum
 
     try:
-        weights_path = resolve_weights_path(path)
-        with safe_open(str(weights_path), framework="pt", device="cpu") as handle:
-            digest = (handle.metadata() or {}).get("tensors_sha256")
-    except (WeightsError, SafetensorError, OSError) as err:
-        raise ConfigError("training.init_weights", f"cannot read {path}: {err}") from None
-    if not digest:
-        raise ConfigError(
-            "training.init_weights",
-            f"{weights_path} carries no tensors_sha256 checksum: export it with "
-            "`trainer export` (or puicl_model.weights.save_weights) first",
-        )
-    return digest
+        return stored_checksum(path)
+    except WeightsError as err:
+        raise ConfigError("training.init_weights", str(err)) from None
 
 
 def run_config_from_mapping(data: Any) -> RunConfig:

@@ -230,6 +230,8 @@ class Trainer:
         except ValueError as err:
             raise ConfigError("curriculum.global_batch", str(err)) from None
         self.store = CheckpointStore(args.run_dir / "checkpoints", config.training.keep_checkpoints)
+        # computed once: it may read a file (training.init_weights), and it cannot change
+        self.training_hash = config.training_hash()
         self.counters = Counters()
         self.model = init_model(config, env.device)
         self.ema = WeightEMA(self.model, config.training.ema_decay)
@@ -253,7 +255,7 @@ class Trainer:
         if found is None:
             return
         path, payload = found
-        if payload["training_hash"] != self.config.training_hash():
+        if payload["training_hash"] != self.training_hash:
             diffs = _config_differences(
                 payload["config"], run_config_to_dict(self.config)
             )
@@ -433,7 +435,7 @@ class Trainer:
             "rng": capture_rng_state(),
             "counters": self.counters.state(),
             "config": run_config_to_dict(self.config),
-            "training_hash": self.config.training_hash(),
+            "training_hash": self.training_hash,
             "generation_hash": self.config.generation().hash(),
             "shard_manifest_sha256": manifest_sha256(self.reader),
             "world_size": self.env.world_size,

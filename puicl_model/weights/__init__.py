@@ -40,6 +40,7 @@ __all__ = [
     "load_weights",
     "resolve_weights_path",
     "save_weights",
+    "stored_checksum",
 ]
 
 WEIGHTS_FILE = "model.safetensors"
@@ -238,6 +239,23 @@ def _check_tensors(tensors: Mapping[str, torch.Tensor], model: torch.nn.Module,
         raise WeightsError(
             f"{source} does not fit its model config: " + "; ".join(problems)
         )
+
+
+def stored_checksum(path: str | Path) -> str:
+    """The tensor checksum (``tensors_sha256``) in the header of the weights at ``path``: it
+    identifies the weights without reading the tensors (:func:`load_weights` verifies it)."""
+    from safetensors import SafetensorError, safe_open
+
+    weights_path = resolve_weights_path(path)
+    try:
+        with safe_open(str(weights_path), framework="pt", device="cpu") as handle:
+            checksum = (handle.metadata() or {}).get("tensors_sha256")
+    except (SafetensorError, OSError) as err:
+        raise WeightsError(f"{weights_path} is not a readable safetensors file: {err}") from None
+    if not checksum:
+        raise WeightsError(f"{weights_path} carries no tensors_sha256 checksum: export it with "
+                           "`trainer export` (or save_weights) first")
+    return checksum
 
 
 def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
