@@ -1,4 +1,5 @@
-"""The ``trainer`` command: ``trainer export RUN --out DIR`` and ``trainer plot RUN``.
+"""The ``trainer`` command: ``trainer export RUN --out DIR``, ``trainer interpolate A B --weight T
+--out DIR`` and ``trainer plot RUN``.
 
 Training itself is ``torchrun ... trainer/main.py`` (or ``python trainer/main.py``); the same
 options are available as ``trainer train ...`` for a single process.
@@ -31,6 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="checkpoint step (default: the newest; an error if it is damaged)",
     )
 
+    interpolate = commands.add_parser(
+        "interpolate",
+        help="write the weights (1 - T)*A + T*B of two exported models of one configuration "
+        "(docs/training.md, 'Fine-tuning from weights')",
+    )
+    interpolate.add_argument("first", type=Path, help="exported weights A (weight 0)")
+    interpolate.add_argument("second", type=Path, help="exported weights B (weight 1)")
+    interpolate.add_argument("--weight", type=float, required=True, help="T in [0, 1]")
+    interpolate.add_argument("--out", type=Path, required=True, help="output weights directory")
+
     plot = commands.add_parser("plot", help="draw the curves of metrics.jsonl to a PNG")
     plot.add_argument("run", type=Path, help="run directory")
     plot.add_argument("--out", type=Path, default=None, help="PNG path (default RUN/metrics.png)")
@@ -59,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
 
             used = export_run(args.run, args.out, args.step)
             print(f"wrote {used} to {args.out}")
+        elif args.command == "interpolate":
+            from puicl_model.weights import save_weights
+            from trainer.interpolation import interpolate_weights
+
+            model = interpolate_weights(args.first, args.second, args.weight)
+            print(f"wrote {save_weights(model, args.out)}")
         elif args.command == "plot":
             from trainer.plotting import plot_run
 
