@@ -2,23 +2,26 @@
 
 A fine-tuned model and the model it started from usually lie in one basin, and the straight
 line between them trades what the fine-tuning gained against what it moved. Wortsman et al.
-(CVPR 2022, "Robust fine-tuning of zero-shot models", WiSE-FT) interpolate this way; here it
-halves the probability shift of the benchmark-sized fine-tuning stage (docs/recipe.md).
+(CVPR 2022, "Robust fine-tuning of zero-shot models", WiSE-FT) interpolate this way;
+docs/recipe.md measures it between puicl-v1 and its benchmark-sized fine-tuning stage.
 
 Both files must hold the same model configuration: an interpolation between different shapes
-or hyper-parameters has no meaning, so it is refused with both configurations named. The sum
-is taken in float64 per tensor and stored as float32, so the result does not depend on the
-order of the two operands beyond the weight itself.
+or hyper-parameters has no meaning, so it is refused with both configurations named. Each
+tensor is mixed in float64 and rounded once, when stored as float32.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
+if TYPE_CHECKING:
+    from puicl_model.model import PUICLModel
 
-def interpolate_weights(first: str | Path, second: str | Path, weight: float):
+
+def interpolate_weights(first: str | Path, second: str | Path, weight: float) -> PUICLModel:
     """A ``PUICLModel`` holding (1 − weight)·first + weight·second (exported weights)."""
     from puicl_model.weights import load_weights
 
