@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One time-boxed segment of a long CPU training run, such as puicl-v1's (docs/model_card.md,
+# One time-boxed segment of a long CPU training run, such as puicl-v1's (docs/model_card/v1.md,
 # "Reproduce"), that a later session continues bit for bit from what this one commits.
 #
 #   scripts/train_segment.sh CONFIG NAME MINUTES
