@@ -18,7 +18,7 @@ step_cost`` (the same CPU time). For each variant the script
    split: the paper's prior (``configs/paper.yaml``, paper §2) at stages 1, 50, 100 and the
    tail, 48 tasks each, so that no variant's prior is favoured;
 5. runs the dev subset of the benchmark: ``puicl-bench --methods puicl`` on all 20 datasets
-   x 2 repetitions with the classifier's defaults.
+   x 2 repetitions with the classifier's defaults, or with the plan's ``dev_settings``.
 
 Results go to ``OUT/<variant>/summary.json``; ``--table`` prints the study's markdown table
 and draws validation AUC against CPU-minutes (``--figure``).
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import fcntl
 import hashlib
 import json
 import resource
@@ -169,15 +170,22 @@ def val_scores(model: torch.nn.Module, tasks: list) -> dict[str, float]:
             "val_loss": float(np.mean(losses))}
 
 
-def dev_auc(weights: Path, where: Path) -> tuple[float, dict[str, float]]:
-    """The dev subset (20 datasets x 2 repetitions, classifier defaults) for ``weights``:
-    the mean over datasets of each dataset's mean AUC, and those per-dataset means."""
+def dev_auc(weights: Path, where: Path,
+            settings: dict[str, Any] | None = None) -> tuple[float, dict[str, float]]:
+    """The dev subset (20 datasets x 2 repetitions) for ``weights``, with the classifier's
+    defaults or the given ``puicl:`` settings of ``puicl-bench --method-config``: the mean
+    over datasets of each dataset's mean AUC, and those per-dataset means."""
     import pandas as pd
 
     bench_dir = where / "bench"
-    run([str(BIN / "puicl-bench"), "--methods", "puicl", "--weights", str(weights),
-         "--datasets", "all", "--repeats", "2", "--jobs", "1", "--out", str(bench_dir),
-         "--no-progress"], where / "log.txt")
+    command = [str(BIN / "puicl-bench"), "--methods", "puicl", "--weights", str(weights),
+               "--datasets", "all", "--repeats", "2", "--jobs", "1", "--out", str(bench_dir),
+               "--no-progress"]
+    if settings:
+        settings_path = where / "dev_settings.yaml"
+        atomic_write_text(settings_path, yaml.safe_dump({"puicl": settings}))
+        command += ["--method-config", str(settings_path)]
+    run(command, where / "log.txt")
     results = pd.read_csv(bench_dir / "results.csv")
     per_dataset = results.groupby("dataset")["auc"].mean()
     return float(per_dataset.mean()), {k: round(float(v), 4) for k, v in per_dataset.items()}
@@ -197,8 +205,14 @@ def generate_shards(config_path: Path, config: dict[str, Any], out: Path, log: P
     """The variant's train shards, shared with every variant of the same prior and curriculum
     (prior-gen skips steps already written)."""
     shards = out / "shards" / generation_key(config)
-    run([str(BIN / "prior-gen"), "--config", str(config_path), "--stages", "all",
-         "--out", str(shards), "--workers", "2"], log)
+    shards.parent.mkdir(parents=True, exist_ok=True)
+    # Two variants started side by side share these shards. prior-gen refuses a second writer
+    # even when every shard is already there, so the sweeps take turns here instead of one
+    # failing: the second waits, then finds nothing left to write.
+    with (shards.parent / f"{shards.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run([str(BIN / "prior-gen"), "--config", str(config_path), "--stages", "all",
+             "--out", str(shards), "--workers", "2"], log)
     return shards
 
 
@@ -213,7 +227,10 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> d
                      "--threads", str(threads)], log)
     train_wall = time.perf_counter() - started
     run([str(BIN / "trainer"), "export", str(where / "run"), "--out", str(where / "weights")], log)
-    auc, per_dataset = dev_auc(where / "weights", where)
+    # A plan may fix the classifier settings of its dev subset (``dev_settings``), so that
+    # variants trained on other days are scored as the first ones were, whatever today's
+    # defaults are.
+    auc, per_dataset = dev_auc(where / "weights", where, plan.get("dev_settings"))
 
     tasks = load_fixed_val(out / "val_paper_prior")  # written by --generate-only
     torch.set_num_threads(threads)
@@ -243,6 +260,7 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> d
         "val_auc": final["val_auc"], "val_accuracy": final["val_accuracy"],
         "val_loss": final["val_loss"],
         "bench_auc": auc, "bench_per_dataset": per_dataset,
+        "dev_settings": plan.get("dev_settings") or {},
         "curve": curve,
         "threads": threads,
         "cpu": _cpu_model(),
