@@ -112,8 +112,10 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     categorical, missing, numeric : preprocessing strategies
         (:mod:`puicl_model.preprocessing`): categories one-hot encoded, missing numbers
         filled with the median, numeric columns mapped to normal scores of their ranks.
-    random_state : int or None
-        Seeds every random choice (feature subsets, chunks, labeled subsets). None draws
+    random_state : int, numpy RandomState or Generator, or None
+        Seeds every random choice (feature subsets, chunks, labeled subsets). An integer
+        gives the same predictions on every machine; a RandomState or Generator gives
+        ``fit`` one root seed drawn from it (advancing it, as in scikit-learn); None draws
         fresh entropy at ``fit``.
     precision : "auto", "float32" or "bfloat16"
         "auto" runs bfloat16 autocast on CUDA and float32 elsewhere.
@@ -176,6 +178,17 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         return load_weights(path, device=device)
 
     # ------------------------------------------------------------------------------ fit
+    def _root_seed(self) -> int:
+        """The root of every random draw of this fit (draws are keyed below it)."""
+        state = self.random_state
+        if state is None:
+            return int(np.random.SeedSequence().entropy)
+        if isinstance(state, np.random.RandomState):
+            return int(state.randint(np.iinfo(np.int32).max))
+        if isinstance(state, np.random.Generator):
+            return int(state.integers(np.iinfo(np.int64).max))
+        return int(state)
+
     def fit(self, X: Any, s: Any) -> PUICLClassifier:
         """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
         check_settings(self)
@@ -234,11 +247,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.x_labeled_ = base.x_labeled
         self.x_pool_ = base.x_pool
         max_features = int(model.config.max_features)
-        entropy = (
-            int(self.random_state)
-            if self.random_state is not None
-            else int(np.random.SeedSequence().entropy)
-        )
+        entropy = self._root_seed()
         planners: list[PassPlanner] = []
         seen: set[tuple[int, float, float]] = set()
         for index, member in enumerate(members):

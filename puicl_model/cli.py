@@ -19,10 +19,15 @@ import argparse
 import io
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from puicl_common.atomic import atomic_write_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["main"]
 
@@ -95,15 +100,44 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_csv(path: Path):
+def _read_csv(path: Path, label_column: str | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """(the table of ``path``, the names of the saved-index columns left out of it).
+
+    A column whose header cell is empty (pandas names it ``Unnamed: N``) and whose values are
+    distinct whole numbers is what ``DataFrame.to_csv()`` writes for the index: row numbers,
+    not a feature. Kept as one, it can tell the labeled positives from the unlabeled rows by
+    where they were numbered, and wreck the scores; it is left out, with a note on stderr.
+    """
     import pandas as pd
 
     try:
-        return pd.read_csv(path)
+        # the header as written: pandas renames a repeated name (a, a.1) and an empty one
+        # (Unnamed: N), hiding both; the same parser reads both, so the cells line up
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+        table = pd.read_csv(path)
     except FileNotFoundError:
         raise CliError(f"input file not found: {path}") from None
     except (OSError, ValueError) as err:  # pandas' parser errors are ValueErrors
         raise CliError(f"cannot read {path} as CSV: {err}") from None
+    names = [str(name) for name in header.iloc[0]] if len(header) else []
+    repeated = sorted(name for name, count in Counter(names).items() if name and count > 1)
+    if repeated:
+        # the Python API refuses such a table; reading it renamed would accept it here
+        raise CliError(f"{path} has duplicate column names {repeated}; give each column its "
+                       "own name")
+    if len(table) == 0:
+        raise CliError(f"{path} has no data rows")
+    saved_index: list[str] = []
+    if len(names) == len(table.columns):  # the two reads agree unless the file is ragged
+        for position, (name, column) in enumerate(zip(names, table.columns, strict=True)):
+            values = table[column]
+            if (name == "" and column != label_column
+                    and pd.api.types.is_integer_dtype(values.dtype) and values.is_unique):
+                saved_index.append(column)
+                print(f"puicl predict: note: {path}: column {position + 1} has no header and "
+                      "holds distinct whole numbers: a saved index; not used as a feature",
+                      file=sys.stderr)
+    return table.drop(columns=saved_index), saved_index
 
 
 def _load_table(args: argparse.Namespace):
@@ -118,10 +152,13 @@ def _load_table(args: argparse.Namespace):
     if one_table:
         if args.input is None or args.label_column is None:
             raise CliError("--input and --label-column go together")
-        table = _read_csv(args.input)
+        table, saved_index = _read_csv(args.input, args.label_column)
         if args.label_column not in table.columns:
             raise CliError(f"{args.input} has no column {args.label_column!r}; its columns are "
                            f"{list(table.columns)}")
+        if args.label_column in args.drop_columns:
+            raise CliError(f"--drop-columns: {args.label_column!r} is the label column "
+                           "(--label-column); it is read as the label and cannot be dropped")
         labels = table[args.label_column]
         if labels.isna().any():
             raise CliError(f"column {args.label_column!r} has empty entries; mark every row 1 "
@@ -132,7 +169,9 @@ def _load_table(args: argparse.Namespace):
     else:
         if args.positives is None or args.unlabeled is None:
             raise CliError("--positives and --unlabeled go together")
-        positives, unlabeled = _read_csv(args.positives), _read_csv(args.unlabeled)
+        positives, saved_index = _read_csv(args.positives)
+        unlabeled, unlabeled_index = _read_csv(args.unlabeled)
+        saved_index += unlabeled_index
         # columns are matched by name: the same columns in another order are the same table
         lacking = [c for c in positives.columns if c not in unlabeled.columns]
         extra = [c for c in unlabeled.columns if c not in positives.columns]
@@ -149,11 +188,40 @@ def _load_table(args: argparse.Namespace):
         features = pd.concat([positives, unlabeled], ignore_index=True)
         s = np.concatenate([np.ones(len(positives), np.int64), np.zeros(len(unlabeled), np.int64)])
         unlabeled_rows = np.arange(len(unlabeled))
-    missing = [c for c in args.drop_columns if c not in features.columns]
+    # a saved index named here (as users did before it was left out) is gone already
+    missing = [c for c in args.drop_columns if c not in features.columns and c not in saved_index]
     if missing:
         raise CliError(f"--drop-columns: no such column(s) {missing}")
-    features = features.drop(columns=list(args.drop_columns))
+    dropped = [c for c in args.drop_columns if c in features.columns]
+    features = features.drop(columns=dropped)
+    if features.shape[1] == 0:
+        # said here, in the table's terms, rather than as the classifier's "X has 0 features"
+        source = args.input if one_table else f"{args.positives} and {args.unlabeled}"
+        besides = (([f"the label column {args.label_column!r}"] if one_table else [])
+                   + ([f"a saved index {saved_index}"] if saved_index else [])
+                   + ([f"--drop-columns {dropped}"] if dropped else []))
+        raise CliError(f"{source} has no feature columns"
+                       + (" besides " + " and ".join(besides) if besides else ""))
     return features, s, unlabeled_rows
+
+
+def _check_output(output: str) -> None:
+    """Refuse an ``--output`` the CSV cannot be written to before the model runs, not after."""
+    if output == "-":
+        return
+    if output == "":
+        # Path("") is the current directory: the message would name a directory nobody gave
+        raise CliError("--output must be a file path, got an empty string")
+    path = Path(output)
+    if path.is_dir():
+        raise CliError(f"--output {output} is a directory; give the path of a CSV file")
+    # missing parent directories are created when the CSV is written; the nearest existing
+    # ancestor must be a directory for that to work (a farther one then is too)
+    for ancestor in path.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise CliError(f"--output {output}: {ancestor} exists and is not a directory")
+            break
 
 
 def _predict(args: argparse.Namespace) -> int:
@@ -162,8 +230,7 @@ def _predict(args: argparse.Namespace) -> int:
 
     from puicl_model.classifier import PUICLClassifier
 
-    if args.output != "-" and Path(args.output).is_dir():
-        raise CliError(f"--output {args.output} is a directory; give the path of a CSV file")
+    _check_output(args.output)
     features, s, unlabeled_rows = _load_table(args)
     classifier = PUICLClassifier(
         weights=args.weights,
@@ -206,7 +273,10 @@ def _predict(args: argparse.Namespace) -> int:
         sys.stdout.write(buffer.getvalue())
         print(message, file=sys.stderr)
     else:
-        atomic_write_text(args.output, buffer.getvalue())
+        try:
+            atomic_write_text(args.output, buffer.getvalue())
+        except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
+            raise CliError(f"cannot write --output {args.output}: {err}") from None
         print(f"wrote {len(result)} rows to {args.output}")
         print(message)
     return 0
@@ -232,8 +302,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "predict":
             return _predict(args)
         return _info(args)
-    except (CliError, ValueError, FileNotFoundError) as err:
-        print(f"puicl {args.command}: error: {err}", file=sys.stderr)
+    except (CliError, ValueError, OSError) as err:
+        # one line: messages carrying pandas' text can end in (or hold) a newline
+        message = " ".join(line.strip() for line in str(err).strip().splitlines())
+        print(f"puicl {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 

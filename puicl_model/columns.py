@@ -42,6 +42,13 @@ def read_columns(X: Any) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
         declared = set()  # columns whose dtype says "categorical", whatever their values
         for column in X.columns:
             series = X[column]
+            if pd.api.types.is_complex_dtype(series.dtype):
+                raise ValueError(f"column {column!r} holds complex numbers, which are not "
+                                 "supported; pass real numbers or strings")
+            moments = _moments_in_seconds(series)
+            if moments is not None:
+                arrays.append(moments)
+                continue
             if isinstance(series.dtype, pd.CategoricalDtype) or not (
                 pd.api.types.is_numeric_dtype(series.dtype)
                 and not pd.api.types.is_bool_dtype(series.dtype)
@@ -73,6 +80,27 @@ def read_columns(X: Any) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
         raise ValueError(f"X has unsupported dtype {array.dtype}; pass numbers or strings")
     names = [str(i) for i in range(array.shape[1])]
     return names, [array[:, i] for i in range(array.shape[1])], False, set()
+
+
+def _moments_in_seconds(series: Any) -> np.ndarray | None:
+    """A date, time or duration column as float64 seconds (dates: since 1970-01-01 UTC; a
+    period: its start; NaT: NaN), or None for any other column.
+
+    Their order is what a model can use; read as text they would become one category per
+    distinct date, or be dropped as an identifier when every date differs."""
+    import pandas as pd
+
+    dtype = series.dtype
+    if isinstance(dtype, pd.PeriodDtype):
+        series = series.dt.start_time
+    elif not (pd.api.types.is_datetime64_any_dtype(dtype)
+              or pd.api.types.is_timedelta64_dtype(dtype)):
+        return None
+    if pd.api.types.is_datetime64_any_dtype(series.dtype):
+        if getattr(series.dt, "tz", None) is not None:
+            series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+        series = series - pd.Timestamp("1970-01-01")
+    return series.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def as_numeric(values: np.ndarray) -> np.ndarray | None:

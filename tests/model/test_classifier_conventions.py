@@ -108,3 +108,21 @@ def test_one_validation_for_classifier_and_benchmark(small_weights, key, value,
     X, s = np.random.default_rng(0).normal(size=(10, 3)), np.r_[np.ones(3), np.zeros(7)]
     with pytest.raises(ValueError, match=f"{key}: {message}"):
         PUICLClassifier(weights=small_weights, **{key: value}).fit(X, s)
+
+
+def test_random_state_takes_a_numpy_random_state_or_generator(small_weights, frame_and_s) -> None:
+    # as in scikit-learn: an instance is accepted, seeds the fit, and is advanced by it, so
+    # that two fits from one RandomState make two different (reproducible) ensembles
+    X, s = frame_and_s
+    settings = {"weights": small_weights, "n_estimators": 4}  # members 3 and 4 draw subsets
+
+    def probabilities(state) -> np.ndarray:
+        return PUICLClassifier(random_state=state, **settings).fit(X, s).predict_proba(X)[:, 1]
+
+    for make in (np.random.RandomState, np.random.default_rng):
+        shared = make(7)
+        first, second = probabilities(shared), probabilities(shared)
+        assert np.array_equal(first, probabilities(make(7)))
+        assert not np.array_equal(first, second)
+    with pytest.raises(ValueError, match="RandomState or Generator, or None, got 'seven'"):
+        PUICLClassifier(random_state="seven", weights=small_weights).fit(X, s)

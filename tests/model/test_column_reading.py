@@ -96,3 +96,54 @@ def test_a_clean_table_fits_without_warnings() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         TablePreprocessor().fit(X)
+
+
+def test_a_saved_index_is_dropped_as_row_numbers_and_other_integers_are_kept() -> None:
+    X, s, y = wine_pu_task()
+    order = np.argsort(-s, kind="stable")  # labeled positives first, as a user might sort
+    X, s, y = X.iloc[order].reset_index(drop=True), s[order], y[order]
+    text = io.StringIO()
+    X.to_csv(text)  # pandas writes the index as a first column without a header
+    text.seek(0)
+    with_index = pd.read_csv(text)
+    assert with_index.columns[0] == "Unnamed: 0"
+    # integers that do not count up row by row are a feature like any other
+    with_index["counts"] = np.arange(len(X)) % 7
+    with pytest.warns(UserWarning, match=r"'Unnamed: 0' \(row numbers: 0, 1, 2, \.\.\."):
+        clf = PUICLClassifier(random_state=0).fit(with_index, s)
+    assert clf.preprocessor_.dropped_features_ == ["Unnamed: 0"]
+    unlabeled = s == 0
+    # the index would tell the model which rows are the labeled ones; without it the scores
+    # rank the classes as on the clean table
+    auc = roc_auc_score(y[unlabeled], clf.predict_proba(with_index[unlabeled])[:, 1])
+    assert auc > 0.95, auc
+
+
+def test_dates_and_durations_are_read_as_seconds() -> None:
+    rows = 40
+    rng = np.random.default_rng(0)
+    days = rng.permutation(rows)
+    dates = pd.Timestamp("2021-03-01") + pd.to_timedelta(days, unit="D")
+    X = pd.DataFrame({
+        "when": dates,
+        "when_tz": dates.tz_localize("UTC").tz_convert("Asia/Tokyo"),
+        "month": pd.PeriodIndex(dates, freq="D"),
+        "took": pd.to_timedelta(days, unit="h"),
+    })
+    X.loc[5, "when"] = pd.NaT
+    pre = TablePreprocessor(numeric="standard").fit(X)
+    assert [column.kind for column in pre.columns_] == ["numeric"] * 4
+    assert not pre.has_categorical_ and pre.dropped_features_ == []
+    seconds = (dates - pd.Timestamp("1970-01-01")).total_seconds().to_numpy()
+    encoded = pre.transform(X).astype(np.float64)
+    for j in (1, 2):  # a time zone and a period give the same instants
+        assert np.allclose(encoded[:, j], encoded[:, 1], atol=1e-6)
+    assert np.corrcoef(encoded[:, 1], seconds)[0, 1] > 0.999999
+    assert np.corrcoef(encoded[:, 3], days)[0, 1] > 0.999999
+    assert pre.columns_[0].fill == np.median(np.delete(seconds, 5))  # NaT: a missing value
+
+
+def test_a_complex_column_is_refused() -> None:
+    X = pd.DataFrame({"z": np.arange(5) * (1 + 1j), "x": np.arange(5.0)})
+    with pytest.raises(ValueError, match="column 'z' holds complex numbers"):
+        TablePreprocessor().fit(X)
