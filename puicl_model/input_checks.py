@@ -107,11 +107,11 @@ def check_settings(estimator: Any) -> None:
     if estimator.precision not in ("auto", "float32", "bfloat16"):
         raise ValueError(f"precision must be 'auto', 'float32' or 'bfloat16', got "
                          f"{estimator.precision!r}")
-    generator = isinstance(estimator.random_state, (np.random.RandomState, np.random.Generator))
-    if estimator.random_state is not None and not generator and (
-        isinstance(estimator.random_state, bool)
-        or not isinstance(estimator.random_state, (int, np.integer))
-        or estimator.random_state < 0
+    state = estimator.random_state
+    if not (
+        state is None
+        or isinstance(state, (np.random.RandomState, np.random.Generator))
+        or (isinstance(state, (int, np.integer)) and not isinstance(state, bool) and state >= 0)
     ):
         raise ValueError(f"random_state must be a non-negative integer, a numpy "
-                         f"RandomState or Generator, or None, got {estimator.random_state!r}")
+                         f"RandomState or Generator, or None, got {state!r}")

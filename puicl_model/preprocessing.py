@@ -111,6 +111,22 @@ class _Column:
     quantiles: np.ndarray | None = None  # numeric, numeric="quantile": sorted fitted values
     power: float | None = None  # numeric="power": the Yeo-Johnson exponent
 
+    @property
+    def width(self) -> int:
+        """How many model features the column becomes."""
+        return len(self.onehot) if self.onehot else 1 + int(self.indicator)
+
+
+def _counts_rows(values: np.ndarray) -> bool:
+    """Whether a numeric column counts up by one from row to row (k, k + 1, k + 2, ...) over
+    at least ``_ROW_NUMBER_MIN_ROWS`` rows: a table's index saved as data (``DataFrame.to_csv``
+    writes one by default), not a measurement. Kept, it tells the model the row order, and a
+    table sorted with its labeled positives first can make the order look like the label
+    (docs/classifier.md: AUC 0.98 -> 0.60 on a breast cancer table)."""
+    # (a NaN anywhere makes a difference NaN, never 1, and a NaN first value no integer)
+    return (len(values) >= _ROW_NUMBER_MIN_ROWS and float(values[0]).is_integer()
+            and bool(np.all(np.diff(values) == 1.0)))
+
 
 def _category_key(value: Any) -> str:
     """A category's identity: its text (so 1, 1.0 and '1' of a mixed column stay distinct)."""
@@ -235,12 +251,15 @@ class TablePreprocessor:
         self.n_features_in_ = len(names)
         columns: list[_Column] = []
         read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
+        row_number_starts: dict[str, float] = {}  # saved indexes: name -> first value
         for name, values in zip(names, arrays, strict=True):
             numeric, tokens = (None, {}) if name in self._declared_categorical else (
                 parse_numeric(values)
             )
             if numeric is not None:
                 columns.append(self._fit_numeric(name, numeric))
+                if _counts_rows(numeric):
+                    row_number_starts[name] = float(numeric[0])
                 if values.dtype.kind in "OUS" and tokens:
                     found = ", ".join(f"{token!r} ×{count}" for token, count in tokens.items())
                     read_as_numbers.append(f"{name!r} ({found})")
@@ -249,13 +268,15 @@ class TablePreprocessor:
         self.columns_ = columns
         raw = self._encode(arrays)
         low, high = raw.min(axis=0), raw.max(axis=0)
-        row_numbers = self._row_number_features(arrays)
+        row_numbers = np.array([column.name in row_number_starts and offset == 0
+                                for column in columns for offset in range(column.width)],
+                               dtype=bool)
         keep = (high > low) & ~row_numbers
         labels = self._feature_labels()
         self.dropped_features_ = [
             label for label, kept in zip(labels, keep, strict=True) if not kept
         ]
-        self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep, row_numbers)
+        self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep, row_number_starts)
         self.keep_ = keep
         if read_as_numbers:
             warnings.warn(
@@ -286,39 +307,18 @@ class TablePreprocessor:
             self.scale_ = kept.std(axis=0)
         return raw
 
-    def _row_number_features(self, arrays: list[np.ndarray]) -> np.ndarray:
-        """Which encoded features are row numbers: a numeric column that counts up by one
-        from row to row (k, k + 1, k + 2, ...) over at least ``_ROW_NUMBER_MIN_ROWS`` rows.
-
-        Such a column is a table's index saved as data (``DataFrame.to_csv`` writes one by
-        default), not a measurement. Kept, it tells the model the row order, and a table
-        sorted with its labeled positives first can make the order look like the label
-        (docs/classifier.md: AUC 0.98 -> 0.60 on a breast cancer table)."""
-        flags = []
-        for column, values in zip(self.columns_, arrays, strict=True):
-            width = len(column.onehot) if column.onehot else 1 + int(column.indicator)
-            counts_rows = False
-            if column.kind == "numeric" and len(values) >= _ROW_NUMBER_MIN_ROWS:
-                numeric = as_numeric(values)
-                counts_rows = numeric is not None and bool(
-                    np.all(np.diff(numeric) == 1.0) and float(numeric[0]).is_integer()
-                )  # (a NaN anywhere makes a difference NaN, never 1)
-            flags += [counts_rows] + [False] * (width - 1)
-        return np.array(flags, dtype=bool)
-
     def _drop_reasons(self, arrays: list[np.ndarray], labels: list[str],
-                      keep: np.ndarray, row_numbers: np.ndarray) -> dict[str, str]:
+                      keep: np.ndarray, row_number_starts: dict[str, float]) -> dict[str, str]:
         """Why each dropped feature carries no information, in words a user recognizes."""
         reasons: dict[str, str] = {}
         feature = 0
         for column, values in zip(self.columns_, arrays, strict=True):
-            width = len(column.onehot) if column.onehot else 1 + int(column.indicator)
-            for offset in range(width):
+            for offset in range(column.width):
                 index = feature + offset
                 if keep[index]:
                     continue
-                if row_numbers[index]:
-                    first = as_numeric(values)[0]
+                if offset == 0 and column.name in row_number_starts:
+                    first = row_number_starts[column.name]
                     reasons[labels[index]] = (
                         f"row numbers: {first:g}, {first + 1:g}, {first + 2:g}, ... in row "
                         "order (a saved index?)"
@@ -344,7 +344,7 @@ class TablePreprocessor:
                         why = f"{distinct} categories, all equally frequent: their frequency " \
                               "encoding is constant"
                 reasons[labels[index]] = why
-            feature += width
+            feature += column.width
         return reasons
 
     def _missing_mask(self, name: str, values: np.ndarray) -> np.ndarray:
