@@ -26,22 +26,33 @@ from benchmark.datasets import DATASET_SLUGS, DataError
 from benchmark.imports import ImportSummary
 from benchmark.methods import METHOD_NAMES, MissingLibraryError, MissingWeightsError
 from benchmark.protocol import TARGET_PI
-from benchmark.report import write_reports
+from benchmark.report import records_frame, write_reports
 from benchmark.runner import RunSpec, expand_names, import_published, plan_run, run
+from benchmark.suites import SUITES, get_suite
+from benchmark.summary import write_summary
 from puicl_common.configio import ConfigError, load_yaml
+
+# the pool compositions of the development suite's figure: few, half and mostly negatives
+DEV_PIS = (0.2, 0.5, 0.8)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="puicl-bench",
         description="PU benchmark of the PUICL paper (§6, Table 1): 20 UCI datasets, PUICL "
-        "and the baselines, AUC / accuracy / F1.",
+        "and the baselines, AUC / accuracy / F1; or the same protocol on the development suite "
+        "(--suite dev), where the project's decisions are made.",
     )
+    parser.add_argument("--suite", choices=tuple(SUITES), default="benchmark",
+                        help="benchmark: the paper's 20 datasets (reports shipped models); dev: "
+                        "the development suite of 40 real tables (every decision is made on "
+                        "it; --data-dir defaults to $PUICL_DEVSUITE_DIR, else shared/devsuite)")
     parser.add_argument("--methods", default=",".join(m for m in METHOD_NAMES if m != "puicl"),
                         help=f"comma-separated list or 'all' of: {', '.join(METHOD_NAMES)} "
                         "(default: every baseline)")
     parser.add_argument("--datasets", default="all",
-                        help=f"comma-separated list or 'all' of: {', '.join(DATASET_SLUGS)}")
+                        help="comma-separated list or 'all' of the suite's tables (benchmark: "
+                        f"{', '.join(DATASET_SLUGS)}; dev: the slugs of its manifest.csv)")
     parser.add_argument("--repeats", type=int, default=10, help="repetitions per dataset")
     parser.add_argument("--out", type=Path, required=True, help="output folder (and its cache)")
     parser.add_argument("--weights", type=Path, default=None,
@@ -50,10 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="folder of the raw datasets (default: $PUICL_DATA_DIR, else the "
                         "project's shared/datasets next to the repository)")
-    parser.add_argument("--pi", type=float, default=TARGET_PI,
-                        help="target negative share of each task's unlabeled pool, in [0, 1) "
-                        f"(paper §6.1: {TARGET_PI}); a dataset with too few negatives gives a "
-                        "lower realized share, which is recorded")
+    parser.add_argument("--pi", default=None,
+                        help="target negative share of each task's unlabeled pool, in [0, 1), or "
+                        "a comma-separated list of them; a dataset with too few negatives gives "
+                        "a lower realized share, which is recorded. Several values: one report "
+                        "folder per value (OUT/pi_0.2, ...) and the suite's figure over all of "
+                        f"them in OUT/summary.md. Default: {TARGET_PI} (paper §6.1) for the "
+                        f"benchmark, {','.join(f'{p:g}' for p in DEV_PIS)} for the dev suite")
     parser.add_argument("--seed", type=int, default=0, help="root seed of tasks and methods")
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes")
     parser.add_argument("--method-config", type=Path, default=None,
@@ -71,13 +85,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _spec_from_args(args: argparse.Namespace) -> RunSpec:
+def parse_pis(value: str | None, suite: str) -> tuple[float, ...]:
+    """The --pi values: distinct, in [0, 1), in the order given."""
+    if value is None:
+        return DEV_PIS if suite == "dev" else (TARGET_PI,)
+    pis: list[float] = []
+    for part in value.split(","):
+        try:
+            pi = float(part)
+        except ValueError:
+            raise ValueError(f"--pi: {part.strip()!r} is not a number") from None
+        if not 0.0 <= pi < 1.0:
+            raise ValueError(f"--pi must be in [0, 1), got {part.strip()}")
+        if pi in pis:
+            raise ValueError(f"--pi: {part.strip()} is given twice")
+        pis.append(pi)
+    return tuple(pis)
+
+
+def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
+    """One run spec per --pi value; several values write into OUT/pi_<value>/."""
+    suite = get_suite(args.suite)
     methods = expand_names(args.methods, METHOD_NAMES, "method")
-    datasets = expand_names(args.datasets, DATASET_SLUGS, "dataset")
+    datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
+    pis = parse_pis(args.pi, args.suite)
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
-    if not 0.0 <= args.pi < 1.0:
-        raise ValueError(f"--pi must be in [0, 1), got {args.pi}")
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out} is a file; give a folder")
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     if args.import_results is not None and not args.import_results.is_file():
@@ -92,10 +127,13 @@ def _spec_from_args(args: argparse.Namespace) -> RunSpec:
                 raise ConfigError(name, f"unknown method (known: {', '.join(METHOD_NAMES)})")
             if not isinstance(section, dict):
                 raise ConfigError(name, "expected a mapping of settings")
-    return RunSpec(methods=methods, datasets=datasets, repeats=args.repeats, out=args.out,
-                   seed=args.seed, data_dir=args.data_dir, weights=args.weights,
-                   jobs=args.jobs, method_overrides=overrides, target_pi=args.pi,
-                   import_results=args.import_results, verify_imports=args.verify_imports)
+    return [RunSpec(methods=methods, datasets=datasets, repeats=args.repeats,
+                    out=args.out / f"pi_{pi:g}" if len(pis) > 1 else args.out,
+                    seed=args.seed, data_dir=args.data_dir, weights=args.weights,
+                    jobs=args.jobs, method_overrides=overrides, target_pi=pi,
+                    import_results=args.import_results, verify_imports=args.verify_imports,
+                    suite=args.suite)
+            for pi in pis]
 
 
 def _report_import(summary: ImportSummary, source: Path) -> None:
@@ -121,19 +159,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # processes are stopped and the cache keeps every finished replicate.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
-        spec = _spec_from_args(args)
-        if spec.import_results is not None and not args.report_only:
-            _report_import(import_published(spec), spec.import_results)
-        if args.report_only:
-            plan = plan_run(spec)
-            if plan.todo:
-                print(f"puicl-bench: {len(plan.todo)} replicates are not in {spec.out}/cache; "
-                      "run without --report-only first", file=sys.stderr)
+        specs = _specs_from_args(args)
+        paths: dict[str, object] = {}
+        frames = {}
+        for spec in specs:
+            records = _records(spec, args)
+            if records is None:
                 return 2
-            records = plan.cached
-        else:
-            records = run(spec, progress=False if args.no_progress else None)
-        paths = write_reports(spec, records, argv)
+            paths.update(write_reports(spec, records, argv))
+            frames[spec.target_pi] = records_frame(records, spec.datasets, spec.methods)
+        if len(specs) > 1 or args.suite == "dev":
+            suite = get_suite(args.suite)
+            paths.update(write_summary(args.out, frames, specs[0].methods,
+                                       f"{suite.description} ({args.suite})"))
     # ValueError includes a refused import (benchmark.imports.ImportMismatchError)
     except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
         print(f"puicl-bench: error: {err}", file=sys.stderr)
@@ -144,6 +182,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     print(f"puicl-bench: wrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+def _records(spec: RunSpec, args: argparse.Namespace) -> list[dict] | None:
+    """Every replicate of one run: computed, taken from the cache, or imported first; None
+    (after a message) when --report-only finds replicates missing."""
+    if spec.import_results is not None and not args.report_only:
+        _report_import(import_published(spec), spec.import_results)
+    if not args.report_only:
+        return run(spec, progress=False if args.no_progress else None)
+    plan = plan_run(spec)
+    if plan.todo:
+        print(f"puicl-bench: {len(plan.todo)} replicates are not in {spec.out}/cache; "
+              "run without --report-only first", file=sys.stderr)
+        return None
+    return plan.cached
 
 
 if __name__ == "__main__":

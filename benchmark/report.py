@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmark.datasets import SPECS, resolve_data_dir
 from benchmark.paper import PAPER_AVERAGES, PAPER_TABLE
 from benchmark.protocol import TARGET_PI
 from benchmark.runner import RunSpec
+from benchmark.suites import Suite, get_suite
 from puicl_common.atomic import atomic_output, atomic_write_json, atomic_write_text
 
 METRICS = (("auc", "AUC"), ("accuracy", "Acc"), ("f1", "F1"))
@@ -75,15 +75,17 @@ def _bold_row(values: Sequence[float]) -> list[str]:
     return [_fmt(v, best is not None and np.isfinite(v) and round(v, 3) == best) for v in values]
 
 
-def table_markdown(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str]) -> str:
+def table_markdown(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str],
+                   suite: Suite | None = None) -> str:
     """The Table-1-style block: AUC | Acc | F1, best per dataset and metric in bold."""
+    suite = suite or get_suite("benchmark")
     means = {m: _means(frame, m, datasets, methods) for m, _ in METRICS}
     header = ["Dataset"]
     for _, label in METRICS:
         header += [f"{label} {METHOD_LABELS.get(m, m)}" for m in methods]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for slug in [*datasets, "__average__"]:
-        name = "**Average**" if slug == "__average__" else SPECS[slug].name
+        name = "**Average**" if slug == "__average__" else suite.display_name(slug)
         cells = [name]
         for metric, _ in METRICS:
             table = means[metric]
@@ -123,7 +125,7 @@ def comparison_markdown(frame: pd.DataFrame, datasets: Sequence[str],
         lines = [f"#### {label}", "", "| " + " | ".join(header) + " |",
                  "|" + "---|" * len(header)]
         for slug in datasets:
-            cells = [SPECS[slug].name]
+            cells = [get_suite("benchmark").display_name(slug)]
             for m in common:
                 ours, paper = float(means.loc[slug, m]), PAPER_TABLE[metric][m].get(slug)
                 cells += [_fmt(ours, False), _fmt(paper, False),
@@ -147,14 +149,15 @@ def comparison_markdown(frame: pd.DataFrame, datasets: Sequence[str],
 
 
 def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str],
-             path: Path, target_pi: float = TARGET_PI) -> None:
+             path: Path, target_pi: float = TARGET_PI, suite: Suite | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     means = _means(frame, "auc", datasets, methods)
-    names = [SPECS[s].name for s in datasets] + ["Average"]
+    suite = suite or get_suite("benchmark")
+    names = [suite.display_name(s) for s in datasets] + ["Average"]
     x = np.arange(len(names))
     width = 0.8 / max(1, len(methods))
     fig, ax = plt.subplots(figsize=(max(8, 0.75 * len(names) + 2), 4.8), dpi=110)
@@ -162,7 +165,7 @@ def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str
         values = [*means[method].to_numpy(), means[method].mean()]
         ax.bar(x + (i - (len(methods) - 1) / 2) * width, values, width,
                label=METHOD_LABELS.get(method, method))
-    if target_pi == TARGET_PI:  # the paper's marks only where its tasks are these
+    if suite.in_paper and target_pi == TARGET_PI:  # the paper's marks where its tasks are these
         paper = [PAPER_TABLE["auc"]["puicl"].get(s, np.nan) for s in datasets]
         paper.append(float(np.nanmean(paper)) if datasets else np.nan)
         ax.scatter(x, paper, marker="_", s=180, color="black", zorder=3,
@@ -172,7 +175,8 @@ def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str
     ax.set_ylabel("mean AUC over repetitions")
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax.set_title(f"PU benchmark (paper §6), π = {target_pi:g}: AUC on the unlabeled pool")
+    what = "PU benchmark (paper §6)" if suite.in_paper else f"{suite.name} suite"
+    ax.set_title(f"{what}, π = {target_pi:g}: AUC on the unlabeled pool")
     fig.tight_layout()
     with atomic_output(path, suffix=".png") as temporary:
         fig.savefig(temporary)
@@ -228,13 +232,15 @@ def _imported_counts(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, i
 
 def provenance(spec: RunSpec, argv: Sequence[str],
                records: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    root = resolve_data_dir(spec.data_dir)
+    suite = get_suite(spec.suite)
+    root = suite.root(spec.data_dir)
     files = {}
     for slug in spec.datasets:
-        for rel in SPECS[slug].files:
+        for rel in suite.files(slug):
             files[rel] = hashlib.sha256((root / rel).read_bytes()).hexdigest()
     return {
         "command": " ".join(["puicl-bench", *argv]),
+        "suite": spec.suite,
         "methods": list(spec.methods),
         "datasets": list(spec.datasets),
         "repeats": spec.repeats,
@@ -268,24 +274,26 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
         "provenance": spec.out / "provenance.json",
     }
     write_csv(frame, paths["csv"])
-    # the paper's Table 1 holds pools of half negatives (§6.1): at another π its figures
-    # measure other tasks, so they are neither compared nor drawn
+    suite = get_suite(spec.suite)
     blocks = [
         f"### Mean over {spec.repeats} repetitions at π = {spec.target_pi:g} (best per dataset "
         "and metric in bold)",
         f"π: the target negative share of each unlabeled pool; realized on average: "
         f"{frame['pi_true'].mean():.3f} (a dataset with too few negatives gives less).",
-        table_markdown(frame, spec.datasets, spec.methods),
+        table_markdown(frame, spec.datasets, spec.methods, suite),
         "### Class-prior estimate and cost",
         extras_markdown(frame, spec.methods),
     ]
-    if spec.target_pi == TARGET_PI:
+    # the paper's Table 1 holds its 20 datasets with pools of half negatives (§6.1): other
+    # tables or another π are other tasks, so its figures are neither compared nor drawn
+    if suite.in_paper and spec.target_pi == TARGET_PI:
         blocks += ["### Against the paper's Table 1",
                    comparison_markdown(frame, spec.datasets, spec.methods)]
-    else:
+    elif suite.in_paper:
         blocks.append(f"The paper's Table 1 is at π = {TARGET_PI:g} (§6.1), so it is not "
                       "compared here.")
     atomic_write_text(paths["table"], "\n\n".join(blocks) + "\n")
-    plot_auc(frame, spec.datasets, spec.methods, paths["plot"], target_pi=spec.target_pi)
+    plot_auc(frame, spec.datasets, spec.methods, paths["plot"], target_pi=spec.target_pi,
+             suite=suite)
     atomic_write_json(paths["provenance"], provenance(spec, argv, records))
     return paths

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.datasets import load_dataset
 from benchmark.imports import ImportSummary, import_results, importable_methods
 from benchmark.methods import make_method, method_settings
 from benchmark.metrics import accuracy, auc_mann_whitney, f1_positive
 from benchmark.protocol import TARGET_PI, PUTask, make_task, method_seed
+from benchmark.suites import get_suite
 from puicl_common.atomic import atomic_write_json
 
 CACHE_VERSION = 1
@@ -53,6 +53,8 @@ class RunSpec:
     # its replicates per method to recompute first
     import_results: Path | None = None
     verify_imports: int = 1
+    # which tables (benchmark/suites.py): the paper's 20 datasets, or the development suite
+    suite: str = "benchmark"
 
 
 def _settings_hash(settings: dict[str, Any]) -> str:
@@ -156,8 +158,9 @@ def plan_run(spec: RunSpec) -> Plan:
         settings[name] = _settings_hash(method_settings(method))
     cached: list[dict[str, Any]] = []
     todo: list[tuple] = []
+    suite = get_suite(spec.suite)
     for slug in spec.datasets:
-        dataset = load_dataset(slug, spec.data_dir)
+        dataset = suite.load(slug, spec.data_dir)
         for rep in range(spec.repeats):
             task = make_task(dataset, rep, spec.seed, target_pi=spec.target_pi)
             for name in spec.methods:

@@ -17,8 +17,14 @@ step_cost`` (the same CPU time). For each variant the script
 4. scores the exported weights of every kept checkpoint on the fixed synthetic validation
    split: the paper's prior (``configs/paper.yaml``, paper §2) at stages 1, 50, 100 and the
    tail, 48 tasks each, so that no variant's prior is favoured;
-5. runs the dev subset of the benchmark: ``puicl-bench --methods puicl`` on all 20 datasets
-   x 2 repetitions with the classifier's defaults, or with the plan's ``dev_settings``.
+5. scores the exported weights on the development suite, the yardstick every decision is
+   read from: ``puicl-bench --suite dev --methods puicl`` on its 40 tables at π = 0.2, 0.5 and
+   0.8, ``dev_repeats`` (2) repetitions each, with the classifier's defaults or the plan's
+   ``dev_settings``. The benchmark's 20 datasets play no part: they report shipped models.
+
+A plan may name ``base_variant`` (default: its first variant), against which every variant's
+dev-suite difference is reported, paired by table, and ``noise: [variant, variant_seed1]``, two
+seeds of one variant whose difference is the study's noise, printed next to every difference.
 
 Results go to ``OUT/<variant>/summary.json``; ``--table`` prints the study's markdown table
 and draws validation AUC against CPU-minutes (``--figure``).
@@ -59,6 +65,8 @@ from trainer.export import exported_model  # noqa: E402
 
 BIN = Path(sys.executable).parent
 VAL_STAGES = ("1", "50", "100", "tail")
+# repetitions per table and π of the development suite's figure (benchmark/summary.py)
+DEV_REPEATS = 2
 
 
 # --------------------------------------------------------------------------- configs ------
@@ -170,25 +178,32 @@ def val_scores(model: torch.nn.Module, tasks: list) -> dict[str, float]:
             "val_loss": float(np.mean(losses))}
 
 
-def dev_auc(weights: Path, where: Path,
-            settings: dict[str, Any] | None = None) -> tuple[float, dict[str, float]]:
-    """The dev subset (20 datasets x 2 repetitions) for ``weights``, with the classifier's
-    defaults or the given ``puicl:`` settings of ``puicl-bench --method-config``: the mean
-    over datasets of each dataset's mean AUC, and those per-dataset means."""
-    import pandas as pd
+def dev_suite_score(weights: Path, where: Path, settings: dict[str, Any] | None = None,
+                    repeats: int = DEV_REPEATS) -> dict[str, Any]:
+    """The decision yardstick for ``weights``: ``puicl-bench --suite dev --methods puicl`` at
+    π = 0.2, 0.5 and 0.8, with the classifier's defaults or the given ``puicl:`` settings of
+    ``--method-config``. Returns the suite's figure (mean AUC over tables, repetitions and π)
+    with its standard error across tables, the mean AUC at each π and each table's mean."""
+    from benchmark.summary import suite_figure
 
-    bench_dir = where / "bench"
-    command = [str(BIN / "puicl-bench"), "--methods", "puicl", "--weights", str(weights),
-               "--datasets", "all", "--repeats", "2", "--jobs", "1", "--out", str(bench_dir),
-               "--no-progress"]
+    suite_dir = where / "dev_suite"
+    command = [str(BIN / "puicl-bench"), "--suite", "dev", "--methods", "puicl",
+               "--weights", str(weights), "--repeats", str(repeats), "--jobs", "1",
+               "--out", str(suite_dir), "--no-progress"]
     if settings:
         settings_path = where / "dev_settings.yaml"
         atomic_write_text(settings_path, yaml.safe_dump({"puicl": settings}))
         command += ["--method-config", str(settings_path)]
     run(command, where / "log.txt")
-    results = pd.read_csv(bench_dir / "results.csv")
-    per_dataset = results.groupby("dataset")["auc"].mean()
-    return float(per_dataset.mean()), {k: round(float(v), 4) for k, v in per_dataset.items()}
+    import pandas as pd
+
+    per_table = pd.read_csv(suite_dir / "per_table.csv")
+    mean, se = suite_figure(per_table, "puicl")
+    by_pi = per_table.groupby("pi_target")["auc"].mean()
+    by_table = per_table.groupby("dataset")["auc"].mean()
+    return {"dev_auc": mean, "dev_se": se,
+            "dev_by_pi": {f"{pi:g}": round(float(v), 4) for pi, v in by_pi.items()},
+            "dev_per_table": {k: round(float(v), 4) for k, v in by_table.items()}}
 
 
 # ---------------------------------------------------------------------------- a variant ---
@@ -227,10 +242,11 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> d
                      "--threads", str(threads)], log)
     train_wall = time.perf_counter() - started
     run([str(BIN / "trainer"), "export", str(where / "run"), "--out", str(where / "weights")], log)
-    # A plan may fix the classifier settings of its dev subset (``dev_settings``), so that
+    # A plan may fix the classifier settings of its yardstick (``dev_settings``), so that
     # variants trained on other days are scored as the first ones were, whatever today's
     # defaults are.
-    auc, per_dataset = dev_auc(where / "weights", where, plan.get("dev_settings"))
+    dev = dev_suite_score(where / "weights", where, plan.get("dev_settings"),
+                          int(plan.get("dev_repeats", DEV_REPEATS)))
 
     tasks = load_fixed_val(out / "val_paper_prior")  # written by --generate-only
     torch.set_num_threads(threads)
@@ -259,7 +275,7 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> d
         "tasks_per_cpu_s": steps * config["curriculum"]["global_batch"] / train_cpu,
         "val_auc": final["val_auc"], "val_accuracy": final["val_accuracy"],
         "val_loss": final["val_loss"],
-        "bench_auc": auc, "bench_per_dataset": per_dataset,
+        **dev,
         "dev_settings": plan.get("dev_settings") or {},
         "curve": curve,
         "threads": threads,
@@ -277,13 +293,12 @@ def score_reference(name: str, weights: Path, out: Path, threads: int) -> dict[s
     where = out / name
     where.mkdir(parents=True, exist_ok=True)
     val_dir = fixed_val_dir(out, where / "log.txt")  # quick when it is already written
-    auc, per_dataset = dev_auc(weights, where)
+    dev = dev_suite_score(weights, where)
     torch.set_num_threads(threads)
     model = load_weights(weights)
     summary = {"variant": name, "weights": str(weights),
                "parameters": sum(p.numel() for p in model.parameters()),
-               **val_scores(model, load_fixed_val(val_dir)),
-               "bench_auc": auc, "bench_per_dataset": per_dataset,
+               **val_scores(model, load_fixed_val(val_dir)), **dev,
                "cpu": _cpu_model(), "date": time.strftime("%Y-%m-%d")}
     atomic_write_json(where / "reference.json", summary)
     return summary
@@ -306,16 +321,40 @@ def summaries(plan: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     return found
 
 
-def table(rows: list[dict[str, Any]]) -> str:
+def seed_noise(plan: dict[str, Any], rows: list[dict[str, Any]]) -> float | None:
+    """The plan's measured noise: the dev-suite difference between the two seeds of one
+    variant (``noise: [variant, variant_seed1]``), or None until both are scored."""
+    pair = plan.get("noise") or []
+    found = {r["variant"]: r for r in rows if "dev_auc" in r}
+    if len(pair) != 2 or not all(name in found for name in pair):
+        return None
+    return abs(found[pair[0]]["dev_auc"] - found[pair[1]]["dev_auc"])
+
+
+def table(rows: list[dict[str, Any]], base: str | None = None,
+          noise: float | None = None) -> str:
+    """The study's table: each variant's dev-suite figure and its difference from ``base``,
+    paired by table, with the seed noise next to it. Summaries written before the suite was
+    the yardstick have no dev-suite figure and show a dash."""
+    reference = next((r for r in rows if r["variant"] == base and "dev_auc" in r), None)
+    noise_text = "not measured" if noise is None else f"{noise:.4f}"
     lines = [
-        "| variant | parameters | steps | tasks | CPU-min | tasks / CPU-s | val AUC | dev AUC |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| variant | parameters | steps | tasks | CPU-min | tasks / CPU-s | val AUC | "
+        f"dev-suite AUC ± SE | Δ vs {base or 'base'} ± SE (seed noise {noise_text}) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        dev = f"{r['dev_auc']:.4f} ± {r['dev_se']:.4f}" if "dev_auc" in r else "–"
+        delta = "–"
+        if reference is not None and "dev_auc" in r and r is not reference:
+            diffs = [r["dev_per_table"][k] - v for k, v in reference["dev_per_table"].items()
+                     if k in r["dev_per_table"]]
+            se = float(np.std(diffs, ddof=1) / np.sqrt(len(diffs))) if len(diffs) > 1 else 0.0
+            delta = f"{float(np.mean(diffs)):+.4f} ± {se:.4f}"
         lines.append(
             f"| {r['variant']} | {r['parameters']:,} | {r['steps']:,} | {r['tasks']:,} | "
-            f"{r['train_cpu_minutes']:.1f} | {_rate(r):.1f} | {r['val_auc']:.4f} | "
-            f"{r['bench_auc']:.4f} |"
+            f"{r['train_cpu_minutes']:.1f} | {_rate(r):.1f} | {r['val_auc']:.4f} | {dev} | "
+            f"{delta} |"
         )
     return "\n".join(lines)
 
@@ -387,11 +426,12 @@ def main(argv: list[str] | None = None) -> int:
             print(yaml.safe_dump(variant_config(plan, name), sort_keys=False))
             continue
         summary = train_variant(plan, name, args.out, args.threads)
-        print(f"{name}: val AUC {summary['val_auc']:.4f}, dev AUC {summary['bench_auc']:.4f}, "
+        print(f"{name}: val AUC {summary['val_auc']:.4f}, dev-suite AUC {summary['dev_auc']:.4f}, "
               f"{summary['train_cpu_minutes']:.1f} CPU-min", flush=True)
     rows = summaries(plan, args.out)
     if args.table:
-        print(table(rows))
+        base = plan.get("base_variant") or next(iter(plan["variants"]))
+        print(table(rows, base, seed_noise(plan, rows)))
     if args.figure:
         names = args.figure_variants.split(",") if args.figure_variants else None
         figure(rows, args.figure, names)

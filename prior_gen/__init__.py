@@ -1,5 +1,7 @@
 """Synthetic PU prior (paper §2, §5): random MLP SCMs, the curriculum, and the shards.
 
+The paper: Liu, Chang, Cheng, Tian, Li, "In-Context Positive-Unlabeled Learning", arXiv:2605.05591.
+
 Public entry points: ``prior-gen`` (:mod:`prior_gen.cli`), :func:`prior_gen.shards.open_shards`
 (the one reader of stored tasks), :func:`prior_gen.curriculum.locate`, and
 :func:`prior_gen.generate.generate_step` (tasks of one step, in memory). Submodules are imported

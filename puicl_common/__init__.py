@@ -1,4 +1,6 @@
 """Helpers shared by every part of puicl: configuration loading, atomic file writes, and the
+
+The paper: Liu, Chang, Cheng, Tian, Li, "In-Context Positive-Unlabeled Learning", arXiv:2605.05591.
 choice of device and precision.
 
 This package sits upstream of all others (``prior_gen``, ``trainer``, ``puicl_model``,

@@ -1,5 +1,7 @@
 """PUICL: in-context positive-unlabeled classification for tabular data.
 
+The paper: Liu, Chang, Cheng, Tian, Li, "In-Context Positive-Unlabeled Learning", arXiv:2605.05591.
+
 ``from puicl_model import PUICLClassifier`` is the public entry point. Heavy submodules
 (torch) are imported on first use, so that ``import puicl_model`` stays cheap.
 """

@@ -1,5 +1,7 @@
 """Distributed trainer of the PUICL model (paper §5).
 
+The paper: Liu, Chang, Cheng, Tian, Li, "In-Context Positive-Unlabeled Learning", arXiv:2605.05591.
+
 Training runs as a script, ``torchrun --nproc_per_node N trainer/main.py --config ...`` or
 ``python trainer/main.py ...``; ``trainer export`` and ``trainer plot`` (``trainer.cli``) work
 on a finished or running run directory. The modules, one job each:

@@ -1,0 +1,153 @@
+"""The development suite (``puicl-bench --suite dev``): its tables load as the manifest
+describes them, runs over several π write per-π reports and the suite's figure, and bad
+suites and arguments are refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark import cli
+from benchmark.datasets import DataError
+from benchmark.devsuite import devsuite_slugs, load_devsuite_table
+from benchmark.summary import paired_difference, per_table_frame, suite_figure
+
+SHARED_SUITE = Path(__file__).resolve().parents[2].parent / "shared" / "devsuite"
+
+
+def _write_table(folder: Path, slug: str, n_pos: int, n_neg: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    y = np.r_[np.ones(n_pos, int), np.zeros(n_neg, int)]
+    frame = pd.DataFrame({
+        "signal": rng.normal(size=len(y)) + 1.5 * y,
+        "colour": rng.choice(["red", "green", "blue"], size=len(y)),
+        "count": rng.integers(0, 5, size=len(y)),
+    })
+    frame.loc[::7, "colour"] = None  # empty cells: a category of their own
+    frame.loc[::11, "signal"] = np.nan
+    frame["target"] = y
+    frame.to_csv(folder / f"{slug}.csv", index=False)
+
+
+@pytest.fixture
+def suite_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "devsuite"
+    folder.mkdir()
+    _write_table(folder, "alpha", 90, 60, seed=1)
+    _write_table(folder, "beta", 120, 40, seed=2)
+    pd.DataFrame({"slug": ["alpha", "beta"]}).to_csv(folder / "manifest.csv", index=False)
+    return folder
+
+
+def test_text_columns_are_categories_and_empty_cells_a_category_of_their_own(suite_dir):
+    data = load_devsuite_table("alpha", suite_dir)
+    assert data.categorical == (False, True, False)
+    assert data.feature_names == ("signal", "colour", "count")
+    codes = data.X[:, 1]
+    # blue, green, red in sorted order, then the empty cell last
+    assert set(np.unique(codes)) == {0.0, 1.0, 2.0, 3.0}
+    assert (codes[::7] == 3.0).all()
+    assert np.isnan(data.X[::11, 0]).all() and not np.isnan(data.X[:, 1]).any()
+    assert (data.n_positive, data.n_negative) == (90, 60)
+
+
+def test_bad_suites_are_named_in_one_line(suite_dir, tmp_path):
+    with pytest.raises(DataError, match=r"needs a manifest\.csv"):
+        devsuite_slugs(tmp_path)
+    with pytest.raises(DataError, match="unknown development-suite table 'gamma'"):
+        load_devsuite_table("gamma", suite_dir)
+    frame = pd.read_csv(suite_dir / "beta.csv")
+    frame["target"] = 1 - frame["target"]
+    frame.to_csv(suite_dir / "beta.csv", index=False)
+    with pytest.raises(DataError, match="not the majority"):
+        load_devsuite_table("beta", suite_dir)
+    frame.drop(columns="target").to_csv(suite_dir / "beta.csv", index=False)
+    with pytest.raises(DataError, match="has no 'target' column"):
+        load_devsuite_table("beta", suite_dir)
+
+
+def test_dev_run_over_three_pi_writes_each_report_and_the_suite_figure(suite_dir, tmp_path):
+    out = tmp_path / "run"
+    argv = ["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto,ulsif",
+            "--repeats", "2", "--out", str(out), "--no-progress"]
+    assert cli.main(argv) == 0
+    frames = {}
+    for pi in (0.2, 0.5, 0.8):
+        folder = out / f"pi_{pi:g}"
+        frames[pi] = pd.read_csv(folder / "results.csv")
+        assert len(frames[pi]) == 2 * 2 * 2  # tables x repetitions x methods
+        assert json.loads((folder / "provenance.json").read_text())["suite"] == "dev"
+        table = (folder / "table.md").read_text()
+        assert "| alpha |" in table and "paper" not in table.lower()
+    per_table = pd.read_csv(out / "per_table.csv")
+    assert len(per_table) == 2 * 2 * 3
+    # the figure: the mean over tables of each table's mean over repetitions and π
+    everything = pd.concat(frames.values())
+    ulsif = everything[everything["method"] == "ulsif"]
+    expected = ulsif.groupby("dataset")["auc"].mean().mean()
+    mean, se = suite_figure(per_table, "ulsif")
+    assert mean == pytest.approx(expected, abs=1e-5)
+    by_table = ulsif.groupby("dataset")["auc"].mean()
+    assert se == pytest.approx(by_table.std(ddof=1) / np.sqrt(2), abs=1e-5)
+    summary = (out / "summary.md").read_text()
+    assert f"**{mean:.4f} ± {se:.4f}**" in summary
+    assert (out / "summary.png").stat().st_size > 0
+    # a rerun computes nothing: every replicate comes from the per-π caches
+    assert cli.main([*argv, "--report-only"]) == 0
+
+
+def test_paired_difference_is_the_mean_of_per_table_differences():
+    frame = pd.DataFrame({
+        "dataset": ["a", "a", "b", "b", "c", "c"], "method": ["m", "r"] * 3,
+        "repetition": 0, "pi_true": 0.5, "auc": [0.9, 0.8, 0.7, 0.7, 0.6, 0.3],
+        "accuracy": 0.5, "f1": 0.5, "pi_abs_error": None,
+    })
+    per_table = per_table_frame({0.5: frame})
+    diff, se = paired_difference(per_table, "m", "r")
+    assert diff == pytest.approx((0.1 + 0.0 + 0.3) / 3)
+    assert se == pytest.approx(np.std([0.1, 0.0, 0.3], ddof=1) / np.sqrt(3))
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("0.2,1.2", "--pi must be in [0, 1), got 1.2"),
+    ("0.2,0.2", "--pi: 0.2 is given twice"),
+    ("half", "--pi: 'half' is not a number"),
+])
+def test_bad_pi_lists_are_refused(suite_dir, tmp_path, capsys, value, message):
+    argv = ["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto",
+            "--pi", value, "--out", str(tmp_path / "x")]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"puicl-bench: error: {message}"
+
+
+def test_out_that_is_a_file_is_refused_in_one_line(suite_dir, tmp_path, capsys):
+    target = tmp_path / "results.txt"
+    target.write_text("keep me")
+    argv = ["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto",
+            "--out", str(target)]
+    assert cli.main(argv) == 2
+    assert "is a file; give a folder" in capsys.readouterr().err
+    assert target.read_text() == "keep me"
+
+
+def test_unknown_table_of_the_suite_is_refused(suite_dir, tmp_path, capsys):
+    argv = ["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto",
+            "--datasets", "alpha,haberman", "--out", str(tmp_path / "x")]
+    assert cli.main(argv) == 2
+    assert "unknown dataset haberman; known: alpha, beta" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (SHARED_SUITE / "manifest.csv").is_file(),
+                    reason="the development suite is not next to the repository")
+def test_every_table_of_the_shared_suite_loads_as_its_manifest_describes():
+    manifest = pd.read_csv(SHARED_SUITE / "manifest.csv")
+    assert devsuite_slugs(SHARED_SUITE) == tuple(manifest["slug"])
+    for row in manifest.itertuples():
+        data = load_devsuite_table(row.slug, SHARED_SUITE)
+        assert data.X.shape == (row.rows, row.features), row.slug
+        assert sum(data.categorical) == row.categorical_features, row.slug
+        assert data.n_positive > data.n_negative >= 50, row.slug
