@@ -6,13 +6,27 @@ file in the target's folder, flushed to disk, renamed over the target, and the r
 is made durable. A process killed at any moment leaves either the previous file or the new
 one, plus at most a temporary file named ``.NAME.tmp-*`` (``prior_gen.storage`` cleans
 those up).
+
+What the target already is decides how it is written, so that a write never changes what kind
+of thing stands at the path:
+
+* a symbolic link is followed: the file it points to is replaced atomically (created if the
+  link dangles), and the link stays;
+* an existing regular file keeps its permission bits (and, where allowed, its owner);
+* a character device or a FIFO (``/dev/null``, ``/dev/stdout``, a named pipe) is written
+  through, like a shell's ``>``: renaming over it would put a regular file in its place, and
+  the FIFO's reader would wait forever. Such a write is not atomic;
+* a directory, a block device or a socket is refused with an :class:`OSError`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,28 +56,88 @@ def _umask() -> int:
     return mask
 
 
+def _existing(path: Path) -> os.stat_result | None:
+    """What stands at ``path`` once symbolic links are followed; None where nothing does."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _refuse(path: Path, status: os.stat_result) -> None:
+    """Raise for a target that can be neither replaced nor written through."""
+    if stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(path))
+    kind = "a block device" if stat.S_ISBLK(status.st_mode) else (
+        "a socket" if stat.S_ISSOCK(status.st_mode) else "not a regular file")
+    raise OSError(errno.EINVAL, f"is {kind}; refusing to write to it", str(path))
+
+
+def _keep_owner_and_mode(temporary: Path, status: os.stat_result) -> None:
+    """Give the new file the replaced file's owner and permission bits."""
+    if (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
+        # only root (or a file of one's own group) may do this; elsewhere the writer owns it,
+        # as it would after deleting and re-creating the file
+        with contextlib.suppress(PermissionError):
+            os.chown(temporary, status.st_uid, status.st_gid)
+    # after chown, which clears set-id bits
+    os.chmod(temporary, stat.S_IMODE(status.st_mode))
+
+
+@contextlib.contextmanager
+def _written_through(path: Path, suffix: str) -> Iterator[Path]:
+    """A temporary file whose content is copied into the device or FIFO ``path`` on success.
+
+    The temporary file lies in the system's temporary folder: a device's folder (``/dev``) is
+    no place for it, and it never becomes ``path``.
+    """
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", suffix=suffix)
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        yield temporary
+        with open(temporary, "rb") as source, open(path, "wb") as sink:
+            shutil.copyfileobj(source, sink)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path]:
     """A temporary path to write ``path``'s new content to; renamed over ``path`` on success.
 
     For writers that want a file name rather than bytes (``savefig``, ``to_csv``, a compiler's
     ``-o``). ``suffix`` lets such writers infer the format from the temporary name. On an
-    exception the temporary file is removed and ``path`` is left as it was.
+    exception the temporary file is removed and ``path`` is left as it was. Symbolic links,
+    devices and FIFOs are handled as the module docstring says.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", suffix=suffix, dir=path.parent)
+    status = _existing(path)
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        if not (stat.S_ISCHR(status.st_mode) or stat.S_ISFIFO(status.st_mode)):
+            _refuse(path, status)
+        with _written_through(path, suffix) as temporary:
+            yield temporary
+        return
+    # the file a link points to is what gets replaced (a dangling link: what it names)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.tmp-", suffix=suffix,
+                                    dir=target.parent)
     os.close(handle)
     temporary = Path(name)
     try:
         yield temporary
-        # mkstemp creates the file 0600; give it the permissions a plain open() would.
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
+        if status is None:
+            # mkstemp creates the file 0600; give it the permissions a plain open() would
+            os.chmod(temporary, 0o666 & ~_umask())
+        else:
+            _keep_owner_and_mode(temporary, status)
+        os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    fsync_directory(path.parent)
+    fsync_directory(target.parent)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:

@@ -41,6 +41,8 @@ from puicl_model.input_checks import (
     check_pu_labels,
     check_settings,
     has_mixed_names,
+    warn_about_leaks,
+    warn_if_inverted,
 )
 from puicl_model.preprocessing import (
     CategoricalStrategy,
@@ -68,6 +70,17 @@ class _View:
     x_pool: np.ndarray
 
 
+def _inference_device(preference: str) -> torch.device:
+    """:func:`~puicl_common.runtime.resolve_device`, except that ``"auto"`` without CUDA takes
+    Apple's GPU (MPS) where torch has it: inference runs there in float32 (the trainer's
+    ``auto`` keeps to CUDA and the CPU)."""
+    mps = getattr(torch.backends, "mps", None)
+    if (preference == "auto" and not torch.cuda.is_available()
+            and mps is not None and mps.is_available()):
+        return torch.device("mps")
+    return resolve_device(preference)
+
+
 class NoBundledWeightsError(FileNotFoundError):
     """No weights were given and no checkpoint ships inside the package."""
 
@@ -90,14 +103,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         A checkpoint directory or ``.safetensors`` file (or a loaded ``PUICLModel``). None
         uses the checkpoint bundled with the package (docs/model_card.md).
     device : "auto", "cpu", "cuda", "cuda:1", "mps", ...
-        "auto" picks CUDA when available, else the CPU.
+        "auto" picks CUDA when available, else Apple's GPU (MPS) when available, else the CPU.
     n_estimators : int or None
         Ensemble members: the first ``n_estimators`` of :data:`puicl_model.ensemble.MEMBERS`
         (views of the table that differ in encoding, labeled rows and features), averaged.
         1 is the single-pass classifier. None (the default) chooses by the table: 1 member
         for numeric-only tables, 2 (adding the power-ordinal view) for tables with
         categorical columns (:func:`puicl_model.ensemble.default_n_estimators`); after
-        ``fit``, ``n_estimators_`` holds the members that run. Each member
+        ``fit``, ``n_estimators_`` holds the members that run. At most 100
+        (``InferenceSettings.MAXIMUM``). Each member
         scores every row with every feature it sees (several passes for wide tables and
         large pools, :mod:`puicl_model.inference`).
     single_pass_limit : int
@@ -202,6 +216,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
                              "and one unlabeled row")
         labeled = check_pu_labels(s, n_rows)
+        warn_if_inverted(labeled)
         views: list[_View] = []
         view_of: dict[tuple[str, str], int] = {}  # (numeric, categorical) -> index in views
 
@@ -221,6 +236,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         # the configured view first: whether the table has categorical columns sets the
         # default member count
         add_view((self.numeric, self.categorical), quiet=False)
+        if views[0].preprocessor.keep_.any():  # (else one zero column stands in: no leak)
+            warn_about_leaks(views[0].x_labeled, views[0].x_pool,
+                             views[0].preprocessor.kept_features_)
         members = members_for(self.n_estimators, self._member_catalogue,
                               has_categorical=views[0].preprocessor.has_categorical_)
         def view_key(member: Member) -> tuple[str, str]:
@@ -228,7 +246,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
         for member in members[1:]:
             add_view(view_key(member), quiet=True)
-        device = resolve_device(self.device)
+        device = _inference_device(self.device)
         model = self._load_model(device)
 
         base = views[0]
@@ -342,8 +360,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                 device=self.device_,
                 bfloat16=use_bf16,
                 # a few small passes per forward on CPU (fewer, larger ops; the [cells, e]
-                # matrices stay near the cache size); a GPU wants large batches
-                cells_per_forward=(1 << 19) if self.device_.type == "cuda" else (1 << 15),
+                # matrices stay near the cache size); a GPU (CUDA or MPS) wants large batches
+                cells_per_forward=(1 << 15) if self.device_.type == "cpu" else (1 << 19),
                 n_threads=self.n_threads,
                 progress=None if bar is None else bar.update,
             )

@@ -16,11 +16,15 @@ unlabeled rows. ``puicl info WEIGHTS`` prints a checkpoint's config and paramete
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
+import os
+import signal
+import stat
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     defaults = InferenceSettings()
     predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
                          help="ensemble members (docs/classifier.md, \"Ensembles\"; default: "
-                         "1 for numeric tables, 2 for tables with categorical columns)")
+                         "1 for numeric tables, 2 for tables with categorical columns; at most "
+                         f"{InferenceSettings.MAXIMUM['n_estimators']})")
     predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
                          help="pools up to this many rows are scored in one pass (default "
                          f"{defaults.single_pass_limit})")
@@ -215,6 +220,10 @@ def _check_output(output: str) -> None:
     path = Path(output)
     if path.is_dir():
         raise CliError(f"--output {output} is a directory; give the path of a CSV file")
+    if path.is_block_device() or path.is_socket():
+        # (a character device or a FIFO is written to, as by the shell's ">")
+        raise CliError(f"--output {output} is a block device or a socket; give the path of a "
+                       "CSV file")
     # missing parent directories are created when the CSV is written; the nearest existing
     # ancestor must be a directory for that to work (a farther one then is too)
     for ancestor in path.parents:
@@ -224,6 +233,30 @@ def _check_output(output: str) -> None:
             break
 
 
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one existing regular file, through links and other spellings
+    (``./t.csv``, ``dir/../t.csv``, a symbolic or hard link) alike."""
+    try:
+        one, other = os.stat(first), os.stat(second)
+    except OSError:
+        return False  # an output that does not exist yet overwrites nothing
+    # regular files only: a terminal may be both stdin and stdout, and writing to a device
+    # replaces nothing
+    return (stat.S_ISREG(one.st_mode) and stat.S_ISREG(other.st_mode)
+            and os.path.samestat(one, other))
+
+
+def _check_output_is_no_input(args: argparse.Namespace) -> None:
+    """Refuse an ``--output`` that names a file the command reads: the scores would replace it."""
+    if args.output == "-":
+        return
+    for option, given in (("--input", args.input), ("--positives", args.positives),
+                          ("--unlabeled", args.unlabeled), ("--weights", args.weights)):
+        if given is not None and _same_file(Path(args.output), given):
+            raise CliError(f"--output {args.output} is the file given as {option} {given}; "
+                           "the scores would overwrite it: write them to another path")
+
+
 def _predict(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
@@ -231,6 +264,7 @@ def _predict(args: argparse.Namespace) -> int:
     from puicl_model.classifier import PUICLClassifier
 
     _check_output(args.output)
+    _check_output_is_no_input(args)
     features, s, unlabeled_rows = _load_table(args)
     classifier = PUICLClassifier(
         weights=args.weights,
@@ -296,17 +330,52 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised wherever the program is so that it unwinds as on Ctrl-C: a half-written
+    output is removed and no traceback is printed. A BaseException, like KeyboardInterrupt,
+    so that no ``except Exception`` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Turn SIGTERM into :class:`_Terminated` while the command runs, then restore the
+    previous handler (``main`` is also called in-process, by tests and scripts)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread, where alone Python can handle signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "predict":
-            return _predict(args)
-        return _info(args)
+        with _sigterm_unwinds():
+            if args.command == "predict":
+                return _predict(args)
+            return _info(args)
     except (CliError, ValueError, OSError) as err:
         # one line: messages carrying pandas' text can end in (or hold) a newline
         message = " ".join(line.strip() for line in str(err).strip().splitlines())
         print(f"puicl {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, _Terminated) as stop:
+        # the shell's convention: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)
+        signum = stop.signum if isinstance(stop, _Terminated) else signal.SIGINT
+        print(f"puicl {args.command}: interrupted", file=sys.stderr)
+        return 128 + int(signum)
 
 
 if __name__ == "__main__":

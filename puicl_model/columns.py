@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MISSING_TOKENS", "as_numeric", "is_dataframe", "is_missing", "parse_numeric",
-           "read_columns"]
+__all__ = ["MISSING_TOKENS", "as_numeric", "is_dataframe", "is_missing", "numbers_and_text",
+           "parse_numeric", "read_columns"]
 
 # Text that stands for a missing value in the tables people export (compared lower-cased and
 # stripped). pandas' read_csv already reads most of them as NaN, but not "?" or "-".
@@ -141,3 +141,24 @@ def parse_numeric(values: np.ndarray) -> tuple[np.ndarray | None, dict[str, int]
         except (TypeError, ValueError):
             return None, {}
     return result, tokens
+
+
+def numbers_and_text(values: np.ndarray) -> tuple[float, dict[str, int]]:
+    """For a column that :func:`parse_numeric` does not read as numeric: the share of its
+    present entries (missing values and missing-value tokens left out) that are numbers or
+    numbers written as text, and the count of each other entry, by its text."""
+    import pandas as pd
+
+    present = values[~is_missing(values)]
+    present = present[[not (isinstance(v, str) and v.strip().lower() in MISSING_TOKENS)
+                       for v in present.tolist()]]
+    if len(present) == 0:
+        return 0.0, {}
+    parsed = pd.to_numeric(pd.Series(present, dtype=object), errors="coerce").notna()
+    # True and False would read as 1 and 0, but a column holding them is not one of amounts
+    numbers = parsed.to_numpy() & np.array([not isinstance(v, (bool, np.bool_))
+                                            for v in present.tolist()])
+    text: dict[str, int] = {}
+    for value in present[~numbers].tolist():
+        text[str(value)] = text.get(str(value), 0) + 1
+    return float(numbers.mean()), text

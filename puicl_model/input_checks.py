@@ -6,6 +6,8 @@ wording ("continuous", "Only binary classification"), so the messages here follo
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -24,12 +26,30 @@ except ImportError:  # older: the same checks were BaseEstimator methods
 
 __all__ = [
     "THRESHOLD_RULE", "check_pu_labels", "check_settings", "has_mixed_names", "is_valid_threshold",
+    "warn_about_leaks", "warn_if_inverted",
 ]
+
+# A feature separating the labeled rows from the pool is reported as a leak when so clean a
+# split would arise by chance, for a feature unrelated to s, with a probability below this:
+# 2 / C(n, n_labeled) for n rows. Small tables split cleanly by chance (3 labeled rows of 10:
+# one in 60) and are not reported; a copy of s in a table of 60 rows gives about 1e-15.
+_LEAK_CHANCE = 1e-6
 
 
 def has_mixed_names(X: Any) -> bool:
     """A DataFrame whose column names are of several types (scikit-learn refuses those)."""
     return is_dataframe(X) and len({type(name) for name in X.columns}) > 1
+
+
+def _first_non_number(values: np.ndarray) -> tuple[int, Any]:
+    """The position and value of the first entry of ``values`` that is not a number (an array
+    whose conversion to float failed has one)."""
+    for row, value in enumerate(values.tolist()):
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return row, value
+    return 0, values[0]  # unreachable where the conversion failed; a value to name regardless
 
 
 def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
@@ -47,16 +67,24 @@ def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
     try:
         numeric = values.astype(np.float64)
     except (TypeError, ValueError):
+        row, value = _first_non_number(values)
         raise ValueError(
             "s must contain only 0 (unlabeled) and 1 (labeled positive); found non-numeric "
-            f"values such as {values[0]!r}"
+            f"values such as {value!r} (row {row})"
         ) from None
+    missing = np.isnan(numeric)
+    if missing.any():  # (None and NaN convert to NaN, which is no "continuous" label)
+        row = int(np.flatnonzero(missing)[0])
+        raise ValueError(
+            "s must contain only 0 (unlabeled) and 1 (labeled positive); found missing values "
+            f"such as {values[row:row + 1].tolist()[0]!r} (row {row})"
+        )
     bad = ~np.isin(numeric, (0.0, 1.0))
     fractional = numeric[bad] != np.round(numeric[bad])
     if fractional.any():  # "continuous": the word scikit-learn's checks look for
         raise ValueError(
             "s must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
-            f"values such as {values[bad][fractional][0]!r}"
+            f"values such as {values[bad][fractional].tolist()[0]!r}"
         )
     if bad.any():
         found = sorted({repr(v) for v in values[bad].tolist()})[:5]
@@ -115,3 +143,43 @@ def check_settings(estimator: Any) -> None:
     ):
         raise ValueError(f"random_state must be a non-negative integer, a numpy "
                          f"RandomState or Generator, or None, got {state!r}")
+
+
+def warn_if_inverted(labeled: np.ndarray) -> None:
+    """Warn when ``s`` marks more rows labeled than unlabeled: PU data rarely looks like that,
+    and a flipped ``s`` (some PU packages mark the labeled rows 0) does."""
+    n_labeled = int(labeled.sum())
+    n_unlabeled = len(labeled) - n_labeled
+    if n_labeled > n_unlabeled:
+        warnings.warn(
+            f"s marks more rows labeled positive ({n_labeled} rows with s = 1) than unlabeled "
+            f"({n_unlabeled} with s = 0); in PU data the labeled positives are usually the "
+            "fewer. Check that s is not inverted: 1 = labeled positive, 0 = unlabeled (some PU "
+            "packages mark the labeled rows 0)",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def warn_about_leaks(x_labeled: np.ndarray, x_pool: np.ndarray, labels: list[str]) -> None:
+    """Warn, naming them, about features whose values among the labeled rows and among the
+    unlabeled rows do not overlap: a copy of ``s``, or a value recorded only for the labeled
+    rows. The model then reads ``s`` off that feature, and the scores of the pool say little
+    about which of its rows are positive (they crowd near one end)."""
+    n_labeled, n_pool = len(x_labeled), len(x_pool)
+    log_chance = math.log(2.0) - (math.lgamma(n_labeled + n_pool + 1) - math.lgamma(n_labeled + 1)
+                                  - math.lgamma(n_pool + 1))
+    if log_chance >= math.log(_LEAK_CHANCE) or x_labeled.shape[1] == 0:
+        return
+    below = x_labeled.max(axis=0) < x_pool.min(axis=0)
+    above = x_labeled.min(axis=0) > x_pool.max(axis=0)
+    leaks = [label for label, splits in zip(labels, below | above, strict=True) if splits]
+    if leaks:
+        warnings.warn(
+            "these columns separate the labeled rows from the unlabeled ones perfectly (their "
+            "values do not overlap): " + ", ".join(repr(label) for label in leaks) + "; a copy "
+            "of s, or a value recorded only for labeled rows? The scores then follow that "
+            "column rather than the positives; drop it (puicl predict: --drop-columns)",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -45,7 +45,9 @@ the table given to ``fit`` (labeled and unlabeled rows together, never the hidde
   that their order is kept; missing dates (NaT) are missing values.
 
 Finally each kept column is centred and scaled with its mean and standard deviation over the
-fitted rows, in float64, before the cast to float32. The model's own standardization makes
+fitted rows, in float64, before the cast to float32 (a column whose values are too large or too
+small for those moments, such as 1e308 under ``numeric="standard"``, is divided by its largest
+magnitude first). The model's own standardization makes
 this a no-op mathematically (it is invariant to positive affine maps of a column), but it keeps
 large offsets (timestamps, identifiers) from losing their variation to float32 rounding.
 """
@@ -62,6 +64,7 @@ from puicl_model.columns import (
     MISSING_TOKENS,
     as_numeric,
     is_missing,
+    numbers_and_text,
     parse_numeric,
     read_columns,
 )
@@ -204,6 +207,47 @@ def _power_transform(values: np.ndarray, exponent: float) -> np.ndarray:
     return np.clip(_yeo_johnson(values, exponent), -_POWER_CAP, _POWER_CAP)
 
 
+# a text column at least this share of whose present entries are numbers is "mostly numbers":
+# its other entries are stray words that turn the column into categories, said in a warning
+_MOSTLY_NUMBERS = 0.5
+
+
+def _stray_text(name: str, values: np.ndarray) -> str | None:
+    """The warning's description of a text column made mostly of numbers ("'c' (80 % numbers;
+    text 'x' ×12)"), or None for a column of words."""
+    share, text = numbers_and_text(values)
+    if share < _MOSTLY_NUMBERS:
+        return None
+    common = sorted(text.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{word!r} ×{count}" for word, count in common[:3])
+    more = f" and {len(common) - 3} more" if len(common) > 3 else ""
+    return f"{name!r} ({share:.0%} numbers; text {shown}{more})"
+
+
+def _moments(kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, standard deviation, prescale) of each kept feature: the feature is scaled as
+    ``(x / prescale - mean) / std``.
+
+    The prescale is 1 (an exact no-op) except where the plain moments fail: values near the
+    float64 limit (numeric="standard" passes 1e308 through) overflow the sum or the squares,
+    and values near its smallest magnitudes underflow the squares to a zero deviation. Those
+    features are divided by their largest magnitude first, so that they keep their variation
+    instead of collapsing to a constant.
+    """
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        center = kept.mean(axis=0)
+        scale = kept.std(axis=0)
+    prescale = np.ones(kept.shape[1])
+    failed = ~(np.isfinite(center) & np.isfinite(scale) & (scale > 0))
+    if failed.any():
+        # a kept feature is not constant, so its largest magnitude is positive
+        prescale[failed] = np.abs(kept[:, failed]).max(axis=0)
+        shrunk = kept[:, failed] / prescale[failed]
+        center[failed] = shrunk.mean(axis=0)
+        scale[failed] = shrunk.std(axis=0)
+    return center, scale, prescale
+
+
 class TablePreprocessor:
     """Learns column encodings on the fitted table; turns tables into float32 matrices."""
 
@@ -244,14 +288,17 @@ class TablePreprocessor:
         """Learn the encodings; return the fitted table's encoded features (before scaling)."""
         names, arrays, is_frame, self._declared_categorical = read_columns(X)
         if not names:
-            raise ValueError(f"X has 0 feature(s) (shape=({len(arrays[0]) if arrays else 0}, "
-                             "0)) while a minimum of 1 is required; pass at least one feature")
+            # the rows are counted on X itself: a table without columns has no column to count
+            n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
+            raise ValueError(f"X has 0 feature(s) (shape=({n_rows}, 0)) while a minimum of 1 "
+                             "is required; pass at least one feature")
         self.is_dataframe_ = is_frame
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
         columns: list[_Column] = []
         read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
         row_number_starts: dict[str, float] = {}  # saved indexes: name -> first value
+        mostly_numbers: list[str] = []  # numbers with stray text, read as categories
         for name, values in zip(names, arrays, strict=True):
             numeric, tokens = (None, {}) if name in self._declared_categorical else (
                 parse_numeric(values)
@@ -265,6 +312,10 @@ class TablePreprocessor:
                     read_as_numbers.append(f"{name!r} ({found})")
             else:
                 columns.append(self._fit_categorical(name, values))
+                if name not in self._declared_categorical:
+                    stray = _stray_text(name, values)
+                    if stray:
+                        mostly_numbers.append(stray)
         self.columns_ = columns
         raw = self._encode(arrays)
         low, high = raw.min(axis=0), raw.max(axis=0)
@@ -277,11 +328,21 @@ class TablePreprocessor:
             label for label, kept in zip(labels, keep, strict=True) if not kept
         ]
         self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep, row_number_starts)
+        # the names of the encoded table's features ("colour=red" for a one-hot feature)
+        self.kept_features_ = [label for label, kept in zip(labels, keep, strict=True) if kept]
         self.keep_ = keep
         if read_as_numbers:
             warnings.warn(
                 "read as numeric, with these missing-value tokens as missing values: "
                 + "; ".join(read_as_numbers),
+                UserWarning,
+                stacklevel=3,
+            )
+        if mostly_numbers:
+            warnings.warn(
+                "read as categorical although mostly numbers, because of the text in them (each "
+                "distinct number becomes a category, not an amount; replace the text by an "
+                "empty cell or NaN to read the column as numeric): " + "; ".join(mostly_numbers),
                 UserWarning,
                 stacklevel=3,
             )
@@ -301,10 +362,9 @@ class TablePreprocessor:
             )
             self.center_ = np.zeros(0)
             self.scale_ = np.ones(0)
+            self.prescale_ = np.ones(0)
         else:
-            kept = raw[:, keep]
-            self.center_ = kept.mean(axis=0)
-            self.scale_ = kept.std(axis=0)
+            self.center_, self.scale_, self.prescale_ = _moments(raw[:, keep])
         return raw
 
     def _drop_reasons(self, arrays: list[np.ndarray], labels: list[str],
@@ -475,7 +535,7 @@ class TablePreprocessor:
         if not self.keep_.any():
             return np.zeros((raw.shape[0], 1), dtype=np.float32)
         kept = raw[:, self.keep_]
-        return ((kept - self.center_) / self.scale_).astype(np.float32)
+        return ((kept / self.prescale_ - self.center_) / self.scale_).astype(np.float32)
 
     def fit_transform(self, X: Any) -> np.ndarray:
         return self._scaled(self._fit(X))  # the fitted table is encoded once

@@ -34,6 +34,12 @@ class InferenceSettings:
         "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
     }
 
+    # the most of a setting that has a limit. Ensemble members repeat the few of
+    # ensemble.MEMBERS with fresh draws, each costing about one more single pass: beyond a few
+    # dozen they add time, not accuracy, and a count such as 10**9 is a typo whose plan alone
+    # would fill memory before the first forward pass
+    MAXIMUM: ClassVar[dict[str, int]] = {"n_estimators": 100}
+
     def validate(self) -> None:
         for name, minimum in self.MINIMUM.items():
             value = getattr(self, name)
@@ -42,3 +48,6 @@ class InferenceSettings:
             is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
             require(is_int and value >= minimum, name,
                     f"must be an integer >= {minimum}, got {value!r}")
+            maximum = self.MAXIMUM.get(name)
+            require(maximum is None or value <= maximum, name,
+                    f"must be an integer from {minimum} to {maximum}, got {value!r}")

@@ -34,6 +34,7 @@ from puicl_model.config import ModelConfig
 
 __all__ = [
     "CONFIG_FILE",
+    "CONFIG_MAXIMA",
     "WEIGHTS_FILE",
     "WeightsError",
     "bundled_weights_path",
@@ -47,6 +48,16 @@ WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 FORMAT_NAME = "puicl-weights"
 FORMAT_VERSION = "1"
+
+# The largest sizes a loaded config may ask for: far above any model this project trains (the
+# paper's has embed_dim 128, 6 layers, ff_dim 256; the bundled one is smaller still), and low
+# enough that a damaged or forged config is refused in one line, not by running out of memory.
+CONFIG_MAXIMA: dict[str, int] = {
+    "embed_dim": 4096, "num_layers": 128, "num_heads": 256, "ff_dim": 16384,
+    "max_features": 10_000, "thinking_rows": 1024, "feature_group": 1024,
+}
+# safetensors' names of the floating-point dtypes (anything else cannot hold weights)
+_FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
 
 
 class WeightsError(ValueError):
@@ -206,12 +217,35 @@ def _describe_shape_mismatch(name: str, found: tuple, expected: tuple, config: M
     return f"{name}: shape {found} in file, {expected} expected by config {reason}"
 
 
-def _check_tensors(tensors: Mapping[str, torch.Tensor], model: torch.nn.Module,
-                   config: ModelConfig, source: Path) -> None:
-    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+def _check_config_sizes(config: ModelConfig, source: Path) -> None:
+    """Refuse sizes beyond :data:`CONFIG_MAXIMA` before a model of them is built."""
+    too_large = [f"{name}={getattr(config, name)} (at most {maximum})"
+                 for name, maximum in CONFIG_MAXIMA.items() if getattr(config, name) > maximum]
+    if too_large:
+        raise WeightsError(f"{source}: the model config asks for sizes beyond what puicl loads: "
+                           + ", ".join(too_large) + "; the file is damaged or not PUICL weights")
+
+
+def _expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes of a model of ``config``, computed without allocating its weights."""
+    from puicl_model.model import PUICLModel
+
+    with torch.device("meta"):  # shapes only: a lying config costs no memory here
+        model = PUICLModel(config)
+    return {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+
+
+def _check_layout(shapes: Mapping[str, tuple[int, ...]], dtypes: Mapping[str, str],
+                  config: ModelConfig, source: Path) -> None:
+    """Compare the tensors the file's header declares with those ``config`` makes.
+
+    Done on the header alone, before the model is built or a tensor read: a file that fits
+    its config holds every weight of the model, so the model is no larger than the file.
+    """
+    expected = _expected_shapes(config)
     problems: list[str] = []
-    missing = [name for name in expected if name not in tensors]
-    unexpected = [name for name in tensors if name not in expected]
+    missing = [name for name in expected if name not in shapes]
+    unexpected = [name for name in shapes if name not in expected]
     if missing:
         problems.append(
             f"missing from the file: {', '.join(missing[:5])}"
@@ -225,16 +259,16 @@ def _check_tensors(tensors: Mapping[str, torch.Tensor], model: torch.nn.Module,
             + (f" and {len(unexpected) - 5} more" if len(unexpected) > 5 else "")
         )
     wrong_shapes = [
-        _describe_shape_mismatch(name, tuple(tensors[name].shape), shape, config)
+        _describe_shape_mismatch(name, shapes[name], shape, config)
         for name, shape in expected.items()
-        if name in tensors and tuple(tensors[name].shape) != shape
+        if name in shapes and shapes[name] != shape
     ]
     problems.extend(wrong_shapes[:3])
     if len(wrong_shapes) > 3:
         problems.append(f"{len(wrong_shapes) - 3} more tensors have other shapes")
-    for name, tensor in tensors.items():
-        if not tensor.is_floating_point():
-            problems.append(f"{name}: dtype {tensor.dtype} in file, floating point expected")
+    for name, dtype in dtypes.items():
+        if dtype not in _FLOAT_DTYPES:
+            problems.append(f"{name}: dtype {dtype} in file, floating point expected")
     if problems:
         raise WeightsError(
             f"{source} does not fit its model config: " + "; ".join(problems)
@@ -258,24 +292,8 @@ def stored_checksum(path: str | Path) -> str:
     return checksum
 
 
-def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
-    """Rebuild the :class:`~puicl_model.model.PUICLModel` stored at ``path``, in eval mode.
-
-    ``path`` is a checkpoint directory or a ``.safetensors`` file. The file's tensor names,
-    shapes and checksum are verified against its config; any difference is a
-    :class:`WeightsError` that says what differs.
-    """
-    from safetensors import SafetensorError, safe_open
-
-    from puicl_model.model import PUICLModel
-
-    weights_path = resolve_weights_path(path)
-    try:
-        with safe_open(str(weights_path), framework="pt", device="cpu") as handle:
-            metadata = dict(handle.metadata() or {})
-            tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
-    except (SafetensorError, OSError) as err:
-        raise WeightsError(f"{weights_path} is not a readable safetensors file: {err}") from None
+def _header_config(weights_path: Path, metadata: Mapping[str, str]) -> ModelConfig:
+    """The model config of a weights file after its format and sizes are checked."""
     if metadata.get("format", FORMAT_NAME) != FORMAT_NAME:
         raise WeightsError(f"{weights_path} holds {metadata['format']!r}, not PUICL weights")
     version = metadata.get("format_version", FORMAT_VERSION)
@@ -285,13 +303,41 @@ def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.
             f"{FORMAT_VERSION} — upgrade puicl or re-export the checkpoint"
         )
     config = _read_config(weights_path, metadata)
-    model = PUICLModel(config)
-    _check_tensors(tensors, model, config, weights_path)
+    _check_config_sizes(config, weights_path)
+    return config
+
+
+def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
+    """Rebuild the :class:`~puicl_model.model.PUICLModel` stored at ``path``, in eval mode.
+
+    ``path`` is a checkpoint directory or a ``.safetensors`` file. The file's tensor names,
+    shapes and checksum are verified against its config; any difference is a
+    :class:`WeightsError` that says what differs. The config's sizes are bounded
+    (:data:`CONFIG_MAXIMA`) and the shapes are checked on the file's header before the model
+    is built, so metadata that claims a larger model than the file holds allocates nothing.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    from puicl_model.model import PUICLModel
+
+    weights_path = resolve_weights_path(path)
+    try:
+        with safe_open(str(weights_path), framework="pt", device="cpu") as handle:
+            metadata = dict(handle.metadata() or {})
+            config = _header_config(weights_path, metadata)
+            slices = {name: handle.get_slice(name) for name in handle.keys()}  # noqa: SIM118
+            _check_layout({name: tuple(part.get_shape()) for name, part in slices.items()},
+                          {name: part.get_dtype() for name, part in slices.items()},
+                          config, weights_path)
+            tensors = {name: handle.get_tensor(name) for name in slices}
+    except (SafetensorError, OSError) as err:
+        raise WeightsError(f"{weights_path} is not a readable safetensors file: {err}") from None
     if "tensors_sha256" in metadata and _tensor_digest(tensors) != metadata["tensors_sha256"]:
         raise WeightsError(
             f"{weights_path}: tensor checksum mismatch — the file is corrupted or was modified "
             f"after export; export it again"
         )
+    model = PUICLModel(config)
     state = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}
     model.load_state_dict(state, strict=True)
     return model.to(device).eval()

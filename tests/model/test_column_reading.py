@@ -68,8 +68,36 @@ def test_each_usual_missing_token_reads_as_missing(token: str) -> None:
 
 def test_real_text_stays_categorical() -> None:
     X = pd.DataFrame({"a": ["1.5", "?", "three", "4"], "b": [1.0, 2.0, 3.0, 5.0]})
-    pre = TablePreprocessor().fit(X)
+    with pytest.warns(UserWarning, match=r"mostly numbers.*'a' \(67% numbers; text 'three' ×1\)"):
+        pre = TablePreprocessor().fit(X)
     assert pre.columns_[0].kind == "categorical"
+
+
+def test_numbers_with_a_stray_word_are_named_when_read_as_categories() -> None:
+    """A column of numbers with "x" in a fifth of its rows becomes categories (an "is x"
+    feature, in effect): the warning names the column and the text that did it."""
+    rng = np.random.default_rng(0)
+    amounts = rng.normal(size=50).round(3).astype(object)
+    amounts[::5] = "x"
+    amounts[1] = "?"  # a missing-value token is no stray word
+    X = pd.DataFrame({"amount": amounts, "colour": rng.choice(["red", "blue", "3"], size=50),
+                      "b": rng.normal(size=50)})
+    with pytest.warns(UserWarning) as caught:
+        pre = TablePreprocessor().fit(X)
+    assert pre.columns_[0].kind == "categorical"
+    messages = [str(warning.message) for warning in caught]
+    assert any(message.startswith("read as categorical although mostly numbers")
+               and message.endswith(": 'amount' (80% numbers; text 'x' ×10)")
+               for message in messages), messages
+    assert not any("'colour'" in message for message in messages)
+
+
+def test_a_column_of_words_and_booleans_is_not_called_numbers() -> None:
+    X = pd.DataFrame({"flag": np.array([True, False, "maybe", True] * 5, dtype=object),
+                      "word": ["a", "b", "1", "c"] * 5, "b": np.arange(20.0) ** 2})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TablePreprocessor().fit(X)
 
 
 def test_dropped_columns_are_named_with_their_reasons() -> None:

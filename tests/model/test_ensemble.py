@@ -14,6 +14,7 @@ from puicl_model import PUICLClassifier
 from puicl_model.batch import collate_tasks
 from puicl_model.ensemble import MEMBERS, Member, members_for
 from puicl_model.preprocessing import TablePreprocessor
+from puicl_model.settings import InferenceSettings
 
 
 def direct_proba(model, x_labeled: np.ndarray, x_pool: np.ndarray) -> np.ndarray:
@@ -146,6 +147,17 @@ def test_invalid_n_estimators_is_a_clear_error(small_weights, table, rng, value)
     X, s = table(rng, 10, 20, 3)
     with pytest.raises(ValueError, match=r"n_estimators: must be an integer >= 1, got"):
         PUICLClassifier(weights=small_weights, n_estimators=value).fit(X, s)
+
+
+def test_an_absurd_n_estimators_is_refused_before_any_member_is_planned(
+        small_weights, table, rng, monkeypatch) -> None:
+    X, s = table(rng, 10, 20, 3)
+    monkeypatch.setattr("puicl_model.classifier.members_for",
+                        lambda *a, **k: pytest.fail("members planned"))
+    with pytest.raises(ValueError) as caught:
+        PUICLClassifier(weights=small_weights, n_estimators=10**9).fit(X, s)
+    assert str(caught.value) == "n_estimators: must be an integer from 1 to 100, got 1000000000"
+    InferenceSettings(n_estimators=InferenceSettings.MAXIMUM["n_estimators"]).validate()
 
 
 def test_invalid_members_are_clear_errors() -> None:

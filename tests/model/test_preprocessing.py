@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -108,6 +110,37 @@ def test_all_constant_table_warns_and_yields_one_zero_column() -> None:
         pre = TablePreprocessor().fit(np.ones((5, 3)))
     out = pre.transform(np.ones((2, 3)))
     assert out.shape == (2, 1) and (out == 0).all()
+
+
+@pytest.mark.parametrize("magnitude", [1e307, 1e-200])
+def test_standard_keeps_columns_at_the_ends_of_the_float64_range(magnitude) -> None:
+    """Their mean or squares overflow (or underflow to a zero deviation): the column must keep
+    its variation, without numpy's overflow warning, instead of collapsing to a constant."""
+    rng = np.random.default_rng(0)
+    spread = rng.normal(size=50)
+    lone = rng.normal(size=50)
+    lone[3] = 1e308  # one value at the limit in an otherwise ordinary column
+    X = np.c_[spread * magnitude, lone, rng.normal(size=50)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pre = TablePreprocessor(numeric="standard")
+        out = pre.fit_transform(X)
+        again = pre.transform(X)
+    assert np.isfinite(out).all() and np.array_equal(out, again)
+    expected = (spread - spread.mean()) / spread.std()
+    np.testing.assert_allclose(out[:, 0], expected, rtol=1e-5, atol=1e-5)
+    assert out[3, 1] > 6 and np.ptp(np.delete(out[:, 1], 3)) < 1e-6  # the lone value stands out
+    np.testing.assert_allclose(out[:, 1].mean(), 0.0, atol=1e-6)
+    np.testing.assert_allclose(out[:, 1].std(), 1.0, rtol=1e-5)
+
+
+def test_ordinary_columns_are_scaled_as_before() -> None:
+    """The scaling of columns whose moments are finite is unchanged, bit for bit."""
+    X = np.random.default_rng(1).normal(size=(40, 3)) * [1.0, 1e5, 1e-5] + [0.0, 3e8, 1.0]
+    pre = TablePreprocessor(numeric="standard")
+    out = pre.fit_transform(X)
+    assert (pre.prescale_ == 1.0).all()
+    assert np.array_equal(out, ((X - X.mean(axis=0)) / X.std(axis=0)).astype(np.float32))
 
 
 def test_large_offsets_survive_the_float32_cast() -> None:

@@ -166,3 +166,68 @@ def test_saved_weights_are_readable_by_others(tmp_path: Path) -> None:
     os.umask(umask)
     for path in (written, written.parent / "config.json"):
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+
+
+def forge_config(small_model, path: Path, **sizes: int) -> None:
+    """Rewrite the config in ``path``'s header to claim ``sizes``, its tensors unchanged."""
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    config = json.loads(metadata["model_config"])
+    config.update(sizes)
+    metadata["model_config"] = json.dumps(config)
+    save_file(load_file(path), path, metadata=metadata)
+
+
+@pytest.fixture
+def no_model_built_for_real(monkeypatch):
+    """Fail where a PUICLModel is built with real weights (not on the meta device): a model of
+    a forged config would take gigabytes before anything reported the lie."""
+    from puicl_model.model import PUICLModel
+
+    original = PUICLModel.__init__
+
+    def guarded(self, *args, **kwargs) -> None:
+        if torch.get_default_device().type != "meta":
+            pytest.fail("a model was built before the file's shapes were checked")
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PUICLModel, "__init__", guarded)
+
+
+def test_a_config_beyond_the_maxima_is_refused_before_any_model_is_built(
+        small_model, tmp_path, no_model_built_for_real) -> None:
+    path = save_weights(small_model, tmp_path / "w.safetensors")
+    forge_config(small_model, path, embed_dim=32768, num_layers=64, num_heads=8, ff_dim=65536)
+    with pytest.raises(WeightsError) as caught:
+        load_weights(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert ("the model config asks for sizes beyond what puicl loads: embed_dim=32768 (at most "
+            "4096), ff_dim=65536 (at most 16384); the file is damaged or not PUICL weights"
+            ) in message
+
+
+def test_shapes_are_checked_on_the_header_before_the_model_is_built(
+        small_model, tmp_path, no_model_built_for_real) -> None:
+    """Sizes within the maxima whose model (about 800 M parameters) the file cannot hold."""
+    path = save_weights(small_model, tmp_path / "w.safetensors")
+    forge_config(small_model, path, embed_dim=1024, num_layers=64, num_heads=8, ff_dim=4096)
+    with pytest.raises(WeightsError) as caught:
+        load_weights(path)
+    message = str(caught.value)
+    assert "does not fit its model config" in message and "\n" not in message
+    assert "missing from the file: blocks.2." in message
+    assert "feature_encoder.weight: shape (32, 1) in file, (1024, 1) expected" in message
+
+
+def test_a_tensor_of_integers_is_refused_by_its_header_dtype(small_model, tmp_path) -> None:
+    path = save_weights(small_model, tmp_path / "w.safetensors")
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    tensors = load_file(path)
+    tensors["decoder.2.bias"] = tensors["decoder.2.bias"].to(torch.int64)
+    save_file(tensors, path, metadata={k: v for k, v in metadata.items()
+                                       if k != "tensors_sha256"})
+    with pytest.raises(WeightsError, match=r"decoder\.2\.bias: dtype I64 in file, floating "
+                                           "point expected"):
+        load_weights(path)

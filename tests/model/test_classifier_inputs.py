@@ -1,0 +1,108 @@
+"""What fit says about suspicious inputs: leaky columns, an inverted s, the bad value of s
+itself, a table without columns; and the device "auto" picks."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from puicl_model import PUICLClassifier
+
+
+@pytest.fixture
+def frame(rng) -> tuple[pd.DataFrame, np.ndarray]:
+    n = 60
+    s = (np.arange(n) % 3 == 0).astype(np.int64)  # 20 labeled, 40 unlabeled
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
+                      "colour": rng.choice(["red", "green", "blue"], size=n)})
+    return X, s
+
+
+def fit_messages(clf: PUICLClassifier, X, s) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, s)
+    return [str(warning.message) for warning in caught]
+
+
+def test_an_ordinary_table_fits_without_a_warning(small_weights, frame) -> None:
+    X, s = frame
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PUICLClassifier(weights=small_weights).fit(X, s)
+
+
+@pytest.mark.parametrize("leak", ["copy", "inverted", "category"])
+def test_a_column_that_separates_labeled_from_unlabeled_is_named(small_weights, frame,
+                                                                 leak) -> None:
+    X, s = frame
+    X = X.assign(leak={"copy": s.astype(float), "inverted": 5.0 - 2 * s,
+                       "category": np.where(s == 1, "yes", "no")}[leak])
+    messages = fit_messages(PUICLClassifier(weights=small_weights), X, s)
+    leaks = [m for m in messages if m.startswith("these columns separate the labeled rows")]
+    assert len(leaks) == 1, messages
+    assert "perfectly (their values do not overlap): 'leak'; a copy of s" in leaks[0]
+
+
+def test_a_clean_split_that_small_tables_give_by_chance_is_not_reported(small_weights) -> None:
+    X = np.array([[5.0], [6.0], [7.0], [1.0], [2.0], [3.0], [4.0], [2.5]])
+    s = np.array([1, 1, 1, 0, 0, 0, 0, 0])  # 3 of 8 rows on top: one split in 28
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PUICLClassifier(weights=small_weights).fit(X, s)
+
+
+def test_more_labeled_than_unlabeled_rows_warns_that_s_may_be_inverted(small_weights,
+                                                                       frame) -> None:
+    X, s = frame
+    messages = fit_messages(PUICLClassifier(weights=small_weights), X, 1 - s)
+    assert any(m.startswith("s marks more rows labeled positive (40 rows with s = 1) than "
+                            "unlabeled (20 with s = 0)") and "not inverted" in m
+               for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    ("s", "shown"),
+    [
+        (pd.Series(["1", "0", "x", "0", "1", "0"]), "'x' (row 2)"),
+        (pd.Series([True, False, pd.NA, False, True, False], dtype=object), "<NA> (row 2)"),
+        (np.array([1, 0, 0, None, 1, 0], dtype=object), "None (row 3)"),
+        (np.array([1.0, 0.0, np.nan, 1.0, 0.0, 0.0]), "nan (row 2)"),
+    ],
+)
+def test_a_non_numeric_label_names_the_bad_value(small_weights, s, shown) -> None:
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    with pytest.raises(ValueError) as caught:
+        PUICLClassifier(weights=small_weights).fit(X, s)
+    kind = "missing" if shown.startswith(("None", "nan")) else "non-numeric"
+    assert str(caught.value) == ("s must contain only 0 (unlabeled) and 1 (labeled positive); "
+                                 f"found {kind} values such as {shown}")
+
+
+@pytest.mark.parametrize("table", [pd.DataFrame(index=range(300)), np.zeros((300, 0))],
+                         ids=["dataframe", "array"])
+def test_a_table_without_columns_is_reported_with_its_rows(small_weights, table) -> None:
+    s = (np.arange(300) < 30).astype(int)
+    with pytest.raises(ValueError, match=r"X has 0 feature\(s\) \(shape=\(300, 0\)\) while a "
+                                         "minimum of 1 is required"):
+        PUICLClassifier(weights=small_weights).fit(table, s)
+
+
+@pytest.mark.parametrize(("cuda", "mps", "device", "expected"), [
+    (False, True, "auto", "mps"),
+    (False, False, "auto", "cpu"),
+    (False, True, "cpu", "cpu"),
+])
+def test_auto_takes_apples_gpu_where_there_is_no_cuda(small_model, frame, monkeypatch, cuda,
+                                                      mps, device, expected) -> None:
+    X, s = frame
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    # fit only places the model; it stays on the CPU here, where no MPS device exists
+    monkeypatch.setattr(PUICLClassifier, "_load_model", lambda self, device: small_model)
+    clf = PUICLClassifier(device=device).fit(X, s)
+    assert clf.device_.type == expected
