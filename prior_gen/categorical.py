@@ -1,6 +1,6 @@
 """Categorical features: discretise some of a finished task's feature columns into levels.
 
-Beyond the paper (issue 15, item 8): TabPFN's prior turns some features into categories, and
+Beyond the paper: TabPFN's prior turns some features into categories, and
 real tables (MONK, Car) have them, while the paper's prior makes every feature continuous.
 With ``prior.dataset.categorical`` set, each task, after its PU split:
 
