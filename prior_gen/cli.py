@@ -136,9 +136,9 @@ def _inspect_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fail(message: str, command: str = "prior-gen") -> NoReturn:
+def _fail(message: str) -> NoReturn:
     """One line on stderr, exit status 2 (a bad argument that usage text would not explain)."""
-    print(f"{command}: error: {message}", file=sys.stderr)
+    print(f"prior-gen: error: {message}", file=sys.stderr)
     raise SystemExit(2)
 
 
@@ -300,21 +300,23 @@ def _inspect(argv: Sequence[str]) -> int:
     parser = _inspect_parser()
     args = parser.parse_args(argv)
     directory = Path(args.directory)
+
+    def error(message: str, status: int) -> int:
+        print(f"prior-gen inspect: error: {message}", file=sys.stderr)
+        return status
+
     if directory.exists() and not directory.is_dir():
-        _fail(f"{directory} is a file: give the shard directory (holds manifest.json)",
-              "prior-gen inspect")
+        return error(f"{directory} is a file: give the shard directory (holds manifest.json)", 2)
     try:
         if args.plot:
             check_output_path(args.plot, "file", "--plot")
         return inspect_directory(directory, args.split, args.plot, args.verify)
-    except OutputPathError as err:
-        _fail(str(err), "prior-gen inspect")
+    except OutputPathError as err:  # also a --plot the file system refused
+        return error(str(err), 2)
     except ShardError as err:
-        print(f"prior-gen inspect: error: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:  # e.g. --plot on a read-only file system
-        print(f"prior-gen inspect: error: {os_error_message(err)}", file=sys.stderr)
-        return 2
+        return error(str(err), 1)
+    except OSError as err:
+        return error(os_error_message(err), 2)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
