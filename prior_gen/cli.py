@@ -7,23 +7,32 @@
     prior-gen inspect shards/ [--split val] [--plot stats.png] [--verify]
 
 Exit status: 0 done, 1 failure (e.g. the directory holds other shards or is being written by
-another prior-gen), 2 bad arguments.
+another prior-gen), 2 bad arguments (a config without a curriculum, an --out or --plot that
+cannot be written), 130 interrupted (Ctrl-C or SIGTERM; the shards finished so far are kept
+and a rerun of the same command continues).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
-from prior_gen.config import GenerationConfig, load_generation_config
+from prior_gen.config import GenerationConfig, generation_config_from_mapping
 from prior_gen.curriculum import all_stages
 from prior_gen.errors import ShardError
 from prior_gen.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.storage import WriterLockedError
-from puicl_common.configio import ConfigError
+from puicl_common.configio import ConfigError, load_yaml
+from puicl_common.output_paths import OutputPathError, check_output_path, os_error_message
+
+if TYPE_CHECKING:
+    from prior_gen.runner import ShardJob
 
 __all__ = ["main", "parse_stages", "parse_steps"]
 
@@ -127,6 +136,12 @@ def _inspect_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(message: str) -> NoReturn:
+    """One line on stderr, exit status 2 (a bad argument that usage text would not explain)."""
+    print(f"prior-gen: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> GenerationConfig:
     path = Path(args.config)
     if not path.exists():
@@ -136,7 +151,16 @@ def _load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> G
             "e.g. --config configs/smoke.yaml"
         )
     try:
-        config = load_generation_config(path)
+        data = load_yaml(path)
+        if not data.get("curriculum"):
+            # every curriculum key has the paper's default: an empty or prior-only config
+            # would otherwise start the paper's 4.8 million tasks without a word
+            _fail(
+                f"{args.config} has no 'curriculum' section, which sets how much is "
+                "generated (stages, steps_per_stage, tail_steps, global_batch): add one, "
+                "e.g. as in configs/smoke.yaml"
+            )
+        config = generation_config_from_mapping(data, str(path))
         if args.seed is not None:
             config = config.with_seed(args.seed)
         if args.format is not None:
@@ -169,6 +193,40 @@ class _ProgressBar:
             self.bar.close()
 
 
+def _size(n_bytes: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.1f} {unit}"
+    return f"{n_bytes:.0f} bytes"
+
+
+def _announcer(
+    config: GenerationConfig, args: argparse.Namespace
+) -> Callable[[list[ShardJob], int], None]:
+    """What ``run_generation`` will write, as one line on stderr before it writes anything."""
+    from prior_gen.runner import estimated_bytes
+    from prior_gen.shards import format_ranges
+
+    def announce(jobs: list[ShardJob], reused: int) -> None:
+        if not jobs:
+            return
+        numbered = format_ranges(j.stage for j in jobs if j.stage != TAIL)
+        tail = [TAIL] if any(j.stage == TAIL for j in jobs) else []
+        stages = ",".join([numbered, *tail] if numbered else tail)
+        steps = sum(j.n_steps for j in jobs)
+        tasks = steps * config.curriculum.global_batch
+        present = f"; {reused} already present" if reused else ""
+        print(
+            f"prior-gen: generating {len(jobs)} shard(s) of the {args.split} split of "
+            f"{args.config} into {args.out} (stages {stages}: {steps} steps, {tasks} tasks), "
+            f"an estimated {_size(estimated_bytes(config, jobs))}{present}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return announce
+
+
 def _generate(argv: Sequence[str]) -> int:
     from prior_gen.runner import default_workers, run_generation
 
@@ -192,6 +250,10 @@ def _generate(argv: Sequence[str]) -> int:
     workers = args.workers if args.workers is not None else default_workers()
     if workers < 1:
         parser.error(f"--workers must be >= 1, got {workers}")
+    try:
+        check_output_path(args.out, "directory", "--out")
+    except OutputPathError as err:
+        _fail(str(err))
     backend = "dask" if args.scheduler else args.backend
     command = shlex.join(["prior-gen", *argv])
     progress = _ProgressBar()
@@ -209,9 +271,13 @@ def _generate(argv: Sequence[str]) -> int:
             config_path=args.config,
             command=command,
             progress=progress,
+            on_plan=_announcer(config, args),
         )
-    except (ShardError, WriterLockedError, OSError) as err:
+    except (ShardError, WriterLockedError) as err:
         print(f"prior-gen: error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        print(f"prior-gen: error: {os_error_message(err)}", file=sys.stderr)
         return 1
     finally:
         progress.close()
@@ -233,20 +299,52 @@ def _inspect(argv: Sequence[str]) -> int:
 
     parser = _inspect_parser()
     args = parser.parse_args(argv)
+    directory = Path(args.directory)
+
+    def error(message: str, status: int) -> int:
+        print(f"prior-gen inspect: error: {message}", file=sys.stderr)
+        return status
+
+    if directory.exists() and not directory.is_dir():
+        return error(f"{directory} is a file: give the shard directory (holds manifest.json)", 2)
     try:
-        return inspect_directory(Path(args.directory), args.split, args.plot, args.verify)
+        if args.plot:
+            check_output_path(args.plot, "file", "--plot")
+        return inspect_directory(directory, args.split, args.plot, args.verify)
+    except OutputPathError as err:  # also a --plot the file system refused
+        return error(str(err), 2)
     except ShardError as err:
-        print(f"prior-gen inspect: error: {err}", file=sys.stderr)
-        return 1
+        return error(str(err), 1)
+    except OSError as err:
+        return error(os_error_message(err), 2)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "inspect":
-        return _inspect(argv[1:])
-    if argv and argv[0] == "generate":  # explicit form of the default action
-        argv = argv[1:]
-    return _generate(argv)
+    inspecting = bool(argv) and argv[0] == "inspect"
+    previous = None
+    # SIGTERM (kill, a job scheduler) takes the path of Ctrl-C: one line, status 130
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        if inspecting:
+            return _inspect(argv[1:])
+        if argv and argv[0] == "generate":  # explicit form of the default action
+            argv = argv[1:]
+        return _generate(argv)
+    except KeyboardInterrupt:
+        resume = "" if inspecting else (
+            "; finished shards are kept, and the same command continues from them"
+        )
+        print(f"prior-gen: interrupted{resume}", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from typing import Any
 
 from prior_gen.config import GenerationConfig
 from prior_gen.errors import ShardCorruptError, ShardMismatchError
-from prior_gen.seeding import TAIL, Stage
+from prior_gen.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.storage import atomic_write_json
 from prior_gen.task import Task
 from puicl_common.configio import to_dict
@@ -32,12 +32,14 @@ __all__ = [
     "FORMAT_VERSION",
     "KIND",
     "MANIFEST_NAME",
+    "SUFFIXES",
     "check_compatible",
     "config_differences",
     "load_manifest",
     "merge_stats",
     "new_manifest",
     "shard_key",
+    "shard_relpath",
     "stage_key",
     "summarize",
     "task_stats",
@@ -45,9 +47,16 @@ __all__ = [
 ]
 
 KIND = "puicl-prior-shards"
+SUFFIXES = {"zarr": ".zarr", "webdataset": ".tar"}
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 _MAX_COMMANDS = 100
+
+
+def shard_relpath(split: str, stage: Stage, first_step: int, fmt: str) -> str:
+    """Where a shard lies under the output directory; the only paths a manifest may list."""
+    stage_dir = TAIL if stage == TAIL else f"stage-{int(stage):03d}"
+    return f"{split}/{stage_dir}/shard-{first_step:06d}{SUFFIXES[fmt]}"
 
 
 def stage_key(stage: Stage) -> str:
@@ -109,7 +118,49 @@ def load_manifest(directory: Path) -> dict[str, Any] | None:
             f"{path} has shard format version {version}; this prior_gen reads version "
             f"{FORMAT_VERSION}: regenerate the shards with this version of prior-gen"
         )
+    _check_records(manifest, path)
     return manifest
+
+
+def _check_records(manifest: dict[str, Any], path: Path) -> None:
+    """Refuse a manifest whose shard records point anywhere but their own shard's place.
+
+    Readers open ``directory / record["path"]``: a crafted ``../..`` or absolute path would
+    read (and a rerun would hash) files outside the shard directory. Each record's path must
+    be exactly the one :func:`shard_relpath` gives for its split, stage and first step.
+    """
+    def refuse(detail: str) -> ShardCorruptError:
+        return ShardCorruptError(
+            path,
+            detail,
+            hint="nothing was read from it; delete the directory (or move it aside) and "
+            "generate its shards again",
+        )
+
+    fmt = manifest.get("format")
+    splits = manifest.get("splits")
+    if fmt not in SUFFIXES or not isinstance(splits, dict):
+        raise refuse(f"format {fmt!r} or its splits are not those of a shard manifest")
+    for split, stages in splits.items():
+        if split not in SPLIT_CODES or not isinstance(stages, dict):
+            raise refuse(f"unknown split {split!r}")
+        for key, shards in stages.items():
+            if not (key == TAIL or (key.isdigit() and int(key) >= 1 and key == str(int(key)))):
+                raise refuse(f"unknown stage {key!r} in split {split!r}")
+            if not isinstance(shards, dict):
+                raise refuse(f"stage {key!r} of split {split!r} is not a mapping of shards")
+            for first, record in shards.items():
+                first_step = record.get("first_step") if isinstance(record, dict) else None
+                if not isinstance(first_step, int) or first_step < 0 or first != shard_key(
+                    first_step
+                ):
+                    raise refuse(f"shard {first!r} of {split} stage {key} has a bad first_step")
+                expected = shard_relpath(split, parse_stage_key(key), first_step, fmt)
+                if record.get("path") != expected:
+                    raise refuse(
+                        f"lists {record.get('path')!r} for shard {first} of {split} stage "
+                        f"{key}, where only {expected!r} may stand"
+                    )
 
 
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:

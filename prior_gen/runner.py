@@ -11,29 +11,31 @@ byte for byte the same.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prior_gen.config import GenerationConfig
-from prior_gen.curriculum import steps_in_stage
+from prior_gen.curriculum import annealing_stage, steps_in_stage
 from prior_gen.faults import crash_if_planned, kill_after_from_env
 from prior_gen.manifest import (
     check_compatible,
     load_manifest,
     new_manifest,
     shard_key,
+    shard_relpath,
     stage_key,
     task_stats,
     write_manifest,
 )
 from prior_gen.seeding import Stage
-from prior_gen.shards import shard_relpath
 from prior_gen.storage import (
     WriterLock,
     digest_path,
@@ -43,7 +45,15 @@ from prior_gen.storage import (
     temp_path,
 )
 
-__all__ = ["BACKENDS", "RunSummary", "ShardJob", "plan_jobs", "run_generation", "write_shard"]
+__all__ = [
+    "BACKENDS",
+    "RunSummary",
+    "ShardJob",
+    "estimated_bytes",
+    "plan_jobs",
+    "run_generation",
+    "write_shard",
+]
 
 BACKENDS = ("loky", "multiprocessing", "dask")
 _FLUSH_SECONDS = 1.0
@@ -90,6 +100,26 @@ def plan_jobs(
         for first in range(lo - lo % per_shard, hi + 1, per_shard):
             jobs.append(ShardJob(split, stage, first, min(per_shard, n_steps - first)))
     return jobs
+
+
+def estimated_bytes(config: GenerationConfig, jobs: Iterable[ShardJob]) -> int:
+    """About how many bytes the shards of ``jobs`` hold: the tasks' expected float32 x and
+    int8 y at each stage's ranges (rows = P·(1 + η), features d, means of their ranges).
+
+    An announcement of scale, not a promise: compression takes some off, per-task metadata
+    adds some (configs/paper.yaml: 106 GB estimated, ≈ 92 GB stored; configs/smoke.yaml's
+    tiny tasks: 0.15 MB estimated, 0.17 MB stored).
+    """
+    curriculum = config.curriculum
+    features = sum(config.prior.dataset.n_features) / 2
+    total = 0.0
+    for job in jobs:
+        stage = annealing_stage(job.stage, curriculum)
+        labeled = sum(config.prior.dataset.n_labeled_at(stage, curriculum.stages)) / 2
+        eta = sum(curriculum.eta.at(stage, curriculum.stages)) / 2
+        rows = labeled * (1.0 + eta)
+        total += job.n_steps * curriculum.global_batch * rows * (4 * features + 1)
+    return int(total)
 
 
 def _limit_threads() -> Any:
@@ -162,6 +192,56 @@ def _verified(directory: Path, record: dict[str, Any], verify: bool) -> bool:
     return not verify or digest_path(path)[0] == record["sha256"]
 
 
+def _leave_signals_to_the_parent() -> None:
+    """Loky workers ignore Ctrl-C (which a terminal sends to the whole process group) and
+    SIGTERM: the main process decides, and stops them after their current shard."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _loky_records(
+    config: GenerationConfig, jobs: list[ShardJob], directory: Path, workers: int
+) -> Iterator[dict[str, Any]]:
+    """Records of ``jobs`` from loky worker processes, as they finish.
+
+    Used directly rather than through joblib, whose abort on an exception (Ctrl-C included)
+    kills the workers mid-shard: a killed worker cannot release its semaphores (numcodecs'
+    Blosc lock), and the resource tracker then warns about them at exit. Here an
+    interruption cancels the queued shards and waits for the running ones (each a few
+    seconds at most), so the workers end normally.
+    """
+    from joblib.externals.loky import get_reusable_executor
+
+    executor = get_reusable_executor(
+        max_workers=workers, initializer=_leave_signals_to_the_parent
+    )
+    queue = iter(jobs)
+    pending: set[Future] = set()
+
+    def submit(count: int) -> None:
+        for job in itertools.islice(queue, count):
+            pending.add(executor.submit(write_shard, config, job, str(directory)))
+
+    try:
+        submit(2 * workers)  # a few per worker in flight: all an interruption waits for
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                pending.discard(future)
+                submit(1)
+                yield future.result()
+    except BaseException as err:
+        for future in pending:
+            future.cancel()
+        executor.shutdown(wait=True)
+        if isinstance(err, KeyboardInterrupt):
+            # the shards that ran to the end are on disk: hand them over to the manifest
+            for future in pending:
+                if not future.cancelled() and future.exception() is None:
+                    yield future.result()
+        raise
+
+
 def _execute(
     config: GenerationConfig,
     jobs: list[ShardJob],
@@ -177,12 +257,12 @@ def _execute(
         for job in jobs:
             yield write_shard(config, job, str(directory))
         return
+    if backend == "loky":
+        yield from _loky_records(config, jobs, directory, workers)
+        return
     from joblib import Parallel, delayed, parallel_config
 
     calls = (delayed(write_shard)(config, job, str(directory)) for job in jobs)
-    if backend == "loky":
-        yield from Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")(calls)
-        return
     if backend == "multiprocessing":
         # this backend only returns whole lists: feed it a few jobs per worker at a time (one
         # pool for all) so records still reach the manifest while the run goes on. Workers
@@ -236,11 +316,13 @@ def run_generation(
     config_path: str = "",
     command: str = "",
     progress: Callable[[int, int], Callable[[int], None]] | None = None,
+    on_plan: Callable[[list[ShardJob], int], None] | None = None,
 ) -> RunSummary:
     """Generate the shards of ``stages`` (x ``steps``) of ``split`` into ``out``.
 
     ``progress(total_tasks, already_done)`` may return a callback that receives the number of
-    tasks of each finished shard.
+    tasks of each finished shard. ``on_plan(jobs_to_write, shards_reused)`` is called once
+    the existing shards are checked, before any shard is written.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -280,6 +362,8 @@ def run_generation(
                     del records[stage_key(job.stage)][shard_key(job.first_step)]
                 todo.append(job)
 
+        if on_plan is not None:
+            on_plan(todo, summary.reused)
         batch = config.curriculum.global_batch
         total_tasks = sum(job.n_steps for job in jobs) * batch
         done_tasks = total_tasks - sum(job.n_steps for job in todo) * batch

@@ -22,10 +22,12 @@ from prior_gen.config import GenerationConfig
 from prior_gen.errors import ShardCorruptError, ShardError, ShardMismatchError
 from prior_gen.manifest import (
     MANIFEST_NAME,
+    SUFFIXES,
     config_differences,
     load_manifest,
     parse_stage_key,
     shard_key,
+    shard_relpath,
     stage_key,
 )
 from prior_gen.seeding import TAIL, Stage
@@ -33,6 +35,7 @@ from prior_gen.storage import digest_path, stored_bytes
 from prior_gen.task import Task
 
 __all__ = [
+    "SUFFIXES",
     "ShardCorruptError",
     "ShardError",
     "ShardMismatchError",
@@ -43,13 +46,7 @@ __all__ = [
     "shard_relpath",
 ]
 
-SUFFIXES = {"zarr": ".zarr", "webdataset": ".tar"}
 _OPEN_SHARDS = 4  # shards kept open per reader (the trainer reads steps in order)
-
-
-def shard_relpath(split: str, stage: Stage, first_step: int, fmt: str) -> str:
-    stage_dir = TAIL if stage == TAIL else f"stage-{int(stage):03d}"
-    return f"{split}/{stage_dir}/shard-{first_step:06d}{SUFFIXES[fmt]}"
 
 
 def format_ranges(values: Iterable[int]) -> str:

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import random
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import numpy as np
 import torch
 
 from puicl_common.atomic import atomic_write_bytes
+from puicl_common.output_paths import os_error_message
 
 CHECKPOINT_FORMAT = 1
 INDEX_NAME = "index.json"
@@ -84,6 +86,21 @@ def checkpoint_name(step: int) -> str:
     return f"step_{step:08d}.pt"
 
 
+# what checkpoint_name writes (steps of more than 8 digits just widen the number)
+STEP_FILE = re.compile(r"step_(\d{8,})\.pt")
+
+
+def _read_payload(data: bytes, path: Path) -> dict[str, Any]:
+    """The checkpoint dict in ``data`` (read from ``path``), tensors and plain values only."""
+    try:
+        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises several types for damaged/foreign files
+        raise CheckpointError(f"cannot read checkpoint {path}: {err}") from None
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path} is not a trainer checkpoint of format {CHECKPOINT_FORMAT}")
+    return payload
+
+
 class CheckpointStore:
     """The checkpoints of one run directory."""
 
@@ -98,29 +115,131 @@ class CheckpointStore:
         return self.directory / INDEX_NAME
 
     def entries(self) -> list[dict[str, Any]]:
-        """Index entries, oldest first (empty when there is no index yet)."""
+        """Index entries, oldest first (empty when the run has no checkpoint yet).
+
+        Every entry is checked before use: its file must be the step file of its step,
+        directly in this directory. The index decides which files :meth:`save` deletes, so
+        an entry naming anything else (``../x``, an absolute path) makes the whole index
+        unusable rather than being followed. Without an index, step files already in the
+        directory are indexed again (:meth:`rebuild_index`).
+        """
         try:
             text = self.index_path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return []
+            return self.rebuild_index() if self.step_files() else []
         try:
-            index = json.loads(text)
-            entries = index["checkpoints"]
+            entries = json.loads(text)["checkpoints"]
+            if not isinstance(entries, list):
+                raise TypeError(f"'checkpoints' is a {type(entries).__name__}, not a list")
         except (ValueError, KeyError, TypeError) as err:
             raise CheckpointError(
-                f"{self.index_path} is damaged ({err}); delete it and pass "
-                "--resume PATH to continue from a specific checkpoint file"
+                f"{self.index_path} is damaged ({err}); {self._rebuild_hint()}"
             ) from None
+        for entry in entries:
+            self._check_entry(entry)
         return sorted(entries, key=lambda e: e["step"])
 
+    def _rebuild_hint(self) -> str:
+        return (
+            f"delete it, and the next trainer command rebuilds it from the step files in "
+            f"{self.directory} that load"
+        )
+
+    def _check_entry(self, entry: Any) -> None:
+        """Refuse an index entry that is not one of this directory's step files."""
+        step = entry.get("step") if isinstance(entry, dict) else None
+        valid_step = isinstance(step, int) and not isinstance(step, bool) and step >= 0
+        name = entry.get("file") if isinstance(entry, dict) else None
+        if (
+            not valid_step
+            or name != checkpoint_name(step)
+            or not isinstance(entry.get("sha256"), str)
+        ):
+            shown = name if isinstance(entry, dict) else entry
+            raise CheckpointError(
+                f"{self.index_path} lists {shown!r}, which is not a checkpoint of this run "
+                "(a step_NNNNNNNN.pt file matching its step, with its sha256, directly in "
+                f"{self.directory}); nothing was deleted or loaded: {self._rebuild_hint()}"
+            )
+
+    def step_files(self) -> list[Path]:
+        """The files of this directory named like checkpoints, in step order."""
+        if not self.directory.is_dir():
+            return []
+        found = []
+        for path in self.directory.iterdir():
+            match = STEP_FILE.fullmatch(path.name)
+            # exactly checkpoint_name's spelling: step_000000012.pt is not step 12's file
+            if match and path.name == checkpoint_name(int(match.group(1))) and path.is_file():
+                found.append((int(match.group(1)), path))
+        return [path for _, path in sorted(found)]
+
+    def rebuild_index(self) -> list[dict[str, Any]]:
+        """Index the step files that load as checkpoints of their step; returns the entries.
+
+        For a run whose index was deleted (or moved aside when damaged). Each file is read
+        the way :meth:`load` reads one without a checksum (weights only, format, and its
+        ``step`` matching its name); files that fail are left out with a warning. Their
+        sha256 from now on guards them like those of an index the trainer wrote.
+        """
+        entries, refused = [], []
+        for path in self.step_files():
+            data = path.read_bytes()
+            step = int(path.name[len("step_") : -len(".pt")])
+            try:
+                payload = _read_payload(data, path)
+                if payload.get("step") != step:
+                    raise CheckpointError(f"{path} holds step {payload.get('step')}")
+            except CheckpointError as err:
+                refused.append(str(err))
+                continue
+            entries.append(
+                {
+                    "file": path.name,
+                    "step": step,
+                    "bytes": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+            )
+        if not entries:
+            raise CheckpointError(
+                f"{self.index_path} is missing and none of the step files in "
+                f"{self.directory} can be read ({'; '.join(refused)})"
+            )
+        try:
+            self._write_index(entries)
+        except OSError as err:
+            raise CheckpointError(
+                f"{self.index_path} is missing and cannot be rebuilt ({os_error_message(err)})"
+            ) from None
+        skipped = f"; left out (cannot be read): {'; '.join(refused)}" if refused else ""
+        warnings.warn(
+            f"{self.index_path} was missing: rebuilt it from the step files of steps "
+            f"{[e['step'] for e in entries]}{skipped}",
+            stacklevel=3,
+        )
+        return entries
+
+    def _write_index(self, entries: list[dict[str, Any]]) -> None:
+        index = {"format": CHECKPOINT_FORMAT, "checkpoints": entries}
+        atomic_write_bytes(self.index_path, (json.dumps(index, indent=1) + "\n").encode())
+
     def save(self, step: int, payload: dict[str, Any]) -> Path:
-        """Write the checkpoint of ``step`` and drop all but the newest ``keep``."""
+        """Write the checkpoint of ``step`` and drop all but the newest ``keep``.
+
+        A write that fails (a full disk, a read-only file system) raises CheckpointError and
+        leaves the previous checkpoints and their index as they were.
+        """
         buffer = io.BytesIO()
         torch.save({"format": CHECKPOINT_FORMAT, "step": step, **payload}, buffer)
         data = buffer.getvalue()
         path = self.directory / checkpoint_name(step)
-        atomic_write_bytes(path, data)
-        entries = [e for e in self.entries() if e["step"] != step]
+        previous = self.entries()
+        try:
+            atomic_write_bytes(path, data)
+        except OSError as err:
+            raise self._write_error(step, err) from None
+        entries = [e for e in previous if e["step"] != step]
         entries.append(
             {
                 "file": path.name,
@@ -131,11 +250,24 @@ class CheckpointStore:
         )
         entries.sort(key=lambda e: e["step"])
         kept, dropped = entries[-self.keep :], entries[: -self.keep]
-        index = {"format": CHECKPOINT_FORMAT, "checkpoints": kept}
-        atomic_write_bytes(self.index_path, (json.dumps(index, indent=1) + "\n").encode())
+        try:
+            self._write_index(kept)
+        except OSError as err:
+            if all(e["step"] != step for e in previous):
+                # unlisted, it would only take space: the old index does not know it
+                path.unlink(missing_ok=True)
+            raise self._write_error(step, err) from None
         for entry in dropped:
-            (self.directory / entry["file"]).unlink(missing_ok=True)
+            # the name is made from the checked step, never taken from the index as written
+            (self.directory / checkpoint_name(entry["step"])).unlink(missing_ok=True)
         return path
+
+    def _write_error(self, step: int, err: OSError) -> CheckpointError:
+        return CheckpointError(
+            f"cannot write the checkpoint of step {step} in {self.directory} "
+            f"({os_error_message(err)}); the checkpoints written before are intact: make room "
+            "and start the same command again to continue from the newest"
+        )
 
     def load(self, path: str | Path) -> dict[str, Any]:
         """Read and verify one checkpoint file."""
@@ -160,15 +292,7 @@ class CheckpointStore:
                 f"{path} is not listed in {self.index_path}; loading it without a checksum",
                 stacklevel=2,
             )
-        try:
-            payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-        except Exception as err:  # torch raises several types for damaged/foreign files
-            raise CheckpointError(f"cannot read checkpoint {path}: {err}") from None
-        if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-            raise CheckpointError(
-                f"{path} is not a trainer checkpoint of format {CHECKPOINT_FORMAT}"
-            )
-        return payload
+        return _read_payload(data, path)
 
     def latest(self) -> tuple[Path, dict[str, Any]] | None:
         """The newest checkpoint that verifies, or None if the run has none."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -54,6 +55,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_out(args: argparse.Namespace) -> None:
+    """Refuse an --out that cannot be written before any checkpoint is read."""
+    from puicl_common.output_paths import check_output_path
+
+    if args.command in ("export", "interpolate"):
+        # save_weights writes one file for a .safetensors name, else a directory
+        kind = "file" if args.out.suffix == ".safetensors" else "directory"
+        check_output_path(args.out, kind, "--out")
+    elif args.command == "plot" and args.out is not None:
+        check_output_path(args.out, "file", "--out")
+
+
+def _one_line_warnings(command: str) -> None:
+    """Show warnings (a skipped checkpoint, a rebuilt index) as one line each, not with the
+    source line that raised them."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"trainer {command}: warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:
@@ -62,9 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         return train_main(argv[1:])
     args = build_parser().parse_args(argv)
 
+    from puicl_common.output_paths import os_error_message, write_failed
     from trainer.checkpoint import CheckpointError
 
+    previous_showwarning = warnings.showwarning
+    _one_line_warnings(args.command)
     try:
+        _check_out(args)
         if args.command == "export":
             from trainer.export import export_run
 
@@ -75,14 +101,23 @@ def main(argv: list[str] | None = None) -> int:
             from trainer.interpolation import interpolate_weights
 
             model = interpolate_weights(args.first, args.second, args.weight)
-            print(f"wrote {save_weights(model, args.out)}")
+            try:
+                written = save_weights(model, args.out)
+            except OSError as err:
+                raise write_failed(args.out, err) from None
+            print(f"wrote {written}")
         elif args.command == "plot":
             from trainer.plotting import plot_run
 
             print(f"wrote {plot_run(args.run, args.out)}")
-    except (CheckpointError, FileNotFoundError, ValueError) as err:
+    except (CheckpointError, ValueError) as err:
         print(f"trainer {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # missing input, or an --out the file system refuses
+        print(f"trainer {args.command}: error: {os_error_message(err)}", file=sys.stderr)
+        return 2
+    finally:
+        warnings.showwarning = previous_showwarning
     return 0
 
 

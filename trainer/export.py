@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from puicl_common.configio import from_mapping
+from puicl_common.output_paths import write_failed
 from puicl_model.config import ModelConfig
 from trainer.averaging import checkpoints_to_average, mean_weights
 from trainer.checkpoint import CheckpointError, CheckpointStore, checkpoint_name
@@ -103,5 +104,8 @@ def export_run(run_dir: str | Path, out: str | Path, step: int | None = None) ->
     from puicl_model.weights import save_weights
 
     model, description = exported_model(run_dir, step)
-    save_weights(model, out)
+    try:
+        save_weights(model, out)
+    except OSError as err:  # a read-only place, a full disk
+        raise write_failed(out, err) from None
     return description

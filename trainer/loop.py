@@ -45,6 +45,7 @@ from torch.nn.parallel import DistributedDataParallel
 from prior_gen.errors import ShardError
 from prior_gen.shards import ShardReader
 from puicl_common.configio import ConfigError
+from puicl_common.output_paths import os_error_message
 from puicl_common.runtime import autocast_for
 from puicl_model.backends import BACKENDS, resolve_backend
 from puicl_model.backends.packed_inference import inference_logits
@@ -297,14 +298,29 @@ class Trainer:
 
     # ----------------------------------------------------------------- checks ---------------
     def check_data(self, stop: int) -> None:
-        """Open the shards, refusing any that cannot feed steps [start, stop) of this run."""
-        self.reader = check_train_shards(
-            self.args.shards, self.config, self.args.config, self.sampler, self.start_step, stop
-        )
+        """Open the shards, refusing any that cannot feed steps [start, stop) of this run.
+
+        Both splits are checked before refusing, so that one message names everything to
+        generate (e.g. the tail and the validation split), not one piece per attempt.
+        """
+        problems = []
+        try:
+            self.reader = check_train_shards(
+                self.args.shards, self.config, self.args.config, self.sampler,
+                self.start_step, stop,
+            )
+        except ShardPlanError as err:
+            problems.append(str(err))
         validation = self.config.validation
         if validation.every_steps > 0:
             val_dir = self.args.val_shards or self.args.shards
-            self.val_reader = check_val_shards(val_dir, self.config, self.args.config)
+            try:
+                self.val_reader = check_val_shards(val_dir, self.config, self.args.config)
+            except ShardPlanError as err:
+                problems.append(str(err))
+        if problems:  # train() prefixes the first line with "error: "
+            raise ShardPlanError("\nerror: ".join(problems))
+        if validation.every_steps > 0:
             for stage in validation.stages:
                 for step in range(validation.steps_per_stage):
                     step_tasks = self.val_reader.read_step(stage, step)
@@ -685,5 +701,11 @@ def train(args: TrainArgs) -> int:
         if env.is_main:
             print(f"stopped: {err}", file=sys.stderr, flush=True)
         return 3
+    except OSError as err:
+        # the file system refused a write or read (a full disk under metrics.jsonl, a
+        # read-only run directory): on whichever rank it happened
+        where = "" if env.is_main else f" (rank {env.rank})"
+        print(f"error{where}: {os_error_message(err)}", file=sys.stderr, flush=True)
+        return 2
     finally:
         shutdown(env)

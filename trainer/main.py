@@ -1,7 +1,9 @@
 """Train PUICL on stored shards: ``torchrun --nproc_per_node N trainer/main.py ...``.
 
 Also runs as a single process: ``python trainer/main.py --config configs/smoke.yaml
---shards shards/smoke --run-dir runs/smoke``. See docs/training.md for the whole workflow.
+--shards shards/smoke --run-dir runs/smoke``. With no arguments it trains the paper's run,
+``configs/paper.yaml`` on ``shards/`` (prior-gen's default output) into ``runs/paper``. See
+docs/training.md for the whole workflow.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402
 
+# with no arguments, the paper's run on prior-gen's default output (README, docs/training.md)
+DEFAULT_CONFIG = "configs/paper.yaml"
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -31,7 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train the PUICL model on shards written by prior-gen (paper §5). "
         "Run with torchrun for several processes; gloo on CPU, NCCL on GPUs.",
     )
-    parser.add_argument("--config", type=Path, required=True, help="run config (YAML)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=Path(DEFAULT_CONFIG),
+        help="run config (YAML; default: %(default)s, the paper's run)",
+    )
     parser.add_argument(
         "--shards",
         type=Path,
@@ -49,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="checkpoints, metrics.jsonl and config.yaml go here; an existing run resumes "
-        "(default: runs/<config file name without .yaml>)",
+        "(default: runs/<config file name without .yaml>, e.g. runs/paper)",
     )
     parser.add_argument(
         "--resume",
@@ -81,6 +91,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _input_problem(args: argparse.Namespace, run_dir: Path) -> str | None:
+    """One line on a --config or --run-dir that cannot work, before anything is loaded."""
+    from puicl_common.output_paths import OutputPathError, check_output_path
+
+    if not args.config.is_file():
+        default = " (the default)" if str(args.config) == DEFAULT_CONFIG else ""
+        state = "is not a file" if args.config.exists() else "not found"
+        return (
+            f"config {args.config}{default} {state}: run from the repository root or pass "
+            "--config PATH, e.g. --config configs/smoke.yaml"
+        )
+    try:
+        check_output_path(run_dir, "directory", "--run-dir")
+    except OutputPathError as err:
+        return str(err)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     for name in ("max_steps", "until_step", "threads"):
@@ -90,9 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.time_limit is not None and not args.time_limit > 0:
         build_parser().error(f"--time-limit must be positive minutes, got {args.time_limit}")
 
+    run_dir = args.run_dir if args.run_dir is not None else Path("runs") / args.config.stem
+    problem = _input_problem(args, run_dir)
+    if problem is not None:
+        print(f"trainer/main.py: error: {problem}", file=sys.stderr, flush=True)
+        return 2
+
     from trainer.loop import TrainArgs, train
 
-    run_dir = args.run_dir if args.run_dir is not None else Path("runs") / args.config.stem
     return train(
         TrainArgs(
             config=args.config,

@@ -11,6 +11,8 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from puicl_common.atomic import atomic_output
+from puicl_common.output_paths import write_failed
 from trainer.metrics_log import read_metrics
 
 
@@ -86,8 +88,13 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
             ax.axvline(step, color="grey", linestyle=":", linewidth=1)
 
     out_path = Path(out) if out is not None else run_dir / "metrics.png"
-    out_path.parent.mkdir(parents=True, exist_ok=True)
     fig.suptitle(f"run {run_dir}")  # the path as given: run directories are often named "run"
-    fig.savefig(out_path, dpi=100)
-    plt.close(fig)
+    try:
+        # the format from the name asked for: the temporary name's suffix is not a format
+        with atomic_output(out_path) as temporary:
+            fig.savefig(temporary, dpi=100, format=out_path.suffix[1:].lower() or "png")
+    except OSError as err:
+        raise write_failed(out_path, err) from None
+    finally:
+        plt.close(fig)
     return out_path

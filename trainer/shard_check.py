@@ -64,6 +64,8 @@ def generate_commands(
 
 def _how_to_generate(needed: dict, config_path: Path, out: Path, split: str) -> str:
     commands = generate_commands(needed, config_path, out, split)
+    if len(commands) == 1:  # the whole message stays one line
+        return f"generate them with: {commands[0]}"
     return "generate them with:\n  " + "\n  ".join(commands)
 
 

@@ -34,7 +34,7 @@ def test_missing_directory_names_the_command(tmp_path, capsys) -> None:
     assert run_inprocess(tmp_path / "run", missing) == 2
     err = capsys.readouterr().err
     command = f"prior-gen --config {SMOKE} --stages 1-3,tail --steps 0-3 --out {missing}"
-    assert f"shard directory {missing} does not exist; generate them with:\n  {command}" in err
+    assert f"shard directory {missing} does not exist; generate them with: {command}\n" in err
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 

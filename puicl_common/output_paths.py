@@ -1,0 +1,63 @@
+"""Checks of where a command is asked to write, and one-line wording of file-system errors.
+
+Command-line tools call :func:`check_output_path` before doing any work, so that an ``--out``
+that can never be written (an existing file where a directory is wanted, a path below a
+regular file) is refused at once with one line, instead of failing after minutes of work with
+a traceback. What cannot be known in advance (a read-only file system, a full disk) still
+surfaces as an ``OSError``; :func:`os_error_message` turns it into the same kind of line.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["OutputPathError", "check_output_path", "os_error_message", "write_failed"]
+
+
+class OutputPathError(ValueError):
+    """An output path that cannot be written; the message names it and why."""
+
+
+def check_output_path(
+    path: str | os.PathLike[str], kind: Literal["file", "directory"], what: str = "output"
+) -> None:
+    """Raise :class:`OutputPathError` if ``path`` cannot become a ``kind``.
+
+    ``what`` names the path for the user (e.g. ``"--out"``). Only what the file system shows
+    now is checked: an existing entry of the wrong kind, or a regular file among its parents.
+    """
+    path = Path(path)
+    if path.exists():
+        if kind == "directory" and not path.is_dir():
+            raise OutputPathError(
+                f"{what} {path} is an existing file, not a directory: "
+                "give a directory to write into"
+            )
+        if kind == "file" and path.is_dir():
+            raise OutputPathError(f"{what} {path} is a directory: give a file name")
+        return
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputPathError(
+                    f"{what} {path} cannot be created: {parent} is a file, not a directory"
+                )
+            return
+
+
+def os_error_message(err: OSError) -> str:
+    """``err`` as one line: what failed on which path, without the errno prefix."""
+    if err.strerror is None:  # raised with a message of its own
+        return str(err)
+    where = err.filename if err.filename is not None else ""
+    if err.filename2 is not None:
+        where = f"{where} -> {err.filename2}"
+    return f"{where}: {err.strerror}" if where else err.strerror
+
+
+def write_failed(target: str | os.PathLike[str], err: OSError) -> OutputPathError:
+    """The error to raise when writing ``target`` failed with ``err``: it names the target the
+    user gave, not the temporary file next to it that the atomic write was filling."""
+    return OutputPathError(f"cannot write {target}: {err.strerror or err}")

@@ -1,0 +1,199 @@
+"""``prior-gen`` when something is off: configs that would silently mean the paper's run,
+manifests that point outside their directory, unwritable outputs, and interruptions."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from prior_gen_testlib import PAPER, REPO, SMOKE
+
+from prior_gen import runner
+from prior_gen.cli import main
+from prior_gen.config import load_generation_config
+from prior_gen.curriculum import all_stages
+from prior_gen.errors import ShardCorruptError
+from prior_gen.runner import plan_jobs, run_generation
+from prior_gen.shards import open_shards
+
+
+def _only_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "seed: 3\n",
+        yaml.safe_dump({"prior": yaml.safe_load(SMOKE.read_text())["prior"]}),
+        "curriculum: {}\n",
+    ],
+    ids=["empty", "seed only", "prior only", "empty curriculum"],
+)
+def test_config_without_a_curriculum_is_refused(tmp_path, capsys, monkeypatch, content) -> None:
+    """Every curriculum key has the paper's default: such a config would start the paper's
+    4.8 million tasks. It is refused before anything is planned or written."""
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("generation started")
+
+    monkeypatch.setattr(runner, "run_generation", must_not_run)
+    config = tmp_path / "partial.yaml"
+    config.write_text(content)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--config", str(config), "--out", str(out)])
+    assert exit_info.value.code == 2
+    line = _only_line(capsys.readouterr().err)
+    assert line.startswith("prior-gen: error: ") and "no 'curriculum' section" in line
+    assert not out.exists()
+
+
+def test_the_plan_and_its_size_are_announced_before_writing(tmp_path, capsys) -> None:
+    out = tmp_path / "shards"
+    argv = ["--config", str(SMOKE), "--stages", "1-3,tail", "--out", str(out), "--workers", "1"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert _only_line(captured.err) == (
+        f"prior-gen: generating 8 shard(s) of the train split of {SMOKE} into {out} "
+        "(stages 1-3,tail: 16 steps, 128 tasks), an estimated 152.4 kB"
+    )
+    assert main(argv) == 0  # nothing left to generate: nothing announced
+    assert capsys.readouterr().err == ""
+
+    from prior_gen.runner import estimated_bytes
+
+    seen = []
+    config = load_generation_config(SMOKE)
+
+    def on_plan(jobs, reused) -> None:
+        seen.append((len(jobs), reused, sorted(p.name for p in other.rglob("shard-*"))))
+
+    other = tmp_path / "other"
+    summary = run_generation(config, "train", [1, 2], other, on_plan=on_plan)
+    assert seen == [(4, 0, [])]  # called once, before the first shard
+    estimate = estimated_bytes(config, plan_jobs(config, "train", [1, 2]))
+    assert 0.5 < summary.bytes_written / estimate < 2
+
+
+def test_the_paper_run_estimate_is_of_the_stored_size() -> None:
+    """docs/training.md: the paper's whole train split is ≈ 92 GB of zarr shards."""
+    from prior_gen.runner import estimated_bytes
+
+    config = load_generation_config(PAPER)
+    jobs = plan_jobs(config, "train", all_stages(config.curriculum))
+    assert 60e9 < estimated_bytes(config, jobs) < 140e9
+
+
+@pytest.fixture
+def one_shard(tmp_path) -> Path:
+    out = tmp_path / "shards"
+    argv = ["--config", str(SMOKE), "--stages", "1", "--steps", "0-1", "--out", str(out),
+            "--workers", "1"]
+    assert main(argv) == 0
+    return out
+
+
+@pytest.mark.parametrize("where", ["../victim", "absolute", "train/stage-002/shard-000000.zarr"])
+def test_manifest_paths_outside_their_place_are_refused(one_shard, tmp_path, capsys, where):
+    victim = tmp_path / "victim"
+    victim.write_text("not a shard")
+    manifest_path = one_shard / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    record = manifest["splits"]["train"]["1"]["000000"]
+    record["path"] = str(victim) if where == "absolute" else where
+    manifest_path.write_text(json.dumps(manifest))
+    capsys.readouterr()
+
+    with pytest.raises(ShardCorruptError, match="nothing was read from it"):
+        open_shards(one_shard)
+    assert main(["inspect", str(one_shard), "--verify"]) == 1
+    assert repr(record["path"]) in _only_line(capsys.readouterr().err)
+    argv = ["--config", str(SMOKE), "--stages", "1", "--steps", "0-1", "--out", str(one_shard),
+            "--workers", "1"]
+    assert main(argv) == 1
+    assert "nothing was read from it" in _only_line(capsys.readouterr().err)
+    assert victim.read_text() == "not a shard"
+
+
+def test_inspect_a_file_or_plot_where_it_cannot_write(one_shard, tmp_path, capsys) -> None:
+    manifest = one_shard / "manifest.json"
+    assert main(["inspect", str(manifest)]) == 2
+    assert "is a file: give the shard directory" in _only_line(capsys.readouterr().err)
+    below_a_file = manifest / "stats.png"
+    assert main(["inspect", str(one_shard), "--plot", str(below_a_file)]) == 2
+    captured = capsys.readouterr()
+    assert f"{manifest} is a file, not a directory" in _only_line(captured.err)
+    assert captured.out == ""  # refused before the report
+
+
+def test_inspect_plot_into_a_read_only_place(one_shard, capsys) -> None:
+    place = Path("/sys/puicl-test")  # sysfs refuses new files even to root
+    try:
+        place.mkdir()
+    except OSError:
+        pass
+    else:
+        place.rmdir()
+        pytest.skip("no read-only place on this machine (/sys accepted a directory)")
+    assert main(["inspect", str(one_shard), "--plot", str(place / "stats.png")]) == 2
+    assert f"cannot write {place / 'stats.png'}" in _only_line(capsys.readouterr().err)
+
+
+def _wait_for(condition, what: str, process: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            pytest.fail(f"prior-gen ended (status {process.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no {what} within {timeout} s")
+        time.sleep(0.05)
+
+
+@pytest.mark.slow  # a generation subprocess, with a worker pool for workers=2
+@pytest.mark.parametrize(("workers", "signum"), [
+    ("1", signal.SIGINT), ("2", signal.SIGINT), ("2", signal.SIGTERM),
+], ids=["ctrl-c-one-process", "ctrl-c-workers", "sigterm-workers"])
+def test_interrupted_generation_says_one_line_and_exits_130(tmp_path, workers, signum) -> None:
+    """Ctrl-C (sent to the whole process group, as a terminal does) or SIGTERM while shards
+    are being written: one line, status 130, no traceback or leaked-semaphore warning, and
+    the same command then completes the directory."""
+    data = yaml.safe_load(SMOKE.read_text())
+    data["curriculum"]["steps_per_stage"] = 200  # enough to be still running when signalled
+    config = tmp_path / "longer.yaml"
+    config.write_text(yaml.safe_dump(data))
+    out = tmp_path / "shards"
+    command = [sys.executable, "-m", "prior_gen.cli", "--config", str(config), "--stages", "1-3",
+               "--out", str(out), "--workers", workers]
+
+    def own_group_with_default_sigint() -> None:
+        os.setsid()  # the group a terminal would signal, without this test in it
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # even when pytest runs in the background
+
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, preexec_fn=own_group_with_default_sigint)
+    _wait_for(lambda: any(out.glob("train/stage-001/shard-*")), "first shard", process)
+    if signum == signal.SIGINT:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr
+    lines = stderr.strip().splitlines()
+    assert lines[0].startswith("prior-gen: generating 300 shard(s)") and len(lines) == 2, stderr
+    assert lines[1].startswith("prior-gen: interrupted; finished shards are kept")
+    assert stdout == ""
+
+    finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr
+    assert len(list(out.glob("train/stage-*/shard-*"))) == 300
