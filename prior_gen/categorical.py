@@ -39,7 +39,7 @@ from prior_gen.config import CategoricalConfig
 from prior_gen.seeding import SCOPE_CODES, generator_for_key
 from prior_gen.task import Task
 
-__all__ = ["categorical_key", "discretise_task"]
+__all__ = ["categorical_key", "cut_positions", "discretise_task"]
 
 
 def categorical_key(task_key: tuple[int, ...] | list[int]) -> list[int]:
@@ -48,7 +48,7 @@ def categorical_key(task_key: tuple[int, ...] | list[int]) -> list[int]:
     return [int(seed), int(split), int(stage), SCOPE_CODES["categorical"], int(index)]
 
 
-def _cut_positions(n: int, count: int, rng: np.random.Generator) -> list[int]:
+def cut_positions(n: int, count: int, rng: np.random.Generator) -> list[int]:
     """``count`` distinct positions of 1..n-1, uniformly (Floyd's algorithm: one uniform per
     position, drawn at once; the products are exact IEEE doubles, the same on every CPU)."""
     chosen: set[int] = set()
@@ -61,7 +61,7 @@ def _cut_positions(n: int, count: int, rng: np.random.Generator) -> list[int]:
 def _levels(values: np.ndarray, n_levels: int, rng: np.random.Generator) -> np.ndarray:
     """Dense level codes 0..m-1 (int64) of one column, by ``n_levels - 1`` random cuts."""
     ordered = np.sort(values)
-    thresholds = ordered[_cut_positions(values.shape[0], n_levels - 1, rng)]  # non-decreasing
+    thresholds = ordered[cut_positions(values.shape[0], n_levels - 1, rng)]  # non-decreasing
     distinct = np.empty(thresholds.shape[0], bool)
     distinct[0] = True
     np.not_equal(thresholds[1:], thresholds[:-1], out=distinct[1:])

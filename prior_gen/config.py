@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from prior_gen.mechanisms_config import ColumnsConfig, FamiliesConfig, LabelRuleConfig
 from puicl_common.configio import (
     ConfigError,
     config_hash,
@@ -90,6 +91,9 @@ LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "scm", "noise_sampler"): "box_muller",
     ("prior", "scm", "arithmetic"): "native",
     ("prior", "dataset", "categorical"): None,
+    ("prior", "scm", "families"): None,
+    ("prior", "label_rule"): None,
+    ("prior", "dataset", "columns"): None,
 }
 
 
@@ -127,6 +131,8 @@ class SCMConfig:
     # prior_gen.portable; weights and normal causes from the noise table too, so it needs
     # noise_sampler: table). Added after shards existed: enters the hash only when portable.
     arithmetic: Literal["native", "portable"] = "native"
+    # function families of the hidden nodes (prior_gen.families); None: the paper's MLP only
+    families: FamiliesConfig | None = None
 
     def validate(self) -> None:
         _int_range(self.depth, "depth", 2)
@@ -150,6 +156,11 @@ class SCMConfig:
             self.arithmetic == "native" or self.noise_sampler == "table",
             "arithmetic",
             "portable draws every normal from the quantile table: it needs noise_sampler: table",
+        )
+        require(
+            self.families is None or self.arithmetic == "portable",
+            "families",
+            "the function families run in the portable arithmetic: they need arithmetic: portable",
         )
 
 
@@ -226,6 +237,8 @@ class DatasetConfig:
     n_features: tuple[int, int] = (5, 20)
     n_labeled: tuple[int, int] | AnnealedRange = (100, 300)
     categorical: CategoricalConfig | None = None
+    # per-task column post-processing (prior_gen.columns); None: the columns as generated
+    columns: ColumnsConfig | None = None
 
     def validate(self) -> None:
         _int_range(self.n_features, "n_features", 1)
@@ -278,6 +291,8 @@ class PriorConfig:
     modes: ModeConfig = field(default_factory=ModeConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     scopes: ScopeConfig = field(default_factory=ScopeConfig)
+    # labels from a boolean rule for some tasks (prior_gen.rule_label); None: from the score
+    label_rule: LabelRuleConfig | None = None
 
     def validate(self) -> None:
         # a causal SCM must have d + 1 distinct nodes in its hidden blocks (label + features)

@@ -22,7 +22,7 @@ from prior_gen.categorical import discretise_task
 from prior_gen.config import GenerationConfig
 from prior_gen.factors import TaskPlan, plan_step
 from prior_gen.pu import NonFiniteOutput, build_task
-from prior_gen.scm import forward_group
+from prior_gen.scm import RawTask, forward_group
 from prior_gen.seeding import Stage
 from prior_gen.task import Task
 
@@ -34,18 +34,20 @@ REDRAW_ACTIVATIONS_FROM = 4
 
 def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
     """Tasks for ``plans`` (in the same order)."""
-    scm = config.prior.scm
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, plan in enumerate(plans):
         groups[plan.forward_signature()].append(i)
     tasks: list[Task | None] = [None] * len(plans)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for members in groups.values():
-            raws = forward_group(
-                [plans[i] for i in members], scm.init_std, scm.noise_sampler, scm.arithmetic
-            )
+            raws = _forward([plans[i] for i in members], config, attempt=1)
             for i, raw in zip(members, raws, strict=True):
                 tasks[i] = _build_with_retries(plans[i], raw, config)
+    columns = config.prior.dataset.columns
+    if columns is not None:
+        from prior_gen.columns import transform_columns
+
+        tasks = [transform_columns(task, columns) for task in tasks]  # type: ignore[arg-type]
     categorical = config.prior.dataset.categorical
     if categorical is not None:
         tasks = [discretise_task(task, categorical) for task in tasks]  # type: ignore[arg-type]
@@ -59,15 +61,35 @@ def _redraw_activations(plan: TaskPlan, bank: tuple[str, ...]) -> TaskPlan:
     return dataclasses.replace(plan, activations=tuple(bank[i] for i in picks))
 
 
-def _build_with_retries(plan: TaskPlan, raw, config: GenerationConfig) -> Task:
+def _forward(plans: list[TaskPlan], config: GenerationConfig, attempt: int) -> list[RawTask]:
+    """The raw SCM outputs of ``plans`` (equal forward signatures) at ``attempt``: the paper's
+    batched MLP pass, or, under ``prior.scm.families``, the family pass task by task."""
     scm = config.prior.scm
+    if scm.families is None:
+        return forward_group(plans, scm.init_std, scm.noise_sampler, scm.arithmetic)
+    from prior_gen.families.forward import forward_families
+
+    return [forward_families(plan, scm.init_std, scm.families, attempt) for plan in plans]
+
+
+def _build_with_retries(plan: TaskPlan, raw: RawTask, config: GenerationConfig) -> Task:
+    scm = config.prior.scm
+    labeler = None
+    if config.prior.label_rule is not None:
+        from prior_gen.rule_label import rule_labeler
+
+        labeler = rule_labeler(plan, config.prior.label_rule)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            return build_task(plan, raw, scm.clip, attempt, scm.arithmetic)
+            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic, labeler)
+            task.meta.update(raw.meta)
+            if config.prior.label_rule is not None and labeler is None:
+                task.meta["label_mechanism"] = "score"
+            return task
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
                 plan = _redraw_activations(plan, scm.activations)
-            (raw,) = forward_group([plan], scm.init_std, scm.noise_sampler, scm.arithmetic)
+            (raw,) = _forward([plan], config, attempt + 1)
     raise RuntimeError(
         f"task {plan.index} of stage {plan.stage}: the SCM overflowed float32 "
         f"{MAX_ATTEMPTS} times in a row; lower prior.scm.init_std"

@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from prior_gen.factors import TaskPlan, n_negatives
@@ -132,20 +135,37 @@ def pu_split(labels: np.ndarray, n_labeled: int, n_dropped: int, rng: np.random.
     return order[positions[:n_labeled]], order[keep]
 
 
+# labels from the standardized features of all n rows instead of the score's rank: int8 0/1
+# labels and metadata to record (prior_gen.rule_label)
+Labeler = Callable[[np.ndarray], tuple[np.ndarray, dict[str, Any]]]
+
+
 def build_task(
-    plan: TaskPlan, raw: RawTask, clip: float, attempts: int, arithmetic: str = "native"
+    plan: TaskPlan,
+    raw: RawTask,
+    clip: float,
+    attempts: int,
+    arithmetic: str = "native",
+    labeler: Labeler | None = None,
 ) -> Task:
     """Standardize, label and PU-split one task's SCM output (uses the task's stream).
-    ``arithmetic``: ``prior.scm.arithmetic`` (``portable``: fixed-order sums, specified ties)."""
+    ``arithmetic``: ``prior.scm.arithmetic`` (``portable``: fixed-order sums, specified ties).
+    ``labeler``: labels from the features (``prior.label_rule``); None: from the score."""
     portable = arithmetic == "portable"
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
     x_centered, _, x_std = _centered_stats(raw.x, portable)
     score_centered, _, score_std = _centered_stats(raw.score[:, None], portable)
-    ranker = rank_labels_by_index if portable else rank_labels
-    labels = ranker(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
+    x_all, label_meta = None, {}
+    if labeler is None:
+        ranker = rank_labels_by_index if portable else rank_labels
+        labels = ranker(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
+        n_negative = n_negatives(labels.shape[0], plan.pi)  # rank_labels made exactly these 0
+    else:
+        x_all = _scaled(x_centered, x_std, clip)  # elementwise: the kept rows' exact values
+        labels, label_meta = labeler(x_all)
+        n_negative = int(labels.shape[0] - np.count_nonzero(labels))
 
     n_labeled = plan.n_labeled
-    n_negative = n_negatives(labels.shape[0], plan.pi)  # rank_labels made exactly these 0
     dropped = min(plan.n_train - n_labeled, n_negative)
     labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng)
     rows = np.concatenate([labeled, unlabeled])
@@ -186,5 +206,6 @@ def build_task(
         )
     else:
         meta["noncausal_features"] = plan.noncausal_features
-    x = _scaled(x_centered[rows], x_std, clip)
+    meta.update(label_meta)
+    x = _scaled(x_centered[rows], x_std, clip) if x_all is None else x_all[rows]
     return Task(x=x, y=y, n_labeled=n_labeled, meta=meta)

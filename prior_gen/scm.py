@@ -17,7 +17,8 @@ draws use the task's own stream, so a task's values do not depend on the rest of
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,9 +29,12 @@ from prior_gen.noise_table import TABLE_BITS, noise_adder, scaled_table
 
 __all__ = [
     "CausalSelection",
+    "PortableDraws",
     "RawTask",
+    "draw_portable",
     "forward_group",
     "forward_portable",
+    "readout_portable",
     "select_causal_nodes",
     "table_normals",
 ]
@@ -49,6 +53,7 @@ class RawTask:
     x: np.ndarray
     score: np.ndarray
     label_node: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # added to the task's metadata
 
 
 def select_causal_nodes(plan: TaskPlan) -> CausalSelection:
@@ -288,20 +293,35 @@ def table_normals(bit_generator: np.random.BitGenerator, table: np.ndarray, coun
     return table[indices]
 
 
-def forward_portable(plan: TaskPlan, init_std: float) -> RawTask:
-    """The SCM of one task in the arithmetic of :mod:`prior_gen.portable` (the same bytes on
-    every CPU).
+@dataclass
+class PortableDraws:
+    """What a task's main stream gives the portable forward pass, in the order drawn."""
 
-    Draws from the task's stream in the native pass's order (weights, causal choices, causes,
-    then one word per hidden block seeding its table noise), but every normal comes from the
-    quantile table of :mod:`prior_gen.noise_table` (N(0, σ²_init) weights: the table scaled by
-    σ_init; normal causes: the table), not from a Box–Muller transform, whose logarithm and
-    sine would need more portable transcendental functions than the activations and cost 3×
-    (docs/performance.md). The hidden states are laid out [node, row]; one compiled call runs
-    the whole depth.
-    """
-    from prior_gen import portable
+    weights: np.ndarray  # all N(0, σ²_init) weights: W₀ [k·h], W_1.. [(L_g − 1)·h·h], heads
+    selection: CausalSelection | None
+    causes: np.ndarray  # [n, k]
+    seeds: np.ndarray  # uint64 [L_g − 1]: each block's noise seed (empty: no noise)
+    table: np.ndarray  # the noise table, scaled by σ_noise
 
+    def input_weights(self, plan: TaskPlan) -> np.ndarray:
+        return self.weights[: plan.n_causes * plan.width].reshape(plan.n_causes, plan.width)
+
+    def hidden_weights(self, plan: TaskPlan) -> np.ndarray:
+        k, h = plan.n_causes, plan.width
+        return self.weights[k * h : k * h + (plan.depth - 1) * h * h].reshape(-1, h, h)
+
+    def nodes(self) -> np.ndarray:
+        """int64 [d + 1]: the causal feature nodes then the label node (empty: non-causal)."""
+        if self.selection is None:
+            return np.empty(0, np.int64)
+        return np.append(self.selection.feature_nodes, self.selection.label_node).astype(
+            np.int64
+        )
+
+
+def draw_portable(plan: TaskPlan, init_std: float) -> PortableDraws:
+    """The portable pass's draws from the task's stream: weights, causal choices, causes, then
+    one word per hidden block seeding its table noise (see :func:`forward_portable`)."""
     h, depth, sigma, k, n = plan.width, plan.depth, plan.noise_std, plan.n_causes, plan.n_rows
     bit_generator = plan.rng.bit_generator
     n_core = k * h + (depth - 1) * h * h
@@ -317,31 +337,59 @@ def forward_portable(plan: TaskPlan, init_std: float) -> RawTask:
         table = scaled_table(sigma)
     else:
         seeds, table = np.empty(0, np.uint64), scaled_table(1.0)
-    nodes = np.empty(0, np.int64)
-    if selection is not None:
-        nodes = np.append(selection.feature_nodes, selection.label_node).astype(np.int64)
-    picked = np.empty((nodes.shape[0], n), np.float32)
-    last = np.empty((h, n), np.float32)
+    return PortableDraws(weights, selection, causes, seeds, table)
+
+
+def readout_portable(
+    plan: TaskPlan, draws: PortableDraws, picked: np.ndarray, last: np.ndarray
+) -> RawTask:
+    """The task's raw output from its picked causal nodes ``picked`` [d + 1, n] or, if
+    non-causal, from its last block ``last`` [h, n] (the readout heads, portable products)."""
+    from prior_gen import portable
+
+    n = plan.n_rows
+    if draws.selection is not None:
+        d = plan.n_features
+        x = np.ascontiguousarray(picked[:d].T)
+        return RawTask(x=x, score=picked[d], label_node=draws.selection.label_node)
+    h, k = plan.width, plan.n_causes
+    head = draws.weights[k * h + (plan.depth - 1) * h * h :]
+    score = np.empty((1, n), np.float32)
+    portable.matmul_t(head[:h].reshape(h, 1), last, score)
+    if plan.noncausal_features == "causes":
+        return RawTask(x=draws.causes, score=score[0])
+    x_t = np.empty((plan.n_features, n), np.float32)
+    portable.matmul_t(head[h:].reshape(h, plan.n_features), last, x_t)
+    return RawTask(x=np.ascontiguousarray(x_t.T), score=score[0])
+
+
+def forward_portable(plan: TaskPlan, init_std: float) -> RawTask:
+    """The SCM of one task in the arithmetic of :mod:`prior_gen.portable` (the same bytes on
+    every CPU).
+
+    Draws from the task's stream in the native pass's order (weights, causal choices, causes,
+    then one word per hidden block seeding its table noise), but every normal comes from the
+    quantile table of :mod:`prior_gen.noise_table` (N(0, σ²_init) weights: the table scaled by
+    σ_init; normal causes: the table), not from a Box–Muller transform, whose logarithm and
+    sine would need more portable transcendental functions than the activations and cost 3×
+    (docs/performance.md). The hidden states are laid out [node, row]; one compiled call runs
+    the whole depth.
+    """
+    from prior_gen import portable
+
+    draws = draw_portable(plan, init_std)
+    nodes = draws.nodes()
+    picked = np.empty((nodes.shape[0], plan.n_rows), np.float32)
+    last = np.empty((plan.width, plan.n_rows), np.float32)
     portable.forward(
-        np.ascontiguousarray(causes.T),
-        weights[: k * h].reshape(k, h),
-        weights[k * h : n_core].reshape(depth - 1, h, h),
+        np.ascontiguousarray(draws.causes.T),
+        draws.input_weights(plan),
+        draws.hidden_weights(plan),
         np.array([portable.ACTIVATION_CODES[name] for name in plan.activations], np.int64),
-        seeds,
-        table,
+        draws.seeds,
+        draws.table,
         nodes,
         picked,
         last,
     )
-    if selection is not None:
-        d = plan.n_features
-        x = np.ascontiguousarray(picked[:d].T)
-        return RawTask(x=x, score=picked[d], label_node=selection.label_node)
-    head = weights[n_core:]
-    score = np.empty((1, n), np.float32)
-    portable.matmul_t(head[:h].reshape(h, 1), last, score)
-    if plan.noncausal_features == "causes":
-        return RawTask(x=causes, score=score[0])
-    x_t = np.empty((plan.n_features, n), np.float32)
-    portable.matmul_t(head[h:].reshape(h, plan.n_features), last, x_t)
-    return RawTask(x=np.ascontiguousarray(x_t.T), score=score[0])
+    return readout_portable(plan, draws, picked, last)

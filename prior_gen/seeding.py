@@ -23,11 +23,16 @@ __all__ = [
     "scope_generator",
     "seed_key",
     "stage_code",
+    "task_stream",
 ]
 
 SPLIT_CODES = {"train": 0, "val": 1}
-# categorical: a task's second stream, for discretising its features (prior_gen.categorical)
-SCOPE_CODES = {"stage": 0, "step": 1, "task": 2, "categorical": 3}
+# A task's other streams, keyed like the task with their own scope code: categorical
+# (discretising its features, prior_gen.categorical), families (its nodes' function families,
+# prior_gen.families), rule (its rule label, prior_gen.rule_label), columns (its column
+# mechanisms, prior_gen.columns). Append new codes, never renumber.
+SCOPE_CODES = {"stage": 0, "step": 1, "task": 2, "categorical": 3, "families": 4, "rule": 5,
+               "columns": 6}  # fmt: skip
 TAIL = "tail"  # the stage identifier of phase 2
 _TAIL_CODE = 0
 
@@ -61,3 +66,13 @@ def generator_for_key(key: list[int]) -> np.random.Generator:
     """The random stream of the scope object whose full key (:func:`seed_key`) is ``key``."""
     sequence = np.random.SeedSequence(entropy=key[0], spawn_key=tuple(key[1:]))
     return np.random.Generator(np.random.PCG64DXSM(sequence))
+
+
+def task_stream(
+    task_key: tuple[int, ...] | list[int], scope: str, *extra: int
+) -> np.random.Generator:
+    """A task's stream of scope ``scope`` (``families``, ``rule``, ``columns``): the task's key
+    (:func:`seed_key`) with that scope code, then ``extra`` (e.g. the attempt number)."""
+    seed, split, stage, _, index = task_key
+    key = [int(seed), int(split), int(stage), SCOPE_CODES[scope], int(index), *map(int, extra)]
+    return generator_for_key(key)
