@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from prior_gen.shards import open_shards  # noqa: E402
 from puicl_common.atomic import atomic_write_json, atomic_write_text  # noqa: E402
+from puicl_common.configio import load_yaml  # noqa: E402
 from puicl_model.backends.packed_inference import inference_logits  # noqa: E402
 from trainer.batching import collate_with_targets, plan_micro_batches  # noqa: E402
 from trainer.config import TrainingConfig  # noqa: E402
@@ -95,8 +96,10 @@ def variant_steps(plan: dict[str, Any], name: str) -> int:
 
 
 def variant_config(plan: dict[str, Any], name: str) -> dict[str, Any]:
-    """The run config of one variant: base + overrides, curriculum scaled to its steps."""
-    config = yaml.safe_load((ROOT / plan["base"]).read_text())
+    """The run config of one variant: base + overrides, curriculum scaled to its steps.
+
+    The base is read resolved (its ``extends`` merged in), as the trainer would read it."""
+    config = load_yaml(ROOT / plan["base"])
     variant = plan["variants"][name] or {}
     for dotted, value in (variant.get("set") or {}).items():
         set_dotted(config, dotted, value)

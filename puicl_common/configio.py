@@ -6,6 +6,11 @@ key, a missing key or a value of the wrong type is a :class:`ConfigError` whose 
 the dotted path of the offending key (``training.optimizer.lr: expected a number, got 'abc'``),
 so that a typo in a YAML file fails loudly instead of silently falling back to a default.
 
+A config file may start from another: ``extends: base.yaml`` (relative to the file) takes the
+base's mapping and deep-merges the file's own keys over it (:func:`load_yaml`,
+:func:`merge_mappings`). Only the resolved mapping is validated and hashed, so moving values
+into a base file changes no config hash.
+
 Range checks live on the dataclasses themselves: a config class may define
 ``validate(self) -> None`` and raise :class:`ConfigError` with the *field name* as ``key``;
 :func:`from_mapping` prefixes the path of the enclosing section.
@@ -16,9 +21,11 @@ it cheaply.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
+import os
 import types
 import typing
 from collections.abc import Mapping
@@ -32,6 +39,7 @@ __all__ = [
     "config_hash",
     "from_mapping",
     "load_yaml",
+    "merge_mappings",
     "require",
     "to_dict",
 ]
@@ -221,23 +229,78 @@ def config_hash(obj: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+EXTENDS = "extends"
+
+
+def merge_mappings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``override`` deep-merged over ``base``; neither is modified.
+
+    Where both hold a mapping under one key, the two merge key by key; any other value of
+    ``override`` (a scalar, a list, ``null``, or a mapping over a non-mapping) replaces the
+    base's. Keys only in ``base`` are kept, keys only in ``override`` are added.
+    """
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        below = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = merge_mappings(below, value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping, turning I/O and syntax problems into ConfigError messages."""
+    """Read a YAML mapping, resolving ``extends``; I/O and syntax problems are ConfigErrors.
+
+    A file whose top level holds ``extends: other.yaml`` (a path relative to that file) is
+    the mapping of ``other.yaml`` (itself resolved the same way) with the file's own keys
+    deep-merged over it (:func:`merge_mappings`); the ``extends`` key itself is dropped. A
+    cycle of ``extends``, a missing base file or a base that is not a mapping is an error
+    naming the files. What callers validate and hash is always the resolved mapping.
+    """
+    return _resolve(Path(path), ())
+
+
+def _resolve(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
+    """``path``'s mapping with its ``extends`` resolved; ``chain``: the files extending it."""
+    seen = [p.resolve() for p in chain]
+    if path.resolve() in seen:
+        start = seen.index(path.resolve())
+        cycle = " -> ".join(str(p) for p in (*chain[start:], path))
+        raise ConfigError(EXTENDS, f"cycle of extends: {cycle}")
+    data = _read_mapping(path, chain[-1] if chain else None)
+    if EXTENDS not in data:
+        return data
+    name = data.pop(EXTENDS)
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(
+            EXTENDS, f"expected the path of a base config file, got {_describe(name)} (in {path})"
+        )
+    base = _resolve(Path(os.path.normpath(path.parent / name)), (*chain, path))
+    return merge_mappings(base, data)
+
+
+def _read_mapping(path: Path, extended_by: Path | None) -> dict[str, Any]:
+    """One YAML file's top-level mapping, as written (``extends`` not resolved)."""
     import yaml  # local: keeps `import puicl_model` light
 
-    path = Path(path)
+    role = f" (extended by {extended_by})" if extended_by is not None else ""
+    key = EXTENDS if extended_by is not None else ""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError("", f"config file not found: {path}") from None
+        what = "base config file" if extended_by is not None else "config file"
+        raise ConfigError(key, f"{what} not found: {path}{role}") from None
     except OSError as err:
-        raise ConfigError("", f"cannot read config file {path}: {err}") from None
+        raise ConfigError(key, f"cannot read config file {path}{role}: {err}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError("", f"{path} is not valid YAML: {err}") from None
+        raise ConfigError(key, f"{path}{role} is not valid YAML: {err}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError("", f"{path} must hold a mapping at the top level")
+        raise ConfigError(
+            key, f"{path}{role} must hold a mapping at the top level, got {_describe(data)}"
+        )
     return data

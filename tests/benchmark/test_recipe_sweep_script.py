@@ -93,3 +93,17 @@ def test_the_prior_study_plan_measures_its_noise_with_two_seeds_of_its_base() ->
 def test_the_recipe_study_plan_scores_with_the_single_pass() -> None:
     plan = recipe_sweep.load_plan(ROOT / "configs" / "recipe_study" / "plan.yaml")
     assert plan["dev_settings"] == {"n_estimators": 1}
+
+
+def test_a_variant_starts_from_the_resolved_base(tmp_path) -> None:
+    """The plan's base extends another config: the variant holds the merged sections, no
+    ``extends``, and its prior is the trainer's reading of the base."""
+    from trainer.config import load_run_config, run_config_from_mapping
+
+    plan = recipe_sweep.load_plan(ROOT / "configs" / "prior_study" / "plan.yaml")
+    config = recipe_sweep.variant_config(plan, "v1_prior_seed1")
+    assert "extends" not in config and config["seed"] == 1
+    variant = run_config_from_mapping(config)
+    base = load_run_config(ROOT / plan["base"])
+    assert (variant.prior, variant.model) == (base.prior, base.model)
+    assert variant.training.phase1.peak_lr == base.training.phase1.peak_lr == 0.003

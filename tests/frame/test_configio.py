@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -12,10 +14,13 @@ from puicl_common.configio import (
     config_hash,
     from_mapping,
     load_yaml,
+    merge_mappings,
     require,
     to_dict,
 )
 from puicl_model.config import ModelConfig
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 @dataclass(frozen=True)
@@ -91,3 +96,175 @@ def test_load_yaml_errors(tmp_path) -> None:
     scalar.write_text("3\n")
     with pytest.raises(ConfigError, match="must hold a mapping"):
         load_yaml(scalar)
+
+
+# ---------------------------------------------------------------------------- extends ------
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_merge_rule_mappings_merge_everything_else_replaces() -> None:
+    base = {"a": {"x": 1, "y": [1, 2], "deep": {"p": 1, "q": 2}}, "b": [1, 2], "c": {"k": 1}}
+    over = {"a": {"y": [3], "deep": {"q": 5}, "z": None}, "b": [9], "c": 4, "d": {"new": 1}}
+    merged = merge_mappings(base, over)
+    assert merged == {
+        "a": {"x": 1, "y": [3], "deep": {"p": 1, "q": 5}, "z": None},  # lists replace
+        "b": [9],
+        "c": 4,  # a scalar replaces a mapping
+        "d": {"new": 1},
+    }
+    assert merge_mappings({"a": [1]}, {"a": {"start": 1}}) == {"a": {"start": 1}}
+    assert merge_mappings({"a": {"x": 1}}, {"a": None}) == {"a": None}  # null is a value
+    assert base["a"]["deep"] == {"p": 1, "q": 2} and over["d"] == {"new": 1}  # untouched
+    merged["a"]["deep"]["p"] = 99
+    assert base["a"]["deep"]["p"] == 1  # no shared nested objects
+
+
+def test_extends_is_resolved_recursively_relative_to_each_file(tmp_path) -> None:
+    _write(tmp_path / "root.yaml", "seed: 0\nmodel: {embed_dim: 64, num_layers: 4}\n")
+    _write(tmp_path / "mid" / "mid.yaml", """\
+        extends: ../root.yaml
+        model: {num_layers: 6}
+        training: {log_every: 5}
+    """)
+    leaf = _write(tmp_path / "mid" / "leaf.yaml", """\
+        extends: mid.yaml
+        seed: 1
+        training: {log_every: 7}
+    """)
+    assert load_yaml(leaf) == {
+        "seed": 1,
+        "model": {"embed_dim": 64, "num_layers": 6},
+        "training": {"log_every": 7},
+    }
+
+
+def test_an_extends_cycle_is_refused_naming_the_files(tmp_path) -> None:
+    a = _write(tmp_path / "a.yaml", "extends: b.yaml\nseed: 1\n")
+    _write(tmp_path / "b.yaml", "extends: a.yaml\nseed: 2\n")
+    with pytest.raises(ConfigError) as err:
+        load_yaml(a)
+    message = str(err.value)
+    assert message == f"extends: cycle of extends: {a} -> {tmp_path / 'b.yaml'} -> {a}"
+    assert "\n" not in message
+    itself = _write(tmp_path / "self.yaml", "extends: self.yaml\n")
+    with pytest.raises(ConfigError, match=r"cycle of extends: .*self\.yaml -> .*self\.yaml$"):
+        load_yaml(itself)
+
+
+def test_a_missing_base_is_named_with_the_file_extending_it(tmp_path) -> None:
+    child = _write(tmp_path / "child.yaml", "extends: nowhere/base.yaml\nseed: 1\n")
+    with pytest.raises(ConfigError) as err:
+        load_yaml(child)
+    message = str(err.value)
+    assert message == (
+        f"extends: base config file not found: {tmp_path / 'nowhere' / 'base.yaml'} "
+        f"(extended by {child})"
+    )
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("base_text", "message"),
+    [
+        ("- 1\n- 2\n", "must hold a mapping at the top level, got [1, 2]"),
+        ("3\n", "must hold a mapping at the top level, got 3"),
+    ],
+)
+def test_a_base_that_is_not_a_mapping_is_refused(tmp_path, base_text: str, message: str) -> None:
+    _write(tmp_path / "base.yaml", base_text)
+    child = _write(tmp_path / "child.yaml", "extends: base.yaml\nseed: 1\n")
+    with pytest.raises(ConfigError) as err:
+        load_yaml(child)
+    assert str(err.value) == (
+        f"extends: {tmp_path / 'base.yaml'} (extended by {child}) {message}"
+    )
+
+
+@pytest.mark.parametrize("value", ["[a.yaml]", "null", "3", "''"])
+def test_extends_must_name_a_file(tmp_path, value: str) -> None:
+    child = _write(tmp_path / "child.yaml", f"extends: {value}\nseed: 1\n")
+    with pytest.raises(ConfigError, match=r"^extends: expected the path of a base config file"):
+        load_yaml(child)
+
+
+def test_an_empty_base_adds_nothing(tmp_path) -> None:
+    _write(tmp_path / "empty.yaml", "# nothing yet\n")
+    child = _write(tmp_path / "child.yaml", "extends: empty.yaml\nseed: 1\n")
+    assert load_yaml(child) == {"seed": 1}
+
+
+# The generation hash (prior_gen) and training hash (trainer) of every stored config, computed
+# from the full-copy files before they were rewritten as a base plus their differences: the
+# rewrite changed no run's identity (the committed run states under checkpoints/*-run/ store
+# these hashes).
+CONFIG_HASHES = {
+    "paper.yaml": (
+        "dce5954f9ecbcddbb856541e1c3acc08c75df7ad90f1149e71bd27a1b217783f",
+        "7a3de53e3471a72b6e18f21abdf3fd8a54eb6589e072ad26f1e3a79d91873485",
+    ),
+    "puicl_cpu.yaml": (
+        "3814e5b79d95bb13b593eb4d21d10072fff8adda67cb60c31989503f2fcccbca",
+        "5b7f5fbea69fe67edcb8147b0d03507ba16cfd9ee68b584f7c532c2cfd75e0bd",
+    ),
+    "puicl_paper_model_cpu.yaml": (
+        "d749f044918c5fe7339a4b0c743f6df1dfdc5364bbda5df0fb704c39f6fb2404",
+        "6f2e023d91211202cf9fe08408bc3945c3d63cfdac8413856422f414cf024c93",
+    ),
+    "puicl_v1.yaml": (
+        "8e7260f0ed369b8cd3c7c24a3a6772688f12622b98b2eec89e2278d090c5deb4",
+        "35fd5323354a3e9dd3e66ed88becefd71f64c195eff1fc41d3516cf706be703e",
+    ),
+    "puicl_v1_ft.yaml": (
+        "98859f90df35f4a2316da5ac630dc74cb7fed5ce53db4f9f2801ebb0bcb6816a",
+        "a888fb219cb891d4d06c8daafff010ff0be2dadcf93a373284f3519fb0759e09",
+    ),
+    "puicl_v1_ft_mixed.yaml": (
+        "5be3c0aff8e23381cfd946a900f127830274066a0fe47e8341f96b831d7ef2a4",
+        "a755b7e498d5f5f176d9abd034e2709bf296ec93f52bc3ba098f2526e70e49a9",
+    ),
+    "puicl_v1_ft_sizes.yaml": (
+        "cb522c155b466e046ff4d72f0c5ae2b976c6d13cdda4e880e9ba5cc72fa3021f",
+        "636bb50f7b5843d06db9096a2dec590469e2e538b67fa1d752a60bdff9ab5b7b",
+    ),
+    "recipe_v1_draft.yaml": (
+        "5b7115b81edabd350b6f106857785a31225587af2388a11e0f9272bfca8f20d6",
+        "ebe7d1cd68052d0207ccdc8668979ed11c7cd3ebcc8608715005f0714ac1f2a1",
+    ),
+    "smoke.yaml": (
+        "83e1f40f3dc44c7592e021a284aad85e148dceada6b229cabef232c0ef16c2e9",
+        "baae8f308498431b0fb9a0b8cc6503ef6242d6be0aee144b8b485238e78cecfd",
+    ),
+    "study/a_small_model_small_tasks.yaml": (
+        "d6caa48c2a347141e0a5973f04a2624288f16459d764594fe4f071e92e666dde",
+        "e04172bd2855278acb5e5bb69a46c029cdf6f66a19afd1a1197f174d1dce5f50",
+    ),
+    "study/b_small_model_paper_tasks.yaml": (
+        "539a4fe86e30242e6e45cc038dc7368f584f9417fd95631363fdb2b59a0c0edc",
+        "8d705c01a3a8284a650eb49a2e61e39dc7a26b3cae10fd7d89ed050e1d74bf58",
+    ),
+    "study/c_paper_model_small_tasks.yaml": (
+        "1bc9c8925f5817ae348ee838ec90885a85b245beaee256fda0edaae2387386e2",
+        "041f3c0a9db0ab30fdd5ca8801c4a5c14230d038e63403ca04ffeab263b8e123",
+    ),
+}
+
+
+def _stored_configs() -> list[str]:
+    names = [p.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml")]
+    return sorted(n for n in names if not n.endswith("plan.yaml"))  # study plans: not configs
+
+
+def test_every_stored_config_has_pinned_hashes() -> None:
+    assert _stored_configs() == sorted(CONFIG_HASHES)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_HASHES))
+def test_resolved_configs_keep_their_hashes(name: str, monkeypatch) -> None:
+    from trainer.config import load_run_config
+
+    monkeypatch.chdir(CONFIGS.parent)  # training.init_weights paths are relative to the root
+    config = load_run_config(CONFIGS / name)
+    assert (config.generation().hash(), config.training_hash()) == CONFIG_HASHES[name]

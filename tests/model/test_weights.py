@@ -138,12 +138,12 @@ def test_foreign_safetensors_without_config_is_rejected(tmp_path) -> None:
 
 def test_bundled_checkpoint_is_the_documented_configuration() -> None:
     """The shipped checkpoint loads, verifies and is the model of configs/puicl_cpu.yaml."""
-    import yaml
+    from puicl_common.configio import load_yaml
 
     path = bundled_weights_path()
     assert path is not None and path.name == "model.safetensors"
     model = load_weights(path)
-    spec = yaml.safe_load((Path(__file__).parents[2] / "configs/puicl_cpu.yaml").read_text())
+    spec = load_yaml(Path(__file__).parents[2] / "configs/puicl_cpu.yaml")
     for key, value in spec["model"].items():
         assert getattr(model.config, key) == value, key
     assert model.parameter_counts()["total"] == 209_858

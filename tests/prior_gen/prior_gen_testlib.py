@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from prior_gen.config import GenerationConfig, generation_config_from_mapping
+from puicl_common.configio import load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "configs" / "smoke.yaml"
@@ -27,9 +28,7 @@ def _merge(base: Any, update: Any) -> Any:
 
 def tiny_config(**sections: Any) -> GenerationConfig:
     """The smoke config with ``sections`` deep-merged into it."""
-    import yaml
-
-    return generation_config_from_mapping(_merge(yaml.safe_load(SMOKE.read_text()), sections))
+    return generation_config_from_mapping(_merge(load_yaml(SMOKE), sections))
 
 
 def with_format(config: GenerationConfig, fmt: str) -> GenerationConfig:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from prior_gen_testlib import REPO, SMOKE, data_digest, shard_digests, tiny_config
 
 from prior_gen.categorical import discretise_task
@@ -21,7 +20,7 @@ from prior_gen.factors import plan_step
 from prior_gen.generate import generate_step, generate_tasks
 from prior_gen.runner import run_generation
 from prior_gen.shards import open_shards
-from puicl_common.configio import ConfigError
+from puicl_common.configio import ConfigError, load_yaml
 
 # Computed on the code before prior.dataset.categorical and the n_labeled size curriculum
 # existed (commit 0e15d79, 2026-11-22): config hashes, and the data digest
@@ -65,7 +64,7 @@ def test_configs_without_the_new_keys_keep_their_bytes() -> None:
 
 
 def test_the_key_enters_the_hash_only_when_set() -> None:
-    data = yaml.safe_load(SMOKE.read_text())
+    data = load_yaml(SMOKE)
     data["prior"]["dataset"]["categorical"] = None
     explicit_none = generation_config_from_mapping(data)
     assert explicit_none.hash() == OLD_HASHES["smoke.yaml"]

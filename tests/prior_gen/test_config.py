@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import yaml
 from prior_gen_testlib import PAPER, REPO, SMOKE, tiny_config
 
 from prior_gen.config import KNOWN_SECTIONS, generation_config_from_mapping, load_generation_config
-from puicl_common.configio import ConfigError
+from puicl_common.configio import ConfigError, load_yaml
 
 
 def test_paper_config_holds_the_papers_values() -> None:
@@ -32,7 +31,7 @@ def test_paper_config_holds_the_papers_values() -> None:
 
 def test_config_files_only_use_known_sections() -> None:
     for path in sorted((REPO / "configs").glob("*.yaml")):
-        assert set(yaml.safe_load(path.read_text())) <= set(KNOWN_SECTIONS), path
+        assert set(load_yaml(path)) <= set(KNOWN_SECTIONS), path
 
 
 def _load(data: dict) -> None:

@@ -16,6 +16,7 @@ from prior_gen_testlib import REPO, SMOKE, shard_digests, tiny_config, with_form
 from prior_gen.faults import ENV_VAR, parse_kill_after
 from prior_gen.runner import run_generation
 from prior_gen.storage import TEMP_MARK
+from puicl_common.configio import load_yaml
 
 STAGES = [1, 2, 3, "tail"]
 
@@ -68,7 +69,7 @@ def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path: Path) -> N
 
 def _one_step_shards_config(path: Path) -> Path:
     """The smoke config with one step per shard: 16 shards, so a run can die in the middle."""
-    data = yaml.safe_load(SMOKE.read_text())
+    data = load_yaml(SMOKE)
     data["shards"]["steps_per_shard"] = 1
     path.write_text(yaml.safe_dump(data))
     return path

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from prior_gen_testlib import PAPER, REPO, SMOKE, data_digest, shard_digests, tiny_config
 
 from prior_gen import noise_table
@@ -29,7 +28,7 @@ from prior_gen.noise_table import (
 )
 from prior_gen.runner import run_generation
 from prior_gen.scm import forward_group
-from puicl_common.configio import ConfigError
+from puicl_common.configio import ConfigError, load_yaml
 
 HASHES_BEFORE_THE_KEY = {
     SMOKE: "83e1f40f3dc44c7592e021a284aad85e148dceada6b229cabef232c0ef16c2e9",
@@ -56,7 +55,7 @@ def test_configs_that_keep_the_legacy_sampler_keep_their_hash(path: Path) -> Non
 
 
 def test_the_legacy_value_written_out_or_left_out_gives_the_same_hash() -> None:
-    data = yaml.safe_load(SMOKE.read_text())
+    data = load_yaml(SMOKE)
     data["prior"]["scm"].pop("noise_sampler", None)
     absent = generation_config_from_mapping(data)
     data["prior"]["scm"]["noise_sampler"] = "box_muller"

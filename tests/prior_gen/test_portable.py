@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-import yaml
 from prior_gen_testlib import PAPER, REPO, SMOKE, data_digest, tiny_config
 
 from prior_gen import portable
@@ -19,7 +18,7 @@ from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping, load
 from prior_gen.factors import plan_step, pu_sizes
 from prior_gen.generate import generate_step, generate_tasks
 from prior_gen.pu import rank_labels, rank_labels_by_index
-from puicl_common.configio import ConfigError
+from puicl_common.configio import ConfigError, load_yaml
 
 # the config hash of configs/smoke.yaml before prior.scm.arithmetic existed (2026-11-22)
 SMOKE_HASH = "83e1f40f3dc44c7592e021a284aad85e148dceada6b229cabef232c0ef16c2e9"
@@ -150,7 +149,7 @@ def test_ties_at_the_threshold_go_to_the_lowest_rows() -> None:
 
 # -- the config key ------------------------------------------------------------------------------
 def test_configs_without_the_key_keep_their_hash() -> None:
-    data = yaml.safe_load(SMOKE.read_text())
+    data = load_yaml(SMOKE)
     data["prior"]["scm"].pop("arithmetic", None)
     absent = generation_config_from_mapping(data)
     data["prior"]["scm"]["arithmetic"] = "native"

@@ -34,6 +34,7 @@ from prior_gen_testlib import PAPER, REPO
 
 from prior_gen.config import ACTIVATION_NAMES
 from prior_gen.shards import open_shards
+from puicl_common.configio import load_yaml
 
 # sha256 over the shard set's tasks in training order: x bytes, y bytes, n_labeled (8 bytes LE)
 GOLDEN = "226f7cabc7d787bbe9fa760b19ccac443f8e563032c62d8fe9d87a8aabc772ca"
@@ -101,7 +102,7 @@ def generate(
 ) -> Path:
     """Run the prior-gen command for the golden shard set under ``env`` (``dataset``: keys
     changed in ``prior.dataset``); return its directory."""
-    config = yaml.safe_load(PAPER.read_text())
+    config = load_yaml(PAPER)
     config["shards"]["steps_per_shard"] = 1  # storage only: not in the config hash
     config["prior"]["dataset"].update(dataset or {})
     config_path = tmp_path / "paper_small_shards.yaml"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 from prior_gen_testlib import SMOKE, tiny_config
 
 from prior_gen.config import generation_config_from_mapping
 from prior_gen.factors import plan_step
-from puicl_common.configio import ConfigError
+from puicl_common.configio import ConfigError, load_yaml
 
 GROWING = {"start": [10, 20], "end": [100, 300]}
 
@@ -42,7 +41,7 @@ def test_tasks_are_drawn_from_their_stage_range(stage, bounds) -> None:
 
 
 def test_the_fixed_form_keeps_the_hash_and_the_growing_form_changes_it() -> None:
-    data = yaml.safe_load(SMOKE.read_text())
+    data = load_yaml(SMOKE)
     fixed = generation_config_from_mapping(data)
     data["prior"]["dataset"]["n_labeled"] = {"start": [16, 32], "end": [16, 32]}
     same_sizes = generation_config_from_mapping(data)

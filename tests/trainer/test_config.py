@@ -18,7 +18,12 @@ def test_run_config_sections_are_the_known_sections() -> None:
     assert tuple(f.name for f in dataclasses.fields(RunConfig)) == KNOWN_SECTIONS
 
 
-@pytest.mark.parametrize("name", ["paper.yaml", "smoke.yaml"])
+SHIPPED = sorted(
+    p.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml") if p.name != "plan.yaml"
+)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_configs_load(name: str) -> None:
     config = load_run_config(CONFIGS / name)
     # the trainer and prior-gen read the same generation sections
@@ -104,3 +109,22 @@ def test_training_hash_ignores_bookkeeping_only() -> None:
     )
     assert base.training_hash() == same.training_hash()
     assert base.training_hash() != other.training_hash()
+
+
+@pytest.mark.parametrize(
+    "run", sorted(p.name for p in (CONFIGS.parent / "checkpoints").glob("*-run"))
+)
+def test_committed_runs_resume_with_the_stored_configs(run: str, monkeypatch) -> None:
+    """configs/NAME.yaml (resolved) is the config of checkpoints/NAME-run: the trainer's
+    resume check (training hash) and the shards' (generation hash) both accept it."""
+    from trainer.checkpoint import CheckpointStore
+
+    monkeypatch.chdir(CONFIGS.parent)  # training.init_weights paths are relative to the root
+    config = load_run_config(CONFIGS / (run.removesuffix("-run").replace("-", "_") + ".yaml"))
+    found = CheckpointStore(CONFIGS.parent / "checkpoints" / run / "checkpoints").latest()
+    assert found is not None
+    _, payload = found
+    assert payload["training_hash"] == config.training_hash()
+    assert payload["generation_hash"] == config.generation().hash()
+    snapshot = load_run_config(CONFIGS.parent / "checkpoints" / run / "config.yaml")
+    assert snapshot.training_hash() == config.training_hash()
