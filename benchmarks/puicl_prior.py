@@ -159,14 +159,15 @@ def row(identity: dict, pool: np.ndarray, by_folds: dict[int, Folds], y_pool: np
         legacy: Folds | None = None, default_folds: int | None = None) -> dict:
     """One task's line of the table: who it is, its π and AUC, every estimate, and the pool's
     accuracy and F1 at each decision threshold (the prior cut with the classifier's π̂ at
-    ``default_folds``, the default fold count when None)."""
+    ``default_folds``, the default fold count when None; the legacy rule's without folds)."""
     from puicl_model.class_prior import DEFAULT_FOLDS
 
     auc = float(roc_auc_score(y_pool, pool)) if 0 < y_pool.sum() < len(y_pool) else None
     values = estimates(pool, by_folds, legacy)
-    k = default_folds or (DEFAULT_FOLDS if DEFAULT_FOLDS in by_folds else min(by_folds))
-    by_threshold = {"0.5": (pool > 0.5).astype(np.int64),
-                    "prior": prior_cut(pool, values[f"estimate_class_prior/{k}"])[0]}
+    k = default_folds or (DEFAULT_FOLDS if DEFAULT_FOLDS in by_folds else min(by_folds, default=0))
+    # scores kept before cross-fitting hold only the legacy halves: their rule's π̂
+    pi_hat = values.get(f"estimate_class_prior/{k}", values.get("legacy", values["mean"]))
+    by_threshold = {"0.5": (pool > 0.5).astype(np.int64), "prior": prior_cut(pool, pi_hat)[0]}
     scores = {}
     for threshold, labels in by_threshold.items():
         scores[f"accuracy@{threshold}"] = accuracy(y_pool, labels)

@@ -78,3 +78,14 @@ def test_row_scores_both_decision_thresholds() -> None:
     pi_hat = result["estimate_class_prior/2"]
     negatives = round(pi_hat * len(pool))
     assert result["accuracy@prior"] == pytest.approx(1 - abs(negatives - 160) / 800)
+
+
+def test_scores_kept_before_cross_fitting_still_give_a_row(tmp_path) -> None:
+    pool, halves, y_pool = _soft_separable(0.5, seed=4)
+    identity = {"dataset": "old", "repetition": 0, "target_pi": 0.5}
+    np.savez_compressed(tmp_path / "old.npz", pool=pool, y_pool=y_pool, held0=halves[0][0],
+                        pool0=halves[0][1], held1=halves[1][0], pool1=halves[1][1],
+                        **{k: np.asarray(v) for k, v in identity.items()})
+    result = puicl_prior.rescored_row(tmp_path / "old.npz")
+    assert result["legacy"] == max(result["mean"], puicl_prior.best_bin_estimate(halves))
+    assert not any("/" in key for key in result)
