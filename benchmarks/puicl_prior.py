@@ -1,55 +1,55 @@
-"""Class-prior estimates of one PUICL checkpoint, on benchmark tasks or on synthetic ones.
+"""Class-prior estimates of one PUICL checkpoint on the development suite (or synthetic tasks).
 
-The π̂ table of docs/classifier.md comes from this script. For each task it fits
-``PUICLClassifier`` as the benchmark adapter does, keeps the model's scores that
-``estimate_class_prior()`` reads (the pool's P(y=1), and per half of the labeled positives the
-held-out half's and the pool's P(y=1) next to the other half), and computes several estimates
-of π, the pool's negative share, from them, next to the realized π and the task's AUC:
+The π̂ tables of docs/classifier.md come from this script. For each task it fits
+``PUICLClassifier`` as the benchmark adapter does, keeps the model's scores that the estimators
+read — the pool's P(y=1) and, for each fold count K of ``--folds``, the cross-fitted scores of
+:mod:`puicl_model.class_prior` (per fold: the held-out positives' and the pool's P(y=1) from the
+same passes) — and computes every estimate of π, the pool's negative share, from them, next to
+the realized π (``task.pi``) and the task's AUC. With ``--legacy`` (on by default) it also keeps
+the scores of the rule before cross-fitting: two halves of the labeled positives, each scored
+as new rows next to the other half, and the pool scored next to that half.
 
-* ``mean``: the mean of P(y=0) over the pool (the estimate before issue 17);
-* ``best_bin``: Best Bin Estimation on the held-out positives' and the pool's scores
-  (``puicl_model.prior``), averaged over the two halves;
-* ``estimate_class_prior``: what the classifier returns, the larger of the two
-  (``puicl_model.prior.class_prior_estimate``);
-* ``symmetric``: the pool's mean P(y=1), m_U = α m_P + (1 − α) m_N, solved for α with the
-  held-out positives' mean m_P and the assumption m_N = 1 − m_P (the model is as unsure of
-  negatives as of positives), per half; the mean where m_P < 0.55 (no signal to invert);
-* ``adjusted_mean``: the same equation in P(y=0), with the negatives' mean P(y=0) taken from
-  the pool rows that BBE counts as negatives (the BBE share of the pool with the highest
-  P(y=0)) instead of assumed: exact where those rows are negatives, and where the model is
-  soft (separable classes, yet P(y=0) ≈ 0.3 for positives) the mean is not;
-* ``prior_shift_em``: the EM re-estimate of a class prior under prior shift (Saerens, Latinne
-  & Decaestecker, Neural Computation 2002), reading the pool's P(y=1) as posteriors under the
-  synthetic prior's mean positive share, 0.5.
+Estimates (``puicl_model.prior``; each rule but ``mean`` is computed per K, as ``rule/K``):
 
-The tasks are those of ``puicl-bench --pi P`` (same tasks and seeds), or with ``--synthetic
-DIR`` the validation tasks of a shard directory (``prior-gen --split val``), whose π is known
-exactly; the recipe study's fixed split (configs/paper.yaml's prior, docs/recipe.md) is one.
+* ``mean``: the mean of P(y=0) over the pool;
+* ``best_bin``: Best Bin Estimation (Garg et al., NeurIPS 2021), averaged over the folds;
+* ``dedpul``: DEDPUL (Ivanov, NeurIPS 2020), averaged over the folds (``dedpul(t)``: with the
+  EM step's tolerance t instead of the default);
+* ``max(mean,best_bin)``, ``max(mean,dedpul)``: the larger of the two;
+* ``estimate_class_prior``: what the classifier returns (``class_prior_estimate``);
+* ``symmetric``: m_U = α m_P + (1 − α)(1 − m_P) solved for α (m_P: the held-out positives'
+  mean P(y=1)); ``adjusted_mean``: the same equation in P(y=0) with the negatives' mean taken
+  from the pool rows BBE counts as negative; ``prior_shift_em``: Saerens, Latinne &
+  Decaestecker's EM (Neural Computation 2002) with the synthetic prior's positive share 0.5;
+* ``legacy``: the rule before cross-fitting, max(mean, BBE on the halves scored as new rows).
 
-    python benchmarks/puicl_prior.py --pis 0.2,0.5,0.8 --repeats 2 --jobs 2 \\
-        --out bench.csv --scores-out bench_scores
-    python benchmarks/puicl_prior.py --synthetic runs/recipe/val_paper_prior \\
-        --stages 100,tail --jobs 2 --out synthetic.csv
-    python benchmarks/puicl_prior.py --from-scores bench_scores      # no model: seconds
-    python benchmarks/puicl_prior.py --from bench.csv --calibrate-on synthetic.csv
+Tasks are those of ``puicl-bench --suite dev --pi P`` (same tables, repetitions and seeds as the
+suite's AUC figures), or with ``--synthetic DIR`` the validation tasks of a shard directory.
+The benchmark's 20 datasets are never scored here: every choice is made on the suite.
 
-The tables printed are the mean |π̂ − π| of each estimate per target π (per stage for synthetic
-tasks; with ``oracle(mean|best_bin)``, the better of the two per task, chosen knowing π: no
-rule that picks one of them does better), the mean π̂ itself, which shows which way an estimate
-misses, and the pool's accuracy and F1 (positive class) under the classifier's two decision
-thresholds: P(y=1) > 0.5, and ``threshold="prior"``, which labels the π̂ share of the pool with
-the lowest P(y=1) negative (``puicl_model.prior.prior_cut``, with the classifier's π̂).
-``--out`` keeps every task's signed estimates and ``--from`` reads them back; ``--scores-out``
-keeps every task's scores (one ``.npz`` per task) and ``--from-scores`` recomputes every
-estimate from them, so a new rule is compared without scoring again.
-``--calibrate-on`` fits linear calibrations of the estimates to π on the tasks of another
-``--out`` file (least squares, clipped to [0, 1]), the synthetic ones, where π is known and
-which were never benchmark tasks, and adds them to the table as ``calibrated(...)`` columns.
+    python benchmarks/puicl_prior.py --pis 0.2,0.5,0.8 --repeats 2 --folds 2,3,5 --jobs 2 \\
+        --out dev.csv --scores-out dev_scores
+    python benchmarks/puicl_prior.py --from-scores dev_scores     # no model: seconds
+    python benchmarks/puicl_prior.py --synthetic runs/recipe/val_paper_prior --jobs 2 \\
+        --out synthetic.csv
+    python benchmarks/puicl_prior.py --from dev.csv --calibrate-on synthetic.csv
+
+Printed: the mean |π̂ − π| of each estimate per target π (``oracle(mean|best_bin)``: the better
+of the two per task, chosen knowing π), the mean π̂ itself, and the pool's accuracy and F1
+(positive class) at the two decision thresholds, P(y=1) > 0.5 and ``threshold="prior"`` (the
+π̂ share of the pool with the lowest P(y=1) negative, ``puicl_model.prior.prior_cut``, with the
+classifier's π̂). ``--out`` keeps every task's estimates, ``--from`` reads them back;
+``--scores-out`` keeps every task's scores (one ``.npz`` per task) and ``--from-scores``
+recomputes every estimate from them, so a new rule is compared without scoring again.
+``--calibrate-on`` fits linear maps of the estimates to π on another ``--out`` file (least
+squares, clipped to [0, 1]) and adds them as ``calibrated(...)`` columns.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -59,15 +59,17 @@ import pandas as pd
 from joblib import Parallel, delayed
 from sklearn.metrics import roc_auc_score
 
-from benchmark.datasets import DATASET_SLUGS, load_dataset
 from benchmark.methods.puicl import as_table
 from benchmark.metrics import accuracy, f1_positive
 from benchmark.protocol import make_task, method_seed
+from benchmark.suites import get_suite
+from puicl_model.inference import PassTables
 from puicl_model.prior import (
-    Halves,
+    Folds,
     best_bin_alpha,
     best_bin_estimate,
     class_prior_estimate,
+    dedpul_estimate,
     mean_estimate,
     prior_cut,
 )
@@ -76,17 +78,18 @@ MIN_HELD_OUT_MEAN = 0.55  # below it the held-out positives' mean says too littl
 MIN_SEPARATION = 0.05  # adjusted_mean: below this gap between the two means, the plain mean
 SYNTHETIC_POSITIVE_SHARE = 0.5  # the prior's mean positive share of a pool (final stages)
 # the estimates each calibration reads: one feature, the other, and both
-CALIBRATIONS = (("mean",), ("best_bin",), ("mean", "best_bin"))
+CALIBRATIONS = (("mean",), ("best_bin/2",), ("mean", "best_bin/2"))
+LEGACY_TAG = 11  # the spawn-key tag of the legacy rule's halves (as the classifier had it)
 
 
-def _symmetric(pool: np.ndarray, halves: Halves) -> float:
-    alphas = [symmetric_alpha(held, part) for held, part in halves]
+def _symmetric(pool: np.ndarray, folds: Folds) -> float:
+    alphas = [symmetric_alpha(held, part) for held, part in folds]
     return mean_estimate(pool) if None in alphas else 1.0 - float(np.mean(alphas))
 
 
-def _adjusted_mean(pool: np.ndarray, halves: Halves) -> float:
+def _adjusted_mean(pool: np.ndarray, folds: Folds) -> float:
     estimates = []
-    for held, part in halves:
+    for held, part in folds:
         negative_held, negative_pool = 1.0 - held, np.sort(1.0 - part)[::-1]
         count = round((1.0 - best_bin_alpha(held, part)) * len(part))
         if count == 0:
@@ -101,18 +104,18 @@ def _adjusted_mean(pool: np.ndarray, halves: Halves) -> float:
     return float(np.mean(estimates))
 
 
-def _prior_shift_em(pool: np.ndarray, halves: Halves) -> float:
-    return 1.0 - prior_shift_alpha(pool)
-
-
-# name -> rule(pool's P(y=1), halves) -> π̂; "estimate_class_prior" is the classifier's own
-ESTIMATORS: dict[str, Callable[[np.ndarray, Halves], float]] = {
-    "mean": lambda pool, halves: mean_estimate(pool),
-    "best_bin": lambda pool, halves: best_bin_estimate(halves),
+# name -> rule(pool's P(y=1), folds) -> π̂, each computed per fold count K
+ESTIMATORS: dict[str, Callable[[np.ndarray, Folds], float]] = {
+    "best_bin": lambda pool, folds: best_bin_estimate(folds),
+    "dedpul": lambda pool, folds: dedpul_estimate(folds),
+    "dedpul(0.003)": lambda pool, folds: dedpul_estimate(folds, 0.003),
+    "dedpul(0.03)": lambda pool, folds: dedpul_estimate(folds, 0.03),
+    "max(mean,best_bin)": lambda pool, folds: max(mean_estimate(pool),
+                                                  best_bin_estimate(folds)),
+    "max(mean,dedpul)": lambda pool, folds: max(mean_estimate(pool), dedpul_estimate(folds)),
     "estimate_class_prior": class_prior_estimate,
     "symmetric": _symmetric,
     "adjusted_mean": _adjusted_mean,
-    "prior_shift_em": _prior_shift_em,
 }
 
 
@@ -139,71 +142,138 @@ def prior_shift_alpha(posteriors: np.ndarray, trained_alpha: float = SYNTHETIC_P
     return alpha
 
 
-def row(identity: dict, pool: np.ndarray, halves: Halves, y_pool: np.ndarray) -> dict:
+def estimates(pool: np.ndarray, by_folds: dict[int, Folds],
+              legacy: Folds | None) -> dict[str, float]:
+    """Every estimate of one task: ``mean``, each rule per fold count (``rule/K``), the
+    prior-shift EM, and the legacy rule where its scores were kept."""
+    result = {"mean": mean_estimate(pool), "prior_shift_em": 1.0 - prior_shift_alpha(pool)}
+    for k, folds in sorted(by_folds.items()):
+        for name, rule in ESTIMATORS.items():
+            result[f"{name}/{k}"] = rule(pool, folds)
+    if legacy is not None:
+        result["legacy"] = max(result["mean"], best_bin_estimate(legacy))
+    return result
+
+
+def row(identity: dict, pool: np.ndarray, by_folds: dict[int, Folds], y_pool: np.ndarray,
+        legacy: Folds | None = None, default_folds: int | None = None) -> dict:
     """One task's line of the table: who it is, its π and AUC, every estimate, and the pool's
-    accuracy and F1 at each decision threshold."""
+    accuracy and F1 at each decision threshold (the prior cut with the classifier's π̂ at
+    ``default_folds``, the default fold count when None; the legacy rule's without folds)."""
+    from puicl_model.class_prior import DEFAULT_FOLDS
+
     auc = float(roc_auc_score(y_pool, pool)) if 0 < y_pool.sum() < len(y_pool) else None
-    estimates = {name: rule(pool, halves) for name, rule in ESTIMATORS.items()}
-    by_threshold = {"0.5": (pool > 0.5).astype(np.int64),
-                    "prior": prior_cut(pool, estimates["estimate_class_prior"])[0]}
+    values = estimates(pool, by_folds, legacy)
+    k = default_folds or (DEFAULT_FOLDS if DEFAULT_FOLDS in by_folds else min(by_folds, default=0))
+    # scores kept before cross-fitting hold only the legacy halves: their rule's π̂
+    pi_hat = values.get(f"estimate_class_prior/{k}", values.get("legacy", values["mean"]))
+    by_threshold = {"0.5": (pool > 0.5).astype(np.int64), "prior": prior_cut(pool, pi_hat)[0]}
     scores = {}
     for threshold, labels in by_threshold.items():
         scores[f"accuracy@{threshold}"] = accuracy(y_pool, labels)
         scores[f"f1@{threshold}"] = f1_positive(y_pool, labels)
-    return {**identity, "pi": float(1.0 - np.mean(y_pool)), "auc": auc, **estimates, **scores}
+    return {**identity, "pi": float(1.0 - np.mean(y_pool)), "auc": auc, **values, **scores}
+
+
+def legacy_halves(clf) -> Folds:
+    """The scores of the rule before cross-fitting: per half of the labeled positives, its
+    rows' P(y=1) scored as new rows, and the pool's, both next to the other half."""
+    rng = np.random.default_rng(np.random.SeedSequence(clf.planner_.entropy,
+                                                       spawn_key=(LEGACY_TAG,)))
+    half = rng.permutation(len(clf.x_labeled_)) % 2
+    scores = []
+    for k in (0, 1):
+        context = [np.ascontiguousarray(v.x_labeled[half != k]) for v in clf.views_]
+        held = [np.ascontiguousarray(v.x_labeled[half == k]) for v in clf.views_]
+        subs = [dataclasses.replace(p, n_labeled=len(context[0])) for p in clf.planners_]
+        pool, _ = clf._run(lambda subs=subs: clf._passes(subs), clf.planner_.n_pool,
+                           [PassTables(c, v.x_pool) for c, v in zip(context, clf.views_,
+                                                                    strict=True)])
+        tables = [PassTables(c, v.x_pool, h) for c, h, v in zip(context, held, clf.views_,
+                                                                strict=True)]
+        held_scores, _ = clf._run(lambda subs=subs, held=held: clf._passes(subs, held),
+                                  len(held[0]), tables)
+        scores.append((held_scores, pool))
+    return scores
 
 
 def scored_row(identity: dict, table, s: np.ndarray, y_pool: np.ndarray, seed: int,
-               weights: str | None, scores_out: Path | None,
-               n_estimators: int | None = None) -> dict:
-    """Fit the classifier to one task, keep its scores (``scores_out``) and estimate π."""
+               options: argparse.Namespace) -> dict:
+    """Fit the classifier to one task, keep its scores (``options.scores_out``) and estimate
+    π; the seconds each scoring took go into the row (``seconds_pool``, ``seconds_K``)."""
     import torch
 
     from puicl_model import PUICLClassifier
 
     torch.set_num_threads(1)
-    clf = PUICLClassifier(weights, random_state=seed, n_threads=1, progress=False,
-                          n_estimators=n_estimators)
+    clf = PUICLClassifier(options.weights, random_state=seed, n_threads=1, progress=False,
+                          n_estimators=options.n_estimators)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # dropped constant columns
         clf.fit(table, s.astype(np.int8))
-    pool, halves = clf._pool_probabilities(), clf._held_out_scores()
-    result = row(identity, pool, halves, y_pool)
-    if scores_out is not None:
+    seconds = {}
+    started = time.perf_counter()
+    pool = clf._pool_probabilities()
+    seconds["seconds_pool"] = time.perf_counter() - started
+    by_folds = {}
+    for k in options.folds:
+        started = time.perf_counter()
+        by_folds[k] = clf._held_out_scores(k)
+        seconds[f"seconds_{k}"] = time.perf_counter() - started
+    legacy = legacy_halves(clf) if options.legacy else None
+    result = {**row(identity, pool, by_folds, y_pool, legacy), **seconds}
+    if options.scores_out is not None:
         name = f"{identity['dataset']}_{identity['repetition']}_{identity['target_pi']}"
-        np.savez_compressed(scores_out / f"{name}.npz".replace(" ", "-"), pool=pool,
-                            y_pool=y_pool, **{f"held{k}": h for k, (h, _) in enumerate(halves)},
-                            **{f"pool{k}": p for k, (_, p) in enumerate(halves)},
+        arrays = {f"K{k}_{part}{i}": pair[j] for k, folds in by_folds.items()
+                  for i, pair in enumerate(folds) for j, part in enumerate(("held", "pool"))}
+        for i, (held, part) in enumerate(legacy or []):
+            arrays[f"held{i}"], arrays[f"pool{i}"] = held, part
+        np.savez_compressed(options.scores_out / f"{name}.npz".replace(" ", "-"), pool=pool,
+                            y_pool=y_pool, **arrays,
                             **{key: np.asarray(value) for key, value in identity.items()})
     return result
 
 
-def rescored_row(path: Path) -> dict:
-    """A task's line from the scores ``--scores-out`` kept, with no model."""
+def read_scores(path: Path) -> tuple[dict, np.ndarray, np.ndarray, dict[int, Folds],
+                                     Folds | None]:
+    """A task's kept scores: identity, pool, y_pool, cross-fitted folds per K, legacy."""
     with np.load(path) as data:
         identity = {key: data[key].item() for key in ("dataset", "repetition", "target_pi")}
-        halves = [(data[f"held{k}"], data[f"pool{k}"]) for k in (0, 1)]
-        return row(identity, data["pool"], halves, data["y_pool"])
+        by_folds: dict[int, Folds] = {}
+        for key in data.files:
+            if key.startswith("K") and "_held" in key:
+                k, index = int(key[1:key.index("_")]), int(key.rsplit("held", 1)[1])
+                by_folds.setdefault(k, {})[index] = (data[key], data[key.replace("held",
+                                                                                 "pool")])
+        folds = {k: [parts[i] for i in sorted(parts)] for k, parts in by_folds.items()}
+        legacy = ([(data[f"held{i}"], data[f"pool{i}"]) for i in (0, 1)]
+                  if "held0" in data.files else None)
+        return identity, data["pool"], data["y_pool"], folds, legacy
 
 
-def benchmark_replicate(slug: str, repetition: int, pi: float, weights: str | None,
-                        scores_out: Path | None, n_estimators: int | None = None) -> dict:
-    task = make_task(load_dataset(slug), repetition, 0, target_pi=pi)
+def rescored_row(path: Path) -> dict:
+    """A task's line from the scores ``--scores-out`` kept, with no model."""
+    identity, pool, y_pool, folds, legacy = read_scores(path)
+    return row(identity, pool, folds, y_pool, legacy)
+
+
+def suite_replicate(suite: str, slug: str, repetition: int, pi: float,
+                    options: argparse.Namespace) -> dict:
+    task = make_task(get_suite(suite).load(slug), repetition, 0, target_pi=pi)
     identity = {"dataset": slug, "repetition": repetition, "target_pi": pi}
     return scored_row(identity, as_table(task.X, task.categorical), task.s,
                       task.y_true[task.s == 0], method_seed(0, slug, repetition, "puicl"),
-                      weights, scores_out, n_estimators)
+                      options)
 
 
-def synthetic_replicate(task, stage: str, step: int, index: int, weights: str | None,
-                        scores_out: Path | None, n_estimators: int | None = None) -> dict:
+def synthetic_replicate(task, stage: str, step: int, index: int,
+                        options: argparse.Namespace) -> dict:
     s = (np.arange(task.n_rows) < task.n_labeled).astype(np.int8)
     name, repetition = f"synthetic-{stage}", step * 1000 + index
     identity = {"dataset": name, "repetition": repetition, "target_pi": f"stage {stage}"}
     return scored_row(identity, task.x.astype(np.float64), s,
                       np.asarray(task.y[task.n_labeled:], dtype=np.int64),
-                      method_seed(0, name, repetition, "puicl"), weights, scores_out,
-                      n_estimators)
+                      method_seed(0, name, repetition, "puicl"), options)
 
 
 def synthetic_jobs(directory: Path, stages: str, steps: str) -> list[tuple]:
@@ -249,11 +319,18 @@ def error_table(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return table
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pis", default="0.2,0.5,0.8")
-    parser.add_argument("--datasets", default="all")
+    parser.add_argument("--suite", default="dev", choices=("dev",),
+                        help="the tables (the development suite; the benchmark's datasets "
+                        "never enter a choice)")
+    parser.add_argument("--datasets", default="all", help="comma-separated slugs, or all")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--folds", default="2,3,5",
+                        help="the fold counts K of the cross-fitted scores (comma-separated)")
+    parser.add_argument("--legacy", action=argparse.BooleanOptionalAction, default=True,
+                        help="also keep the scores of the rule before cross-fitting")
     parser.add_argument("--synthetic", type=Path, metavar="DIR",
                         help="score the validation tasks of this shard directory instead")
     parser.add_argument("--stages", default="100,tail",
@@ -275,31 +352,40 @@ def main() -> None:
     parser.add_argument("--calibrate-on", type=Path, metavar="CSV",
                         help="fit linear calibrations on this --out file (synthetic tasks) and "
                              "add them to the table")
-    args = parser.parse_args()
+    return parser
+
+
+def scored_frame(args: argparse.Namespace) -> pd.DataFrame:
+    """Every task's row: scored by the model, or read back from ``--from``/``--from-scores``."""
     if args.source is not None:
-        frame = pd.read_csv(args.source)
-    elif args.from_scores is not None:
+        return pd.read_csv(args.source)
+    if args.from_scores is not None:
         paths = sorted(args.from_scores.glob("*.npz"))
         if not paths:
             raise SystemExit(f"error: no .npz scores in {args.from_scores}")
-        frame = pd.DataFrame([rescored_row(path) for path in paths])
+        return pd.DataFrame([rescored_row(path) for path in paths])
+    args.folds = [int(k) for k in args.folds.split(",")]
+    if args.scores_out is not None:
+        args.scores_out.mkdir(parents=True, exist_ok=True)
+    if args.synthetic is not None:
+        jobs = synthetic_jobs(args.synthetic, args.stages, args.steps)
+        work = (delayed(synthetic_replicate)(*job, args) for job in jobs)
     else:
-        if args.scores_out is not None:
-            args.scores_out.mkdir(parents=True, exist_ok=True)
-        if args.synthetic is not None:
-            jobs = synthetic_jobs(args.synthetic, args.stages, args.steps)
-            work = (delayed(synthetic_replicate)(*job, args.weights, args.scores_out,
-                                                 args.n_estimators) for job in jobs)
-        else:
-            slugs = DATASET_SLUGS if args.datasets == "all" else tuple(args.datasets.split(","))
-            jobs = [(slug, rep, float(pi)) for pi in args.pis.split(",") for slug in slugs
-                    for rep in range(args.repeats)]
-            work = (delayed(benchmark_replicate)(*job, args.weights, args.scores_out,
-                                                 args.n_estimators) for job in jobs)
-        frame = pd.DataFrame(Parallel(n_jobs=args.jobs)(work))
+        slugs = (get_suite(args.suite).slugs() if args.datasets == "all"
+                 else tuple(args.datasets.split(",")))
+        jobs = [(args.suite, slug, rep, float(pi)) for pi in args.pis.split(",")
+                for slug in slugs for rep in range(args.repeats)]
+        work = (delayed(suite_replicate)(*job, args) for job in jobs)
+    return pd.DataFrame(Parallel(n_jobs=args.jobs)(work))
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    frame = scored_frame(args)
     if args.out:
         frame.to_csv(args.out, index=False)
-    columns = [name for name in ESTIMATORS if name in frame]
+    rules = ("mean", "prior_shift_em", "legacy", *ESTIMATORS)
+    columns = [c for c in frame.columns if c.split("/")[0] in rules]
     if args.calibrate_on is not None:
         training = pd.read_csv(args.calibrate_on)
         for features in CALIBRATIONS:
@@ -312,18 +398,22 @@ def main() -> None:
             print(f"{name}: π̂ = {coefficients[0]:.3f} {terms} on {len(training)} tasks")
     print("mean |π̂ − π| per target π:")
     table = error_table(frame, columns)
-    if {"mean", "best_bin"} <= set(frame):
+    if {"mean", "best_bin/2"} <= set(frame):
         # the better of the two per task, chosen knowing π: a floor for every rule that
-        # picks one of them, the classifier's "larger of the two" included
-        table["oracle(mean|best_bin)"] = (
-            frame[["mean", "best_bin"]].sub(frame["pi"], axis=0).abs().min(axis=1)
+        # picks one of them
+        table["oracle(mean|best_bin/2)"] = (
+            frame[["mean", "best_bin/2"]].sub(frame["pi"], axis=0).abs().min(axis=1)
             .groupby(frame["target_pi"]).mean()
         )
     print(table.round(3).astype(object).T.to_string())
     print("mean π̂ per target π (the realized π first):")
     print(frame.groupby("target_pi")[["pi", *columns]].mean().round(3).T.to_string())
+    timing = [c for c in frame.columns if c.startswith("seconds_")]
+    if timing:
+        print("mean seconds per scoring (pool: predict_proba's; K: the K-fold scores):")
+        print(frame.groupby("target_pi")[timing].mean().round(2).T.to_string())
     decisions = [name for name in ("accuracy@0.5", "accuracy@prior", "f1@0.5", "f1@prior")
-                 if name in frame]  # absent from an --out file written before they were
+                 if name in frame]
     if decisions:
         print("pool accuracy and F1 per decision threshold (0.5, or prior: the π̂ share "
               "negative):")

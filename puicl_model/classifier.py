@@ -10,8 +10,8 @@ predictions come from forward passes of the pretrained model over the whole tabl
   unlabeled rows returns the predictions of the fitted task — one forward pass when the table
   is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
   next to the fitted pool (see :mod:`puicl_model.inference`).
-* ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool: the larger
-  of the mean of P(y=0) over the pool and a Best Bin Estimate on the model's own scores.
+* ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool, from the
+  model's scores of the pool and of cross-fitted labeled positives (:mod:`puicl_model.prior`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).
@@ -32,6 +32,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puicl_common.runtime import resolve_device
+from puicl_model.class_prior import DEFAULT_FOLDS, cross_fitted_scores
 from puicl_model.columns import is_dataframe
 from puicl_model.ensemble import MEMBERS, Member, members_for
 from puicl_model.inference import Pass, PassPlanner, PassTables, run_passes
@@ -50,13 +51,9 @@ from puicl_model.preprocessing import (
     NumericStrategy,
     TablePreprocessor,
 )
-from puicl_model.prior import MIN_LABELED_FOR_BBE, class_prior_estimate, prior_cut
+from puicl_model.prior import MIN_LABELED_FOR_ESTIMATES, class_prior_estimate, prior_cut
 from puicl_model.settings import InferenceSettings
 from puicl_model.weights import bundled_weights_path, load_weights
-
-# estimate_class_prior: the spawn-key tag of the labeled rows' split in halves (the inference
-# planner's tags are 1-3)
-_PRIOR_HALVES = 11
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
 
@@ -298,7 +295,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.n_estimators_ = len(planners)  # members that run (n_estimators=None resolved)
         self.planner_ = planners[0]
         self._pool_proba: np.ndarray | None = None
-        self._class_prior: float | None = None
+        self._class_prior: dict[int, float] = {}  # π̂ per n_folds
         self._pool_index: dict[bytes, int] | None = None
         return self
 
@@ -425,53 +422,31 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         clipped = np.clip(positive, eps, 1.0 - eps)
         return np.log(clipped) - np.log1p(-clipped)
 
-    def estimate_class_prior(self) -> float:
+    def estimate_class_prior(self, n_folds: int = DEFAULT_FOLDS) -> float:
         """π̂: the estimated negative share of the fitted unlabeled pool.
 
-        The larger of two estimates (docs/classifier.md measures both and this one):
-
-        * the mean of P(y=0) over the pool, which is pulled towards 0.5 wherever the model is
-          unsure;
-        * Best Bin Estimation (:mod:`puicl_model.prior`) on the model's own scores: the
-          labeled positives are split in two halves; each half is scored as new rows next to
-          the other half and the pool, and the pool next to that same half. BBE's α̂ bounds
-          the pool's positive share from above where the model's top scores are pure
-          positives, so 1 − α̂ bounds π from below, and falls short where they are not; the
-          larger of the two guards against that. Averaged over the two halves.
-
-        With fewer than ``MIN_LABELED_FOR_BBE`` labeled positives, only the mean. The split
-        costs about four extra scorings of the pool, computed once. The rule itself is
-        :func:`puicl_model.prior.class_prior_estimate`.
+        The labeled positives are cross-fitted (:mod:`puicl_model.class_prior`): split in
+        ``n_folds`` folds, each fold is scored as unlabeled rows next to the other folds, by
+        the same passes that score the pool. The rule on those scores and the pool's is
+        :func:`puicl_model.prior.class_prior_estimate` (docs/classifier.md measures it against
+        the other estimators of :mod:`puicl_model.prior`). With fewer than
+        ``MIN_LABELED_FOR_ESTIMATES`` labeled positives, the mean of P(y=0) over the pool.
+        Costs ``n_folds`` extra scorings of the pool, computed once per ``n_folds``.
         """
         self._check_fitted()
-        if self._class_prior is None:
-            halves = (self._held_out_scores()
-                      if len(self.x_labeled_) >= MIN_LABELED_FOR_BBE else None)
-            self._class_prior = class_prior_estimate(self._pool_probabilities(), halves)
-        return self._class_prior
+        if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+            raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
+        if n_folds not in self._class_prior:
+            folds = (self._held_out_scores(n_folds)
+                     if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
+            self._class_prior[n_folds] = class_prior_estimate(self._pool_probabilities(), folds)
+        return self._class_prior[n_folds]
 
-    def _held_out_scores(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per half of the labeled positives: (its rows' P(y=1) as new rows, the pool's
-        P(y=1)), both next to the other half as the labeled rows (every member)."""
-        planner = self.planner_
-        rng = np.random.default_rng(np.random.SeedSequence(planner.entropy,
-                                                           spawn_key=(_PRIOR_HALVES,)))
-        half = rng.permutation(len(self.x_labeled_)) % 2
-        scores = []
-        for k in (0, 1):
-            context = [np.ascontiguousarray(view.x_labeled[half != k]) for view in self.views_]
-            held = [np.ascontiguousarray(view.x_labeled[half == k]) for view in self.views_]
-            subs = [dataclasses.replace(p, n_labeled=len(context[0])) for p in self.planners_]
-            pool_tables = [PassTables(c, view.x_pool)
-                           for c, view in zip(context, self.views_, strict=True)]
-            pool, _ = self._run(lambda subs=subs: self._passes(subs), planner.n_pool,
-                                pool_tables)
-            held_tables = [PassTables(c, view.x_pool, h)
-                           for c, h, view in zip(context, held, self.views_, strict=True)]
-            held_scores, _ = self._run(lambda subs=subs, held=held: self._passes(subs, held),
-                                       len(held[0]), held_tables)
-            scores.append((held_scores, pool))
-        return scores
+    def _held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
+                         ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per fold of the labeled positives: (its P(y=1), the pool's P(y=1)), scored by the
+        same passes next to the other folds (:mod:`puicl_model.class_prior`)."""
+        return cross_fitted_scores(self, n_folds)
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""

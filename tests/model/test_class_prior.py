@@ -1,5 +1,6 @@
-"""π̂ (estimate_class_prior): Best Bin Estimation on the model's own scores next to the mean of
-P(y=0), which is pulled towards 0.5 (issue 17)."""
+"""π̂ (estimate_class_prior): Best Bin Estimation on the model's cross-fitted scores next to the
+mean of P(y=0), which is pulled towards 0.5 (the estimators themselves:
+test_class_prior_estimators.py)."""
 
 from __future__ import annotations
 
