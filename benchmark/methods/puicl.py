@@ -4,8 +4,8 @@
 is fitted on all rows with ``s`` (1 = labeled positive, 0 = unlabeled); the unlabeled rows'
 P(y = +) and hard labels come from ``predict_proba`` / ``predict`` on exactly the fitted
 unlabeled rows (the classifier's transductive path: one forward pass inside the trained
-range), and ``estimate_class_prior()`` gives π̂ (four more scorings of the pool: halves of the
-labeled positives held out, docs/classifier.md).
+range), and ``estimate_class_prior()`` gives π̂ (two more scorings of the pool, each with one
+of two folds of the labeled positives held out and scored beside it, docs/classifier.md).
 The classifier does its own preprocessing (missing values, feature subsets), so it receives the
 raw ordinal-coded matrix of the loader.
 """
@@ -68,8 +68,9 @@ class PUICL:
     # replicate computes (part of the cache key, like the baselines' ``version``). 2: one-hot
     # categorical columns and normal-score numeric columns; 3: π̂ = max(mean, BBE on the
     # model's scores); 4: the threshold setting; 5: n_estimators=None is 2 members on tables
-    # with categorical columns.
-    version: ClassVar[int] = 5
+    # with categorical columns; 6: π̂ reads cross-fitted scores (two folds of the labeled
+    # positives scored beside the pool).
+    version: ClassVar[int] = 6
 
     def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
                     categorical: Sequence[bool] | None = None) -> MethodOutput:
