@@ -2,8 +2,8 @@
 budget and score each on two yardsticks.
 
 A *plan* (``configs/recipe_study/plan.yaml``) names the base config, the budget and the
-variants; a variant is a set of dotted-key overrides of the base (``training.optimizer.name:
-muon``) plus, where its steps cost more or less than the base's, ``step_cost``: its measured
+variants; a variant is a set of dotted-key overrides of the base (``training.phase1.peak_lr:
+3.0e-3``) plus, where its steps cost more or less than the base's, ``step_cost``: its measured
 seconds per step relative to the base's, so that its step count is ``budget_steps /
 step_cost`` (the same CPU time). For each variant the script
 
@@ -29,7 +29,7 @@ seeds of one variant whose difference is the study's noise, printed next to ever
 Results go to ``OUT/<variant>/summary.json``; ``--table`` prints the study's markdown table
 and draws validation AUC against CPU-minutes (``--figure``).
 
-    .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml v0 muon
+    .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml v0 ema_0.99
     .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml --table \\
         --figure docs/recipe/val_auc_vs_cpu.png
 """
@@ -60,7 +60,6 @@ from puicl_common.atomic import atomic_write_json, atomic_write_text  # noqa: E4
 from puicl_common.configio import load_yaml  # noqa: E402
 from puicl_model.backends.packed_inference import inference_logits  # noqa: E402
 from trainer.batching import collate_with_targets, plan_micro_batches  # noqa: E402
-from trainer.config import TrainingConfig  # noqa: E402
 from trainer.evaluation import score_task  # noqa: E402
 from trainer.export import exported_model  # noqa: E402
 
@@ -112,16 +111,9 @@ def variant_config(plan: dict[str, Any], name: str) -> dict[str, Any]:
     training = config["training"]
     training["phase1"]["warmup_steps"] = max(1, round(0.08 * per_stage * stages))
     training["phase2"]["warmup_steps"] = max(1, round(0.1 * curriculum["tail_steps"]))
-    if training.get("schedule") == "wsd":  # the decay is already a share of the run
-        training.setdefault("wsd", {})["warmup_steps"] = max(1, round(0.08 * steps))
-    if training.get("average") == "last_checkpoints":
-        # the averaged checkpoints cover the last fifth of the run
-        count = int(training.get("average_last", TrainingConfig.average_last))
-        training["checkpoint_every"] = max(1, round(0.2 * steps / count))
-        training["keep_checkpoints"] = count
-    else:  # the validation curve: four points
-        training["checkpoint_every"] = max(1, steps // 4)
-        training["keep_checkpoints"] = 5
+    # the validation curve: four points
+    training["checkpoint_every"] = max(1, steps // 4)
+    training["keep_checkpoints"] = 5
     config["validation"]["every_steps"] = 0
     return config
 
@@ -256,8 +248,6 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> d
     curve = []
     kept = sorted(int(p.stem.split("_")[-1]) for p in (where / "run" / "checkpoints")
                   .glob("step_*.pt"))
-    if config["training"].get("average") == "last_checkpoints":
-        kept = kept[-1:]  # an average needs its checkpoints: only the final one has them all
     steps_done = kept[-4:]
     steps = config["curriculum"]["stages"] * config["curriculum"]["steps_per_stage"] \
         + config["curriculum"]["tail_steps"]

@@ -11,9 +11,6 @@ rows scored in the context of the rows before them without becoming part of it â
 attends to a query row; a query row attends to the context and to itself. The classifier
 scores new rows this way, so that a new row's prediction depends neither on the other new rows
 nor on how they are grouped into passes. Training never sets ``n_context``.
-
-:func:`micro_batches` splits a list of tasks into groups with a bounded number of cells, for
-callers (the trainer) that accumulate gradients over micro-batches to bound activation memory.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["TaskBatch", "collate_tasks", "micro_batches"]
+__all__ = ["TaskBatch", "collate_tasks"]
 
 
 @dataclass
@@ -189,43 +186,3 @@ def collate_tasks(
     )
     batch.validate()
     return batch
-
-
-def micro_batches(
-    n_rows: Sequence[int],
-    n_features: Sequence[int],
-    max_cells: int | None,
-    max_tasks: int | None = None,
-    order: Sequence[int] | None = None,
-) -> list[list[int]]:
-    """Split tasks into consecutive groups of at most ``max_cells`` table cells and (if given)
-    ``max_tasks`` tasks.
-
-    A task of ``r`` rows and ``f`` features has ``r * (f + 1)`` cells (the label column
-    included); the model's activation memory is proportional to the cells of a forward pass.
-    A task larger than ``max_cells`` forms a group of its own; ``max_cells=None`` bounds the
-    task count only. Tasks are taken in ``order`` (default: as given), so that a caller's
-    per-task results stay aligned with its inputs.
-    """
-    if len(n_rows) != len(n_features):
-        raise ValueError(f"{len(n_rows)} row counts but {len(n_features)} feature counts")
-    if max_cells is not None and max_cells < 1:
-        raise ValueError(f"max_cells must be positive, got {max_cells}")
-    if max_tasks is not None and max_tasks < 1:
-        raise ValueError(f"max_tasks must be positive, got {max_tasks}")
-    groups: list[list[int]] = []
-    current: list[int] = []
-    current_cells = 0
-    for index in range(len(n_rows)) if order is None else order:
-        cells = int(n_rows[index]) * (int(n_features[index]) + 1)
-        full = (max_tasks is not None and len(current) >= max_tasks) or (
-            max_cells is not None and current_cells + cells > max_cells
-        )
-        if current and full:
-            groups.append(current)
-            current, current_cells = [], 0
-        current.append(index)
-        current_cells += cells
-    if current:
-        groups.append(current)
-    return groups

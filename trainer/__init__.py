@@ -6,22 +6,33 @@ Training runs as a script, ``torchrun --nproc_per_node N trainer/main.py --confi
 ``python trainer/main.py ...``; ``trainer export`` and ``trainer plot`` (``trainer.cli``) work
 on a finished or running run directory. The modules, one job each:
 
-* ``trainer.config``      -- the whole run configuration (``RunConfig``) and its loading
-* ``trainer.schedule``    -- the learning-rate schedules (paper's two phases, or WSD)
-* ``trainer.optimizers``  -- AdamW, or Muon for the blocks' matrices + AdamW for the rest
-* ``trainer.sampler``     -- which stored step (phase, stage, step in stage) a global step reads
-* ``trainer.shard_check`` -- refuses shards that do not fit the run, naming what to generate
-* ``trainer.batching``    -- rank slices, size-grouped micro-batches, the per-task loss
-* ``trainer.ema``         -- exponential moving average of the weights
-* ``trainer.averaging``   -- the mean of the newest checkpoints' weights (for export)
-* ``trainer.checkpoint``  -- atomic, checksummed, keep-last-K checkpoints with RNG states
-* ``trainer.dist_env``    -- torchrun environment, process group, collective helpers
-* ``trainer.evaluation``  -- validation metrics (AUC with ties, accuracy, per-π buckets)
-* ``trainer.metrics_log`` -- the JSONL metrics file and the console/progress-bar reporter
-* ``trainer.heap``        -- returns the C heap's free pages to the system above a cap
-* ``trainer.loop``        -- the training loop that ties these together
-* ``trainer.export``      -- a run's EMA (or averaged) weights -> the model's safetensors format
-* ``trainer.plotting``    -- metrics.jsonl -> PNG
+* ``trainer.config``          -- the whole run configuration (``RunConfig``) and its loading
+* ``trainer.removed_options`` -- keys of removed options: refused, or dropped at legacy values
+* ``trainer.schedule``        -- the learning-rate schedule (the paper's two phases)
+* ``trainer.optimizers``      -- AdamW and the scheduled learning rate
+* ``trainer.sampler``         -- which stored step (phase, stage, step in stage) a global step reads
+* ``trainer.shard_check``     -- refuses shards that do not fit the run, naming what to generate
+* ``trainer.batching``        -- rank slices, size-grouped micro-batches and their collation
+* ``trainer.loss``            -- the objective: per-task cross-entropy over the unlabeled rows
+* ``trainer.loader``          -- a step's data read and collated ahead, in a thread
+* ``trainer.ema``             -- exponential moving average of the weights
+* ``trainer.state``           -- model, EMA, optimizer and counters; the initial weights
+* ``trainer.attention``       -- the run's attention backend, chosen once and kept
+* ``trainer.step``            -- one training step: backward passes, all-reduced decision, update
+* ``trainer.hooks``           -- the step's hook point (a no-op unless a test installs a hook)
+* ``trainer.faults``          -- test hooks from the environment: faults, a fake clock
+* ``trainer.time_limit``      -- ``--time-limit``: when a segment must end
+* ``trainer.checkpoint``      -- atomic, checksummed, keep-last-K checkpoints with RNG states
+* ``trainer.dist_env``        -- torchrun environment, process group, collective helpers
+* ``trainer.evaluation``      -- validation metrics (AUC with ties, accuracy, per-π buckets)
+* ``trainer.validation``      -- the EMA weights scored on the validation split
+* ``trainer.metrics_log``     -- the JSONL metrics file and the console/progress-bar reporter
+* ``trainer.heap``            -- returns the C heap's free pages to the system above a cap
+* ``trainer.stop_signal``     -- SIGTERM / SIGINT: finish the step, checkpoint, exit
+* ``trainer.segment``         -- a segment: resume, the steps, validation, checkpoints, its end
+* ``trainer.train``           -- the entry point: process group, hooks, exit codes
+* ``trainer.export``          -- a run's EMA weights -> the model's safetensors format
+* ``trainer.plotting``        -- metrics.jsonl -> PNG
 """
 
 from __future__ import annotations

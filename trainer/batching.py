@@ -1,28 +1,20 @@
-"""From a step's tasks to losses: rank slices, micro-batches and the per-task loss.
+"""From a step's tasks to micro-batches: rank slices, cell-bounded groups and collation.
 
-The objective of one step (paper §5) is the cross-entropy over the unlabeled rows of each task,
-averaged inside the task, then averaged over the G tasks of the global batch:
-
-    L = (1 / G) * sum_tasks mean_{unlabeled rows i of task} CE(logits_i, y_i)
-
-Rank r of W holds the contiguous slice ``[r*G/W, (r+1)*G/W)`` of the step's tasks and cuts it
-into micro-batches. Each micro-batch contributes ``(W / G) * sum of its task losses`` to the
-backward pass: gradients accumulate over micro-batches, DDP then averages over ranks (divides
-by W), which leaves exactly dL/dθ for any W and any micro-batch layout.
+Rank r of W holds the contiguous slice ``[r*G/W, (r+1)*G/W)`` of the step's G tasks and cuts it
+into micro-batches, each collated with the hidden labels and the rows the loss is computed on
+(``trainer.loss``); ``trainer.step`` runs them.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel
 
-from puicl_model.batch import TaskBatch, collate_tasks, micro_batches
+from puicl_model.batch import TaskBatch, collate_tasks
+from trainer.loss import LossIndex, loss_index
 
 
 def rank_slice(global_batch: int, rank: int, world_size: int) -> tuple[int, int]:
@@ -34,6 +26,46 @@ def rank_slice(global_batch: int, rank: int, world_size: int) -> tuple[int, int]
         )
     per_rank = global_batch // world_size
     return rank * per_rank, (rank + 1) * per_rank
+
+
+def micro_batches(
+    n_rows: Sequence[int],
+    n_features: Sequence[int],
+    max_cells: int | None,
+    max_tasks: int | None = None,
+    order: Sequence[int] | None = None,
+) -> list[list[int]]:
+    """Split tasks into consecutive groups of at most ``max_cells`` table cells and (if given)
+    ``max_tasks`` tasks.
+
+    A task of ``r`` rows and ``f`` features has ``r * (f + 1)`` cells (the label column
+    included); the model's activation memory is proportional to the cells of a forward pass.
+    A task larger than ``max_cells`` forms a group of its own; ``max_cells=None`` bounds the
+    task count only. Tasks are taken in ``order`` (default: as given), so that a caller's
+    per-task results stay aligned with its inputs.
+    """
+    if len(n_rows) != len(n_features):
+        raise ValueError(f"{len(n_rows)} row counts but {len(n_features)} feature counts")
+    if max_cells is not None and max_cells < 1:
+        raise ValueError(f"max_cells must be positive, got {max_cells}")
+    if max_tasks is not None and max_tasks < 1:
+        raise ValueError(f"max_tasks must be positive, got {max_tasks}")
+    groups: list[list[int]] = []
+    current: list[int] = []
+    current_cells = 0
+    for index in range(len(n_rows)) if order is None else order:
+        cells = int(n_rows[index]) * (int(n_features[index]) + 1)
+        full = (max_tasks is not None and len(current) >= max_tasks) or (
+            max_cells is not None and current_cells + cells > max_cells
+        )
+        if current and full:
+            groups.append(current)
+            current, current_cells = [], 0
+        current.append(index)
+        current_cells += cells
+    if current:
+        groups.append(current)
+    return groups
 
 
 def plan_micro_batches(
@@ -75,49 +107,6 @@ def collate_with_targets(tasks: Sequence) -> tuple[TaskBatch, torch.Tensor, torc
         targets[b, :n_rows] = task.y
         unlabeled[b, int(task.n_labeled) : n_rows] = True
     return batch, torch.from_numpy(targets), torch.from_numpy(unlabeled)
-
-
-LossIndex = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-
-
-def loss_index(unlabeled: torch.Tensor) -> LossIndex:
-    """Where the loss is computed: the flat positions ``b * R + r`` of the unlabeled rows
-    (int64, row-major), the task of each (int64) and each task's count (int64 ``[B]``).
-
-    Computed on the host when a micro-batch is collated, so that the loss on a GPU needs no
-    host-device synchronisation (a boolean mask index, a ``repeat_interleave`` by counts and
-    the empty-task check each need one)."""
-    counts = unlabeled.sum(dim=1)
-    if bool((counts == 0).any()):
-        raise ValueError("a task without unlabeled rows cannot be trained on")
-    positions = unlabeled.flatten().nonzero().squeeze(1)
-    tasks = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
-    return positions, tasks, counts
-
-
-def per_task_loss(
-    logits: torch.Tensor,
-    targets: torch.Tensor,
-    unlabeled: torch.Tensor,
-    index: LossIndex | None = None,
-) -> torch.Tensor:
-    """Mean cross-entropy over each task's unlabeled rows: float32 ``[B]``.
-
-    ``logits`` ``[B, R, 2]`` (negative, positive); padded and labeled positions are ignored,
-    and cannot leak NaN into the result (they are selected away, not multiplied by zero).
-    ``index`` is :func:`loss_index` of ``unlabeled``, on ``logits``' device (computed here
-    when not given).
-    """
-    logits = logits.float()
-    positions, tasks, counts = loss_index(unlabeled) if index is None else index
-    row_loss = F.cross_entropy(
-        logits.flatten(0, 1).index_select(0, positions),
-        targets.flatten().index_select(0, positions),
-        reduction="none",
-    )  # [total unlabeled rows], task by task in row-major order
-    sums = torch.zeros(len(counts), dtype=row_loss.dtype, device=row_loss.device)
-    sums = sums.index_add(0, tasks, row_loss)
-    return sums / counts.to(row_loss.dtype)
 
 
 @dataclass(frozen=True)
@@ -170,64 +159,3 @@ def assemble_micro_batches(
         micro = MicroBatch.collate([tasks[j] for j in group])
         assembled.append(micro.pin_memory() if pin_memory else micro)
     return assembled
-
-
-def accumulate_gradients(
-    module: torch.nn.Module,
-    tasks: Sequence,
-    groups: Sequence[Sequence[int]],
-    scale: float,
-    device: torch.device,
-    autocast: Callable[[], contextlib.AbstractContextManager],
-    corrupt: str | None = None,
-) -> torch.Tensor:
-    """:func:`accumulate_micro_batches` over the micro-batches ``groups`` of ``tasks``."""
-    return accumulate_micro_batches(
-        module, assemble_micro_batches(tasks, groups), scale, device, autocast, corrupt
-    )
-
-
-def accumulate_micro_batches(
-    module: torch.nn.Module,
-    micro_batches: Sequence[MicroBatch],
-    scale: float,
-    device: torch.device,
-    autocast: Callable[[], contextlib.AbstractContextManager],
-    corrupt: str | None = None,
-) -> torch.Tensor:
-    """Forward and backward micro-batch by micro-batch; returns the float64 sum of their
-    per-task losses (on CPU).
-
-    Each micro-batch adds ``scale * sum of its task losses`` to the gradients (``scale`` =
-    W / G, see the module docstring). Under DDP only the last micro-batch synchronises the
-    gradients across ranks (``no_sync`` on the others), so each rank makes exactly one
-    all-reduce per step whatever its number of micro-batches. Fault-injection tests only:
-    ``corrupt="grad"`` makes the first micro-batch's losses NaN before the backward pass (NaN
-    gradients, which DDP spreads to every rank); ``corrupt="loss"`` makes the returned loss
-    NaN but leaves the gradients finite (only the all-reduced flag then stops the others).
-    """
-    # summed on the device and read once, after the last micro-batch: no synchronisation
-    # between micro-batches
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-    for i, micro in enumerate(micro_batches):
-        on_device = micro.to(device)
-        last = i == len(micro_batches) - 1
-        sync = (
-            module.no_sync()
-            if isinstance(module, DistributedDataParallel) and not last
-            else contextlib.nullcontext()
-        )
-        with sync:
-            with autocast():
-                logits = module(on_device.batch)
-            losses = per_task_loss(
-                logits, on_device.targets, on_device.unlabeled, on_device.index
-            )
-            if corrupt == "grad" and i == 0:
-                losses = losses * float("nan")
-            (losses.sum() * scale).backward()
-        loss_sum += losses.detach().double().sum()
-    loss_sum = loss_sum.cpu()
-    if corrupt == "loss":
-        loss_sum += float("nan")
-    return loss_sum

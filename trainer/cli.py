@@ -21,8 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser(
         "export",
-        help="write a run's weights (its EMA, or the mean of its last checkpoints: "
-        "training.average) for PUICLClassifier(weights=DIR)",
+        help="write a run's EMA weights for PUICLClassifier(weights=DIR)",
     )
     export.add_argument("run", type=Path, help="run directory (--run-dir of the training)")
     export.add_argument("--out", type=Path, required=True, help="output weights directory")

@@ -24,17 +24,10 @@ from puicl_common.configio import (
     to_dict,
 )
 from puicl_model.config import ModelConfig
+from trainer.removed_options import without_removed_options
 
 SamplerName = Literal["sequential", "shuffled", "uniform", "final_stage"]
 StageName = int | Literal["tail"]
-
-
-def _check_rates(peak_lr: float, floor_lr: float, warmup_steps: int) -> None:
-    """The checks every learning-rate schedule section shares (keys named as in the YAML)."""
-    require(peak_lr > 0, "peak_lr", f"must be positive, got {peak_lr}")
-    require(0 <= floor_lr <= peak_lr, "floor_lr",
-            f"must be in [0, peak_lr={peak_lr}], got {floor_lr}")
-    require(warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {warmup_steps}")
 
 
 @dataclass(frozen=True)
@@ -47,41 +40,24 @@ class PhaseSchedule:
     decay_power: float = 1.5
 
     def validate(self) -> None:
-        _check_rates(self.peak_lr, self.floor_lr, self.warmup_steps)
+        require(self.peak_lr > 0, "peak_lr", f"must be positive, got {self.peak_lr}")
+        require(0 <= self.floor_lr <= self.peak_lr, "floor_lr",
+                f"must be in [0, peak_lr={self.peak_lr}], got {self.floor_lr}")
+        require(
+            self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}"
+        )
         require(self.decay_power > 0, "decay_power", f"must be positive, got {self.decay_power}")
-
-
-OptimizerName = Literal["adamw", "muon"]
-MuonLRAdjustment = Literal["original", "match_rms_adamw"]
 
 
 @dataclass(frozen=True)
 class OptimizerConfig:
-    """The optimizer (paper §5: AdamW) and gradient clipping.
+    """The optimizer (paper §5: AdamW) and gradient clipping."""
 
-    ``name: muon`` trains the 2-D weight matrices of the transformer blocks with
-    ``torch.optim.Muon`` (the ``muon_*`` fields) and every other parameter with AdamW (the
-    AdamW fields); see ``trainer.optimizers`` for the split and docs/training.md, "Recipe
-    options". The ``muon_*`` fields are unused under ``adamw``.
-    """
-
-    name: OptimizerName = "adamw"
     beta1: float = 0.9
     beta2: float = 0.95
     eps: float = 1e-8
     weight_decay: float = 1e-4  # applied to every AdamW parameter, as in the reference
     grad_clip: float = 1.0  # max L2 norm of the whole gradient; 0 turns clipping off
-    # Muon's peak learning rate; the schedule scales it by the same factor as the AdamW rate
-    # (trainer.schedule). With match_rms_adamw its updates have AdamW's RMS, so rates of
-    # AdamW's order apply (TabICL v2 trains with Muon at 8e-4)
-    muon_lr: float = 1e-3
-    muon_momentum: float = 0.95
-    muon_nesterov: bool = True
-    muon_weight_decay: float = 0.01  # the speedrun's weight decay (modded-nanoTabPFN record 7)
-    muon_ns_steps: int = 5  # Newton-Schulz iterations of the orthogonalization
-    # original: Keller Jordan's sqrt(max(1, rows/cols)) scaling (rates near 0.02);
-    # match_rms_adamw: Moonshot's 0.2 * sqrt(max(rows, cols)) scaling
-    muon_adjust_lr: MuonLRAdjustment = "match_rms_adamw"
 
     def validate(self) -> None:
         require(0 <= self.beta1 < 1, "beta1", f"must be in [0, 1), got {self.beta1}")
@@ -89,59 +65,6 @@ class OptimizerConfig:
         require(self.eps > 0, "eps", f"must be positive, got {self.eps}")
         require(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
         require(self.grad_clip >= 0, "grad_clip", f"must be >= 0, got {self.grad_clip}")
-        require(self.muon_lr > 0, "muon_lr", f"must be positive, got {self.muon_lr}")
-        require(
-            0 <= self.muon_momentum < 1,
-            "muon_momentum",
-            f"must be in [0, 1), got {self.muon_momentum}",
-        )
-        require(
-            self.muon_weight_decay >= 0,
-            "muon_weight_decay",
-            f"must be >= 0, got {self.muon_weight_decay}",
-        )
-        require(
-            self.muon_ns_steps > 0,
-            "muon_ns_steps",
-            f"must be positive, got {self.muon_ns_steps}",
-        )
-
-    def identity(self) -> dict[str, Any]:
-        """The fields that decide the updates: the AdamW ones, plus ``name`` and the Muon
-        ones only under ``muon`` -- so an AdamW config hashes as it did before Muon existed."""
-        fields = to_dict(self)
-        if self.name == "adamw":
-            fields = {k: v for k, v in fields.items() if k != "name" and not k.startswith("muon_")}
-        return fields
-
-
-ScheduleName = Literal["warmup_power", "wsd"]
-
-
-@dataclass(frozen=True)
-class WSDSchedule:
-    """Warmup-stable-decay over the whole run (``training.schedule: wsd``; trainer.schedule).
-
-    Linear warmup to ``peak_lr`` over ``warmup_steps``, constant ``peak_lr``, then a decay to
-    ``floor_lr`` over the last ``decay_fraction`` of all steps of the run (both phases).
-    """
-
-    peak_lr: float = 1e-3
-    floor_lr: float = 0.0
-    warmup_steps: int = 100
-    decay_fraction: float = 0.2
-    decay_shape: Literal["linear", "cosine"] = "linear"
-
-    def validate(self) -> None:
-        _check_rates(self.peak_lr, self.floor_lr, self.warmup_steps)
-        require(
-            0 <= self.decay_fraction <= 1,
-            "decay_fraction",
-            f"must be in [0, 1], got {self.decay_fraction}",
-        )
-
-
-AverageName = Literal["ema", "last_checkpoints"]
 
 
 def _phase1_default() -> PhaseSchedule:
@@ -162,15 +85,7 @@ class TrainingConfig:
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     phase1: PhaseSchedule = field(default_factory=_phase1_default)
     phase2: PhaseSchedule = field(default_factory=_phase2_default)
-    # the learning-rate schedule: warmup_power (paper §5: phase1 then phase2, each a warmup and
-    # a power decay) or wsd (one warmup-stable-decay over the whole run: the wsd section)
-    schedule: ScheduleName = "warmup_power"
-    wsd: WSDSchedule = field(default_factory=WSDSchedule)
-    ema_decay: float = 0.95  # the EMA weights are what is validated (and, under ema, exported)
-    # what `trainer export` writes: ema (paper §5) or last_checkpoints, the mean of the raw
-    # weights of the run's newest average_last checkpoints (trainer.averaging)
-    average: AverageName = "ema"
-    average_last: int = 10
+    ema_decay: float = 0.95  # the EMA weights are what is validated and exported
     # A rank cuts its tasks into micro-batches of at most micro_batch_size tasks and (unless
     # null) micro_batch_cells table cells, accumulating gradients over them: this bounds the
     # activation memory without changing the objective.
@@ -214,15 +129,6 @@ class TrainingConfig:
     def validate(self) -> None:
         require(
             0 <= self.ema_decay < 1, "ema_decay", f"must be in [0, 1), got {self.ema_decay}"
-        )
-        require(
-            self.average_last > 0, "average_last", f"must be positive, got {self.average_last}"
-        )
-        require(
-            self.average != "last_checkpoints" or self.average_last <= self.keep_checkpoints,
-            "average_last",
-            f"averages {self.average_last} checkpoints but keep_checkpoints keeps only "
-            f"{self.keep_checkpoints}: raise keep_checkpoints to at least {self.average_last}",
         )
         require(
             self.micro_batch_size > 0,
@@ -333,10 +239,10 @@ class RunConfig:
     def training_hash(self) -> str:
         """Hash of everything that decides the trained weights (checked when resuming).
 
-        Bookkeeping (checkpoint cadence, logging, validation, shard storage format), the
-        micro-batch layout (which changes float rounding only) and what export averages are
-        left out, so they may change between the segments of one run; options left at their
-        legacy values are left out too (:func:`training_identity`).
+        Bookkeeping (checkpoint cadence, logging, validation, shard storage format) and the
+        micro-batch layout (which changes float rounding only) are left out, so they may
+        change between the segments of one run; options left at their legacy values are left
+        out too (:func:`training_identity`).
         """
         training = self.training
         identity = {
@@ -354,20 +260,17 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
 
     Versioning rule (as prior_gen's ``LEGACY_VALUES``): an option added after runs were made
     enters the identity only when it leaves today's behaviour, so every config that keeps it
-    keeps its hash and can resume its checkpoints. ``schedule`` and the ``wsd`` section enter
-    only under ``wsd`` (which then replaces phase1 and phase2, unused); the optimizer's new
-    fields only under ``muon``. ``average`` / ``average_last`` decide what is exported, not
-    what is trained, so they may change between segments and are left out.
+    keeps its hash and can resume its checkpoints. Options since removed never entered it at
+    the values that remain (``trainer.removed_options``), so removing them changed no hash.
     """
     identity: dict[str, Any] = {
         "sampler": training.sampler,
-        "optimizer": training.optimizer.identity(),
+        "optimizer": training.optimizer,
+        "phase1": training.phase1,
+        "phase2": training.phase2,
+        "ema_decay": training.ema_decay,
+        "precision": training.precision,
     }
-    if training.schedule == "warmup_power":
-        identity.update(phase1=training.phase1, phase2=training.phase2)
-    else:
-        identity.update(schedule=training.schedule, wsd=training.wsd)
-    identity.update(ema_decay=training.ema_decay, precision=training.precision)
     if training.init_weights is not None:
         identity["init_weights_sha256"] = init_weights_digest(training.init_weights)
     return identity
@@ -384,8 +287,9 @@ def init_weights_digest(path: str | Path) -> str:
 
 
 def run_config_from_mapping(data: Any) -> RunConfig:
-    """Build and validate a ``RunConfig`` from a parsed YAML mapping."""
-    return from_mapping(RunConfig, data)
+    """Build and validate a ``RunConfig`` from a parsed YAML mapping; a key of a removed
+    option is refused, or dropped at its legacy value (``trainer.removed_options``)."""
+    return from_mapping(RunConfig, without_removed_options(data))
 
 
 def load_run_config(path: str | Path) -> RunConfig:

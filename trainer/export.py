@@ -1,11 +1,9 @@
 """``trainer export RUN --out DIR``: a run's weights in the model's safetensors format.
 
-The exported weights of the run's newest checkpoint, or of ``--step N``, are loaded into a
-``PUICLModel`` built from the model config stored in the checkpoint and written with
-``puicl_model.weights.save_weights``, so that ``PUICLClassifier(weights=DIR)`` loads them.
-Which weights, the checkpoint's stored ``training.average`` decides: ``ema`` (paper §5: the
-EMA weights, what is validated) or ``last_checkpoints`` (the mean of the raw weights of the
-``average_last`` newest checkpoints up to that step: ``trainer.averaging``).
+The EMA weights (paper §5: what is validated) of the run's newest checkpoint, or of ``--step
+N``, are loaded into a ``PUICLModel`` built from the model config stored in the checkpoint and
+written with ``puicl_model.weights.save_weights``, so that ``PUICLClassifier(weights=DIR)``
+loads them.
 
 Unlike auto-resume, export never falls back to an older checkpoint on its own: weights from
 an older step than the user believes are a silent wrong answer. A damaged newest checkpoint
@@ -20,7 +18,6 @@ from typing import Any
 from puicl_common.configio import from_mapping
 from puicl_common.output_paths import write_failed
 from puicl_model.config import ModelConfig
-from trainer.averaging import checkpoints_to_average, mean_weights
 from trainer.checkpoint import CheckpointError, CheckpointStore, checkpoint_name
 
 
@@ -72,31 +69,26 @@ def _readable_steps(store: CheckpointStore, entries: list[dict[str, Any]]) -> li
 
 def ema_model_from_checkpoint(payload: dict[str, Any]):
     """A ``PUICLModel`` (eval mode, CPU) holding the checkpoint's EMA weights."""
-    return _model_with(payload, payload["ema"])
-
-
-def _model_with(payload: dict[str, Any], weights: dict[str, Any]):
     from puicl_model.model import PUICLModel
 
     config = from_mapping(ModelConfig, payload["config"]["model"], "model")
     model = PUICLModel(config)
-    model.load_state_dict(weights, strict=True)
+    model.load_state_dict(payload["ema"], strict=True)
     return model.eval()
 
 
 def exported_model(run_dir: str | Path, step: int | None = None) -> tuple[Any, str]:
     """The model ``trainer export`` writes, and a line saying which weights it holds."""
     path, payload = load_run_checkpoint(run_dir, step)
-    # a checkpoint written before training.average existed exports its EMA, as it did then
-    training = payload["config"]["training"]
-    if training.get("average", "ema") == "ema":
-        return ema_model_from_checkpoint(payload), f"the EMA weights of {path}"
-    count = int(training["average_last"])
-    store = CheckpointStore(Path(run_dir) / "checkpoints")
-    chosen = checkpoints_to_average(store, int(payload["step"]), count)
-    steps = [int(p["step"]) for _, p in chosen]
-    model = _model_with(payload, mean_weights([p for _, p in chosen]))
-    return model, f"the mean of the raw weights of the checkpoints of steps {steps}"
+    # a run that asked for checkpoint averaging (since removed) must not be handed its EMA
+    # weights instead without a word
+    average = payload["config"]["training"].get("average", "ema")
+    if average != "ema":
+        raise CheckpointError(
+            f"{path} was trained with training.average: {average}, which was removed "
+            "(docs/recipe.md); this trainer exports EMA weights only"
+        )
+    return ema_model_from_checkpoint(payload), f"the EMA weights of {path}"
 
 
 def export_run(run_dir: str | Path, out: str | Path, step: int | None = None) -> str:

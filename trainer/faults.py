@@ -1,5 +1,9 @@
 """Test hooks: faults (a non-finite loss, a SIGKILL, ...) at a chosen step and rank; a fake clock.
 
+The faults reach a step through its hook point (``trainer.hooks``): ``trainer.train``
+installs :meth:`FaultPlan.hook` when the variable below is set, and a test may install a plan
+itself (``trainer.hooks.installed(parse_faults("kill@3:0").hook)``).
+
 Set ``PUICL_TRAINER_FAULTS="KIND@STEP:RANK[,KIND@STEP:RANK...]"`` (STEP = 0-based global step,
 RANK = rank in the job) before starting the trainer. Unset in normal runs. Kinds:
 
@@ -22,8 +26,12 @@ segment stops without racing the wall clock.
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass
 
+import torch
+
+from trainer.hooks import NO_HOOK, StepHook
 from trainer.time_limit import Clock, MonotonicClock
 
 ENV_VAR = "PUICL_TRAINER_FAULTS"
@@ -38,7 +46,7 @@ class FaultPlan:
     points: frozenset[tuple[str, int, int]] = frozenset()  # (kind, step, rank)
 
     def corruption_at(self, step: int, rank: int) -> str | None:
-        """"loss", "grad" or None: what ``accumulate_gradients`` corrupts at that step."""
+        """"loss", "grad" or None: what the step corrupts at that step on that rank."""
         if ("nonfinite_grad", step, rank) in self.points:
             return "grad"
         if ("nonfinite_loss", step, rank) in self.points:
@@ -50,6 +58,41 @@ class FaultPlan:
 
     def sigterm_at(self, step: int, rank: int) -> bool:
         return ("sigterm", step, rank) in self.points
+
+    def hook(self, step: int, rank: int) -> StepHook:
+        """The step hook of ``step`` on ``rank`` (a ``trainer.hooks.HookFactory``)."""
+        if not any(s == step and r == rank for _, s, r in self.points):
+            return NO_HOOK
+        return _Faults(
+            self.corruption_at(step, rank), self.kill_at(step, rank), self.sigterm_at(step, rank)
+        )
+
+
+class _Faults(StepHook):
+    """The faults of one step on one rank, at the step's hook points."""
+
+    def __init__(self, corrupt: str | None, kill: bool, sigterm: bool) -> None:
+        self.corrupt, self.kill, self.sigterm = corrupt, kill, sigterm
+
+    def step_begins(self) -> None:
+        if self.sigterm:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def micro_batch_losses(self, index: int, losses: torch.Tensor) -> torch.Tensor:
+        # NaN before the backward pass: NaN gradients, which DDP spreads to every rank
+        if self.corrupt == "grad" and index == 0:
+            return losses * float("nan")
+        return losses
+
+    def loss_sum(self, total: torch.Tensor) -> torch.Tensor:
+        # NaN loss, finite gradients: only the all-reduced flag tells the other ranks
+        if self.corrupt == "loss":
+            total += float("nan")
+        return total
+
+    def backward_done(self) -> None:
+        if self.kill:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def parse_faults(text: str | None) -> FaultPlan:

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trainer/main.py: error: {problem}", file=sys.stderr, flush=True)
         return 2
 
-    from trainer.loop import TrainArgs, train
+    from trainer.train import TrainArgs, train
 
     return train(
         TrainArgs(

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from puicl_model.backends.packed_inference import inference_logits
-from puicl_model.batch import TaskBatch, collate_tasks, micro_batches
+from puicl_model.batch import TaskBatch, collate_tasks
 from puicl_model.config import ModelConfig
 from puicl_model.model import PUICLModel
 from puicl_model.standardization import standardize_features
@@ -175,12 +175,6 @@ def test_task_batch_masks_and_validation() -> None:
     bad = TaskBatch(batch.x, batch.n_labeled, torch.tensor([9, 3]), batch.n_features)
     with pytest.raises(ValueError, match="n_rows=9 exceeds the padded size 5"):
         bad.validate()
-
-
-def test_micro_batches_bound_the_cells() -> None:
-    # cells: 10*3=30, 10*3=30, 50*5=250, 5*2=10, 5*2=10
-    groups = micro_batches([10, 10, 50, 5, 5], [2, 2, 4, 1, 1], max_cells=64)
-    assert groups == [[0, 1], [2], [3, 4]]
 
 
 def test_query_rows_see_the_context_but_nothing_sees_them(small_model, rng) -> None:

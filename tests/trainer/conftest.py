@@ -16,7 +16,7 @@ import torch
 
 from prior_gen.cli import main as prior_gen_main
 from trainer.export import load_run_checkpoint
-from trainer.loop import TrainArgs, train
+from trainer.train import TrainArgs, train
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs" / "smoke.yaml"
@@ -84,31 +84,13 @@ def state_hash(run_dir: Path, step: int | None = None) -> str:
         for name, tensor in sorted(payload[part].items()):
             digest.update(name.encode())
             digest.update(tensor.numpy().tobytes())
-    optimizer = payload["optimizer"]
-    # AdamW's state dict, or one per optimizer (Muon + AdamW: trainer.optimizers)
-    parts = {"": optimizer} if "state" in optimizer else optimizer
-    for label, part in sorted(parts.items()):
-        for index, state in sorted(part["state"].items()):
-            for key, tensor in sorted(state.items()):
-                digest.update(f"{label}{index}.{key}".encode())
-                digest.update(torch.as_tensor(tensor).numpy().tobytes())
+    for index, state in sorted(payload["optimizer"]["state"].items()):
+        for key, tensor in sorted(state.items()):
+            digest.update(f"{index}.{key}".encode())
+            digest.update(torch.as_tensor(tensor).numpy().tobytes())
     return digest.hexdigest()
 
 
 def copy_run(source: Path, target: Path) -> Path:
     shutil.copytree(source, target)
     return target
-
-
-def muon_smoke(directory: Path) -> Path:
-    """The smoke config trained with Muon (+ AdamW for the rest: trainer.optimizers)."""
-    text = SMOKE.read_text()
-    adamw = (
-        "  optimizer: {beta1: 0.9, beta2: 0.95, eps: 1.0e-8, weight_decay: 1.0e-4, "
-        "grad_clip: 1.0}\n"
-    )
-    assert adamw in text
-    path = directory / "smoke-muon.yaml"
-    muon = "  optimizer: {name: muon, muon_lr: 2.0e-3, grad_clip: 1.0}\n"
-    path.write_text(text.replace(adamw, muon))
-    return path

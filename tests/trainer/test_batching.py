@@ -14,11 +14,11 @@ from puicl_model.model import PUICLModel
 from trainer.batching import (
     MicroBatch,
     collate_with_targets,
-    loss_index,
-    per_task_loss,
+    micro_batches,
     plan_micro_batches,
     rank_slice,
 )
+from trainer.loss import loss_index, per_task_loss
 
 
 @dataclass
@@ -135,3 +135,9 @@ def test_a_task_without_unlabeled_rows_is_refused() -> None:
     unlabeled = torch.tensor([[False, True, True], [False, False, False]])
     with pytest.raises(ValueError, match="without unlabeled rows"):
         loss_index(unlabeled)
+
+
+def test_micro_batches_bound_the_cells() -> None:
+    # cells: 10*3=30, 10*3=30, 50*5=250, 5*2=10, 5*2=10
+    groups = micro_batches([10, 10, 50, 5, 5], [2, 2, 4, 1, 1], max_cells=64)
+    assert groups == [[0, 1], [2], [3, 4]]

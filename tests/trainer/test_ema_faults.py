@@ -1,12 +1,16 @@
-"""EMA arithmetic and the fault-injection spec."""
+"""EMA arithmetic, the fault-injection spec and the step's hook point."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from trainer import hooks
 from trainer.ema import WeightEMA
 from trainer.faults import parse_faults
+from trainer.metrics_log import read_metrics
+
+from .conftest import run_inprocess
 
 
 def test_ema_follows_the_formula_and_is_detached() -> None:
@@ -37,3 +41,14 @@ def test_fault_spec() -> None:
     assert parse_faults(None) == parse_faults("")
     with pytest.raises(ValueError, match="cannot parse 'nan@3:1'; expected KIND@STEP:RANK"):
         parse_faults("nan@3:1")
+    # only the steps and ranks the plan names get a hook that does something
+    assert plan.hook(3, 1) is not hooks.NO_HOOK and plan.hook(3, 0) is hooks.NO_HOOK
+
+
+def test_a_hook_installed_from_outside_reaches_the_step(smoke_shards, tmp_path) -> None:
+    assert hooks.hook_for(1, 0) is hooks.NO_HOOK  # nothing installed: the no-op
+    with hooks.installed(parse_faults("nonfinite_loss@1:0").hook):
+        assert run_inprocess(tmp_path / "run", smoke_shards, until_step=3) == 0
+    assert hooks.hook_for(1, 0) is hooks.NO_HOOK  # and gone again afterwards
+    records = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert [r["step"] for r in records if r.get("event") == "skipped"] == [2]

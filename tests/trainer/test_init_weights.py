@@ -16,7 +16,7 @@ from puicl_model.model import PUICLModel
 from puicl_model.weights import load_weights, save_weights
 from trainer.config import load_run_config
 from trainer.export import load_run_checkpoint
-from trainer.loop import init_model
+from trainer.state import init_model
 
 from .conftest import SMOKE, run_inprocess, state_hash
 

@@ -11,8 +11,8 @@ import pytest
 
 from prior_gen.errors import ShardError
 from trainer.loader import THREAD_NAME, StepData, StepLoader
-from trainer.loop import Trainer
 from trainer.metrics_log import read_metrics
+from trainer.segment import Segment
 
 from .conftest import SMOKE, run_inprocess, state_hash
 
@@ -119,14 +119,14 @@ def test_weights_do_not_depend_on_prefetching(smoke_shards, tmp_path) -> None:
 
 
 def test_a_shard_error_mid_run_stops_cleanly(smoke_shards, tmp_path, monkeypatch, capsys):
-    prepare_step = Trainer.prepare_step
+    prepare_step = Segment.prepare_step
 
     def failing(self, global_step):
         if global_step == 5:
             raise ShardError("stage 2 step 1: checksum mismatch")
         return prepare_step(self, global_step)
 
-    monkeypatch.setattr(Trainer, "prepare_step", failing)
+    monkeypatch.setattr(Segment, "prepare_step", failing)
     run_dir = tmp_path / "failing"
     assert run_inprocess(run_dir, smoke_shards) == 2
     assert "checksum mismatch" in capsys.readouterr().err

@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from puicl_common.configio import ConfigError
-from trainer.batching import collate_with_targets, per_task_loss
+from trainer.batching import collate_with_targets
 from trainer.config import run_config_from_mapping
 from trainer.export import load_run_checkpoint
+from trainer.loss import per_task_loss
 from trainer.metrics_log import read_metrics
 
 from .conftest import SMOKE, run_inprocess

@@ -185,14 +185,14 @@ def _with_attention(tmp_path, backend: str):
 
 
 def test_a_run_records_its_attention_backend_and_keeps_it(smoke_shards, tmp_path, monkeypatch):
-    import trainer.loop
+    import trainer.attention
 
     run_dir = tmp_path / "run"
     packed = _with_attention(tmp_path, "packed")
     assert run_inprocess(run_dir, smoke_shards, config=packed, until_step=8) == 0
     assert load_run_checkpoint(run_dir)[1]["attention"] == "packed"
     # resumed with "auto": the recorded backend is taken, nothing is resolved (or timed) again
-    monkeypatch.setattr(trainer.loop, "resolve_backend",
+    monkeypatch.setattr(trainer.attention, "resolve_backend",
                         lambda *args, **kwargs: pytest.fail("resolved again on resume"))
     assert run_inprocess(run_dir, smoke_shards, config=_with_attention(tmp_path, "auto")) == 0
     starts = [r for r in read_metrics(run_dir / "metrics.jsonl") if r.get("event") == "start"]

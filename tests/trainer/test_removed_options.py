@@ -1,0 +1,78 @@
+"""Removed training options (Muon, the WSD schedule, checkpoint averaging: docs/recipe.md):
+a config that sets one is refused naming the key, one at the legacy value still loads, and
+no stored config changes its training hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from puicl_common.configio import ConfigError
+from trainer.checkpoint import CheckpointError, CheckpointStore
+from trainer.config import load_run_config, run_config_from_mapping
+from trainer.export import exported_model
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+# the training hashes of the shipped configs before any of these options existed (commit
+# 0e15d79): neither adding nor removing an option may change them, or old runs could no
+# longer resume
+SHIPPED_HASHES = {
+    "smoke.yaml": "baae8f308498431b0fb9a0b8cc6503ef6242d6be0aee144b8b485238e78cecfd",
+    "puicl_cpu.yaml": "5b7f5fbea69fe67edcb8147b0d03507ba16cfd9ee68b584f7c532c2cfd75e0bd",
+    "paper.yaml": "7a3de53e3471a72b6e18f21abdf3fd8a54eb6589e072ad26f1e3a79d91873485",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_HASHES))
+def test_shipped_configs_keep_their_training_hash(name: str) -> None:
+    assert load_run_config(CONFIGS / name).training_hash() == SHIPPED_HASHES[name]
+
+
+def _config(training: dict):
+    return run_config_from_mapping({"validation": {"stages": [1]}, "training": training})
+
+
+@pytest.mark.parametrize(
+    ("training", "key"),
+    [
+        ({"optimizer": {"name": "muon"}}, "training.optimizer.name"),
+        ({"optimizer": {"muon_lr": 3.0e-3}}, "training.optimizer.muon_lr"),
+        ({"schedule": "wsd"}, "training.schedule"),
+        ({"wsd": {"peak_lr": 3.0e-3}}, "training.wsd"),
+        ({"average": "last_checkpoints"}, "training.average"),
+        ({"average_last": 3}, "training.average_last"),
+    ],
+)
+def test_a_config_naming_a_removed_option_is_refused_naming_the_key(
+    training: dict, key: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        _config(training)
+    message = str(err.value)
+    assert message.startswith(f"{key}: removed")
+    assert "docs/recipe.md" in message and "\n" not in message
+
+
+def test_removed_keys_at_their_legacy_values_load_with_the_same_hash() -> None:
+    # what the trainer wrote into every run directory's config.yaml before the removal
+    legacy = {
+        "optimizer": {"name": "adamw", "muon_lr": 0.001, "muon_momentum": 0.95,
+                      "muon_nesterov": True, "muon_weight_decay": 0.01, "muon_ns_steps": 5,
+                      "muon_adjust_lr": "match_rms_adamw"},
+        "schedule": "warmup_power",
+        "wsd": {"peak_lr": 0.001, "floor_lr": 0.0, "warmup_steps": 100,
+                "decay_fraction": 0.2, "decay_shape": "linear"},
+        "average": "ema",
+        "average_last": 10,
+    }
+    assert _config(legacy) == _config({})
+    assert _config(legacy).training_hash() == _config({}).training_hash()
+
+
+def test_export_refuses_a_run_that_asked_for_checkpoint_averaging(tmp_path) -> None:
+    store = CheckpointStore(tmp_path / "run" / "checkpoints")
+    store.save(4, {"config": {"training": {"average": "last_checkpoints"}}})
+    with pytest.raises(CheckpointError, match=r"training\.average: last_checkpoints, which was"):
+        exported_model(tmp_path / "run")
