@@ -68,16 +68,19 @@ def _standard_error(values: np.ndarray) -> float:
 
 
 def summary_markdown(per_table: pd.DataFrame, methods: Sequence[str],
-                     labels: Mapping[str, str] | None = None) -> str:
-    """The suite's table: AUC per π, the figure ± SE, accuracy, F1, π̂ error, Δ from the first."""
+                     labels: Mapping[str, str] | None = None, pi_hat: bool = True) -> str:
+    """The suite's table: AUC per π, the figure ± SE, accuracy, F1, π̂ error (unless
+    ``pi_hat`` is False), Δ from the first."""
     labels = labels or {}
+    metrics = ("accuracy", "f1", "pi_abs_error") if pi_hat else ("accuracy", "f1")
     pis = sorted(per_table["pi_target"].unique())
     n_tables = per_table["dataset"].nunique()
     reps = sorted(per_table["repetitions"].unique())
     reference = labels.get(methods[0], methods[0])
     header = (["method"] + [f"AUC π={p:g}" for p in pis] + ["**AUC mean ± SE**"]
               + [f"Acc π={p:g}" for p in pis] + [f"F1 π={p:g}" for p in pis]
-              + [f"abs(π̂−π) π={p:g}" for p in pis] + [f"Δ AUC vs {reference}"])
+              + ([f"abs(π̂−π) π={p:g}" for p in pis] if pi_hat else [])
+              + [f"Δ AUC vs {reference}"])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for method in methods:
         part = per_table[per_table["method"] == method]
@@ -86,7 +89,7 @@ def summary_markdown(per_table: pd.DataFrame, methods: Sequence[str],
         cells = [labels.get(method, method)]
         cells += [_cell(by_pi["auc"].get(p)) for p in pis]
         cells.append(f"**{mean:.4f} ± {se:.4f}**")
-        for metric in ("accuracy", "f1", "pi_abs_error"):
+        for metric in metrics:
             cells += [_cell(by_pi[metric].get(p), digits=3) for p in pis]
         if method == methods[0]:
             cells.append("–")

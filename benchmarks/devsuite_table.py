@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=None)
     parser.add_argument("--csv", type=Path, help="write the merged per-table means here")
     parser.add_argument("--figure", type=Path, help="draw mean AUC against π here")
+    parser.add_argument("--no-pi-hat", action="store_true",
+                        help="leave out the π̂ columns (runs made with different estimators)")
     args = parser.parse_args(argv)
     runs = []
     for item in args.run:
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         plot_summary(per_table, methods, args.figure, METHOD_LABELS,
                      title="Development suite: AUC on the unlabeled pool")
     print(f"Repetitions per table and π: {repetitions}\n")
-    print(summary_markdown(per_table, methods, METHOD_LABELS))
+    print(summary_markdown(per_table, methods, METHOD_LABELS, pi_hat=not args.no_pi_hat))
     return 0
 
 

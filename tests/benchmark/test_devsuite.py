@@ -14,7 +14,12 @@ import pytest
 from benchmark import cli
 from benchmark.datasets import DataError
 from benchmark.devsuite import devsuite_slugs, load_devsuite_table
-from benchmark.summary import paired_difference, per_table_frame, suite_figure
+from benchmark.summary import (
+    paired_difference,
+    per_table_frame,
+    suite_figure,
+    summary_markdown,
+)
 
 SHARED_SUITE = Path(__file__).resolve().parents[2].parent / "shared" / "devsuite"
 
@@ -110,6 +115,9 @@ def test_paired_difference_is_the_mean_of_per_table_differences():
     diff, se = paired_difference(per_table, "m", "r")
     assert diff == pytest.approx((0.1 + 0.0 + 0.3) / 3)
     assert se == pytest.approx(np.std([0.1, 0.0, 0.3], ddof=1) / np.sqrt(3))
+    header = summary_markdown(per_table, ["r", "m"]).splitlines()[0]
+    assert "π̂" in header and header.endswith("| Δ AUC vs r |")
+    assert "π̂" not in summary_markdown(per_table, ["r", "m"], pi_hat=False).splitlines()[0]
 
 
 @pytest.mark.parametrize(("value", "message"), [
