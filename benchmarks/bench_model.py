@@ -9,7 +9,8 @@ Sections (all by default; ``--sections a,b`` picks some):
                  reshapes and transposes, as the public reference implementation does), same
                  weights, same task, timed alternately in one process: a ratio.
 * ``pruning``    the packed backend's last block computing the label column only
-                 (``puicl_model.backends.pruned_last_block``) vs. every cell, alternately:
+                 (``DualAxisBlock.label_cells``, ``puicl_model.backends.pruned_last_block``)
+                 vs. every cell, alternately:
                  forward and forward + backward, as ratios.
 * ``classifier`` fit + predict_proba + predict + estimate_class_prior through
                  ``PUICLClassifier`` for (100, 200, 8), (200, 800, 20), (300, 20 000, 60); each

@@ -13,7 +13,9 @@ into a base file changes no config hash.
 
 Range checks live on the dataclasses themselves: a config class may define
 ``validate(self) -> None`` and raise :class:`ConfigError` with the *field name* as ``key``;
-:func:`from_mapping` prefixes the path of the enclosing section.
+:func:`from_mapping` prefixes the path of the enclosing section. A class may also list keys it
+no longer has (``REMOVED_KEYS``, :func:`from_mapping`): files written while they existed still
+load, where they hold the value that meant "as today".
 
 This module imports neither torch nor numpy, so the prior generator's worker processes can use
 it cheaply.
@@ -185,6 +187,7 @@ def from_mapping(cls: type[T], data: Any, path: str = "") -> T:
     if not isinstance(data, Mapping):
         raise ConfigError(path, f"expected a mapping of keys to values, got {_describe(data)}")
 
+    data = _without_removed_keys(cls, data, path)
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = [k for k in data if k not in fields]
@@ -208,6 +211,30 @@ def from_mapping(cls: type[T], data: Any, path: str = "") -> T:
         except ConfigError as err:
             raise err.under(path) from None
     return obj
+
+
+def _without_removed_keys(cls: type, data: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """``data`` less the keys that ``cls`` no longer has, each at the value still accepted.
+
+    ``cls.REMOVED_KEYS`` maps a removed key to the one value that meant what the class now
+    does (its old default), and ``cls.REMOVED_WHY`` says why it went. Stored configs that name
+    the key at that value load as if it were absent; any other value is refused, since the
+    class can no longer honour it.
+    """
+    removed: Mapping[str, Any] = getattr(cls, "REMOVED_KEYS", {})
+    if not any(key in removed for key in data):
+        return data
+    why = getattr(cls, "REMOVED_WHY", "")
+    for key, value in data.items():
+        if key not in removed:
+            continue
+        accepted = removed[key]
+        if value != accepted or isinstance(value, bool) != isinstance(accepted, bool):
+            reason = f" ({why})" if why else ""
+            raise ConfigError(_join(path, str(key)),
+                              f"this option was removed{reason}; only its former default "
+                              f"{accepted!r} is still accepted, got {_describe(value)}")
+    return {key: value for key, value in data.items() if key not in removed}
 
 
 def to_dict(obj: Any) -> Any:

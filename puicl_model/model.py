@@ -1,34 +1,47 @@
-"""The PUICL transformer (paper §3): cell embeddings, dual-axis blocks, a decoder.
+"""The PUICL model (paper §3), top to bottom: cell embeddings, dual-axis blocks, a decoder.
 
-Every cell of a task's table (``n_rows`` rows × ``n_features`` features, plus the label
-column) is embedded independently; ``num_layers`` post-norm blocks then apply
+A task is a table of ``n_rows`` rows × ``d`` features whose first ``n_labeled`` rows are the
+labeled positives. Every cell of the table, plus one label cell per row, is embedded on its
+own (§3.1):
 
-    h = LN1(h + AttentionAcrossFeatures(h))   # within each row, over its d + 1 cells
-    h = LN2(h + AttentionAcrossRows(h))       # within each column, over all n rows, no mask
-    h = LN3(h + FeedForward(h))               # per cell, GELU
+* a feature cell is ``feature_encoder`` (Linear(1, e)) of its value, standardized with the
+  mean and standard deviation of the labeled rows and clipped (:mod:`.standardization`);
+* a label cell is ``target_encoder(1)`` for a labeled row and the learned ``unlabeled_token``
+  for every other row.
 
-and a two-layer GELU decoder reads two logits ``[negative, positive]`` from the label cell of
-every row (meaningful on the unlabeled rows). Three recipe options (``ModelConfig.norm``,
-``thinking_rows``, ``feature_group``; docs/training.md) change this: pre-norm blocks with
-RMSNorm, learnable rows appended to every table, several features per column token. There
-is no positional encoding, so permuting rows or (with one feature per token) features permutes,
-or leaves unchanged, the outputs.
+``num_layers`` post-norm blocks (§3.2) then apply, to every cell,
 
-How the cells of a batch of tasks of different sizes are stored, and how attention runs over
-them, is the *attention backend*'s business (:mod:`puicl_model.backends`): ``packed`` (CPU),
-``cpu_kernel`` (CPU training with compiled kernels) or ``bucketed`` (GPU), chosen by name.
-Each computes the function of :mod:`puicl_model.specification`, the plain dense definition,
-to float32 rounding.
+    h = LN(h + AttentionAcrossFeatures(h))   # within each row, over its d + 1 cells
+    h = LN(h + AttentionAcrossRows(h))       # within each column, over the rows
+    h = LN(h + FeedForward(h))               # per cell, GELU
+
+and a two-layer GELU decoder (§3.3) reads two logits ``[negative, positive]`` from the label
+cell of every row (meaningful on the unlabeled rows). There is no positional encoding:
+permuting rows or features permutes, or leaves unchanged, the outputs. Query rows
+(``TaskBatch.n_context``) attend to the context rows and to themselves; no row attends to them.
+
+What this file leaves open is where the cells of a batch of tasks of different sizes are
+stored and how the two attentions run over them. That is a *cell layout*
+(:class:`~puicl_model.backends.base.CellLayout`): the block calls the layout's two attention
+functions; everything else in a block is per cell. The layouts are the attention backends
+(:mod:`puicl_model.backends`: ``packed``, ``cpu_kernel``, ``bucketed``, chosen by name) and the
+specification's plain dense one (:mod:`puicl_model.specification`), which every backend is
+tested against. The one fused fast path, CPU inference without autograd
+(:mod:`puicl_model.backends.packed_inference`), is tested against it too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from puicl_model.backends import BACKENDS, CellLayout, cell_layout
 from puicl_model.batch import TaskBatch
 from puicl_model.config import ModelConfig
+from puicl_model.standardization import LABELED_VALUE
 
 __all__ = ["DualAxisBlock", "PUICLModel", "SelfAttention"]
 
@@ -36,8 +49,8 @@ __all__ = ["DualAxisBlock", "PUICLModel", "SelfAttention"]
 class SelfAttention(nn.Module):
     """Multi-head self-attention: packed q/k/v projection, attention, output projection.
 
-    4·(e² + e) parameters, initialised like ``torch.nn.MultiheadAttention``. Along which axis
-    the attention runs is given by the caller (``attend``: one of the layout's two attentions).
+    4·(e² + e) parameters, initialised like ``torch.nn.MultiheadAttention``. The attention
+    itself, and so the axis it runs along, is the caller's ``attend`` (one of a layout's).
     """
 
     def __init__(self, embed_dim: int, num_heads: int) -> None:
@@ -49,37 +62,67 @@ class SelfAttention(nn.Module):
         nn.init.zeros_(self.qkv.bias)
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, h: Tensor, attend) -> Tensor:
+    def forward(self, h: Tensor, attend: Callable[[Tensor, int], Tensor]) -> Tensor:
+        """h [n, e] -> [n, e]; ``attend(qkv [n, 3e], num_heads)`` -> [n, e]."""
         return self.out(attend(self.qkv(h), self.num_heads))
+
+    def from_queries(self, queries: Tensor, h: Tensor,
+                     attend: Callable[[Tensor, Tensor, int], Tensor]) -> Tensor:
+        """:meth:`forward` at some cells only: ``queries`` [m, e] (some of the cells of ``h``)
+        attend to the keys and values of all cells ``h`` [n, e] -> [m, e].
+
+        ``attend(query [m, e], key_value [n, 2e], num_heads)`` -> [m, e]. Only the m queries
+        are projected, not the n.
+        """
+        e = h.shape[1]
+        key_value = F.linear(h, self.qkv.weight[e:], self.qkv.bias[e:])
+        query = F.linear(queries, self.qkv.weight[:e], self.qkv.bias[:e])
+        return self.out(attend(query, key_value, self.num_heads))
 
 
 class DualAxisBlock(nn.Module):
-    """One transformer block: attention across features, across rows, feed-forward.
+    """One block (paper §3.2): attention across features, across rows, feed-forward, each a
+    post-norm residual step with LayerNorm."""
 
-    Post-norm with LayerNorm (the paper), or with ``pre_norm`` pre-norm with RMSNorm.
-    """
-
-    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int,
-                 pre_norm: bool = False) -> None:
+    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int) -> None:
         super().__init__()
-        norm = nn.RMSNorm if pre_norm else nn.LayerNorm
-        self.pre_norm = pre_norm
         self.attn_features = SelfAttention(embed_dim, num_heads)
-        self.norm_features = norm(embed_dim)
+        self.norm_features = nn.LayerNorm(embed_dim)
         self.attn_rows = SelfAttention(embed_dim, num_heads)
-        self.norm_rows = norm(embed_dim)
+        self.norm_rows = nn.LayerNorm(embed_dim)
         self.ff = nn.Sequential(
             nn.Linear(embed_dim, ff_dim), nn.GELU(), nn.Linear(ff_dim, embed_dim)
         )
-        self.norm_ff = norm(embed_dim)
+        self.norm_ff = nn.LayerNorm(embed_dim)
 
     def forward(self, h: Tensor, cells: CellLayout) -> Tensor:
-        """h: the cells [n, e] in ``cells``' layout -> [n, e]."""
-        if self.pre_norm:
-            h = h + self.attn_features(self.norm_features(h), cells.attend_features)
-            h = h + self.attn_rows(self.norm_rows(h), cells.attend_rows)
-            return h + self.ff(self.norm_ff(h))
-        h = self.norm_features(h + self.attn_features(h, cells.attend_features))
+        """Every cell after the block: h [n, e] in ``cells``' layout -> [n, e]."""
+        return self._steps(h, self.attn_features(h, cells.attend_features), cells)
+
+    def label_cells(self, h: Tensor, cells: CellLayout) -> Tensor:
+        """``cells.label_cells(self(h, cells))`` [n_rows, e], computing only what it needs
+        where the layout can (:meth:`CellLayout.label_column`).
+
+        A label cell's output depends on the keys and values of every cell of its row (the
+        attention across features), then on label cells alone (the attention across rows stays
+        within a column, the feed-forward is per cell). So the queries of the first step, and
+        the whole of the other two, are needed at the label cells only: 1/(d+1) of the cells.
+        The decoder reads nothing else, so the model computes its last block this way (≈ 15 %
+        of a training step on CPU; docs/architecture.md §7). A method of its own, not a flag of
+        :meth:`forward`: activation checkpointing wraps ``forward`` and should leave this
+        block, whose activations are few, stored.
+        """
+        column = cells.label_column()
+        if column is None:
+            return cells.label_cells(self(h, cells))
+        label = cells.label_cells(h)
+        attend = cells.attend_features_from_label_cells
+        attended = self.attn_features.from_queries(label, h, attend)
+        return self._steps(label, attended, column)
+
+    def _steps(self, h: Tensor, attended_features: Tensor, cells: CellLayout) -> Tensor:
+        """The block's three residual steps, given the first step's attention output."""
+        h = self.norm_features(h + attended_features)
         h = self.norm_rows(h + self.attn_rows(h, cells.attend_rows))
         return self.norm_ff(h + self.ff(h))
 
@@ -104,59 +147,55 @@ class PUICLModel(nn.Module):
         self.config = config
         self.attention = attention
         e = config.embed_dim
-        self.feature_encoder = nn.Linear(config.feature_group, e)
+        self.feature_encoder = nn.Linear(1, e)
         self.target_encoder = nn.Linear(1, e)
         self.unlabeled_token = nn.Parameter(torch.empty(e))
         nn.init.normal_(self.unlabeled_token, std=0.02)
-        pre_norm = config.norm == "pre_rmsnorm"
         self.blocks = nn.ModuleList(
-            DualAxisBlock(e, config.num_heads, config.ff_dim, pre_norm)
-            for _ in range(config.num_layers)
+            DualAxisBlock(e, config.num_heads, config.ff_dim) for _ in range(config.num_layers)
         )
         self.decoder = nn.Sequential(
             nn.Linear(e, config.ff_dim), nn.GELU(), nn.Linear(config.ff_dim, 2)
         )
-        # Recipe options (docs/training.md), created last so that the default model draws the
-        # same initial weights as before they existed.
-        self.norm_out = nn.RMSNorm(e) if pre_norm else nn.Identity()  # pre-norm's final norm
-        self.thinking = None  # [k, 2, e]: a thinking row's feature cells and its label cell
-        if config.thinking_rows:
-            self.thinking = nn.Parameter(torch.empty(config.thinking_rows, 2, e))
-            nn.init.normal_(self.thinking, std=0.02)
 
-    def parameter_counts(self) -> dict[str, int]:
-        """Trainable parameters per part: encoders, blocks, decoder and total."""
-
-        def count(*modules: nn.Module | nn.Parameter) -> int:
-            total = 0
-            for module in modules:
-                params = [module] if isinstance(module, nn.Parameter) else module.parameters()
-                total += sum(p.numel() for p in params)
-            return total
-
-        encoders = [self.feature_encoder, self.target_encoder, self.unlabeled_token]
-        counts = {
-            "encoders": count(*encoders, *([self.thinking] if self.thinking is not None else [])),
-            "blocks": count(self.blocks),
-            "decoder": count(self.decoder, self.norm_out),
-        }
-        counts["total"] = sum(counts.values())
-        return counts
-
-    def embed(self, batch: TaskBatch, cells: CellLayout) -> Tensor:
-        """The cells' embeddings [n, e] in ``cells``' layout (paper §3.1)."""
-        return cells.embed(batch, self.feature_encoder, self.target_encoder,
-                           self.unlabeled_token, self.config.feature_clip, self.thinking)
+    def layout(self, batch: TaskBatch) -> CellLayout:
+        """Where this model keeps ``batch``'s cells: its attention backend's layout."""
+        return cell_layout(self.attention, batch)
 
     def forward(self, batch: TaskBatch) -> Tensor:
         batch.validate()
-        cells = cell_layout(self.attention, batch, self.config.thinking_rows,
-                            self.config.feature_group)
+        cells = self.layout(batch)
         h = self.embed(batch, cells)
         *inner, last = self.blocks
         for block in inner:
             h = block(h, cells)
-        # The decoder reads the label cells only; a layout may compute just those in the last
-        # block (puicl_model.backends.pruned_last_block).
-        logits = self.decoder(self.norm_out(cells.label_cells_after(last, h))).float()
+        # the decoder reads the label cells only, so the last block computes only those
+        logits = self.decoder(last.label_cells(h, cells)).float()
         return cells.scatter_rows(logits)
+
+    # ------------------------------------------------------------------ cell embeddings (§3.1)
+    def embed(self, batch: TaskBatch, cells: CellLayout) -> Tensor:
+        """The cells' embeddings [n, e] in ``cells``' layout; the layout standardizes the
+        features per task and places each embedding."""
+        # Linear(1, e) of the label scalar, written out so that autocast leaves it float32
+        labeled = self.target_encoder.weight[:, 0] * LABELED_VALUE + self.target_encoder.bias
+        return cells.embed(batch, self.embed_features, labeled, self.unlabeled_token,
+                           self.config.feature_clip)
+
+    def embed_features(self, z: Tensor) -> Tensor:
+        """Feature cells of standardized values ``z`` [...] -> [..., e]."""
+        # Linear(1, e) written out: one fused multiply-add per cell
+        weight, bias = self.feature_encoder.weight[:, 0], self.feature_encoder.bias
+        return torch.addcmul(bias, z.unsqueeze(-1), weight)
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Trainable parameters per part: encoders, blocks, decoder and total."""
+        encoders = [*self.feature_encoder.parameters(), *self.target_encoder.parameters(),
+                    self.unlabeled_token]
+        counts = {
+            "encoders": sum(p.numel() for p in encoders),
+            "blocks": sum(p.numel() for p in self.blocks.parameters()),
+            "decoder": sum(p.numel() for p in self.decoder.parameters()),
+        }
+        counts["total"] = sum(counts.values())
+        return counts

@@ -31,23 +31,17 @@ __all__ = ["BACKENDS", "CellLayout", "cell_layout", "resolve_backend"]
 BACKENDS = ("auto", "packed", "cpu_kernel", "bucketed")
 
 
-def cell_layout(backend: str, batch: TaskBatch, thinking_rows: int = 0,
-                feature_group: int = 1) -> CellLayout:
-    """The layout of ``batch``'s cells under ``backend`` (``auto``: by the batch's device).
-
-    ``thinking_rows`` learnable rows are added to every task, before its own rows; each feature
-    column token holds ``feature_group`` features.
-    """
+def cell_layout(backend: str, batch: TaskBatch) -> CellLayout:
+    """The layout of ``batch``'s cells under ``backend`` (``auto``: by the batch's device)."""
     if backend == "auto":
         backend = "bucketed" if batch.device.type == "cuda" else "packed"
     if backend == "packed":
-        return PackedCells.of(batch, thinking_rows=thinking_rows, feature_group=feature_group)
+        return PackedCells.of(batch)
     if backend == "cpu_kernel":
         cpu_kernel.load_kernel()  # built on the first call, then cached; raises if unavailable
-        return PackedCells.of(batch, compiled_kernel=True, thinking_rows=thinking_rows,
-                              feature_group=feature_group)
+        return PackedCells.of(batch, compiled_kernel=True)
     if backend == "bucketed":
-        return BucketedCells(batch, thinking_rows=thinking_rows, feature_group=feature_group)
+        return BucketedCells(batch)
     raise ValueError(f"attention backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
 
 

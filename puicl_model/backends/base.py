@@ -4,34 +4,22 @@ The model (:mod:`puicl_model.model`) is written once against this interface. A b
 how the cells of a batch of tasks of different sizes are stored as one ``[n, E]`` matrix
 (``h``), and how attention runs across the features of a row and across the rows of a column
 of that matrix; everything else in a block (projections, layer norms, the feed-forward) is
-per cell and does not care.
+per cell and does not care. The embedding of a cell is the model's; a layout only says where
+each embedding goes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 if TYPE_CHECKING:
     from puicl_model.batch import TaskBatch
 
-__all__ = ["CellLayout", "embed_features", "join", "split"]
-
-
-def embed_features(z: Tensor, feature_encoder: nn.Linear, group: int) -> Tensor:
-    """Feature tokens of standardized values ``z`` [..., d] -> [..., ceil(d / group), e].
-
-    ``group`` consecutive features form one token (the last zero-padded), embedded by
-    ``feature_encoder`` = Linear(group, e); with ``group`` 1 this is one cell per feature.
-    """
-    if group == 1:  # Linear(1, e) written out: one fused multiply-add per cell
-        return torch.addcmul(feature_encoder.bias, z.unsqueeze(-1), feature_encoder.weight[:, 0])
-    d = z.shape[-1]
-    tokens = -(-d // group)
-    z = torch.nn.functional.pad(z, (0, tokens * group - d))
-    return feature_encoder(z.view(*z.shape[:-1], tokens, group))
+__all__ = ["CellLayout", "join", "split"]
 
 
 def join(parts: list[Tensor]) -> Tensor:
@@ -48,12 +36,14 @@ def split(tensor: Tensor, sizes: list[int], dim: int = 0) -> tuple[Tensor, ...]:
 class CellLayout:
     """The cells of one batch, stored as the rows of a matrix ``h`` [n, E]."""
 
-    def embed(self, batch: TaskBatch, feature_encoder: nn.Linear, target_encoder: nn.Linear,
-              unlabeled_token: Tensor, clip: float, thinking: Tensor | None = None) -> Tensor:
-        """The cells' embeddings (paper §3.1) in this layout's order, [n, E].
+    def embed(self, batch: TaskBatch, embed_features: Callable[[Tensor], Tensor],
+              labeled: Tensor, unlabeled: Tensor, clip: float) -> Tensor:
+        """The cells' embeddings in this layout's order, [n, E].
 
-        ``thinking`` [k, 2, E]: the feature-cell and label-cell embedding of each of the k
-        thinking rows the layout was built with (the first k rows of every task).
+        Each task's features standardized with its labeled rows' statistics and clipped to
+        ``±clip`` (:mod:`puicl_model.standardization`), then ``embed_features`` (values [...]
+        -> [..., E]); a label cell is ``labeled`` [E] for a labeled row, ``unlabeled`` [E]
+        otherwise.
         """
         raise NotImplementedError
 
@@ -66,15 +56,22 @@ class CellLayout:
         raise NotImplementedError
 
     def label_cells(self, h: Tensor) -> Tensor:
-        """The label cells [n, E] of every row (thinking rows too), as :meth:`scatter_rows`
-        takes them."""
+        """The label cells [n_rows, E] of every row, in the order :meth:`scatter_rows` takes."""
         raise NotImplementedError
 
     def scatter_rows(self, values: Tensor) -> Tensor:
-        """Per-row values (one per label cell) -> [B, R, k] for the batch's own rows; padding
-        rows are zero, thinking rows are dropped."""
+        """Per-row values (one per label cell) -> [B, R, k]; padding rows are zero."""
         raise NotImplementedError
 
-    def label_cells_after(self, block: nn.Module, h: Tensor) -> Tensor:
-        """The label cells of ``block(h)``; a layout may compute only what they need."""
-        return self.label_cells(block(h, self))
+    def label_column(self) -> CellLayout | None:
+        """The layout of the label cells alone, for a block computed at those cells only
+        (:meth:`DualAxisBlock.label_cells <puicl_model.model.DualAxisBlock.label_cells>`), or
+        None where this layout computes every cell instead. A layout that returns one
+        implements :meth:`attend_features_from_label_cells`."""
+        return None
+
+    def attend_features_from_label_cells(self, query: Tensor, key_value: Tensor,
+                                         num_heads: int) -> Tensor:
+        """Attention across the cells of each row with queries at the label cells only:
+        ``query`` [n_rows, E] (:meth:`label_cells` order), ``key_value`` [n, 2E] -> [n_rows, E]."""
+        raise NotImplementedError

@@ -19,16 +19,17 @@ Padded rows get finite values and are never attended to, so they cannot change a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from puicl_model.backends.base import CellLayout, embed_features, join, split
+from puicl_model.backends.base import CellLayout, join, split
 from puicl_model.batch import TaskBatch
-from puicl_model.standardization import LABELED_VALUE, standardize_padded
+from puicl_model.standardization import standardize_padded
 
 __all__ = ["DEFAULT_ROW_GRID", "BucketedCells"]
 
@@ -43,9 +44,9 @@ class _Bucket:
     tasks: Tensor  # int64 [b] on the device: the tasks' indices in the batch
     n_labeled: Tensor  # int64 [b] on the device
     n_tasks: int
-    rows: int  # R: the thinking rows (first) + the largest row count among the bucket's tasks
-    features: int  # the tasks' features, in C - 1 tokens
-    columns: int  # C: feature tokens + 1
+    rows: int  # R: the largest row count among the bucket's tasks
+    features: int  # the tasks' features
+    columns: int  # C: features + 1
     row_mask: Tensor | None  # bool [b, R, R] (query, key) or None when every key is visible
 
     @property
@@ -64,13 +65,10 @@ def _to_device(values: list[int] | np.ndarray, device: torch.device) -> Tensor:
 class BucketedCells(CellLayout):
     """A batch's cells in shape buckets, padded within each bucket (module docstring)."""
 
-    def __init__(self, batch: TaskBatch, row_grid: int = DEFAULT_ROW_GRID,
-                 thinking_rows: int = 0, feature_group: int = 1) -> None:
+    def __init__(self, batch: TaskBatch, row_grid: int = DEFAULT_ROW_GRID) -> None:
         device = batch.device
-        self.feature_group = feature_group
-        k = self.thinking_rows = thinking_rows  # the first rows of every task, all context
-        sizes = [(labeled, rows + k, features) for labeled, rows, features in batch.sizes()]
-        contexts = [context + k for context in batch.context_sizes()]
+        sizes = batch.sizes()
+        contexts = batch.context_sizes()
         keys: dict[tuple[int, int], list[int]] = {}
         for task, (_, rows, features) in enumerate(sizes):
             keys.setdefault((features, -(-rows // row_grid)), []).append(task)
@@ -82,7 +80,7 @@ class BucketedCells(CellLayout):
         for features, _ in sorted(keys):
             tasks = keys[(features, _)]
             rows = max(sizes[task][1] for task in tasks)
-            columns = -(-features // feature_group) + 1
+            columns = features + 1
             row_mask = None
             if any(sizes[t][1] != rows or contexts[t] != rows for t in tasks):
                 row_mask = self._row_mask(
@@ -96,11 +94,10 @@ class BucketedCells(CellLayout):
             ))
             # the label cells of the real rows: cell (position, row, C - 1) of the [b, R, C] block
             real = np.arange(rows)[None, :] < np.array([sizes[t][1] for t in tasks])[:, None]
-            real[:, :k] = False  # thinking rows are not decoded
             position, row = np.nonzero(real)
             label_cell.append(start + (position * rows + row) * columns + columns - 1)
             label_task.append(np.asarray(tasks)[position])
-            label_row.append(row - k)
+            label_row.append(row)
             start += len(tasks) * rows * columns
         self.n_cells = start
         self._label_cell = _to_device(np.concatenate(label_cell), device)
@@ -123,25 +120,17 @@ class BucketedCells(CellLayout):
         return [bucket.n_cells for bucket in self.buckets]
 
     # ------------------------------------------------------------------ embedding
-    def embed(self, batch: TaskBatch, feature_encoder: nn.Linear, target_encoder: nn.Linear,
-              unlabeled_token: Tensor, clip: float, thinking: Tensor | None = None) -> Tensor:
-        k = self.thinking_rows
-        # Linear(1, e) applied to the label scalar, written out so autocast leaves it fp32.
-        labeled_embedding = target_encoder.weight[:, 0] * LABELED_VALUE + target_encoder.bias
+    def embed(self, batch: TaskBatch, embed_features: Callable[[Tensor], Tensor],
+              labeled: Tensor, unlabeled: Tensor, clip: float) -> Tensor:
         pieces = []
         for bucket in self.buckets:
-            tokens, own_rows = bucket.columns - 1, bucket.rows - k
-            x = batch.x.index_select(0, bucket.tasks)[:, :own_rows, : bucket.features].float()
-            z = standardize_padded(x, bucket.n_labeled, clip)  # [b, R - k, F]
-            cells = embed_features(z, feature_encoder, self.feature_group)  # [b, R - k, T, e]
-            rows = torch.arange(own_rows, device=x.device)
-            labeled = (rows < bucket.n_labeled[:, None])[..., None]  # [b, R - k, 1]
-            label = torch.where(labeled, labeled_embedding, unlabeled_token)  # [b, R - k, e]
-            block = torch.cat([cells, label.unsqueeze(2)], dim=2)  # [b, R - k, C, e]
-            if k:  # the thinking rows first: [b, R, C, e]
-                b, e = bucket.n_tasks, block.shape[-1]
-                think = torch.cat([thinking[:, :1].expand(k, tokens, e), thinking[:, 1:]], 1)
-                block = torch.cat([think.expand(b, k, tokens + 1, e), block], dim=1)
+            x = batch.x.index_select(0, bucket.tasks)[:, : bucket.rows, : bucket.features].float()
+            z = standardize_padded(x, bucket.n_labeled, clip)  # [b, R, F]
+            cells = embed_features(z)  # [b, R, F, e]
+            rows = torch.arange(bucket.rows, device=x.device)
+            is_labeled = (rows < bucket.n_labeled[:, None])[..., None]  # [b, R, 1]
+            label = torch.where(is_labeled, labeled, unlabeled)  # [b, R, e]
+            block = torch.cat([cells, label.unsqueeze(2)], dim=2)  # [b, R, C, e]
             pieces.append(block.reshape(-1, block.shape[-1]))
         return join(pieces)
 

@@ -18,17 +18,18 @@ compiled kernels of :mod:`puicl_model.backends.cpu_kernel`; every other call run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from puicl_model.backends import cpu_kernel
-from puicl_model.backends.base import CellLayout, embed_features, join, split
-from puicl_model.backends.pruned_last_block import label_cells_after_block
+from puicl_model.backends.base import CellLayout, join, split
+from puicl_model.backends.pruned_last_block import attend_features_from_label_cells
 from puicl_model.batch import TaskBatch
-from puicl_model.standardization import LABELED_VALUE, standardize_features
+from puicl_model.standardization import standardize_features
 
 __all__ = ["PackedCells"]
 
@@ -39,10 +40,10 @@ class _TaskSlot:
 
     task: int  # index in the batch
     first_row: int  # offset of its rows within the group
-    rows: int  # its thinking rows (first) and its own rows
+    rows: int
     labeled: int
     context: int  # rows before the query rows (== rows when there are none)
-    features: int  # its features (grouped into the group's columns - 1 tokens)
+    features: int
 
 
 @dataclass(frozen=True)
@@ -56,17 +57,13 @@ class _Group:
     """
 
     start: int
-    columns: int  # feature tokens + 1 (label column last)
+    columns: int  # features + 1 (label column last)
     rows: int
     slots: tuple[_TaskSlot, ...]
 
     @property
     def stop(self) -> int:
         return self.start + self.columns * self.rows
-
-
-def _pad_columns(z: Tensor, width: int) -> Tensor:
-    return z if z.shape[1] == width else F.pad(z, (0, width - z.shape[1]))
 
 
 def attend_sdpa_rows(qkv: Tensor, num_heads: int, context: int) -> Tensor:
@@ -110,81 +107,57 @@ class PackedCells(CellLayout):
     """The packing of a batch's cells into one ``[n_cells, e]`` matrix (module docstring)."""
 
     def __init__(self, groups: tuple[_Group, ...], n_cells: int, batch_size: int,
-                 max_rows: int, compiled_kernel: bool = False, thinking_rows: int = 0,
-                 feature_group: int = 1) -> None:
+                 max_rows: int, compiled_kernel: bool = False) -> None:
         self.groups = groups
         self.n_cells = n_cells
         self.batch_size = batch_size
         self.max_rows = max_rows
         self.compiled_kernel = compiled_kernel
-        self.thinking_rows = thinking_rows  # the first rows of every task's slot
-        self.feature_group = feature_group  # features per column token
 
     @staticmethod
-    def of(batch: TaskBatch, compiled_kernel: bool = False, thinking_rows: int = 0,
-           feature_group: int = 1) -> PackedCells:
+    def of(batch: TaskBatch, compiled_kernel: bool = False) -> PackedCells:
         sizes = batch.sizes()
         contexts = batch.context_sizes()
         by_columns: dict[int, list[int]] = {}
         for task, (_, _, features) in enumerate(sizes):
-            tokens = -(-features // feature_group)
-            by_columns.setdefault(tokens + 1, []).append(task)
+            by_columns.setdefault(features + 1, []).append(task)
         groups: list[_Group] = []
         start = 0
         for columns in sorted(by_columns):
             slots, rows = [], 0
             for task in by_columns[columns]:
                 labeled, task_rows, features = sizes[task]
-                task_rows += thinking_rows  # thinking rows are context: first in the slot
-                slots.append(_TaskSlot(task, rows, task_rows, labeled,
-                                       contexts[task] + thinking_rows, features))
+                slots.append(_TaskSlot(task, rows, task_rows, labeled, contexts[task], features))
                 rows += task_rows
             group = _Group(start, columns, rows, tuple(slots))
             groups.append(group)
             start = group.stop
         return PackedCells(tuple(groups), start, batch.batch_size, int(batch.x.shape[1]),
-                           compiled_kernel, thinking_rows, feature_group)
+                           compiled_kernel)
 
     @property
     def group_cells(self) -> list[int]:
         return [group.stop - group.start for group in self.groups]
 
     # ------------------------------------------------------------------ embedding
-    def embed(self, batch: TaskBatch, feature_encoder: nn.Linear, target_encoder: nn.Linear,
-              unlabeled_token: Tensor, clip: float, thinking: Tensor | None = None) -> Tensor:
+    def embed(self, batch: TaskBatch, embed_features: Callable[[Tensor], Tensor],
+              labeled: Tensor, unlabeled: Tensor, clip: float) -> Tensor:
         """Packed cell embeddings [n_cells, e] (column-major per group, label column last)."""
-        k, g = self.thinking_rows, self.feature_group
-        # Linear(1, e) applied to the label scalar, written out so autocast leaves it fp32.
-        labeled_embedding = target_encoder.weight[:, 0] * LABELED_VALUE + target_encoder.bias
         pieces = []
         for group in self.groups:
-            tokens = group.columns - 1
-            own_rows = [slot.rows - k for slot in group.slots]
-            z = join([
-                _pad_columns(standardize_features(
-                    batch.x[slot.task, :rows, : slot.features].float(), slot.labeled, clip
-                ), tokens * g)  # the tasks of a group may differ in features, by less than g
-                for slot, rows in zip(group.slots, own_rows, strict=True)
-            ])  # [rows, tokens * g]
-            if g == 1:  # [tokens, rows, e]
-                cells = embed_features(z.t(), feature_encoder, 1)
-            else:
-                cells = embed_features(z, feature_encoder, g).transpose(0, 1)
+            z = join([  # [rows, features]: the tasks of a group have the same features
+                standardize_features(
+                    batch.x[slot.task, : slot.rows, : slot.features].float(), slot.labeled, clip
+                )
+                for slot in group.slots
+            ])
+            cells = embed_features(z.t())  # [features, rows, e]
             label = join([
                 part
-                for slot, rows in zip(group.slots, own_rows, strict=True)
-                for part in (
-                    *([thinking[:, 1]] if k else []),
-                    labeled_embedding.expand(slot.labeled, -1),
-                    unlabeled_token.expand(rows - slot.labeled, -1),
-                )
+                for slot in group.slots
+                for part in (labeled.expand(slot.labeled, -1),
+                             unlabeled.expand(slot.rows - slot.labeled, -1))
             ])
-            if k:  # each slot's thinking rows before its own rows, in every feature column
-                thinking_cells = thinking[:, 0].expand(tokens, k, -1)
-                cells = torch.cat([
-                    part for own in split(cells, own_rows, dim=1)
-                    for part in (thinking_cells, own)
-                ], dim=1)
             pieces.append(torch.cat([cells, label.unsqueeze(0)]).view(-1, cells.shape[-1]))
         return join(pieces)
 
@@ -227,7 +200,11 @@ class PackedCells(CellLayout):
             groups.append(_Group(start, 1, group.rows, group.slots))
             start += group.rows
         return PackedCells(tuple(groups), start, self.batch_size, self.max_rows,
-                           self.compiled_kernel, self.thinking_rows, self.feature_group)
+                           self.compiled_kernel)
+
+    def attend_features_from_label_cells(self, query: Tensor, key_value: Tensor,
+                                         num_heads: int) -> Tensor:
+        return attend_features_from_label_cells(self, query, key_value, num_heads)
 
     def label_cells(self, h: Tensor) -> Tensor:
         """The label cells [n_rows, e] of packed cells ``h`` [n_cells, e], in group order.
@@ -238,22 +215,14 @@ class PackedCells(CellLayout):
                  for size in (group.stop - group.start - group.rows, group.rows)]
         return join(list(split(h, sizes)[1::2]))
 
-    def label_cells_after(self, block: nn.Module, h: Tensor) -> Tensor:
-        """Only what the decoder reads (:mod:`puicl_model.backends.pruned_last_block`)."""
-        return label_cells_after_block(block, h, self)
-
     def scatter_rows(self, values: Tensor) -> Tensor:
-        k = self.thinking_rows
         slots = [slot for group in self.groups for slot in group.slots]
-        if k:  # drop the thinking rows, the first k of every slot
-            own = [part for slot in slots for part in (k, slot.rows - k)]
-            values = join(list(split(values, own)[1::2]))
-        if len(slots) == 1 and slots[0].rows - k == self.max_rows:
+        if len(slots) == 1 and slots[0].rows == self.max_rows:
             return values.view(1, self.max_rows, values.shape[-1])
         device = values.device
         task_index = torch.cat(
-            [torch.full((slot.rows - k,), slot.task, dtype=torch.int64) for slot in slots]
+            [torch.full((slot.rows,), slot.task, dtype=torch.int64) for slot in slots]
         ).to(device)
-        row_index = torch.cat([torch.arange(slot.rows - k) for slot in slots]).to(device)
+        row_index = torch.cat([torch.arange(slot.rows) for slot in slots]).to(device)
         out = values.new_zeros(self.batch_size, self.max_rows, values.shape[-1])
         return out.index_put((task_index, row_index), values)

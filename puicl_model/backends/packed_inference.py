@@ -1,13 +1,15 @@
-"""Inference on CPU with the packed layout: the same function as the model, fewer passes.
+"""Inference on CPU with the packed layout: the model's one fused fast path.
 
 On CPU, passes over the [n_cells, e] matrices cost about as much as the matrix products, and
 every freshly allocated large tensor costs page faults. So for inference (no autograd, no
-autocast) the blocks run here instead of through :meth:`DualAxisBlock.forward`: the big
-products write into reused workspace buffers, and ``h.addmm_(a, W.T)`` accumulates the output
-projection straight into the residual stream. Two biases are folded away exactly: softmax
-ignores the key bias (it adds the same q·b_k to all scores of a query), and the value bias
-passes through the attention unchanged (weights sum to 1), so it joins the output bias as
-W_o·b_v. Tested against the specification; measured in docs/performance.md (Classifier).
+autocast) the blocks but the last run here, fused, instead of through
+:meth:`DualAxisBlock.forward <puicl_model.model.DualAxisBlock.forward>`, whose steps they
+repeat: the big products write into reused workspace buffers, and ``h.addmm_(a, W.T)``
+accumulates the output projection straight into the residual stream. Two biases are folded
+away exactly: softmax ignores the key bias (it adds the same q·b_k to all scores of a query),
+and the value bias passes through the attention unchanged (weights sum to 1), so it joins the
+output bias as W_o·b_v. Tested against the specification; measured in docs/performance.md
+(Classifier). The last block runs as in the model's forward, at the label cells only.
 
 :func:`inference_logits` is what callers use: this path where it applies, ``model(batch)``
 elsewhere (gradients wanted, autocast on, a GPU, or the ``bucketed`` backend).
@@ -61,22 +63,18 @@ def _block(block: DualAxisBlock, h: Tensor, cells: PackedCells, work: _Workspace
 
 
 def packed_inference_logits(model: PUICLModel, batch: TaskBatch) -> Tensor:
-    """``model(batch)`` computed with the packed layout and reused buffers (no autograd).
-
-    Post-norm blocks only (the paper's; ``inference_logits`` sends pre-norm models to
-    ``model(batch)``).
-    """
+    """``model(batch)`` computed with the packed layout and reused buffers (no autograd)."""
     batch.validate()
     config = model.config
-    cells = PackedCells.of(batch, thinking_rows=config.thinking_rows,
-                           feature_group=config.feature_group)
+    cells = PackedCells.of(batch)
     h = model.embed(batch, cells)
     *inner, last = model.blocks
     work = _Workspace(cells.n_cells, config.embed_dim, config.ff_dim, like=h)
     for block in inner:
         h = _block(block, h, cells, work)
     del work
-    logits = model.decoder(model.norm_out(cells.label_cells_after(last, h))).float()
+    # as in the model's forward: the last block at the label cells only
+    logits = model.decoder(last.label_cells(h, cells)).float()
     return cells.scatter_rows(logits)
 
 
@@ -87,6 +85,5 @@ def inference_logits(model: PUICLModel, batch: TaskBatch) -> Tensor:
         and batch.device.type == "cpu"
         and not autocast_active("cpu")
         and model.attention in ("auto", "packed", "cpu_kernel")
-        and model.config.norm == "post_layernorm"
     )
     return packed_inference_logits(model, batch) if applies else model(batch)

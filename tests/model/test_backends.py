@@ -1,37 +1,28 @@
 """Every attention backend computes the specification (puicl_model.specification).
 
 Outputs within 1e-5 and gradients within 1e-4 (relative to the gradient's scale), on batches of
-tasks of different sizes, with query rows; the specification itself is invariant to the order
-of rows and features; the parameter names of the two models are the same.
+tasks of different sizes, with query rows; so does the fused inference path; the specification
+itself is invariant to the order of rows and features; the parameter names of the two models
+are the same; the options that were removed are refused, and accepted at their old default.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pytest
 import torch
 
+from puicl_common.configio import ConfigError, from_mapping
 from puicl_model.backends import BACKENDS, cpu_kernel, resolve_backend
 from puicl_model.backends.packed_inference import inference_logits, packed_inference_logits
 from puicl_model.batch import collate_tasks
-from puicl_model.config import ModelConfig
+from puicl_model.config import REMOVED_OPTIONS, ModelConfig
 from puicl_model.model import PUICLModel
 from puicl_model.specification import PUICLSpecification
 
 # 16-dimensional heads, so that the cpu_kernel backend runs its compiled kernels
 CONFIG = ModelConfig(embed_dim=32, num_layers=2, num_heads=2, ff_dim=48)
-# the recipe options (docs/training.md): each path must compute them as the specification does
-CONFIGS = {
-    "paper": CONFIG,
-    "thinking_rows": dataclasses.replace(CONFIG, thinking_rows=3),
-    "pre_rmsnorm": dataclasses.replace(CONFIG, norm="pre_rmsnorm"),
-    "pre_rmsnorm+thinking_rows": dataclasses.replace(CONFIG, norm="pre_rmsnorm", thinking_rows=2),
-    "feature_group": dataclasses.replace(CONFIG, feature_group=4),
-    "all_three": dataclasses.replace(CONFIG, norm="pre_rmsnorm", thinking_rows=2,
-                                     feature_group=3),
-}
+CONFIGS = {"paper": CONFIG}
 # (labeled, unlabeled, features): mixed sizes, two tasks of one shape, two of one feature count
 SHAPES = [(7, 13, 3), (12, 5, 6), (4, 20, 2), (7, 13, 3), (30, 31, 6), (9, 40, 1), (5, 10, 6)]
 # (the bucketed backend pads (12, 5, 6) and (5, 10, 6) into one bucket: its row mask is tested)
@@ -52,8 +43,6 @@ def models(request) -> tuple[PUICLModel, PUICLSpecification]:
     with torch.no_grad():  # larger outputs, so that the comparisons are not vacuous
         for parameter in model.decoder.parameters():
             parameter.mul_(3.0)
-        if model.thinking is not None:  # as trained thinking rows might be: not tiny
-            model.thinking.mul_(30.0)
     spec = PUICLSpecification(config)
     spec.load_state_dict(model.state_dict())
     return model, spec
@@ -91,15 +80,44 @@ def test_the_two_models_have_the_same_parameter_names(name: str) -> None:
     assert sum(p.numel() for p in PUICLSpecification().parameters()) == 1_226_882
 
 
-def test_recipe_options_at_their_defaults_change_nothing_stored() -> None:
-    """The default model draws the same weights and stores the same config as before the
-    options existed (so old weight files and run hashes stay valid)."""
-    torch.manual_seed(0)
-    before = PUICLModel(CONFIG)
-    assert "thinking" not in dict(before.named_parameters())
+def test_removed_options_are_refused_and_accepted_at_their_old_default() -> None:
+    """Stored configs name the removed options at their old default: those load, and are
+    stored and hashed as before (left out); any other value is refused, naming the key."""
+    stored = {**CONFIG.to_mapping(), **REMOVED_OPTIONS}
+    assert from_mapping(ModelConfig, stored, "model") == CONFIG
     assert set(CONFIG.to_mapping()) == {"embed_dim", "num_layers", "num_heads", "ff_dim",
                                         "feature_clip", "max_features"}
-    assert CONFIGS["all_three"].to_mapping()["feature_group"] == 3
+    for key, value in (("norm", "pre_rmsnorm"), ("thinking_rows", 16), ("feature_group", 2)):
+        with pytest.raises(ConfigError, match=rf"^model\.{key}: this option was removed"):
+            from_mapping(ModelConfig, {key: value}, "model")
+
+
+def test_the_block_is_the_papers() -> None:
+    """One block over one unpadded task, against torch.nn.MultiheadAttention written out as
+    paper §3.2: attention across the cells of each row, then across the rows of each column,
+    then the feed-forward, each followed by residual and LayerNorm."""
+    from puicl_model.specification import DenseCells
+
+    torch.manual_seed(1)
+    model = PUICLModel(CONFIG)
+    block, e, heads = model.blocks[0], CONFIG.embed_dim, CONFIG.num_heads
+    batch = collate_tasks([np.random.default_rng(6).normal(size=(9, 4)).astype(np.float32)], [3])
+    h = torch.randn(9, 5, e)  # [rows, columns, e]
+
+    def mha(attention, tokens):  # tokens [N, L, e]: attention along L
+        reference = torch.nn.MultiheadAttention(e, heads, batch_first=True)
+        reference.in_proj_weight.data.copy_(attention.qkv.weight)
+        reference.in_proj_bias.data.copy_(attention.qkv.bias)
+        reference.out_proj.load_state_dict(attention.out.state_dict())
+        return reference(tokens, tokens, tokens, need_weights=False)[0]
+
+    with torch.no_grad():
+        expected = block.norm_features(h + mha(block.attn_features, h))
+        across_rows = mha(block.attn_rows, expected.transpose(0, 1)).transpose(0, 1)
+        expected = block.norm_rows(expected + across_rows)
+        expected = block.norm_ff(expected + block.ff(expected))
+        got = block(h.reshape(-1, e), DenseCells(batch)).view(9, 5, e)
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
 
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -144,9 +162,8 @@ def test_the_allocation_free_inference_path_matches_the_specification(models, qu
     batch = make_batch(2, queries)
     with torch.no_grad():
         expected = spec(batch)
-        if model.config.norm == "post_layernorm":  # the path is written for post-norm blocks
-            torch.testing.assert_close(packed_inference_logits(model, batch), expected,
-                                       rtol=0, atol=1e-5)
+        torch.testing.assert_close(packed_inference_logits(model, batch), expected,
+                                   rtol=0, atol=1e-5)
         torch.testing.assert_close(inference_logits(model, batch), expected, rtol=0, atol=1e-5)
 
 
@@ -164,9 +181,8 @@ def test_the_specification_is_invariant_to_row_and_feature_order(models) -> None
                                    base[10:], rtol=0, atol=1e-5)
         torch.testing.assert_close(spec(collate_tasks([x[pool_rows]], [10]))[0][10:],
                                    base[pool_rows[10:]], rtol=0, atol=1e-5)
-        if spec.config.feature_group == 1:  # a token of several features has an order
-            torch.testing.assert_close(spec(collate_tasks([x[:, features]], [10]))[0][10:],
-                                       base[10:], rtol=0, atol=1e-5)
+        torch.testing.assert_close(spec(collate_tasks([x[:, features]], [10]))[0][10:],
+                                   base[10:], rtol=0, atol=1e-5)
 
 
 def test_the_specification_ignores_padding(models) -> None:
