@@ -9,8 +9,7 @@ from prior_gen.errors import ShardMismatchError
 from prior_gen.manifest import MANIFEST_NAME, load_manifest, summarize
 from prior_gen.seeding import TAIL
 from prior_gen.shards import ShardReader
-from puicl_common.atomic import atomic_output
-from puicl_common.output_paths import write_failed
+from puicl_common.output_paths import save_figure
 
 __all__ = ["inspect_directory", "stage_rows"]
 
@@ -119,14 +118,7 @@ def plot_stats(manifest: dict[str, Any], splits: list[str], path: Path) -> None:
         ax.legend(fontsize=7)
     fig.suptitle(f"prior shards: config {manifest['config_hash'][:12]}, seed {manifest['seed']}")
     fig.tight_layout()
-    try:
-        # the format from the name asked for: the temporary name's suffix is not a format
-        with atomic_output(path) as temporary:
-            fig.savefig(temporary, dpi=110, format=path.suffix[1:].lower() or "png")
-    except OSError as err:
-        raise write_failed(path, err) from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def inspect_directory(directory: Path, split: str | None, plot: str | None, verify: bool) -> int:

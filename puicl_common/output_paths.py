@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["OutputPathError", "check_output_path", "os_error_message", "write_failed"]
+from puicl_common.atomic import atomic_output
+
+__all__ = ["OutputPathError", "check_output_path", "os_error_message", "save_figure",
+           "write_failed"]
 
 
 class OutputPathError(ValueError):
@@ -61,3 +64,20 @@ def write_failed(target: str | os.PathLike[str], err: OSError) -> OutputPathErro
     """The error to raise when writing ``target`` failed with ``err``: it names the target the
     user gave, not the temporary file next to it that the atomic write was filling."""
     return OutputPathError(f"cannot write {target}: {err.strerror or err}")
+
+
+def save_figure(figure: Any, path: Path, dpi: int) -> None:
+    """Write a matplotlib figure to ``path`` atomically, in the format its suffix names (PNG
+    without one), then close it; a write the file system refuses raises
+    :class:`OutputPathError` naming ``path``. Takes the figure, so this module needs no
+    matplotlib of its own."""
+    import matplotlib.pyplot as plt
+
+    try:
+        # the format from the name asked for: the temporary name's suffix is not a format
+        with atomic_output(path) as temporary:
+            figure.savefig(temporary, dpi=dpi, format=path.suffix[1:].lower() or "png")
+    except OSError as err:
+        raise write_failed(path, err) from None
+    finally:
+        plt.close(figure)

@@ -11,8 +11,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from puicl_common.atomic import atomic_output
-from puicl_common.output_paths import write_failed
+from puicl_common.output_paths import save_figure
 from trainer.metrics_log import read_metrics
 
 
@@ -89,12 +88,5 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
     out_path = Path(out) if out is not None else run_dir / "metrics.png"
     fig.suptitle(f"run {run_dir}")  # the path as given: run directories are often named "run"
-    try:
-        # the format from the name asked for: the temporary name's suffix is not a format
-        with atomic_output(out_path) as temporary:
-            fig.savefig(temporary, dpi=100, format=out_path.suffix[1:].lower() or "png")
-    except OSError as err:
-        raise write_failed(out_path, err) from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, out_path, dpi=100)
     return out_path
