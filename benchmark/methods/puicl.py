@@ -131,8 +131,8 @@ def resolve_weights(weights: str | Path | None) -> Path:
     if chosen is None:
         raise MissingWeightsError(
             "method 'puicl' needs trained weights: pass --weights PATH (a checkpoint directory "
-            "or .safetensors file written by `trainer export`); no checkpoint ships with the "
-            "package yet"
+            "or .safetensors file written by `trainer export`); this installation of "
+            "puicl_model has no bundled checkpoint"
         )
     if not chosen.exists():
         raise MissingWeightsError(f"--weights {chosen}: no such file or directory")
