@@ -18,7 +18,7 @@ REMOVED_OPTIONS: dict[str, Any] = {"norm": "post_layernorm", "thinking_rows": 0,
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Sizes of the PUICL transformer. The defaults are the paper's (1,226,882 parameters)."""
+    """Sizes of the PUICL transformer. The defaults are the paper's (docs/architecture.md §7)."""
 
     REMOVED_KEYS: ClassVar[Mapping[str, Any]] = REMOVED_OPTIONS
     REMOVED_WHY: ClassVar[str] = "it did not beat the base recipe, docs/recipe.md"
