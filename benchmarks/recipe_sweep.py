@@ -226,16 +226,48 @@ def generate_shards(config_path: Path, config: dict[str, Any], out: Path, log: P
     return shards
 
 
-def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int) -> dict[str, Any]:
+def newest_checkpoint_step(run_dir: Path) -> int:
+    """The step of the run's newest checkpoint (0 before the first)."""
+    steps = [int(p.stem.split("_")[-1]) for p in (run_dir / "checkpoints").glob("step_*.pt")]
+    return max(steps, default=0)
+
+
+def train_segment(where: Path, command: list[str], log: Path) -> tuple[float, float]:
+    """Run one training segment; returns the run's CPU and wall seconds over all its segments.
+
+    Each segment's cost is appended to ``segments.json``, so that a variant trained in several
+    time-limited segments (``--time-limit``) is charged for all of them, not the last."""
+    started = time.perf_counter()
+    cpu = run(command, log)
+    ledger = where / "segments.json"
+    segments = json.loads(ledger.read_text()) if ledger.exists() else []
+    segments.append({"cpu_s": cpu, "wall_s": time.perf_counter() - started,
+                     "until_step": newest_checkpoint_step(where / "run"),
+                     "date": time.strftime("%Y-%m-%d %H:%M")})
+    atomic_write_json(ledger, segments)
+    return sum(s["cpu_s"] for s in segments), sum(s["wall_s"] for s in segments)
+
+
+def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int,
+                  time_limit: float | None = None) -> dict[str, Any] | None:
+    """Train, export and score one variant; ``None`` when a time-limited segment ended before
+    the run's last step (run the same command again to continue it, bit for bit)."""
     config_path, config = write_config(plan, name, out)
     where = out / name
     log = where / "log.txt"
     shards = generate_shards(config_path, config, out, log)
-    started = time.perf_counter()
-    train_cpu = run([str(BIN / "python"), "trainer/main.py", "--config", str(config_path),
-                     "--shards", str(shards), "--run-dir", str(where / "run"),
-                     "--threads", str(threads)], log)
-    train_wall = time.perf_counter() - started
+    command = [str(BIN / "python"), "trainer/main.py", "--config", str(config_path),
+               "--shards", str(shards), "--run-dir", str(where / "run"),
+               "--threads", str(threads)]
+    if time_limit is not None:
+        command += ["--time-limit", f"{time_limit:g}"]
+    train_cpu, train_wall = train_segment(where, command, log)
+    total_steps = variant_steps(plan, name)
+    reached = newest_checkpoint_step(where / "run")
+    if reached < total_steps:
+        print(f"{name}: the segment ended at step {reached} of {total_steps}; run the same "
+              "command again to continue", flush=True)
+        return None
     run([str(BIN / "trainer"), "export", str(where / "run"), "--out", str(where / "weights")], log)
     # A plan may fix the classifier settings of its yardstick (``dev_settings``), so that
     # variants trained on other days are scored as the first ones were, whatever today's
@@ -386,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads of the training process (1: two variants at once "
                         "on a 2-core machine, each as fast as one 2-thread run)")
+    parser.add_argument("--time-limit", type=float, metavar="MINUTES",
+                        help="end each variant's training segment with a checkpoint before "
+                        "MINUTES (the trainer's --time-limit); the same command continues it")
     parser.add_argument("--generate-only", action="store_true",
                         help="write the variants' configs and shards (and the fixed validation "
                         "split) and stop: run this before training variants side by side, so "
@@ -418,7 +453,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# {name}: {variant_steps(plan, name)} steps")
             print(yaml.safe_dump(variant_config(plan, name), sort_keys=False))
             continue
-        summary = train_variant(plan, name, args.out, args.threads)
+        summary = train_variant(plan, name, args.out, args.threads, args.time_limit)
+        if summary is None:
+            continue
         print(f"{name}: val AUC {summary['val_auc']:.4f}, dev-suite AUC {summary['dev_auc']:.4f}, "
               f"{summary['train_cpu_minutes']:.1f} CPU-min", flush=True)
     rows = summaries(plan, args.out)

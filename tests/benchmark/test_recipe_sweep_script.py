@@ -5,6 +5,7 @@ table reports each variant's paired difference from the base next to the measure
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -107,3 +108,28 @@ def test_a_variant_starts_from_the_resolved_base(tmp_path) -> None:
     base = load_run_config(ROOT / plan["base"])
     assert (variant.prior, variant.model) == (base.prior, base.model)
     assert variant.training.phase1.peak_lr == base.training.phase1.peak_lr == 0.003
+
+
+def test_a_time_limited_segment_stops_before_scoring_and_its_cost_is_kept(
+        tmp_path, monkeypatch) -> None:
+    """A segment that ends before the last step returns no summary (nothing is scored from a
+    half-trained run), and every segment's CPU time is charged to the variant."""
+    plan = {"base": "configs/puicl_v1.yaml", "budget_steps": 40, "variants": {"a": {}}}
+    steps_written: list[int] = []
+
+    def fake_run(command: list[str], log: Path) -> float:
+        assert command[command.index("--time-limit") + 1] == "5"
+        run_dir = Path(command[command.index("--run-dir") + 1])
+        (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+        step = 10 * (len(steps_written) + 1)
+        steps_written.append(step)
+        (run_dir / "checkpoints" / f"step_{step:08d}.pt").write_bytes(b"")
+        return 60.0
+
+    monkeypatch.setattr(recipe_sweep, "run", fake_run)
+    monkeypatch.setattr(recipe_sweep, "generate_shards", lambda *a: tmp_path / "shards")
+    assert recipe_sweep.train_variant(plan, "a", tmp_path, 1, time_limit=5) is None
+    assert recipe_sweep.train_variant(plan, "a", tmp_path, 1, time_limit=5) is None
+    ledger = json.loads((tmp_path / "a" / "segments.json").read_text())
+    assert [s["until_step"] for s in ledger] == [10, 20]
+    assert sum(s["cpu_s"] for s in ledger) == 120.0
