@@ -15,6 +15,12 @@ from puicl_common.configio import require, to_dict
 REMOVED_OPTIONS: dict[str, Any] = {"norm": "post_layernorm", "thinking_rows": 0,
                                    "feature_group": 1}
 
+# Options added after weights were published, with the value that reproduces those weights.
+# ``to_mapping`` leaves such a key out while it holds that value, so the configs, training hashes
+# and weight headers written before the option existed stay the same bytes.
+LEGACY_VALUES: dict[str, Any] = {"value_encoder": "linear", "value_bins": 16}
+VALUE_ENCODERS = ("linear", "rbf")
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -30,6 +36,11 @@ class ModelConfig:
     feature_clip: float = 100.0  # standardized features are clipped to ±feature_clip
     # features per task seen in training; the classifier ensembles over subsets above this
     max_features: int = 20
+    # how a cell's standardized value becomes a vector (PUICLModel.embed_features):
+    # linear: the paper's Linear(1, e); rbf: that plus a learned mix of value_bins radial-basis
+    # functions of the value
+    value_encoder: str = "linear"
+    value_bins: int = 16
 
     def validate(self) -> None:
         require(self.embed_dim > 0, "embed_dim", f"must be positive, got {self.embed_dim}")
@@ -43,7 +54,14 @@ class ModelConfig:
         require(self.ff_dim > 0, "ff_dim", f"must be positive, got {self.ff_dim}")
         require(self.feature_clip > 0, "feature_clip", f"must be positive, got {self.feature_clip}")
         require(self.max_features > 0, "max_features", f"must be positive, got {self.max_features}")
+        require(self.value_encoder in VALUE_ENCODERS, "value_encoder",
+                f"must be one of {', '.join(VALUE_ENCODERS)}, got {self.value_encoder!r}")
+        require(self.value_bins >= 2, "value_bins", f"must be at least 2, got {self.value_bins}")
 
     def to_mapping(self) -> dict[str, Any]:
-        """The config as stored (weights, hashes)."""
-        return to_dict(self)
+        """The config as stored (weights, hashes): options at their legacy value left out."""
+        mapping = to_dict(self)
+        for key, legacy in LEGACY_VALUES.items():
+            if mapping[key] == legacy:
+                del mapping[key]
+        return mapping

@@ -22,7 +22,10 @@ from puicl_model.specification import PUICLSpecification
 
 # 16-dimensional heads, so that the cpu_kernel backend runs its compiled kernels
 CONFIG = ModelConfig(embed_dim=32, num_layers=2, num_heads=2, ff_dim=48)
-CONFIGS = {"paper": CONFIG}
+CONFIGS = {"paper": CONFIG,
+           # the radial-basis value encoder (an option beyond the paper) goes through every layout
+           "rbf": ModelConfig(embed_dim=32, num_layers=2, num_heads=2, ff_dim=48,
+                              value_encoder="rbf", value_bins=8)}
 # (labeled, unlabeled, features): mixed sizes, two tasks of one shape, two of one feature count
 SHAPES = [(7, 13, 3), (12, 5, 6), (4, 20, 2), (7, 13, 3), (30, 31, 6), (9, 40, 1), (5, 10, 6)]
 # (the bucketed backend pads (12, 5, 6) and (5, 10, 6) into one bucket: its row mask is tested)
