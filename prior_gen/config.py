@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from prior_gen.mechanisms_config import ColumnsConfig, FamiliesConfig, LabelRuleConfig
+from prior_gen.mechanisms_config import (
+    ColumnsConfig,
+    FamiliesConfig,
+    LabelRuleConfig,
+    WideConfig,
+)
 from puicl_common.configio import (
     ConfigError,
     config_hash,
@@ -94,6 +99,7 @@ LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "scm", "families"): None,
     ("prior", "label_rule"): None,
     ("prior", "dataset", "columns"): None,
+    ("prior", "dataset", "wide"): None,
 }
 
 
@@ -239,6 +245,8 @@ class DatasetConfig:
     categorical: CategoricalConfig | None = None
     # per-task column post-processing (prior_gen.columns); None: the columns as generated
     columns: ColumnsConfig | None = None
+    # some tasks wider than n_features (prior_gen.wide); None: every task within n_features
+    wide: WideConfig | None = None
 
     def validate(self) -> None:
         _int_range(self.n_features, "n_features", 1)
@@ -247,6 +255,11 @@ class DatasetConfig:
                 require(bound >= 1, "n_labeled", f"bounds must be >= 1, got {bound}")
         else:
             _int_range(self.n_labeled, "n_labeled", 1)
+
+    def widest(self) -> int:
+        """The most features a task can have, ``wide`` tasks included."""
+        wide = self.wide
+        return max(self.n_features[1], wide.n_features[1] if wide and wide.probability else 0)
 
     def n_labeled_at(self, stage: int, stages: int) -> tuple[int, int]:
         """The inclusive range of P at phase-1 stage ``stage`` of ``stages`` (tail: K)."""

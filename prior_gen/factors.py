@@ -11,8 +11,10 @@ task's own stream (used next for weights, causes, noise, ...) always starts at t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -67,6 +69,9 @@ class TaskPlan:
     n_train: int  # n_tr: pre-removal training portion
     n_unlabeled: int  # n_u
     rng: np.random.Generator
+    # under prior.dataset.wide: whether this task drew a wide feature count (prior_gen.wide);
+    # None without the section (then the metadata has no such key, as before it existed)
+    wide: bool | None = None
 
     @property
     def n_rows(self) -> int:
@@ -108,28 +113,17 @@ def _uniform(u: float, bounds: tuple[float, float]) -> float:
     return lo + u * (hi - lo) if hi > lo else lo
 
 
-def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> list[TaskPlan]:
-    """The plans of the ``global_batch`` tasks of ``step`` of ``stage``, in training order."""
-    curriculum = config.curriculum
-    n_steps = steps_in_stage(stage, curriculum)
-    if not 0 <= step < n_steps:
-        raise ValueError(f"step {step} is outside 0..{n_steps - 1} of stage {stage}")
-    prior = config.prior
-    scm, modes, scopes = prior.scm, prior.modes, prior.scopes
-    size = _block_size(config)
-    blocks = {
-        "stage": _stage_block(config.seed, split, stage, size),
-        "step": scope_generator(config.seed, split, stage, "step", step).random(size),
-    }
+def _resolvers(config: GenerationConfig, stage: Stage) -> dict[str, Callable[[float], Any]]:
+    """The value of each factor from its uniform at ``stage`` (the ``activations`` slot picks
+    the schedule; the functions have slots of their own)."""
+    curriculum, prior = config.curriculum, config.prior
+    scm, modes = prior.scm, prior.modes
     s_anneal = annealing_stage(stage, curriculum)
     eta_range = curriculum.eta.at(s_anneal, curriculum.stages)
     pi_range = curriculum.pi.at(s_anneal, curriculum.stages)
     n_labeled_range = prior.dataset.n_labeled_at(s_anneal, curriculum.stages)
     p_causal = causal_probability(stage, curriculum)
-    n_scalar = len(FACTORS)
-
-    # value of each factor from its uniform (the "activations" slot picks the schedule)
-    resolve = {
+    return {
         "depth": lambda u: _integer(u, scm.depth),
         "width": lambda u: _integer(u, scm.width),
         "n_features": lambda u: _integer(u, prior.dataset.n_features),
@@ -145,6 +139,23 @@ def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> 
         "eta": lambda u: _uniform(u, eta_range),
         "pi": lambda u: _uniform(u, pi_range),
     }
+
+
+def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> list[TaskPlan]:
+    """The plans of the ``global_batch`` tasks of ``step`` of ``stage``, in training order."""
+    curriculum = config.curriculum
+    n_steps = steps_in_stage(stage, curriculum)
+    if not 0 <= step < n_steps:
+        raise ValueError(f"step {step} is outside 0..{n_steps - 1} of stage {stage}")
+    prior = config.prior
+    scm, scopes = prior.scm, prior.scopes
+    size = _block_size(config)
+    blocks = {
+        "stage": _stage_block(config.seed, split, stage, size),
+        "step": scope_generator(config.seed, split, stage, "step", step).random(size),
+    }
+    resolve = _resolvers(config, stage)
+    n_scalar = len(FACTORS)
 
     def functions_of(block: np.ndarray) -> list[str]:
         """The function drawn for each possible hidden block, from a block's function slots."""
@@ -206,4 +217,8 @@ def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> 
                 rng=rng,
             )
         )
+    if prior.dataset.wide is not None:
+        from prior_gen.wide import widen
+
+        plans = [widen(plan, prior.dataset.wide) for plan in plans]
     return plans

@@ -1,6 +1,6 @@
 """Configuration of the prior's optional mechanisms beyond the paper's MLP SCM.
 
-Three sections, each absent (``None``) by default, which is also its legacy value: a config
+Four sections, each absent (``None``) by default, which is also its legacy value: a config
 without them keeps its hash, its shards and its checkpoints (the versioning rule,
 ``prior_gen.config.LEGACY_VALUES``, docs/architecture.md §6).
 
@@ -15,6 +15,8 @@ without them keeps its hash, its shards and its checkpoints (the versioning rule
 * ``prior.dataset.columns`` (:class:`ColumnsConfig`): per-task post-processing of the feature
   columns as real tables have them: duplicates, copies, sums, integers, counts, skewed and
   heavy-tailed marginals, few distinct values, irrelevant noise (``prior_gen.columns``).
+* ``prior.dataset.wide`` (:class:`WideConfig`): with a probability per task, a feature count
+  from a wider range than ``prior.dataset.n_features`` (``prior_gen.wide``).
 
 This module imports nothing from ``prior_gen.config`` (which imports it), and the family
 registry only inside :meth:`FamiliesConfig.validate`.
@@ -28,7 +30,13 @@ from typing import Literal
 
 from puicl_common.configio import require
 
-__all__ = ["COLUMN_MECHANISMS", "ColumnsConfig", "FamiliesConfig", "LabelRuleConfig"]
+__all__ = [
+    "COLUMN_MECHANISMS",
+    "ColumnsConfig",
+    "FamiliesConfig",
+    "LabelRuleConfig",
+    "WideConfig",
+]
 
 
 def _range(value: tuple[int, int], key: str, minimum: int) -> None:
@@ -141,3 +149,16 @@ class ColumnsConfig:
 
     def probabilities(self) -> tuple[float, ...]:
         return tuple(getattr(self, name) for name in COLUMN_MECHANISMS)
+
+
+@dataclass(frozen=True)
+class WideConfig:
+    """``prior.dataset.wide``: with probability ``probability`` a task draws its feature count
+    from U{``n_features``} instead of ``prior.dataset.n_features`` (``prior_gen.wide``)."""
+
+    probability: float = 0.2
+    n_features: tuple[int, int] = (20, 100)
+
+    def validate(self) -> None:
+        _probability(self.probability, "probability")
+        _range(self.n_features, "n_features", 1)

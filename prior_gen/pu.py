@@ -197,6 +197,8 @@ def build_task(
         "activations": list(plan.activations),
         "attempts": attempts,
     }
+    if plan.wide is not None:
+        meta["wide"] = plan.wide
     if plan.causal:
         meta.update(
             label_block=plan.label_block,

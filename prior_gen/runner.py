@@ -111,11 +111,15 @@ def estimated_bytes(config: GenerationConfig, jobs: Iterable[ShardJob]) -> int:
     tiny tasks: 0.15 MB estimated, 0.17 MB stored).
     """
     curriculum = config.curriculum
-    features = sum(config.prior.dataset.n_features) / 2
+    dataset = config.prior.dataset
+    features = sum(dataset.n_features) / 2
+    if dataset.wide is not None:  # the mean over the usual and the wide tasks
+        p = dataset.wide.probability
+        features = (1.0 - p) * features + p * sum(dataset.wide.n_features) / 2
     total = 0.0
     for job in jobs:
         stage = annealing_stage(job.stage, curriculum)
-        labeled = sum(config.prior.dataset.n_labeled_at(stage, curriculum.stages)) / 2
+        labeled = sum(dataset.n_labeled_at(stage, curriculum.stages)) / 2
         eta = sum(curriculum.eta.at(stage, curriculum.stages)) / 2
         rows = labeled * (1.0 + eta)
         total += job.n_steps * curriculum.global_batch * rows * (4 * features + 1)

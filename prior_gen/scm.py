@@ -265,6 +265,19 @@ def forward_group(
                     positions, columns = gathers[i][layer]
                     picked[i][:, positions] = hidden_rows[:, columns]
 
+    return _readouts(plans, params, hidden, picked, bounds)
+
+
+def _readouts(
+    plans: list[TaskPlan],
+    params: _Parameters,
+    hidden: np.ndarray,
+    picked: list[np.ndarray | None],
+    bounds: list[int],
+) -> list[RawTask]:
+    """The raw outputs of a group after :func:`forward_group`'s pass: a causal task's picked
+    nodes, a non-causal task's readout heads applied to its last hidden block ``hidden``."""
+    h = hidden.shape[1]
     outputs = []
     for i, plan in enumerate(plans):
         if plan.causal:
@@ -272,10 +285,11 @@ def forward_group(
             label = params.selections[i].label_node
             outputs.append(RawTask(x=picked[i][:, :d], score=picked[i][:, d], label_node=label))
             continue
-        last, head = hidden[rows_of(i)], params.heads[i]
+        rows = slice(bounds[i], bounds[i + 1])
+        last, head = hidden[rows], params.heads[i]
         score = last @ head[:h]
         if plan.noncausal_features == "causes":
-            x = params.causes[rows_of(i)].copy()
+            x = params.causes[rows].copy()
         else:
             x = last @ head[h:].reshape(h, plan.n_features)
         outputs.append(RawTask(x=x, score=score))
