@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from prior_gen.mechanisms_config import ColumnsConfig, FamiliesConfig, LabelRuleConfig
+from prior_gen.mechanisms_config import (
+    ColumnsConfig,
+    FamiliesConfig,
+    LabelingConfig,
+    LabelRuleConfig,
+)
 from puicl_common.configio import (
     ConfigError,
     config_hash,
@@ -94,6 +99,7 @@ LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "scm", "families"): None,
     ("prior", "label_rule"): None,
     ("prior", "dataset", "columns"): None,
+    ("prior", "labeling"): None,
 }
 
 
@@ -293,6 +299,7 @@ class PriorConfig:
     scopes: ScopeConfig = field(default_factory=ScopeConfig)
     # labels from a boolean rule for some tasks (prior_gen.rule_label); None: from the score
     label_rule: LabelRuleConfig | None = None
+    labeling: LabelingConfig | None = None  # biased labeled positives (prior_gen.labeling)
 
     def validate(self) -> None:
         # a causal SCM must have d + 1 distinct nodes in its hidden blocks (label + features)

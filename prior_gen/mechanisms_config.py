@@ -1,6 +1,6 @@
 """Configuration of the prior's optional mechanisms beyond the paper's MLP SCM.
 
-Three sections, each absent (``None``) by default, which is also its legacy value: a config
+Four sections, each absent (``None``) by default, which is also its legacy value: a config
 without them keeps its hash, its shards and its checkpoints (the versioning rule,
 ``prior_gen.config.LEGACY_VALUES``, docs/architecture.md §6).
 
@@ -15,6 +15,9 @@ without them keeps its hash, its shards and its checkpoints (the versioning rule
 * ``prior.dataset.columns`` (:class:`ColumnsConfig`): per-task post-processing of the feature
   columns as real tables have them: duplicates, copies, sums, integers, counts, skewed and
   heavy-tailed marginals, few distinct values, irrelevant noise (``prior_gen.columns``).
+* ``prior.labeling`` (:class:`LabelingConfig`): with a probability per task, the labeled
+  positives are drawn with a propensity that depends on the features (selection bias, SAR)
+  instead of uniformly (``prior_gen.labeling``).
 
 This module imports nothing from ``prior_gen.config`` (which imports it), and the family
 registry only inside :meth:`FamiliesConfig.validate`.
@@ -28,7 +31,13 @@ from typing import Literal
 
 from puicl_common.configio import require
 
-__all__ = ["COLUMN_MECHANISMS", "ColumnsConfig", "FamiliesConfig", "LabelRuleConfig"]
+__all__ = [
+    "COLUMN_MECHANISMS",
+    "ColumnsConfig",
+    "FamiliesConfig",
+    "LabelRuleConfig",
+    "LabelingConfig",
+]
 
 
 def _range(value: tuple[int, int], key: str, minimum: int) -> None:
@@ -97,6 +106,23 @@ class LabelRuleConfig:
         _probability(self.probability, "probability")
         _range(self.features, "features", 1)
         _range(self.levels, "levels", 2)
+
+
+@dataclass(frozen=True)
+class LabelingConfig:
+    """``prior.labeling``: P(a task's labeled positives are a biased draw) and the slope range
+    of its propensity 1 / (1 + ≈exp(−k·z)), z a standardized random projection of the features
+    (``prior_gen.labeling``)."""
+
+    probability: float = 0.5
+    strength: tuple[float, float] = (1.0, 3.0)
+
+    def validate(self) -> None:
+        _probability(self.probability, "probability")
+        lo, hi = self.strength
+        require(math.isfinite(hi), "strength", f"must be finite, got {hi}")
+        require(lo >= 0, "strength", f"lower bound must be >= 0, got {lo}")
+        require(lo <= hi, "strength", f"lower bound {lo} is above upper bound {hi}")
 
 
 # The column mechanisms in the order a task applies them (and draws their choices): in-place
