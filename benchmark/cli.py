@@ -24,6 +24,7 @@ from pathlib import Path
 
 from benchmark.datasets import DATASET_SLUGS, DataError
 from benchmark.imports import ImportSummary
+from benchmark.labeling import LABELINGS, SCAR, parse_labeling
 from benchmark.methods import METHOD_NAMES, MissingLibraryError, MissingWeightsError
 from benchmark.protocol import TARGET_PI
 from benchmark.report import records_frame, write_reports
@@ -68,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "folder per value (OUT/pi_0.2, ...) and the suite's figure over all of "
                         f"them in OUT/summary.md. Default: {TARGET_PI} (paper §6.1) for the "
                         f"benchmark, {','.join(f'{p:g}' for p in DEV_PIS)} for the dev suite")
+    parser.add_argument("--labeling", default=SCAR,
+                        help="which drawn positives are labeled: scar (default, the paper's "
+                        "uniform draw) or a biased mechanism, " + ", ".join(LABELINGS[1:])
+                        + ": drawn with probabilities ∝ a propensity of their features "
+                        "(docs/benchmark.md, \"Biased labeling\")")
     parser.add_argument("--seed", type=int, default=0, help="root seed of tasks and methods")
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes")
     parser.add_argument("--method-config", type=Path, default=None,
@@ -109,6 +115,7 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
     methods = expand_names(args.methods, METHOD_NAMES, "method")
     datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
     pis = parse_pis(args.pi, args.suite)
+    labeling = parse_labeling(args.labeling)
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     if args.out.exists() and not args.out.is_dir():
@@ -132,7 +139,7 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
                     seed=args.seed, data_dir=args.data_dir, weights=args.weights,
                     jobs=args.jobs, method_overrides=overrides, target_pi=pi,
                     import_results=args.import_results, verify_imports=args.verify_imports,
-                    suite=args.suite)
+                    suite=args.suite, labeling=labeling)
             for pi in pis]
 
 
@@ -170,8 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             frames[spec.target_pi] = records_frame(records, spec.datasets, spec.methods)
         if len(specs) > 1 or args.suite == "dev":
             suite = get_suite(args.suite)
+            labeling = specs[0].labeling
+            biased = "" if labeling == SCAR else f", labeling {labeling}"
             paths.update(write_summary(args.out, frames, specs[0].methods,
-                                       f"{suite.description} ({args.suite})"))
+                                       f"{suite.description} ({args.suite}){biased}"))
     # ValueError includes a refused import (benchmark.imports.ImportMismatchError)
     except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
         print(f"puicl-bench: error: {err}", file=sys.stderr)

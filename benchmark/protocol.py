@@ -11,10 +11,16 @@ From a binary dataset whose positive class (label 1) is the majority class:
 4. shuffle the pool. The task's rows are the labeled positives first, then the pool
    (docs/architecture.md §3), with ``s = 1`` on labeled rows and the hidden ``y_true``.
 
+Under a biased labeling (``labeling`` other than ``scar``, ``benchmark/labeling.py``), step 2
+labels ``n_labeled`` of the drawn positives chosen with probabilities ∝ their propensity
+instead of the first ones; every other draw is the same.
+
 Every draw comes from ``numpy.random.SeedSequence`` keyed by what is drawn:
 ``(root_seed, dataset key, repetition)`` for the task and
-``(root_seed, dataset key, repetition, method key)`` for a method's own randomness, so a task
-is the same bytes whatever the worker count or the order in which tasks run.
+``(root_seed, dataset key, repetition, method key)`` for a method's own randomness, and
+``(root_seed, dataset key, repetition, key("labeling"), mechanism key)`` for a biased
+labeling's, so a task is the same bytes whatever the worker count or the order in which tasks
+run, and a SCAR task is the same bytes as before biased labelings existed.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmark.datasets import Dataset
+from benchmark.labeling import SCAR, choose_labeled
 
 MAX_POSITIVES = 600
 TARGET_PI = 0.5
@@ -37,6 +44,15 @@ def name_key(name: str) -> int:
 
 def task_seed_sequence(root_seed: int, dataset: str, repetition: int) -> np.random.SeedSequence:
     return np.random.SeedSequence([root_seed, name_key(dataset), repetition])
+
+
+def labeling_seed_sequence(root_seed: int, dataset: str, repetition: int,
+                           labeling: str) -> np.random.SeedSequence:
+    """The stream of a biased labeling's draws (its random direction or column, which
+    positives are labeled); apart from the task's own, so SCAR draws are untouched."""
+    return np.random.SeedSequence(
+        [root_seed, name_key(dataset), repetition, name_key("labeling"), name_key(labeling)]
+    )
 
 
 def method_seed(root_seed: int, dataset: str, repetition: int, method: str) -> int:
@@ -112,8 +128,10 @@ def make_task(
     root_seed: int,
     max_positives: int = MAX_POSITIVES,
     target_pi: float = TARGET_PI,
+    labeling: str = SCAR,
 ) -> PUTask:
-    """Build replicate ``repetition`` of the PU task of ``dataset`` (§6.1)."""
+    """Build replicate ``repetition`` of the PU task of ``dataset`` (§6.1); ``labeling``: which
+    positives are labeled (``benchmark/labeling.py``; ``scar``: the paper's uniform draw)."""
     n_labeled, n_u_pos, n_u_neg = composition(
         dataset.n_positive, dataset.n_negative, max_positives, target_pi
     )
@@ -122,6 +140,10 @@ def make_task(
     negatives = np.flatnonzero(dataset.y == 0)
     chosen_pos = rng.choice(positives, size=n_labeled + n_u_pos, replace=False)
     chosen_neg = rng.choice(negatives, size=n_u_neg, replace=False)
+    if labeling != SCAR:
+        biased = np.random.default_rng(
+            labeling_seed_sequence(root_seed, dataset.slug, repetition, labeling))
+        chosen_pos = choose_labeled(labeling, dataset, chosen_pos, n_labeled, biased)
     labeled = chosen_pos[:n_labeled]
     pool = rng.permutation(np.concatenate([chosen_pos[n_labeled:], chosen_neg]))
     rows = np.concatenate([labeled, pool])

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmark.labeling import SCAR
 from benchmark.paper import PAPER_AVERAGES, PAPER_TABLE
 from benchmark.protocol import TARGET_PI
 from benchmark.runner import RunSpec
@@ -40,9 +41,13 @@ CSV_COLUMNS = ["dataset", "repetition", "method", "seed", "n_labeled", "n_u_pos"
 
 
 def records_frame(records: Sequence[dict[str, Any]], datasets: Sequence[str],
-                  methods: Sequence[str]) -> pd.DataFrame:
-    """Records as a DataFrame in Table-1 dataset order, then method order, then repetition."""
+                  methods: Sequence[str], labeling: str = SCAR) -> pd.DataFrame:
+    """Records as a DataFrame in Table-1 dataset order, then method order, then repetition.
+    A biased ``labeling`` (every record of a run has the run's) adds a last column naming it;
+    SCAR adds none, so a SCAR run's results.csv keeps its columns and bytes."""
     frame = pd.DataFrame(list(records), columns=CSV_COLUMNS)
+    if labeling != SCAR:
+        frame["labeling"] = labeling
     frame["dataset"] = pd.Categorical(frame["dataset"], categories=list(datasets), ordered=True)
     frame["method"] = pd.Categorical(frame["method"], categories=list(methods), ordered=True)
     frame = frame.sort_values(["dataset", "method", "repetition"]).reset_index(drop=True)
@@ -149,7 +154,8 @@ def comparison_markdown(frame: pd.DataFrame, datasets: Sequence[str],
 
 
 def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str],
-             path: Path, target_pi: float = TARGET_PI, suite: Suite | None = None) -> None:
+             path: Path, target_pi: float = TARGET_PI, suite: Suite | None = None,
+             labeling: str = SCAR) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -165,7 +171,7 @@ def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str
         values = [*means[method].to_numpy(), means[method].mean()]
         ax.bar(x + (i - (len(methods) - 1) / 2) * width, values, width,
                label=METHOD_LABELS.get(method, method))
-    if suite.in_paper and target_pi == TARGET_PI:  # the paper's marks where its tasks are these
+    if _paper_tasks(suite, target_pi, labeling):  # the paper's marks where its tasks are these
         paper = [PAPER_TABLE["auc"]["puicl"].get(s, np.nan) for s in datasets]
         paper.append(float(np.nanmean(paper)) if datasets else np.nan)
         ax.scatter(x, paper, marker="_", s=180, color="black", zorder=3,
@@ -176,11 +182,17 @@ def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     what = "PU benchmark (paper §6)" if suite.in_paper else f"{suite.name} suite"
-    ax.set_title(f"{what}, π = {target_pi:g}: AUC on the unlabeled pool")
+    biased = "" if labeling == SCAR else f", labeling {labeling}"
+    ax.set_title(f"{what}, π = {target_pi:g}{biased}: AUC on the unlabeled pool")
     fig.tight_layout()
     with atomic_output(path, suffix=".png") as temporary:
         fig.savefig(temporary)
     plt.close(fig)
+
+
+def _paper_tasks(suite: Suite, target_pi: float, labeling: str) -> bool:
+    """Are these the tasks of the paper's Table 1 (its 20 datasets, π = 0.5, SCAR; §6.1)?"""
+    return suite.in_paper and target_pi == TARGET_PI and labeling == SCAR
 
 
 def _versions() -> dict[str, str]:
@@ -250,7 +262,11 @@ def provenance(spec: RunSpec, argv: Sequence[str],
             "task: numpy SeedSequence([root_seed, sha256(dataset)[:4] as uint32 LE, repetition]);"
             " method: SeedSequence([root_seed, dataset key, repetition, sha256(method)[:4]])"
             ".generate_state(1) — the per-replicate value is the 'seed' column of results.csv"
+            + ("" if spec.labeling == SCAR else
+               "; labeled positives: SeedSequence([root_seed, dataset key, repetition, "
+               "sha256('labeling')[:4], sha256(labeling)[:4]])")
         ),
+        "labeling": spec.labeling,
         "method_overrides": spec.method_overrides,
         "method_settings": _method_settings(spec),
         "weights": None if spec.weights is None else str(spec.weights),
@@ -266,7 +282,7 @@ def provenance(spec: RunSpec, argv: Sequence[str],
 def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequence[str]) -> dict:
     """Write results.csv, table.md, auc.png and provenance.json into ``spec.out``."""
     spec.out.mkdir(parents=True, exist_ok=True)
-    frame = records_frame(records, spec.datasets, spec.methods)
+    frame = records_frame(records, spec.datasets, spec.methods, spec.labeling)
     paths = {
         "csv": spec.out / "results.csv",
         "table": spec.out / "table.md",
@@ -275,25 +291,34 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
     }
     write_csv(frame, paths["csv"])
     suite = get_suite(spec.suite)
+    biased = "" if spec.labeling == SCAR else f", labeling {spec.labeling}"
     blocks = [
-        f"### Mean over {spec.repeats} repetitions at π = {spec.target_pi:g} (best per dataset "
-        "and metric in bold)",
+        f"### Mean over {spec.repeats} repetitions at π = {spec.target_pi:g}{biased} (best per "
+        "dataset and metric in bold)",
         f"π: the target negative share of each unlabeled pool; realized on average: "
         f"{frame['pi_true'].mean():.3f} (a dataset with too few negatives gives less).",
+        *([] if spec.labeling == SCAR else [
+            f"Labeling {spec.labeling}: the labeled positives are drawn with probabilities ∝ a "
+            "propensity of their features, not uniformly as in the paper (docs/benchmark.md, "
+            "\"Biased labeling\")."]),
         table_markdown(frame, spec.datasets, spec.methods, suite),
         "### Class-prior estimate and cost",
         extras_markdown(frame, spec.methods),
     ]
-    # the paper's Table 1 holds its 20 datasets with pools of half negatives (§6.1): other
-    # tables or another π are other tasks, so its figures are neither compared nor drawn
-    if suite.in_paper and spec.target_pi == TARGET_PI:
+    # the paper's Table 1 holds its 20 datasets with pools of half negatives and uniformly
+    # drawn labeled positives (§6.1): other tables, another π or a biased labeling are other
+    # tasks, so its figures are neither compared nor drawn
+    if _paper_tasks(suite, spec.target_pi, spec.labeling):
         blocks += ["### Against the paper's Table 1",
                    comparison_markdown(frame, spec.datasets, spec.methods)]
+    elif suite.in_paper and spec.labeling != SCAR:
+        blocks.append("The paper's Table 1 labels a uniform draw of the positives (§6.1), so "
+                      "it is not compared here.")
     elif suite.in_paper:
         blocks.append(f"The paper's Table 1 is at π = {TARGET_PI:g} (§6.1), so it is not "
                       "compared here.")
     atomic_write_text(paths["table"], "\n\n".join(blocks) + "\n")
     plot_auc(frame, spec.datasets, spec.methods, paths["plot"], target_pi=spec.target_pi,
-             suite=suite)
+             suite=suite, labeling=spec.labeling)
     atomic_write_json(paths["provenance"], provenance(spec, argv, records))
     return paths

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from benchmark.imports import ImportSummary, import_results, importable_methods
+from benchmark.labeling import SCAR
 from benchmark.methods import make_method, method_settings
 from benchmark.metrics import accuracy, auc_mann_whitney, f1_positive
 from benchmark.protocol import TARGET_PI, PUTask, make_task, method_seed
@@ -55,6 +56,9 @@ class RunSpec:
     verify_imports: int = 1
     # which tables (benchmark/suites.py): the paper's 20 datasets, or the development suite
     suite: str = "benchmark"
+    # which positives are labeled (benchmark/labeling.py): scar, the paper's uniform draw, or
+    # a biased mechanism; changes the tasks, so their fingerprints differ per value
+    labeling: str = SCAR
 
 
 def _settings_hash(settings: dict[str, Any]) -> str:
@@ -162,7 +166,8 @@ def plan_run(spec: RunSpec) -> Plan:
     for slug in spec.datasets:
         dataset = suite.load(slug, spec.data_dir)
         for rep in range(spec.repeats):
-            task = make_task(dataset, rep, spec.seed, target_pi=spec.target_pi)
+            task = make_task(dataset, rep, spec.seed, target_pi=spec.target_pi,
+                             labeling=spec.labeling)
             for name in spec.methods:
                 seed = method_seed(spec.seed, slug, rep, name)
                 key = _cache_key(task, name, seed, settings[name])

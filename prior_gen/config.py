@@ -18,6 +18,7 @@ from typing import Any, Literal
 from prior_gen.mechanisms_config import (
     ColumnsConfig,
     FamiliesConfig,
+    LabelingConfig,
     LabelRuleConfig,
     WideConfig,
 )
@@ -100,6 +101,7 @@ LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "label_rule"): None,
     ("prior", "dataset", "columns"): None,
     ("prior", "dataset", "wide"): None,
+    ("prior", "labeling"): None,
 }
 
 
@@ -306,6 +308,7 @@ class PriorConfig:
     scopes: ScopeConfig = field(default_factory=ScopeConfig)
     # labels from a boolean rule for some tasks (prior_gen.rule_label); None: from the score
     label_rule: LabelRuleConfig | None = None
+    labeling: LabelingConfig | None = None  # biased labeled positives (prior_gen.labeling)
 
     def validate(self) -> None:
         # a causal SCM must have d + 1 distinct nodes in its hidden blocks (label + features)

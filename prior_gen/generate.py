@@ -79,12 +79,19 @@ def _build_with_retries(plan: TaskPlan, raw: RawTask, config: GenerationConfig) 
         from prior_gen.rule_label import rule_labeler
 
         labeler = rule_labeler(plan, config.prior.label_rule)
+    keys = None
+    if config.prior.labeling is not None:
+        from prior_gen.labeling import labeling_keys
+
+        keys = labeling_keys(plan, config.prior.labeling)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic, labeler)
+            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic, labeler, keys)
             task.meta.update(raw.meta)
             if config.prior.label_rule is not None and labeler is None:
                 task.meta["label_mechanism"] = "score"
+            if config.prior.labeling is not None and keys is None:
+                task.meta["labeling"] = {"mechanism": "scar"}
             return task
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:

@@ -17,6 +17,9 @@ without them keeps its hash, its shards and its checkpoints (the versioning rule
   heavy-tailed marginals, few distinct values, irrelevant noise (``prior_gen.columns``).
 * ``prior.dataset.wide`` (:class:`WideConfig`): with a probability per task, a feature count
   from a wider range than ``prior.dataset.n_features`` (``prior_gen.wide``).
+* ``prior.labeling`` (:class:`LabelingConfig`): with a probability per task, the labeled
+  positives are drawn with a propensity that depends on the features (selection bias, SAR)
+  instead of uniformly (``prior_gen.labeling``).
 
 This module imports nothing from ``prior_gen.config`` (which imports it), and the family
 registry only inside :meth:`FamiliesConfig.validate`.
@@ -35,6 +38,7 @@ __all__ = [
     "ColumnsConfig",
     "FamiliesConfig",
     "LabelRuleConfig",
+    "LabelingConfig",
     "WideConfig",
 ]
 
@@ -105,6 +109,23 @@ class LabelRuleConfig:
         _probability(self.probability, "probability")
         _range(self.features, "features", 1)
         _range(self.levels, "levels", 2)
+
+
+@dataclass(frozen=True)
+class LabelingConfig:
+    """``prior.labeling``: P(a task's labeled positives are a biased draw) and the slope range
+    of its propensity 1 / (1 + ≈exp(−k·z)), z a standardized random projection of the features
+    (``prior_gen.labeling``)."""
+
+    probability: float = 0.5
+    strength: tuple[float, float] = (1.0, 3.0)
+
+    def validate(self) -> None:
+        _probability(self.probability, "probability")
+        lo, hi = self.strength
+        require(math.isfinite(hi), "strength", f"must be finite, got {hi}")
+        require(lo >= 0, "strength", f"lower bound must be >= 0, got {lo}")
+        require(lo <= hi, "strength", f"lower bound {lo} is above upper bound {hi}")
 
 
 # The column mechanisms in the order a task applies them (and draws their choices): in-place

@@ -118,17 +118,27 @@ def rank_labels_by_index(score: np.ndarray, pi: float) -> np.ndarray:
     return labels
 
 
-def pu_split(labels: np.ndarray, n_labeled: int, n_dropped: int, rng: np.random.Generator):
+def pu_split(
+    labels: np.ndarray,
+    n_labeled: int,
+    n_dropped: int,
+    rng: np.random.Generator,
+    keys: np.ndarray | None = None,
+):
     """Row indices (labeled, unlabeled) of the class-stratified split.
 
     One uniform permutation of all rows: the first ``n_labeled`` positives in it are labeled,
     the first ``n_dropped`` negatives are the training portion's negatives (dropped), and the
     other rows, in permutation order, are the unlabeled pool. This is the same distribution as
     shuffling each class separately and then shuffling the unlabeled pool (§2.3).
+    ``keys`` (float64 per row, ``prior.labeling``): the labeled positives are instead the
+    ``n_labeled`` with the smallest keys (ties in permutation order), in key order.
     """
     order = rng.permutation(labels.shape[0])
     positive = labels[order].view(bool)  # labels are 0 / 1
     positions = np.flatnonzero(positive)
+    if keys is not None:
+        positions = positions[np.argsort(keys[order[positions]], kind="stable")]
     keep = np.ones(order.shape[0], bool)
     keep[positions[:n_labeled]] = False
     keep[np.flatnonzero(~positive)[:n_dropped]] = False
@@ -138,6 +148,9 @@ def pu_split(labels: np.ndarray, n_labeled: int, n_dropped: int, rng: np.random.
 # labels from the standardized features of all n rows instead of the score's rank: int8 0/1
 # labels and metadata to record (prior_gen.rule_label)
 Labeler = Callable[[np.ndarray], tuple[np.ndarray, dict[str, Any]]]
+# which positives are labeled, from the standardized features and the labels of all n rows:
+# float64 keys (the smallest are labeled) and metadata to record (prior_gen.labeling)
+LabeledKeys = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, dict[str, Any]]]
 
 
 def build_task(
@@ -147,10 +160,13 @@ def build_task(
     attempts: int,
     arithmetic: str = "native",
     labeler: Labeler | None = None,
+    labeled_keys: LabeledKeys | None = None,
 ) -> Task:
     """Standardize, label and PU-split one task's SCM output (uses the task's stream).
     ``arithmetic``: ``prior.scm.arithmetic`` (``portable``: fixed-order sums, specified ties).
-    ``labeler``: labels from the features (``prior.label_rule``); None: from the score."""
+    ``labeler``: labels from the features (``prior.label_rule``); None: from the score.
+    ``labeled_keys``: a biased choice of the labeled positives (``prior.labeling``); None:
+    uniform."""
     portable = arithmetic == "portable"
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
     x_centered, _, x_std = _centered_stats(raw.x, portable)
@@ -165,9 +181,15 @@ def build_task(
         labels, label_meta = labeler(x_all)
         n_negative = int(labels.shape[0] - np.count_nonzero(labels))
 
+    keys = None
+    if labeled_keys is not None:
+        if x_all is None:
+            x_all = _scaled(x_centered, x_std, clip)
+        keys, keys_meta = labeled_keys(x_all, labels)
+        label_meta = {**label_meta, **keys_meta}
     n_labeled = plan.n_labeled
     dropped = min(plan.n_train - n_labeled, n_negative)
-    labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng)
+    labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng, keys)
     rows = np.concatenate([labeled, unlabeled])
 
     y = labels[rows]

@@ -31,9 +31,10 @@ SPLIT_CODES = {"train": 0, "val": 1}
 # (discretising its features, prior_gen.categorical), families (its nodes' function families,
 # prior_gen.families), rule (its rule label, prior_gen.rule_label), columns (its column
 # mechanisms, prior_gen.columns), wide (whether it is wide and its feature count,
-# prior_gen.wide). Append new codes, never renumber.
+# prior_gen.wide), labeling (its biased labeled positives, prior_gen.labeling). Append new
+# codes, never renumber.
 SCOPE_CODES = {"stage": 0, "step": 1, "task": 2, "categorical": 3, "families": 4, "rule": 5,
-               "columns": 6, "wide": 7}  # fmt: skip
+               "columns": 6, "wide": 7, "labeling": 8}  # fmt: skip
 TAIL = "tail"  # the stage identifier of phase 2
 _TAIL_CODE = 0
 
@@ -72,9 +73,9 @@ def generator_for_key(key: list[int]) -> np.random.Generator:
 def task_stream(
     task_key: tuple[int, ...] | list[int], scope: str, *extra: int
 ) -> np.random.Generator:
-    """A task's stream of scope ``scope`` (``families``, ``rule``, ``columns``, ``wide``): the
-    task's key (:func:`seed_key`) with that scope code, then ``extra`` (e.g. the attempt
-    number)."""
+    """A task's stream of scope ``scope`` (``families``, ``rule``, ``columns``, ``wide``,
+    ``labeling``): the task's key (:func:`seed_key`) with that scope code, then ``extra`` (e.g.
+    the attempt number)."""
     seed, split, stage, _, index = task_key
     key = [int(seed), int(split), int(stage), SCOPE_CODES[scope], int(index), *map(int, extra)]
     return generator_for_key(key)

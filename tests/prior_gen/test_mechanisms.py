@@ -1,6 +1,6 @@
 """The prior's optional mechanisms together (prior.scm.families, prior.label_rule,
-prior.dataset.columns): off by default and out of the config hash, strict validation naming the
-key, and the same bytes for any worker count and CPU kernel choice."""
+prior.dataset.columns, prior.labeling): off by default and out of the config hash, strict
+validation naming the key, and the same bytes for any worker count and CPU kernel choice."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ OLD_HASHES = {
     "puicl_cpu.yaml": "3814e5b79d95bb13b593eb4d21d10072fff8adda67cb60c31989503f2fcccbca",
     "paper.yaml": "dce5954f9ecbcddbb856541e1c3acc08c75df7ad90f1149e71bd27a1b217783f",
 }
-KEYS = (("prior", "scm", "families"), ("prior", "label_rule"), ("prior", "dataset", "columns"))
+KEYS = (("prior", "scm", "families"), ("prior", "label_rule"), ("prior", "dataset", "columns"),
+        ("prior", "labeling"))
 ALL_ON = {
     "scm": {
         "noise_sampler": "table",
@@ -32,6 +33,7 @@ ALL_ON = {
         "families": {"weights": {"mlp": 2, "tree": 1, "threshold": 1, "product": 1, "linear": 1}},
     },
     "label_rule": {"probability": 0.5},
+    "labeling": {"probability": 0.5},
     "dataset": {"columns": {"max_columns": 2}, "categorical": {"share": [0.0, 0.3]}},
 }
 
