@@ -3,8 +3,8 @@
 The paper labels a task by the rank of one SCM node's value (§2.2): the positive class is a
 smooth region of the features. Real tables also hold classes that are rules over categories,
 the MONK problems being the textbook case (Thrun et al., 1991: "a1 = a2 or a5 = 1"); the
-benchmark's MONK-1/2 are where the model trails its baselines most (docs/architecture.md §6,
-"Categorical features"). With probability ``probability`` per task (the task's ``rule``
+benchmark's MONK-1/2 are where the model trails its baselines most (docs/decisions.md,
+"Categorical features in the prior"). With probability ``probability`` per task (the task's ``rule``
 stream, ``prior_gen.seeding.task_stream``), the positive class is instead
 
     R(x) = C(x) ∧ (x_c ≥ t)   if C holds on at least q rows,   else   C(x) ∨ (x_c ≥ t),

@@ -79,7 +79,7 @@ def _inference_device(preference: str) -> torch.device:
 
 
 class NoBundledWeightsError(FileNotFoundError):
-    """No weights were given and no checkpoint ships inside the package."""
+    """No weights were given and the bundled checkpoint is missing from this installation."""
 
 
 def _no_bundled_weights_message() -> str:

@@ -124,7 +124,7 @@ class DualAxisBlock(nn.Module):
         within a column, the feed-forward is per cell). So the queries of the first step, and
         the whole of the other two, are needed at the label cells only: 1/(d+1) of the cells.
         The decoder reads nothing else, so the model computes its last block this way (≈ 15 %
-        of a training step on CPU; docs/architecture.md §7). A method of its own, not a flag of
+        of a training step on CPU; docs/decisions.md). A method of its own, not a flag of
         :meth:`forward`: activation checkpointing wraps ``forward`` and should leave this
         block, whose activations are few, stored.
         """

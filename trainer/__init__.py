@@ -3,8 +3,8 @@
 The paper: Liu, Chang, Cheng, Tian, Li, "In-Context Positive-Unlabeled Learning", arXiv:2605.05591.
 
 Training runs as a script, ``torchrun --nproc_per_node N trainer/main.py --config ...`` or
-``python trainer/main.py ...``; ``trainer export`` and ``trainer plot`` (``trainer.cli``) work
-on a finished or running run directory. The modules, one job each:
+``python trainer/main.py ...``; ``trainer export``, ``trainer interpolate`` and ``trainer plot``
+(``trainer.cli``) work on a finished or running run directory. The modules, one job each:
 
 * ``trainer.config``          -- the whole run configuration (``RunConfig``) and its loading
 * ``trainer.removed_options`` -- keys of removed options: refused, or dropped at legacy values
@@ -19,6 +19,7 @@ on a finished or running run directory. The modules, one job each:
 * ``trainer.state``           -- model, EMA, optimizer and counters; the initial weights
 * ``trainer.attention``       -- the run's attention backend, chosen once and kept
 * ``trainer.step``            -- one training step: backward passes, all-reduced decision, update
+* ``trainer.activation_checkpointing`` -- each block's activations recomputed, not stored
 * ``trainer.hooks``           -- the step's hook point (a no-op unless a test installs a hook)
 * ``trainer.faults``          -- test hooks from the environment: faults, a fake clock
 * ``trainer.time_limit``      -- ``--time-limit``: when a segment must end
@@ -32,6 +33,7 @@ on a finished or running run directory. The modules, one job each:
 * ``trainer.segment``         -- a segment: resume, the steps, validation, checkpoints, its end
 * ``trainer.train``           -- the entry point: process group, hooks, exit codes
 * ``trainer.export``          -- a run's EMA weights -> the model's safetensors format
+* ``trainer.interpolation``   -- (1 - T)·A + T·B of two exported models
 * ``trainer.plotting``        -- metrics.jsonl -> PNG
 """
 
