@@ -365,21 +365,28 @@ def table(rows: list[dict[str, Any]], base: str | None = None,
     noise_text = "not measured" if noise is None else f"{noise:.4f}"
     lines = [
         "| variant | parameters | steps | tasks | CPU-min | tasks / CPU-s | val AUC | "
-        f"dev-suite AUC ± SE | Δ vs {base or 'base'} ± SE (seed noise {noise_text}) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"dev-suite AUC ± SE | Δ vs {base or 'base'} ± SE (seed noise {noise_text}) | "
+        "Δ at π = 0.2 / 0.5 / 0.8 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         dev = f"{r['dev_auc']:.4f} ± {r['dev_se']:.4f}" if "dev_auc" in r else "–"
-        delta = "–"
+        delta = by_pi = "–"
         if reference is not None and "dev_auc" in r and r is not reference:
             diffs = [r["dev_per_table"][k] - v for k, v in reference["dev_per_table"].items()
                      if k in r["dev_per_table"]]
             se = float(np.std(diffs, ddof=1) / np.sqrt(len(diffs))) if len(diffs) > 1 else 0.0
             delta = f"{float(np.mean(diffs)):+.4f} ± {se:.4f}"
+            # the bar also asks what a variant loses at any single π: the difference of the
+            # π's means (the same tables and repetitions on both sides)
+            mine = r.get("dev_by_pi", {})
+            by_pi = " / ".join(f"{mine[pi] - v:+.4f}"
+                               for pi, v in reference.get("dev_by_pi", {}).items() if pi in mine)
+            by_pi = by_pi or "–"
         lines.append(
             f"| {r['variant']} | {r['parameters']:,} | {r['steps']:,} | {r['tasks']:,} | "
             f"{r['train_cpu_minutes']:.1f} | {_rate(r):.1f} | {r['val_auc']:.4f} | {dev} | "
-            f"{delta} |"
+            f"{delta} | {by_pi} |"
         )
     return "\n".join(lines)
 

@@ -57,18 +57,20 @@ def test_without_dev_settings_the_classifier_defaults_are_used(tmp_path, monkeyp
     assert "--method-config" not in calls[0]
 
 
-def _row(name: str, per_table: dict[str, float]) -> dict:
+def _row(name: str, per_table: dict[str, float], by_pi: dict[str, float] | None = None) -> dict:
     values = list(per_table.values())
     return {"variant": name, "parameters": 1, "steps": 1, "tasks": 16,
             "train_cpu_minutes": 1.0, "val_auc": 0.8, "dev_auc": sum(values) / len(values),
-            "dev_se": 0.01, "dev_per_table": per_table}
+            "dev_se": 0.01, "dev_per_table": per_table,
+            "dev_by_pi": by_pi or {"0.2": 0.7, "0.5": 0.8, "0.8": 0.9}}
 
 
 def test_table_reports_paired_differences_with_the_seed_noise() -> None:
     plan = {"noise": ["base", "base_seed1"]}
     rows = [_row("base", {"a": 0.70, "b": 0.80, "c": 0.90}),
             _row("base_seed1", {"a": 0.71, "b": 0.80, "c": 0.90}),
-            _row("lever", {"a": 0.72, "b": 0.84, "c": 0.90})]
+            _row("lever", {"a": 0.72, "b": 0.84, "c": 0.90},
+                 {"0.2": 0.69, "0.5": 0.83, "0.8": 0.9})]
     noise = recipe_sweep.seed_noise(plan, rows)
     assert abs(noise - 0.01 / 3) < 1e-12
     text = recipe_sweep.table(rows, "base", noise)
@@ -76,11 +78,13 @@ def test_table_reports_paired_differences_with_the_seed_noise() -> None:
     lever = next(line for line in text.splitlines() if line.startswith("| lever "))
     diffs = np.array([0.02, 0.04, 0.0])
     assert f"{diffs.mean():+.4f} ± {diffs.std(ddof=1) / np.sqrt(3):.4f}" in lever
+    # and what it wins or loses at each π
+    assert lever.endswith("| -0.0100 / +0.0300 / +0.0000 |")
     # a summary from before the suite was the yardstick has no figure to compare
     old = {**_row("old", {"a": 0.5}), "dev_auc": None}
     del old["dev_auc"], old["dev_se"], old["dev_per_table"]
     assert recipe_sweep.seed_noise({"noise": ["base", "old"]}, [*rows, old]) is None
-    assert recipe_sweep.table([*rows, old], "base", None).splitlines()[-1].endswith("| – | – |")
+    assert recipe_sweep.table([*rows, old], "base", None).splitlines()[-1].endswith("| – | – | – |")
 
 
 def test_the_prior_study_plan_measures_its_noise_with_two_seeds_of_its_base() -> None:
