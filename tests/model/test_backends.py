@@ -218,3 +218,20 @@ def test_auto_resolves_by_device_and_purpose(monkeypatch: pytest.MonkeyPatch) ->
         assert resolve_backend("auto", cpu, training=True) == expected
     with pytest.raises(ValueError, match="'cpu_kernel' runs on CPU only"):
         resolve_backend("cpu_kernel", torch.device("cuda", 0), training=True)
+
+
+def test_a_model_at_auto_takes_the_one_auto_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model's ``auto`` is :func:`auto_backend`'s inference rule, not a rule of its own."""
+    import puicl_model.backends as backends
+    from puicl_model.backends.bucketed import BucketedCells
+
+    batch = collate_tasks([torch.randn(6, 3)], [2])
+    asked = []
+
+    def rule(device: torch.device, training: bool) -> str:
+        asked.append((device.type, training))
+        return "bucketed"
+
+    monkeypatch.setattr(backends, "auto_backend", rule)
+    assert isinstance(PUICLModel(CONFIG).layout(batch), BucketedCells)
+    assert asked == [("cpu", False)]
