@@ -91,7 +91,7 @@ def test_removed_options_are_refused_and_accepted_at_their_old_default() -> None
     assert set(CONFIG.to_mapping()) == {"embed_dim", "num_layers", "num_heads", "ff_dim",
                                         "feature_clip", "max_features"}
     for key, value in (("norm", "pre_rmsnorm"), ("thinking_rows", 16), ("feature_group", 2)):
-        with pytest.raises(ConfigError, match=rf"^model\.{key}: this option was removed"):
+        with pytest.raises(ConfigError, match=rf"^model\.{key}: removed: the option did not beat"):
             from_mapping(ModelConfig, {key: value}, "model")
 
 
