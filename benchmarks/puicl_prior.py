@@ -63,7 +63,7 @@ from benchmark.methods.puicl import as_table
 from benchmark.metrics import accuracy, f1_positive
 from benchmark.protocol import make_task, method_seed
 from benchmark.suites import get_suite
-from puicl_model.inference import PassTables
+from puicl_model.inference import ViewRows
 from puicl_model.prior import (
     Folds,
     best_bin_alpha,
@@ -186,13 +186,10 @@ def legacy_halves(clf) -> Folds:
         context = [np.ascontiguousarray(v.x_labeled[half != k]) for v in clf.views_]
         held = [np.ascontiguousarray(v.x_labeled[half == k]) for v in clf.views_]
         subs = [dataclasses.replace(p, n_labeled=len(context[0])) for p in clf.planners_]
-        pool, _ = clf._run(lambda subs=subs: clf._passes(subs), clf.planner_.n_pool,
-                           [PassTables(c, v.x_pool) for c, v in zip(context, clf.views_,
-                                                                    strict=True)])
-        tables = [PassTables(c, v.x_pool, h) for c, h, v in zip(context, held, clf.views_,
-                                                                strict=True)]
-        held_scores, _ = clf._run(lambda subs=subs, held=held: clf._passes(subs, held),
-                                  len(held[0]), tables)
+        pool, _ = clf._score(subs, [ViewRows(c, v.x_pool)
+                                    for c, v in zip(context, clf.views_, strict=True)])
+        held_scores, _ = clf._score(subs, [ViewRows(c, v.x_pool, h) for c, h, v
+                                           in zip(context, held, clf.views_, strict=True)])
         scores.append((held_scores, pool))
     return scores
 

@@ -30,6 +30,7 @@ from puicl_common.configio import (
     require,
     to_dict,
 )
+from puicl_common.versioning import drop_legacy_values
 
 __all__ = [
     "ACTIVATION_NAMES",
@@ -92,7 +93,8 @@ FACTORS = (
 
 # Keys added after shards existed, with the value that reproduces the bytes made before them.
 # GenerationConfig.identity() leaves such a key out while it holds that value (the versioning
-# rule, docs/architecture.md §6): old configs, shards and checkpoints keep their hash.
+# rule, puicl_common.versioning, docs/architecture.md §6): old configs, shards and checkpoints
+# keep their hash.
 LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "scm", "noise_sampler"): "box_muller",
     ("prior", "scm", "arithmetic"): "native",
@@ -414,14 +416,7 @@ class GenerationConfig:
             "prior": to_dict(self.prior),
             "curriculum": to_dict(self.curriculum),
         }
-        for path, legacy in LEGACY_VALUES.items():
-            *parents, name = path
-            section = identity
-            for key in parents:
-                section = section[key]
-            if section[name] == legacy:
-                del section[name]
-        return identity
+        return drop_legacy_values(identity, LEGACY_VALUES)
 
     def hash(self) -> str:
         return config_hash(self.identity())

@@ -214,27 +214,21 @@ def from_mapping(cls: type[T], data: Any, path: str = "") -> T:
 
 
 def _without_removed_keys(cls: type, data: Mapping[str, Any], path: str) -> Mapping[str, Any]:
-    """``data`` less the keys that ``cls`` no longer has, each at the value still accepted.
+    """``data`` less the keys that ``cls`` no longer has, by the rule for removed options
+    (:func:`puicl_common.versioning.drop_removed_keys`).
 
-    ``cls.REMOVED_KEYS`` maps a removed key to the one value that meant what the class now
-    does (its old default), and ``cls.REMOVED_WHY`` says why it went. Stored configs that name
-    the key at that value load as if it were absent; any other value is refused, since the
-    class can no longer honour it.
+    ``cls.REMOVED_KEYS`` maps a removed key to its old default (the one value that meant
+    what the class now does), and ``cls.REMOVED_WHY`` says why the keys went. Stored configs
+    that name a key at that value load as if it were absent; any other value is refused.
     """
     removed: Mapping[str, Any] = getattr(cls, "REMOVED_KEYS", {})
     if not any(key in removed for key in data):
         return data
-    why = getattr(cls, "REMOVED_WHY", "")
-    for key, value in data.items():
-        if key not in removed:
-            continue
-        accepted = removed[key]
-        if value != accepted or isinstance(value, bool) != isinstance(accepted, bool):
-            reason = f" ({why})" if why else ""
-            raise ConfigError(_join(path, str(key)),
-                              f"this option was removed{reason}; only its former default "
-                              f"{accepted!r} is still accepted, got {_describe(value)}")
-    return {key: value for key, value in data.items() if key not in removed}
+    from puicl_common.versioning import drop_removed_keys  # (it imports ConfigError from here)
+
+    why = getattr(cls, "REMOVED_WHY", "an option this config no longer has")
+    return drop_removed_keys(data, {key: (old, why) for key, old in removed.items()},
+                             prefix=path)
 
 
 def to_dict(obj: Any) -> Any:

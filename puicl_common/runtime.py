@@ -1,7 +1,17 @@
 """Where and in which precision the model runs: device and autocast choices in one place.
 
-The trainer (``--device``, ``training.precision``) and the classifier (``device=``) accept the
-same words and mean the same by them. torch is imported on first use only.
+The trainer (``--device``, ``training.precision``) and the classifier (``device=``,
+``precision=``) accept the same words and mean the same by them:
+
+* **device** ``auto``: a CUDA GPU if torch sees one; else, for inference only, Apple's GPU
+  (MPS) where torch has it (training there is untested); else the CPU
+  (:func:`resolve_device`).
+* **precision** ``auto``: bfloat16 autocast on CUDA, float32 elsewhere; ``float32`` and
+  ``bfloat16`` ask for one of them (:func:`resolve_precision`). Run configs written before
+  these words were chosen spell them ``fp32`` and ``bf16``; the trainer still reads those
+  (:data:`PRECISION_ALIASES`).
+
+torch is imported on first use only.
 """
 
 from __future__ import annotations
@@ -12,21 +22,32 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PRECISIONS", "autocast_active", "autocast_for", "resolve_device", "resolve_precision"]
+__all__ = ["PRECISIONS", "PRECISION_ALIASES", "autocast_active", "autocast_for",
+           "resolve_device", "resolve_precision"]
 
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "float32", "bfloat16")
+# the trainer's former spellings, still read in run configs (which keep them in their hashes)
+PRECISION_ALIASES = {"fp32": "float32", "bf16": "bfloat16"}
 
 
-def resolve_device(preference: str, local_rank: int = 0) -> torch.device:
-    """``auto`` -> a GPU if torch sees one, else the CPU; ``cuda`` without a GPU fails.
+def resolve_device(preference: str, local_rank: int = 0, *, training: bool = True,
+                   ) -> torch.device:
+    """The device ``preference`` names (module docstring); ``cuda`` without a GPU fails.
 
     ``preference`` is ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``. Plain ``cuda`` picks
-    the GPU of this process's ``local_rank`` (one GPU per process under torchrun).
+    the GPU of this process's ``local_rank`` (one GPU per process under torchrun). ``auto``
+    takes MPS only when not ``training``.
     """
     import torch
 
     if preference == "auto":
-        preference = "cuda" if torch.cuda.is_available() else "cpu"
+        mps = getattr(torch.backends, "mps", None)
+        if torch.cuda.is_available():
+            preference = "cuda"
+        elif not training and mps is not None and mps.is_available():
+            preference = "mps"
+        else:
+            preference = "cpu"
     try:
         device = torch.device(preference)
     except (RuntimeError, TypeError):
@@ -42,11 +63,13 @@ def resolve_device(preference: str, local_rank: int = 0) -> torch.device:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``auto`` -> ``bf16`` on CUDA, ``fp32`` elsewhere; ``fp32`` and ``bf16`` stay."""
+    """``auto`` -> ``bfloat16`` on CUDA, ``float32`` elsewhere; ``float32`` and ``bfloat16``
+    (or their aliases ``fp32`` and ``bf16``) name themselves."""
+    precision = PRECISION_ALIASES.get(precision, precision)
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "auto":
-        return "bf16" if device.type == "cuda" else "fp32"
+        return "bfloat16" if device.type == "cuda" else "float32"
     return precision
 
 
@@ -54,7 +77,7 @@ def autocast_for(precision: str, device: torch.device) -> contextlib.AbstractCon
     """The autocast context of ``precision`` (after :func:`resolve_precision`) on ``device``."""
     import torch
 
-    if resolve_precision(precision, device) == "bf16":
+    if resolve_precision(precision, device) == "bfloat16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from puicl_model.inference import PassTables
+from puicl_model.inference import ViewRows
 
 if TYPE_CHECKING:
     from puicl_model.classifier import PUICLClassifier
@@ -30,7 +30,7 @@ __all__ = ["DEFAULT_FOLDS", "PRIOR_FOLDS_TAG", "cross_fitted_scores", "fold_of"]
 # the labeled positives' folds for estimate_class_prior: K = 3 and 5 gave the same π̂ errors on
 # the development suite for 1.5x and 2.8x the time (docs/classifier.md)
 DEFAULT_FOLDS = 2
-# the spawn-key tag of the labeled rows' split in folds (the inference planner's tags are 1-5)
+# the spawn-key tag of the labeled rows' split in folds (puicl_model.planning's tags are 1-5)
 PRIOR_FOLDS_TAG = 11
 
 # per fold: (the held-out positives' P(y=1), the pool's P(y=1)), both from the same passes
@@ -57,14 +57,13 @@ def cross_fitted_scores(clf: PUICLClassifier, n_folds: int = DEFAULT_FOLDS) -> F
     scores: Folds = []
     for k in range(n_folds):
         held = fold == k
-        tables = [PassTables(np.ascontiguousarray(view.x_labeled[~held]),
-                             np.ascontiguousarray(np.concatenate([view.x_pool,
-                                                                  view.x_labeled[held]])))
-                  for view in clf.views_]
+        views = [ViewRows(np.ascontiguousarray(view.x_labeled[~held]),
+                          np.ascontiguousarray(np.concatenate([view.x_pool,
+                                                               view.x_labeled[held]])))
+                 for view in clf.views_]
         planners = [dataclasses.replace(p, n_labeled=int((~held).sum()),
                                         n_pool=n_pool + int(held.sum()))
                     for p in clf.planners_]
-        proba, _ = clf._run(lambda planners=planners: clf._passes(planners),
-                            n_pool + int(held.sum()), tables)
+        proba, _ = clf._score(planners, views)
         scores.append((proba[n_pool:], proba[:n_pool]))
     return scores

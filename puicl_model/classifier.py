@@ -3,13 +3,13 @@
 ``fit(X, s)`` stores the table (``s = 1`` labeled positive, ``0`` unlabeled) after
 preprocessing (:mod:`puicl_model.preprocessing`); no parameter is trained. The unlabeled rows'
 predictions come from forward passes of the pretrained model over the whole table (paper §5,
-"Inference"), planned by :mod:`puicl_model.inference`, computed once and cached:
+"Inference"), planned by :mod:`puicl_model.planning`, computed once and cached:
 
 * ``predict_proba(X)`` returns ``[P(y=0), P(y=1)]`` per row. A row of ``X`` equal to a fitted
   unlabeled row gets that row's transductive prediction (so passing exactly the fitted
   unlabeled rows returns the predictions of the fitted task — one forward pass when the table
   is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
-  next to the fitted pool (see :mod:`puicl_model.inference`).
+  next to the fitted pool (see :mod:`puicl_model.planning`).
 * ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool, from the
   model's scores of the pool and of cross-fitted labeled positives (:mod:`puicl_model.prior`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
@@ -19,11 +19,8 @@ predictions come from forward passes of the pretrained model over the whole tabl
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,51 +28,26 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from puicl_common.runtime import resolve_device
+from puicl_common.runtime import resolve_device, resolve_precision
 from puicl_model.class_prior import DEFAULT_FOLDS, cross_fitted_scores
 from puicl_model.columns import is_dataframe
-from puicl_model.ensemble import MEMBERS, Member, members_for
-from puicl_model.inference import Pass, PassPlanner, PassTables, run_passes
+from puicl_model.ensemble import MEMBERS, Member
+from puicl_model.inference import ViewRows, run_passes
 from puicl_model.input_checks import (
     _check_feature_names,
     _check_n_features,
-    check_pu_labels,
+    check_pu_table,
     check_settings,
     has_mixed_names,
     warn_about_leaks,
-    warn_if_inverted,
 )
-from puicl_model.preprocessing import (
-    CategoricalStrategy,
-    MissingStrategy,
-    NumericStrategy,
-    TablePreprocessor,
-)
+from puicl_model.planning import PassPlanner, all_passes, fit_ensemble, plan_passes
+from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
 from puicl_model.prior import MIN_LABELED_FOR_ESTIMATES, class_prior_estimate, prior_cut
 from puicl_model.settings import InferenceSettings
 from puicl_model.weights import bundled_weights_path, load_weights
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
-
-
-@dataclasses.dataclass(frozen=True)
-class _View:
-    """The fitted table as one ensemble member's preprocessing encodes it."""
-
-    preprocessor: TablePreprocessor
-    x_labeled: np.ndarray
-    x_pool: np.ndarray
-
-
-def _inference_device(preference: str) -> torch.device:
-    """:func:`~puicl_common.runtime.resolve_device`, except that ``"auto"`` without CUDA takes
-    Apple's GPU (MPS) where torch has it: inference runs there in float32 (the trainer's
-    ``auto`` keeps to CUDA and the CPU)."""
-    mps = getattr(torch.backends, "mps", None)
-    if (preference == "auto" and not torch.cuda.is_available()
-            and mps is not None and mps.is_available()):
-        return torch.device("mps")
-    return resolve_device(preference)
 
 
 class NoBundledWeightsError(FileNotFoundError):
@@ -100,17 +72,18 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         A checkpoint directory or ``.safetensors`` file (or a loaded ``PUICLModel``). None
         uses the checkpoint bundled with the package (docs/model_card.md).
     device : "auto", "cpu", "cuda", "cuda:1", "mps", ...
-        "auto" picks CUDA when available, else Apple's GPU (MPS) when available, else the CPU.
+        "auto" picks CUDA when available, else Apple's GPU (MPS) when available, else the CPU
+        (:func:`puicl_common.runtime.resolve_device`).
     n_estimators : int or None
         Ensemble members: the first ``n_estimators`` of :data:`puicl_model.ensemble.MEMBERS`
-        (views of the table that differ in encoding, labeled rows and features), averaged.
-        1 is the single-pass classifier. None (the default) chooses by the table: 1 member
-        for numeric-only tables, 2 (adding the power-ordinal view) for tables with
-        categorical columns (:func:`puicl_model.ensemble.default_n_estimators`); after
-        ``fit``, ``n_estimators_`` holds the members that run. At most 100
-        (``InferenceSettings.MAXIMUM``). Each member
-        scores every row with every feature it sees (several passes for wide tables and
-        large pools, :mod:`puicl_model.inference`).
+        (they differ in the table's encoding, labeled rows and features), averaged. 1 is the
+        single-pass classifier. None (the default) chooses by the table: 1 member for
+        numeric-only tables, 2 (adding the power-ordinal member) for tables with categorical
+        columns (:func:`puicl_model.ensemble.default_n_estimators`); after ``fit``,
+        ``n_estimators_`` holds the members that run. At most 100
+        (``InferenceSettings.MAXIMUM``). Each member scores every row with every feature it
+        sees (several passes for wide tables and large pools; the words member, view,
+        feature group, chunk and pass are :mod:`puicl_model.planning`'s).
     single_pass_limit : int
         Pools of at most this many unlabeled rows are scored in one forward pass.
     chunk_size : int
@@ -124,12 +97,13 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         (:mod:`puicl_model.preprocessing`): categories one-hot encoded, missing numbers
         filled with the median, numeric columns mapped to normal scores of their ranks.
     random_state : int, numpy RandomState or Generator, or None
-        Seeds every random choice (feature subsets, chunks, labeled subsets). An integer
+        Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
         gives the same predictions on every machine; a RandomState or Generator gives
         ``fit`` one root seed drawn from it (advancing it, as in scikit-learn); None draws
         fresh entropy at ``fit``.
     precision : "auto", "float32" or "bfloat16"
-        "auto" runs bfloat16 autocast on CUDA and float32 elsewhere.
+        "auto" runs bfloat16 autocast on CUDA and float32 elsewhere
+        (:mod:`puicl_common.runtime`, the trainer's words too).
     n_threads : int or None
         torch CPU threads during inference (None keeps torch's setting).
     progress : bool or None
@@ -174,7 +148,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     # other lists through a subclass)
     _member_catalogue: tuple[Member, ...] = MEMBERS
 
-    # ------------------------------------------------------------------------- settings
+    # ------------------------------------------------------------------------------ fit
     def _load_model(self, device: torch.device) -> torch.nn.Module:
         from puicl_model.model import PUICLModel
 
@@ -188,7 +162,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             raise NoBundledWeightsError(_no_bundled_weights_message())
         return load_weights(path, device=device)
 
-    # ------------------------------------------------------------------------------ fit
     def _root_seed(self) -> int:
         """The root of every random draw of this fit (draws are keyed below it)."""
         state = self.random_state
@@ -202,51 +175,19 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, s: Any) -> PUICLClassifier:
         """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
-        check_settings(self)
-        if s is None:
-            raise ValueError("PUICLClassifier requires y to be passed, but the target y is None; "
-                             "pass s: 1 for each labeled positive row, 0 for each unlabeled row")
-        n_rows = X.shape[0] if hasattr(X, "shape") else (
-            len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
-        )
-        if n_rows == 1:
-            raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
-                             "and one unlabeled row")
-        labeled = check_pu_labels(s, n_rows)
-        warn_if_inverted(labeled)
-        views: list[_View] = []
-        view_of: dict[tuple[str, str], int] = {}  # (numeric, categorical) -> index in views
-
-        def add_view(key: tuple[str, str], quiet: bool) -> None:
-            if key in view_of:
-                return
-            preprocessor = TablePreprocessor(categorical=key[1], missing=self.missing,
-                                             numeric=key[0])
-            with warnings.catch_warnings():
-                if quiet:  # fit warns about the columns once, for the configured view
-                    warnings.simplefilter("ignore")
-                table = preprocessor.fit_transform(X)
-            view_of[key] = len(views)
-            views.append(_View(preprocessor, np.ascontiguousarray(table[labeled]),
-                               np.ascontiguousarray(table[~labeled])))
-
-        # the configured view first: whether the table has categorical columns sets the
-        # default member count
-        add_view((self.numeric, self.categorical), quiet=False)
-        if views[0].preprocessor.keep_.any():  # (else one zero column stands in: no leak)
-            warn_about_leaks(views[0].x_labeled, views[0].x_pool,
-                             views[0].preprocessor.kept_features_)
-        members = members_for(self.n_estimators, self._member_catalogue,
-                              has_categorical=views[0].preprocessor.has_categorical_)
-        def view_key(member: Member) -> tuple[str, str]:
-            return (member.numeric or self.numeric, member.categorical or self.categorical)
-
-        for member in members[1:]:
-            add_view(view_key(member), quiet=True)
-        device = _inference_device(self.device)
+        settings = check_settings(self)
+        labeled = check_pu_table(X, s)
+        ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
+                                numeric=self.numeric, categorical=self.categorical,
+                                missing=self.missing)
+        base = ensemble.views[0]
+        if base.preprocessor.keep_.any():  # (else one zero column stands in: no leak)
+            warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
+        device = resolve_device(self.device, training=False)
         model = self._load_model(device)
 
-        base = views[0]
+        self.device_ = device
+        self.model_ = model
         self.preprocessor_ = base.preprocessor
         self.n_features_in_ = base.preprocessor.n_features_in_
         # scikit-learn's rule: feature_names_in_ only for DataFrames whose column names are all
@@ -256,44 +197,13 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         else:
             _check_feature_names(self, X, reset=True)
         self.classes_ = np.array([0, 1])
-        self.model_ = model
-        self.device_ = device
-        self.views_ = views
+        self.views_ = ensemble.views
         self.x_labeled_ = base.x_labeled
         self.x_pool_ = base.x_pool
-        max_features = int(model.config.max_features)
-        entropy = self._root_seed()
-        planners: list[PassPlanner] = []
-        seen: set[tuple[int, float, float]] = set()
-        for index, member in enumerate(members):
-            view = view_of[view_key(member)]
-            planner = PassPlanner(
-                n_labeled=len(base.x_labeled),
-                n_pool=len(base.x_pool),
-                n_features=views[view].x_pool.shape[1],
-                n_estimators=1,
-                single_pass_limit=int(self.single_pass_limit),
-                chunk_size=int(self.chunk_size),
-                max_labeled=int(self.max_labeled),
-                max_features=max_features,
-                entropy=entropy,
-                member=index,
-                view=view,
-                labeled_share=member.labeled_share,
-                feature_share=member.feature_share,
-            )
-            # one estimator per feature group: every row is scored with every feature it sees
-            planner = dataclasses.replace(planner, n_estimators=planner.n_feature_groups)
-            # an exact repeat of an earlier member (the catalogue wrapped, or a member whose
-            # encoding is the configured one) adds nothing but time
-            shown = (view, member.labeled_share, member.feature_share)
-            if not planner.random_choices and shown in seen:
-                continue
-            seen.add(shown)
-            planners.append(planner)
-        self.planners_ = planners
-        self.n_estimators_ = len(planners)  # members that run (n_estimators=None resolved)
-        self.planner_ = planners[0]
+        self.planners_ = plan_passes(ensemble, settings, int(model.config.max_features),
+                                     entropy=self._root_seed())
+        self.n_estimators_ = len(self.planners_)  # members that run (n_estimators=None resolved)
+        self.planner_ = self.planners_[0]
         self._pool_proba: np.ndarray | None = None
         self._class_prior: dict[int, float] = {}  # π̂ per n_folds
         self._pool_index: dict[bytes, int] | None = None
@@ -321,41 +231,28 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         if hasattr(X, "shape") or isinstance(X, (list, tuple)):
             _check_n_features(self, X, reset=False)
 
-    def _passes(self, planners: list[PassPlanner], x_new: list[np.ndarray] | None = None,
-                ) -> Iterator[Pass]:
-        """Every member's passes, member after member: the pool's (``x_new`` None) or those
-        scoring the new rows ``x_new[view]``."""
-        for planner in planners:
-            if x_new is None:
-                yield from planner.pool_passes()
-            else:
-                yield from planner.new_row_passes(x_new[planner.view])
-
-    def _run(self, make_passes: Any, n_scored: int, tables: list[PassTables],
-             ) -> tuple[np.ndarray, int]:
-        """Mean P(y=1) of the scored rows over the members' passes ``make_passes()`` yields,
-        and how many passes ran (``make_passes`` is called twice: the passes are counted
-        first, for the progress bar)."""
-        n_passes = sum(1 for _ in make_passes())
-        bar = None
+    def _score(self, planners: list[PassPlanner], views: list[ViewRows]) -> tuple[np.ndarray, int]:
+        """Mean P(y=1) of the scored rows (the views' new rows where given, else their pool)
+        over the passes of ``planners``, and how many passes ran."""
+        new = None if views[0].new is None else [view.new for view in views]
+        n_scored = len(views[0].pool) if new is None else len(new[0])
+        n_passes = sum(1 for _ in all_passes(planners, new))
         show = self.progress if self.progress is not None else (
             sys.stderr.isatty() and n_passes > 4
         )
+        bar = None
         if show:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=n_passes, unit="pass", desc="PUICL", leave=False)
-        use_bf16 = self.precision == "bfloat16" or (
-            self.precision == "auto" and self.device_.type == "cuda"
-        )
         try:
             proba = run_passes(
                 self.model_,
-                tables,
-                make_passes(),
+                views,
+                all_passes(planners, new),
                 n_scored=n_scored,
                 device=self.device_,
-                bfloat16=use_bf16,
+                bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
                 # a few small passes per forward on CPU (fewer, larger ops; the [cells, e]
                 # matrices stay near the cache size); a GPU (CUDA or MPS) wants large batches
                 cells_per_forward=(1 << 15) if self.device_.type == "cpu" else (1 << 19),
@@ -371,19 +268,17 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         """P(y=1) of every fitted unlabeled row (computed once)."""
         self._check_fitted()
         if self._pool_proba is None:
-            tables = [PassTables(view.x_labeled, view.x_pool) for view in self.views_]
+            views = [ViewRows(view.x_labeled, view.x_pool) for view in self.views_]
             started = time.perf_counter()
-            self._pool_proba, self.n_passes_ = self._run(
-                lambda: self._passes(self.planners_), self.planner_.n_pool, tables
-            )
+            self._pool_proba, self.n_passes_ = self._score(self.planners_, views)
             self.inference_seconds_ = time.perf_counter() - started
         return self._pool_proba
 
     def _new_probabilities(self, x_new: list[np.ndarray]) -> np.ndarray:
-        """P(y=1) of new rows, ``x_new[view]`` their encoding in each member's view."""
-        tables = [PassTables(view.x_labeled, view.x_pool, new)
-                  for view, new in zip(self.views_, x_new, strict=True)]
-        return self._run(lambda: self._passes(self.planners_, x_new), len(x_new[0]), tables)[0]
+        """P(y=1) of new rows, ``x_new[view]`` their encoding in each view."""
+        views = [ViewRows(view.x_labeled, view.x_pool, new)
+                 for view, new in zip(self.views_, x_new, strict=True)]
+        return self._score(self.planners_, views)[0]
 
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
@@ -405,7 +300,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         proba[known] = pool_proba[match[known]]
         if (~known).any():
             new = [np.ascontiguousarray(table[~known])]
-            for view in self.views_[1:]:  # the other members' encodings of the same rows
+            for view in self.views_[1:]:  # the other views' encodings of the same rows
                 new.append(np.ascontiguousarray(view.preprocessor.transform(X)[~known]))
             proba[~known] = self._new_probabilities(new)
         return proba, match

@@ -7,17 +7,20 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from puicl_common.configio import require, to_dict
+from puicl_common.versioning import drop_legacy_values
 
 # Options that were studied and removed: none beat the base recipe (docs/recipe.md). Configs
 # and checkpoints written while they existed name them at these values, so these values stay
 # accepted (and, as then, out of the stored config and the training hash); any other value is
-# refused, naming the key (puicl_common.configio.from_mapping reads REMOVED_KEYS).
+# refused, naming the key (the versioning rule, puicl_common.versioning, which
+# puicl_common.configio.from_mapping applies to REMOVED_KEYS).
 REMOVED_OPTIONS: dict[str, Any] = {"norm": "post_layernorm", "thinking_rows": 0,
                                    "feature_group": 1}
 
 # Options added after weights were published, with the value that reproduces those weights.
-# ``to_mapping`` leaves such a key out while it holds that value, so the configs, training hashes
-# and weight headers written before the option existed stay the same bytes.
+# ``to_mapping`` leaves such a key out while it holds that value (puicl_common.versioning), so
+# the configs, training hashes and weight headers written before the option existed stay the
+# same bytes.
 LEGACY_VALUES: dict[str, Any] = {"value_encoder": "linear", "value_bins": 16}
 VALUE_ENCODERS = ("linear", "rbf")
 
@@ -27,7 +30,7 @@ class ModelConfig:
     """Sizes of the PUICL transformer. The defaults are the paper's (docs/architecture.md §7)."""
 
     REMOVED_KEYS: ClassVar[Mapping[str, Any]] = REMOVED_OPTIONS
-    REMOVED_WHY: ClassVar[str] = "it did not beat the base recipe, docs/recipe.md"
+    REMOVED_WHY: ClassVar[str] = "the option did not beat the base recipe (docs/recipe.md)"
 
     embed_dim: int = 128  # e: size of every cell embedding
     num_layers: int = 6  # L: dual-axis transformer blocks
@@ -60,8 +63,4 @@ class ModelConfig:
 
     def to_mapping(self) -> dict[str, Any]:
         """The config as stored (weights, hashes): options at their legacy value left out."""
-        mapping = to_dict(self)
-        for key, legacy in LEGACY_VALUES.items():
-            if mapping[key] == legacy:
-                del mapping[key]
-        return mapping
+        return drop_legacy_values(to_dict(self), LEGACY_VALUES)

@@ -1,22 +1,16 @@
-"""Inference-time ensemble members: the one place they are defined, in a fixed order.
+"""The catalogue of ensemble members: what each shows the model, in a fixed order.
 
 The model has no positional encoding, so shuffling rows or features changes nothing it
-computes; ensemble members must differ in *what the model sees*. A member is a view of the
-table (how numeric and categorical columns are encoded, :mod:`puicl_model.preprocessing`) plus
-optional random subsets of the labeled rows and of the features. ``n_estimators=k`` takes the
-first ``k`` members of :data:`MEMBERS`; beyond its length the list repeats with fresh random
-draws (a member that would repeat an earlier one exactly is skipped). The predicted
-probability of a row is the mean over members of each member's own P(y = +) (itself the mean
-over the member's passes: feature groups of a wide table, see :mod:`puicl_model.inference`).
+computes; members must differ in *what the model sees*. A member (the word is
+:mod:`puicl_model.planning`'s, where the passes are planned) is an encoding of the table
+(:mod:`puicl_model.preprocessing`) plus optional random shares of the labeled rows and of the
+features. ``n_estimators=k`` takes the first ``k`` members of :data:`MEMBERS`; beyond its
+length the list repeats with fresh random draws.
 
 Member 0 is the classifier as configured (its ``numeric`` and ``categorical`` settings, every
 labeled row, every feature), so ``n_estimators=1`` is the single-pass classifier. The default,
 ``n_estimators=None``, depends on the table: one member for numeric-only tables, two (base and
 power-ordinal) when the table has categorical columns (:func:`default_n_estimators`).
-
-Every random draw of member ``m > 0`` is keyed ``(_MEMBER, m, ...)``
-(:class:`puicl_model.inference.PassPlanner`); member 0 keeps the keys it had before members
-existed.
 """
 
 from __future__ import annotations
@@ -45,7 +39,7 @@ class Member:
     # each pass holds a random share of the labeled rows (at least 2); 1.0: all of them
     labeled_share: float = 1.0
     # the member sees a random share of the features, where the table has at least
-    # ``MIN_FEATURES_FOR_SUBSET`` of them; 1.0: all
+    # ``planning.MIN_FEATURES_FOR_SUBSET`` of them; 1.0: all
     feature_share: float = 1.0
 
     def __post_init__(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from puicl_common.runtime import PRECISIONS
 from puicl_model.columns import is_dataframe
 from puicl_model.settings import InferenceSettings
 
@@ -25,8 +26,8 @@ except ImportError:  # older: the same checks were BaseEstimator methods
         estimator._check_n_features(X, reset=reset)
 
 __all__ = [
-    "THRESHOLD_RULE", "check_pu_labels", "check_settings", "has_mixed_names", "is_valid_threshold",
-    "warn_about_leaks", "warn_if_inverted",
+    "THRESHOLD_RULE", "check_pu_labels", "check_pu_table", "check_settings", "has_mixed_names",
+    "is_valid_threshold", "warn_about_leaks",
 ]
 
 # A feature separating the labeled rows from the pool is reported as a leak when so clean a
@@ -104,6 +105,23 @@ def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
     return labeled
 
 
+def check_pu_table(X: Any, s: Any) -> np.ndarray:
+    """The mask of the labeled rows of the PU table ``(X, s)`` given to ``fit``; warns when
+    ``s`` looks inverted."""
+    if s is None:
+        raise ValueError("PUICLClassifier requires y to be passed, but the target y is None; "
+                         "pass s: 1 for each labeled positive row, 0 for each unlabeled row")
+    n_rows = X.shape[0] if hasattr(X, "shape") else (
+        len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
+    )
+    if n_rows == 1:
+        raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
+                         "and one unlabeled row")
+    labeled = check_pu_labels(s, n_rows)
+    _warn_if_inverted(labeled)
+    return labeled
+
+
 THRESHOLD_RULE = "a number in (0, 1) or 'prior'"
 
 
@@ -115,26 +133,28 @@ def is_valid_threshold(value: Any) -> bool:
     return numeric and 0 < value < 1
 
 
-def check_settings(estimator: Any) -> None:
-    """Validate ``PUICLClassifier``'s parameters (at ``fit``: the constructor only stores them)."""
+def check_settings(estimator: Any) -> InferenceSettings:
+    """Validate ``PUICLClassifier``'s parameters (at ``fit``: the constructor only stores
+    them); returns its settings of the passes."""
     def positive_int(name: str, value: Any, minimum: int = 1) -> None:
         is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
         if not is_int or value < minimum:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
-    InferenceSettings(
+    settings = InferenceSettings(
         n_estimators=estimator.n_estimators,
         single_pass_limit=estimator.single_pass_limit,
         chunk_size=estimator.chunk_size,
         max_labeled=estimator.max_labeled,
-    ).validate()
+    )
+    settings.validate()
     if estimator.n_threads is not None:
         positive_int("n_threads", estimator.n_threads)
     if not is_valid_threshold(estimator.threshold):
         raise ValueError(f"threshold must be {THRESHOLD_RULE}, got {estimator.threshold!r}")
-    if estimator.precision not in ("auto", "float32", "bfloat16"):
-        raise ValueError(f"precision must be 'auto', 'float32' or 'bfloat16', got "
-                         f"{estimator.precision!r}")
+    if estimator.precision not in PRECISIONS:
+        words = ", ".join(repr(word) for word in PRECISIONS[:-1]) + f" or {PRECISIONS[-1]!r}"
+        raise ValueError(f"precision must be {words}, got {estimator.precision!r}")
     state = estimator.random_state
     if not (
         state is None
@@ -143,9 +163,10 @@ def check_settings(estimator: Any) -> None:
     ):
         raise ValueError(f"random_state must be a non-negative integer, a numpy "
                          f"RandomState or Generator, or None, got {state!r}")
+    return settings
 
 
-def warn_if_inverted(labeled: np.ndarray) -> None:
+def _warn_if_inverted(labeled: np.ndarray) -> None:
     """Warn when ``s`` marks more rows labeled than unlabeled: PU data rarely looks like that,
     and a flipped ``s`` (some PU packages mark the labeled rows 0) does."""
     n_labeled = int(labeled.sum())
@@ -157,7 +178,7 @@ def warn_if_inverted(labeled: np.ndarray) -> None:
             "fewer. Check that s is not inverted: 1 = labeled positive, 0 = unlabeled (some PU "
             "packages mark the labeled rows 0)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of fit
         )
 
 

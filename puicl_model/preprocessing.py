@@ -3,7 +3,9 @@
 The model consumes numbers only and standardizes every column itself with the labeled rows'
 statistics (paper §3.1). What it cannot do is read strings, skip missing values or ignore
 columns that carry nothing; :class:`TablePreprocessor` does that, learning every mapping from
-the table given to ``fit`` (labeled and unlabeled rows together, never the hidden labels):
+the table given to ``fit`` (labeled and unlabeled rows together, never the hidden labels). It
+reads and types the columns (:mod:`puicl_model.columns`), drops those that carry nothing,
+warns, and scales; how one column is encoded is :mod:`puicl_model.column_encoding`'s job:
 
 * **numeric columns**: ``numeric="quantile"`` (default) replaces each value by the standard
   normal quantile of its mid-rank among the fitted rows, ``Φ⁻¹((#{< x} + #{≤ x}) / 2n)``
@@ -55,11 +57,22 @@ large offsets (timestamps, identifiers) from losing their variation to float32 r
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from puicl_model.column_encoding import (
+    MAX_ONEHOT_LEVELS,
+    CategoricalStrategy,
+    ColumnEncoding,
+    MissingStrategy,
+    NumericStrategy,
+    category_key,
+    encode,
+    feature_labels,
+    fit_categorical,
+    fit_numeric,
+)
 from puicl_model.columns import (
     MISSING_TOKENS,
     as_numeric,
@@ -78,46 +91,9 @@ __all__ = [
     "TablePreprocessor",
 ]
 
-CategoricalStrategy = Literal["onehot", "ordinal", "frequency"]
-NumericStrategy = Literal["quantile", "standard", "power"]
-
-# One-hot encoding beyond this many categories would crowd out the other features (the model
-# reads 20 per pass); such columns are frequency-encoded instead.
-MAX_ONEHOT_LEVELS = 16
-MissingStrategy = Literal["median", "median+indicator", "error"]
-
-# numeric="power": the Yeo-Johnson exponent is bounded, because a few outliers can drive its
-# maximum-likelihood estimate far enough that a new row's value overflows float64
-_POWER_LAMBDA_BOUND = 3.0
-_POWER_CAP = 1e30
-# the exponent is fitted on at most this many order statistics of a column (cost; the fitted
-# exponent moves by about one grid step of 0.05 at most)
-_POWER_FIT_POINTS = 256
-
-_MISSING = "\x00missing"  # the category that stands for a missing categorical value
 # a numeric column counting up by one from row to row is dropped as a saved index only on
 # tables at least this long: on a few rows a real feature may happen to do so
 _ROW_NUMBER_MIN_ROWS = 20
-
-
-@dataclass
-class _Column:
-    """How one input column becomes zero, one or two model features."""
-
-    name: str
-    kind: Literal["numeric", "categorical"]
-    fill: float = 0.0  # numeric: median of the fitted rows
-    indicator: bool = False  # append a "was missing" feature
-    codes: dict[str, float] = field(default_factory=dict)  # categorical: category -> number
-    missing_code: float = 0.0  # categorical: the number of the missing category
-    onehot: list[str] = field(default_factory=list)  # categorical: one feature per category
-    quantiles: np.ndarray | None = None  # numeric, numeric="quantile": sorted fitted values
-    power: float | None = None  # numeric="power": the Yeo-Johnson exponent
-
-    @property
-    def width(self) -> int:
-        """How many model features the column becomes."""
-        return len(self.onehot) if self.onehot else 1 + int(self.indicator)
 
 
 def _counts_rows(values: np.ndarray) -> bool:
@@ -129,82 +105,6 @@ def _counts_rows(values: np.ndarray) -> bool:
     # (a NaN anywhere makes a difference NaN, never 1, and a NaN first value no integer)
     return (len(values) >= _ROW_NUMBER_MIN_ROWS and float(values[0]).is_integer()
             and bool(np.all(np.diff(values) == 1.0)))
-
-
-def _category_key(value: Any) -> str:
-    """A category's identity: its text (so 1, 1.0 and '1' of a mixed column stay distinct)."""
-    return f"{type(value).__name__}:{value}"
-
-
-def _normal_scores(values: np.ndarray, fitted_sorted: np.ndarray) -> np.ndarray:
-    """Standard normal quantile of each value's mid-rank among the fitted values."""
-    from scipy.special import ndtri
-
-    n = len(fitted_sorted)
-    below = np.searchsorted(fitted_sorted, values, side="left")
-    at_or_below = np.searchsorted(fitted_sorted, values, side="right")
-    share = np.clip((below + at_or_below) / (2.0 * n), 0.5 / n, 1.0 - 0.5 / n)
-    return ndtri(share)
-
-
-def _yeo_johnson(values: np.ndarray, exponent: np.ndarray | float) -> np.ndarray:
-    """The Yeo-Johnson transform of ``values`` (last axis) with ``exponent`` (broadcast)."""
-    exponent = np.asarray(exponent, dtype=np.float64)
-    positive = values >= 0
-    log_pos = np.log1p(np.where(positive, values, 0.0))
-    log_neg = np.log1p(np.where(positive, 0.0, -values))
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        near_zero, near_two = np.abs(exponent) < 1e-9, np.abs(exponent - 2.0) < 1e-9
-        up = np.where(near_zero, log_pos,
-                      np.expm1(exponent * log_pos) / np.where(near_zero, 1.0, exponent))
-        down = np.where(near_two, -log_neg, -np.expm1((2.0 - exponent) * log_neg)
-                        / np.where(near_two, 1.0, 2.0 - exponent))
-    return np.where(positive, up, down)
-
-
-def _fit_power(values: np.ndarray) -> float | None:
-    """numeric="power": the Yeo-Johnson exponent of a column (maximum likelihood on a grid of
-    step 0.05 in ±``_POWER_LAMBDA_BOUND``), None if the column is constant."""
-    if not values.max() > values.min():
-        return None  # constant: dropped later, nothing to fit
-    # (on the raw values: the transform is not scale-free, and standardizing first fits a
-    # worse exponent, e.g. skewness 0.64 against 0.26 on a log-normal column.) A grid rather
-    # than scipy's optimizer, which cost 20 columns of 1000 rows more than a third of a
-    # forward pass of their table.
-    if len(values) > _POWER_FIT_POINTS:  # evenly spaced order statistics: the same shape
-        ranks = np.linspace(0, len(values) - 1, _POWER_FIT_POINTS).round().astype(np.int64)
-        values = np.sort(values)[ranks]
-    grid = np.linspace(-_POWER_LAMBDA_BOUND, _POWER_LAMBDA_BOUND, 121)[:, None]
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        log_var = _log_variance(values, grid)
-    jacobian = (grid[:, 0] - 1.0) * np.sum(np.sign(values) * np.log1p(np.abs(values)))
-    likelihood = -0.5 * len(values) * log_var + jacobian
-    likelihood[~np.isfinite(likelihood)] = -np.inf
-    return float(grid[int(np.argmax(likelihood)), 0])
-
-
-def _log_variance(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """log Var of the Yeo-Johnson transform of ``values`` for each exponent of ``grid`` [g, 1].
-
-    A column of one sign is transformed by ``±expm1(p · log1p(|x|)) / p`` (p = λ, or 2 − λ for
-    negative values), whose variance is ``Var(exp(p·L)) / p²``; computed in log space with the
-    largest exponent factored out, it stays exact where the values themselves are equal to
-    float64 precision (a large offset, such as timestamps, with λ < 0)."""
-    if values.min() >= 0 or values.max() <= 0:
-        power = grid if values.min() >= 0 else 2.0 - grid
-        logs = np.log1p(np.abs(values))[None, :]
-        scaled = power * logs
-        top = scaled.max(axis=1, keepdims=True)
-        variance_log = 2.0 * top[:, 0] + np.log(np.exp(scaled - top).var(axis=1))
-        zero = np.abs(power[:, 0]) < 1e-9  # the log1p branch: the variance of the logs
-        return np.where(zero, np.log(logs.var()), variance_log - 2.0 * np.log(np.abs(power[:, 0])))
-    return np.log(_yeo_johnson(values[None, :], grid).var(axis=1))
-
-
-def _power_transform(values: np.ndarray, exponent: float) -> np.ndarray:
-    # a new row far outside the fitted range can exceed float32 (|x|^5 at the bound): keep it
-    # finite, the model clips standardized values long before that
-    return np.clip(_yeo_johnson(values, exponent), -_POWER_CAP, _POWER_CAP)
 
 
 # a text column at least this share of whose present entries are numbers is "mostly numbers":
@@ -295,7 +195,7 @@ class TablePreprocessor:
         self.is_dataframe_ = is_frame
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
-        columns: list[_Column] = []
+        columns: list[ColumnEncoding] = []
         read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
         row_number_starts: dict[str, float] = {}  # saved indexes: name -> first value
         mostly_numbers: list[str] = []  # numbers with stray text, read as categories
@@ -304,26 +204,26 @@ class TablePreprocessor:
                 parse_numeric(values)
             )
             if numeric is not None:
-                columns.append(self._fit_numeric(name, numeric))
+                columns.append(fit_numeric(name, numeric, self.numeric, self.missing))
                 if _counts_rows(numeric):
                     row_number_starts[name] = float(numeric[0])
                 if values.dtype.kind in "OUS" and tokens:
                     found = ", ".join(f"{token!r} ×{count}" for token, count in tokens.items())
                     read_as_numbers.append(f"{name!r} ({found})")
             else:
-                columns.append(self._fit_categorical(name, values))
+                columns.append(fit_categorical(name, values, self.categorical))
                 if name not in self._declared_categorical:
                     stray = _stray_text(name, values)
                     if stray:
                         mostly_numbers.append(stray)
         self.columns_ = columns
-        raw = self._encode(arrays)
+        raw = encode(columns, arrays, self.missing)
         low, high = raw.min(axis=0), raw.max(axis=0)
         row_numbers = np.array([column.name in row_number_starts and offset == 0
                                 for column in columns for offset in range(column.width)],
                                dtype=bool)
         keep = (high > low) & ~row_numbers
-        labels = self._feature_labels()
+        labels = feature_labels(columns)
         self.dropped_features_ = [
             label for label, kept in zip(labels, keep, strict=True) if not kept
         ]
@@ -394,7 +294,7 @@ class TablePreprocessor:
                 elif column.kind == "numeric":
                     why = f"constant: every value is {column.fill:g}"
                 else:
-                    present = [_category_key(v) for v in values[~missing].tolist()]
+                    present = [category_key(v) for v in values[~missing].tolist()]
                     distinct = len(set(present))
                     if distinct == 1:
                         why = f"constant: every value is {values[~missing][0]!r}"
@@ -407,107 +307,7 @@ class TablePreprocessor:
             feature += column.width
         return reasons
 
-    def _missing_mask(self, name: str, values: np.ndarray) -> np.ndarray:
-        """NaN mask of a numeric column; infinities, and NaN under missing='error', are errors
-        (the same rules in fit and transform)."""
-        if np.isinf(values).any():
-            row = int(np.flatnonzero(np.isinf(values))[0])
-            raise ValueError(
-                f"column {name!r} holds an infinite value (row {row}); replace it with a finite "
-                f"number or NaN (missing)"
-            )
-        missing = np.isnan(values)
-        if missing.any() and self.missing == "error":
-            raise ValueError(
-                f"column {name!r} has {int(missing.sum())} missing values (NaN) and "
-                f"missing='error'; impute them, or use missing='median'"
-            )
-        return missing
-
-    def _fit_numeric(self, name: str, values: np.ndarray) -> _Column:
-        missing = self._missing_mask(name, values)
-        fill = float(np.median(values[~missing])) if (~missing).any() else 0.0
-        indicator = bool(missing.any()) and self.missing == "median+indicator"
-        quantiles = power = None
-        filled = np.where(missing, fill, values)
-        if self.numeric == "quantile":
-            quantiles = np.sort(filled)
-        elif self.numeric == "power":
-            power = _fit_power(filled)
-        return _Column(name, "numeric", fill=fill, indicator=indicator, quantiles=quantiles,
-                       power=power)
-
-    def _fit_categorical(self, name: str, values: np.ndarray) -> _Column:
-        missing = is_missing(values)
-        keys = [_MISSING if gone else _category_key(v) for v, gone in
-                zip(values.tolist(), missing.tolist(), strict=True)]
-        categories, counts = np.unique(np.asarray(keys, dtype=object), return_counts=True)
-        known = [c for c in categories.tolist() if c != _MISSING]
-        if self.categorical == "onehot" and 2 < len(known) <= MAX_ONEHOT_LEVELS:
-            return _Column(name, "categorical", onehot=known)
-        if self.categorical == "ordinal" or (self.categorical == "onehot" and len(known) <= 2):
-            ordered = [c for c in categories.tolist() if c != _MISSING]
-            codes = {c: float(i) for i, c in enumerate(ordered)}
-            missing_code = float(len(ordered))  # missing (and unseen) after the known ones
-        else:
-            shares = counts / counts.sum()
-            codes = {c: float(s) for c, s in zip(categories.tolist(), shares, strict=True)}
-            missing_code = codes.pop(_MISSING, 0.0)
-        return _Column(name, "categorical", codes=codes, missing_code=missing_code)
-
     # ------------------------------------------------------------------------- transform
-    def _feature_labels(self) -> list[str]:
-        labels: list[str] = []
-        for column in self.columns_:
-            if column.onehot:
-                labels.extend(f"{column.name}={category.split(':', 1)[1]}"
-                              for category in column.onehot)
-                continue
-            labels.append(column.name)
-            if column.indicator:
-                labels.append(f"{column.name} (missing)")
-        return labels
-
-    def _encode(self, arrays: list[np.ndarray]) -> np.ndarray:
-        features: list[np.ndarray] = []
-        for column, values in zip(self.columns_, arrays, strict=True):
-            if column.kind == "numeric":
-                numeric = as_numeric(values)
-                if numeric is None:
-                    raise ValueError(
-                        f"column {column.name!r} was numeric in fit but now holds non-numeric "
-                        f"values"
-                    )
-                missing = self._missing_mask(column.name, numeric)
-                filled = np.where(missing, column.fill, numeric)
-                if column.quantiles is not None:
-                    filled = _normal_scores(filled, column.quantiles)
-                elif column.power is not None:
-                    filled = _power_transform(filled, column.power)
-                features.append(filled)
-                if column.indicator:
-                    features.append(missing.astype(np.float64))
-            elif column.onehot:
-                missing = is_missing(values)
-                keys = np.asarray([_MISSING if gone else _category_key(v) for v, gone in
-                                   zip(values.tolist(), missing.tolist(), strict=True)],
-                                  dtype=object)
-                features.extend((keys == category).astype(np.float64)
-                                for category in column.onehot)
-            else:
-                missing = is_missing(values)
-                encoded = np.array(
-                    [
-                        column.missing_code
-                        if gone
-                        else column.codes.get(_category_key(v), column.missing_code)
-                        for v, gone in zip(values.tolist(), missing.tolist(), strict=True)
-                    ],
-                    dtype=np.float64,
-                )
-                features.append(encoded)
-        return np.stack(features, axis=1) if features else np.zeros((0, 0))
-
     def transform(self, X: Any) -> np.ndarray:
         """float32 [n_rows, n_kept_features] for the table ``X`` (columns as in ``fit``)."""
         names, arrays, is_frame, self._declared_categorical = read_columns(X)
@@ -529,7 +329,7 @@ class TablePreprocessor:
                 f"X has {len(names)} columns but the classifier was fitted with "
                 f"{self.n_features_in_}; pass the same columns as in fit"
             )
-        return self._scaled(self._encode(arrays))
+        return self._scaled(encode(self.columns_, arrays, self.missing))
 
     def _scaled(self, raw: np.ndarray) -> np.ndarray:
         if not self.keep_.any():

@@ -23,6 +23,7 @@ from puicl_common.configio import (
     require,
     to_dict,
 )
+from puicl_common.runtime import PRECISION_ALIASES
 from puicl_model.config import ModelConfig
 from trainer.removed_options import without_removed_options
 
@@ -106,8 +107,9 @@ class TrainingConfig:
     # a cap trims only when it is reached (no measurable cost at paper.yaml's 2.0 GB per
     # process; docs/performance.md, Trainer). null: never.
     release_memory_above_gb: float | None = None
-    # "auto": bf16 autocast on CUDA, float32 on CPU
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    # "auto": bfloat16 autocast on CUDA, float32 on CPU (puicl_common.runtime); fp32 and bf16,
+    # the spellings of configs written before, are aliases of float32 and bfloat16
+    precision: Literal["auto", "float32", "bfloat16", "fp32", "bf16"] = "auto"
     # run the model under torch.compile (applied by the trainer, around DDP); changes float
     # rounding only, like the micro-batch layout, so it may differ between segments
     compile: bool = False
@@ -267,6 +269,9 @@ class RunConfig:
         return config_hash(identity)
 
 
+_HASHED_PRECISION = {canonical: alias for alias, canonical in PRECISION_ALIASES.items()}
+
+
 def training_identity(training: TrainingConfig) -> dict[str, Any]:
     """The training fields that decide the weights, for ``RunConfig.training_hash``.
 
@@ -281,7 +286,9 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
         "phase1": training.phase1,
         "phase2": training.phase2,
         "ema_decay": training.ema_decay,
-        "precision": training.precision,
+        # spelled as configs spelled it when the hash was defined, so both spellings of a
+        # precision give one hash and old runs keep theirs
+        "precision": _HASHED_PRECISION.get(training.precision, training.precision),
     }
     if training.init_weights is not None:
         identity["init_weights_sha256"] = init_weights_digest(training.init_weights)

@@ -11,22 +11,24 @@ A key at its legacy value -- the value under which the trainer did what it does 
 at their defaults) -- is dropped instead of refused: the trainer wrote every key into each run
 directory's ``config.yaml`` and checkpoint before the removal, and those runs must still load
 and resume. Their training hashes never held these keys at these values (the legacy-values
-rule of ``trainer.config.training_identity``), so dropping them changes no hash.
+rule of ``trainer.config.training_identity``), so dropping them changes no hash. Both rules
+are :mod:`puicl_common.versioning`'s.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-from puicl_common.configio import ConfigError
+from puicl_common.versioning import drop_removed_keys
 
-_MUON = "the Muon optimizer (the trainer uses AdamW)"
-_WSD = "the warmup-stable-decay schedule (the trainer uses the phase1/phase2 schedules)"
-_AVERAGE = "checkpoint averaging (export writes the EMA weights)"
+_STUDY = "which was taken out after the recipe study (docs/recipe.md)"
+_MUON = f"this key belonged to the Muon optimizer (the trainer uses AdamW), {_STUDY}"
+_WSD = (f"this key belonged to the warmup-stable-decay schedule (the trainer uses the "
+        f"phase1/phase2 schedules), {_STUDY}")
+_AVERAGE = f"this key belonged to checkpoint averaging (export writes the EMA weights), {_STUDY}"
 
-# dotted path -> (legacy value, what was removed with it)
+# dotted path -> (legacy value, why it was removed): puicl_common.versioning's removed-key rule
 REMOVED_KEYS: dict[tuple[str, ...], tuple[Any, str]] = {
     ("training", "optimizer", "name"): ("adamw", _MUON),
     ("training", "optimizer", "muon_lr"): (1e-3, _MUON),
@@ -46,16 +48,6 @@ REMOVED_KEYS: dict[tuple[str, ...], tuple[Any, str]] = {
 }
 
 
-def _is_legacy(value: Any, legacy: Any) -> bool:
-    if isinstance(legacy, dict):  # a section: each key it sets at its legacy value
-        return isinstance(value, Mapping) and all(
-            key in legacy and _is_legacy(item, legacy[key]) for key, item in value.items()
-        )
-    if isinstance(legacy, bool) or isinstance(value, bool):
-        return value is legacy
-    return value == legacy
-
-
 def without_removed_options(data: Any, refuse: bool = True) -> Any:
     """``data`` (a run config's mapping) without the keys of removed options.
 
@@ -66,18 +58,4 @@ def without_removed_options(data: Any, refuse: bool = True) -> Any:
     """
     if not isinstance(data, Mapping):
         return data
-    cleaned = copy.deepcopy(dict(data))
-    for path, (legacy, what) in REMOVED_KEYS.items():
-        section: Any = cleaned
-        for key in path[:-1]:
-            section = section.get(key) if isinstance(section, dict) else None
-        if not isinstance(section, dict) or path[-1] not in section:
-            continue
-        if refuse and not _is_legacy(section[path[-1]], legacy):
-            raise ConfigError(
-                ".".join(path),
-                f"removed: this key belonged to {what}, which was taken out after the recipe "
-                "study (docs/recipe.md); delete the key",
-            )
-        del section[path[-1]]
-    return cleaned
+    return drop_removed_keys(data, REMOVED_KEYS, refuse=refuse)

@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from puicl_common.runtime import autocast_active
+from puicl_model.backends import auto_backend
 from puicl_model.backends.packed import PackedCells
 from puicl_model.batch import TaskBatch
 
@@ -80,10 +81,13 @@ def packed_inference_logits(model: PUICLModel, batch: TaskBatch) -> Tensor:
 
 def inference_logits(model: PUICLModel, batch: TaskBatch) -> Tensor:
     """``model(batch)``, by :func:`packed_inference_logits` where that applies."""
+    backend = model.attention
+    if backend == "auto":
+        backend = auto_backend(batch.device, training=False)
     applies = (
         not torch.is_grad_enabled()
         and batch.device.type == "cpu"
         and not autocast_active("cpu")
-        and model.attention in ("auto", "packed", "cpu_kernel")
+        and backend in ("packed", "cpu_kernel")
     )
     return packed_inference_logits(model, batch) if applies else model(batch)

@@ -91,7 +91,7 @@ def test_removed_options_are_refused_and_accepted_at_their_old_default() -> None
     assert set(CONFIG.to_mapping()) == {"embed_dim", "num_layers", "num_heads", "ff_dim",
                                         "feature_clip", "max_features"}
     for key, value in (("norm", "pre_rmsnorm"), ("thinking_rows", 16), ("feature_group", 2)):
-        with pytest.raises(ConfigError, match=rf"^model\.{key}: this option was removed"):
+        with pytest.raises(ConfigError, match=rf"^model\.{key}: removed: the option did not beat"):
             from_mapping(ModelConfig, {key: value}, "model")
 
 
@@ -218,3 +218,20 @@ def test_auto_resolves_by_device_and_purpose(monkeypatch: pytest.MonkeyPatch) ->
         assert resolve_backend("auto", cpu, training=True) == expected
     with pytest.raises(ValueError, match="'cpu_kernel' runs on CPU only"):
         resolve_backend("cpu_kernel", torch.device("cuda", 0), training=True)
+
+
+def test_a_model_at_auto_takes_the_one_auto_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model's ``auto`` is :func:`auto_backend`'s inference rule, not a rule of its own."""
+    import puicl_model.backends as backends
+    from puicl_model.backends.bucketed import BucketedCells
+
+    batch = collate_tasks([torch.randn(6, 3)], [2])
+    asked = []
+
+    def rule(device: torch.device, training: bool) -> str:
+        asked.append((device.type, training))
+        return "bucketed"
+
+    monkeypatch.setattr(backends, "auto_backend", rule)
+    assert isinstance(PUICLModel(CONFIG).layout(batch), BucketedCells)
+    assert asked == [("cpu", False)]

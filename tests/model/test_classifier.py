@@ -145,7 +145,7 @@ def test_more_features_than_trained_are_an_ensemble_over_feature_groups(
     X, s = table(rng, 20, 30, 45)
     clf = PUICLClassifier(weights=small_weights, random_state=3).fit(X, s)
     planner = clf.planner_
-    assert planner.n_estimators == 3 and planner.effective_estimators == 3
+    assert planner.n_feature_groups == 3 and planner.random_choices
     groups = [planner.features_of(k) for k in range(3)]
     assert sorted(np.concatenate(groups).tolist()) == list(range(45))  # a partition
     assert [len(g) for g in groups] == [15, 15, 15]
@@ -156,8 +156,9 @@ def test_more_features_than_trained_are_an_ensemble_over_feature_groups(
         [direct_proba(clf.model_, clf.x_labeled_[:, g], clf.x_pool_[:, g]) for g in groups], axis=0
     )
     np.testing.assert_allclose(proba, expected, rtol=0, atol=1e-6)
-    # the next three estimators use a fresh partition
-    assert not all(np.array_equal(a, planner.features_of(k + 3)) for k, a in enumerate(groups))
+    # the partition is drawn from random_state
+    other = PUICLClassifier(weights=small_weights, random_state=4).fit(X, s).planner_
+    assert not all(np.array_equal(a, other.features_of(k)) for k, a in enumerate(groups))
 
 
 def test_large_pool_is_chunked_with_bounded_passes(
@@ -191,7 +192,7 @@ def test_large_pool_is_chunked_with_bounded_passes(
     assert sum(queries) == 70 and max(queries) <= 16
     # one row more than the limit, not less, is what switches chunking on
     single = PUICLClassifier(weights=small_weights, single_pass_limit=100).fit(X, s)
-    assert not single.planner_.chunked and single.planner_.effective_estimators == 1
+    assert not single.planner_.chunked and not single.planner_.random_choices
 
 
 def test_many_labeled_positives_are_subsampled_per_pass(
@@ -202,7 +203,7 @@ def test_many_labeled_positives_are_subsampled_per_pass(
     log = ForwardLog(clf.model_, monkeypatch)
     clf.predict_proba(X[s == 0])
     assert log.tasks == [(10, 30, 3)] * 4
-    subsets = {tuple(clf.planner_.labeled_of(k, 0)) for k in range(4)}
+    subsets = {tuple(planner.labeled_of(0, 0)) for planner in clf.planners_}  # one per member
     assert len(subsets) == 4
 
 

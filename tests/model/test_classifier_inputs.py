@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
+from puicl_common.runtime import resolve_device
 from puicl_model import PUICLClassifier
 
 
@@ -106,3 +107,6 @@ def test_auto_takes_apples_gpu_where_there_is_no_cuda(small_model, frame, monkey
     monkeypatch.setattr(PUICLClassifier, "_load_model", lambda self, device: small_model)
     clf = PUICLClassifier(device=device).fit(X, s)
     assert clf.device_.type == expected
+    # the same rule, where training keeps to CUDA and the CPU
+    assert resolve_device(device, training=False) == clf.device_
+    assert resolve_device(device).type == "cpu"

@@ -129,7 +129,7 @@ def test_wide_chunked_tables_are_scored_whole_by_every_member(small_weights, tab
     base, power = clf.planners_
     # one-hot gives 45 + 8 features (3 groups), ordinal codes 45 + 1 (3 groups)
     assert (base.n_features, power.n_features) == (53, 46)
-    assert base.n_estimators == base.n_feature_groups == 3 == power.n_estimators
+    assert base.n_feature_groups == 3 == power.n_feature_groups
     for planner in clf.planners_:  # every row with every feature, once per member
         seen = np.zeros((planner.n_pool, planner.n_features), dtype=int)
         for item in planner.pool_passes():
@@ -152,7 +152,7 @@ def test_invalid_n_estimators_is_a_clear_error(small_weights, table, rng, value)
 def test_an_absurd_n_estimators_is_refused_before_any_member_is_planned(
         small_weights, table, rng, monkeypatch) -> None:
     X, s = table(rng, 10, 20, 3)
-    monkeypatch.setattr("puicl_model.classifier.members_for",
+    monkeypatch.setattr("puicl_model.planning.members_for",
                         lambda *a, **k: pytest.fail("members planned"))
     with pytest.raises(ValueError) as caught:
         PUICLClassifier(weights=small_weights, n_estimators=10**9).fit(X, s)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from puicl_model.column_encoding import feature_labels
 from puicl_model.preprocessing import TablePreprocessor
 
 
@@ -152,7 +153,7 @@ def test_large_offsets_survive_the_float32_cast() -> None:
 def test_onehot_gives_each_category_a_feature_and_unseen_ones_all_zeros() -> None:
     pre = TablePreprocessor(numeric="standard").fit(mixed_frame())  # categorical="onehot"
     # text has a, b, c (+ missing): one-hot; cat and flag have two values: one 0/1 feature
-    names = [label for label in pre._feature_labels()]
+    names = feature_labels(pre.columns_)
     assert names == ["num", "text=a", "text=b", "text=c", "cat", "flag", "const"]
     encoded = raw_features(pre, mixed_frame())
     assert encoded.shape == (6, 6)

@@ -6,9 +6,11 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import torch
 
 from prior_gen.config import KNOWN_SECTIONS, load_generation_config
 from puicl_common.configio import ConfigError
+from puicl_common.runtime import resolve_precision
 from trainer.config import RunConfig, TrainingConfig, load_run_config, run_config_from_mapping
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -109,6 +111,23 @@ def test_training_hash_ignores_bookkeeping_only() -> None:
     )
     assert base.training_hash() == same.training_hash()
     assert base.training_hash() != other.training_hash()
+
+
+def test_precision_spelled_either_way_gives_one_run() -> None:
+    """float32 and bfloat16 are the project's words; fp32 and bf16, which stored configs
+    hold, name the same precisions and give the same training hash."""
+    def hashed(precision: str) -> str:
+        config = run_config_from_mapping({"validation": {"stages": [1]},
+                                          "training": {"precision": precision}})
+        return config.training_hash()
+
+    assert hashed("float32") == hashed("fp32") != hashed("bf16") == hashed("bfloat16")
+    assert hashed("auto") not in (hashed("fp32"), hashed("bf16"))
+    with pytest.raises(ConfigError, match=r"^training\.precision: must be one of"):
+        hashed("half")
+    cpu = torch.device("cpu")
+    assert [resolve_precision(word, cpu) for word in ("bf16", "fp32", "auto")] == [
+        "bfloat16", "float32", "float32"]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,105 @@
+"""The versioning rule of every stored config: options come and go, old hashes stay.
+
+Config hashes name shards, checkpoints and weights, so adding or removing an option must not
+change the hash of a config that keeps today's behaviour. Two rules, each written once here
+and used by the prior generator (``prior_gen.config.LEGACY_VALUES``), the model
+(``puicl_model.config``) and the trainer (``trainer.removed_options``):
+
+* **An added option** has a *legacy value*, the one that reproduces what was done before it
+  existed. :func:`drop_legacy_values` drops a key that holds its legacy value before a config
+  is hashed or stored, so such a config keeps its bytes and its hash.
+* **A removed option** has its *old default*, the value under which the code did what it does
+  today. :func:`drop_removed_keys` drops a key at its old default (configs and checkpoints
+  written while it existed still load, as before its removal they never entered a hash at
+  that value) and refuses any other value with a :class:`~puicl_common.configio.ConfigError`
+  naming the key and why the option went.
+
+Both tables map a key to its value: a top-level key by its name, a nested one by its path
+(``("prior", "scm", "noise_sampler")``). Values compare by :func:`is_legacy_value`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from puicl_common.configio import ConfigError
+
+__all__ = ["drop_legacy_values", "drop_removed_keys", "is_legacy_value"]
+
+KeyPath = str | tuple[str, ...]
+
+
+def is_legacy_value(value: Any, legacy: Any) -> bool:
+    """Whether ``value`` is ``legacy``: equal, except that a bool matches only that bool (1 is
+    not ``True``), and that a mapping matches a legacy section when each key it sets is in
+    the section at its legacy value (a section written out in part)."""
+    if isinstance(legacy, Mapping):
+        return isinstance(value, Mapping) and all(
+            key in legacy and is_legacy_value(item, legacy[key]) for key, item in value.items()
+        )
+    if isinstance(legacy, bool) or isinstance(value, bool):
+        return value is legacy
+    return bool(value == legacy)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _path(key: KeyPath) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def _drop_at(mapping: dict[str, Any], path: tuple[str, ...],
+             drop: Callable[[tuple[str, ...], Any], bool], where: tuple[str, ...] = ()) -> None:
+    """Delete ``mapping``'s entry at ``path`` where ``drop(full path, value)`` says so; the
+    sections on the way are copied, so that the caller's own mappings are never changed."""
+    head, *rest = path
+    if head not in mapping:
+        return
+    if not rest:
+        if drop((*where, head), mapping[head]):
+            del mapping[head]
+        return
+    section = mapping[head]
+    if not isinstance(section, Mapping):
+        return  # not a section: the config's own validation reports it
+    mapping[head] = dict(section)
+    _drop_at(mapping[head], tuple(rest), drop, (*where, head))
+
+
+def drop_legacy_values(mapping: Mapping[str, Any], legacy: Mapping[KeyPath, Any],
+                       ) -> dict[str, Any]:
+    """``mapping`` less every key of ``legacy`` that holds its legacy value (module
+    docstring); ``mapping`` itself is not changed."""
+    result = dict(mapping)
+    for key, value in legacy.items():
+        _drop_at(result, _path(key), lambda _, held, value=value: is_legacy_value(held, value))
+    return result
+
+
+def drop_removed_keys(mapping: Mapping[str, Any], removed: Mapping[KeyPath, tuple[Any, str]],
+                      *, refuse: bool = True, prefix: str = "") -> dict[str, Any]:
+    """``mapping`` less the keys of ``removed`` options, each mapped to ``(old default, why it
+    was removed)``; ``mapping`` itself is not changed.
+
+    With ``refuse``, a removed key at any value but its old default is a ``ConfigError``
+    naming the key (under ``prefix``, the dotted path of ``mapping`` in its file); without,
+    every removed key is dropped (to read what an old checkpoint recorded).
+    """
+    result = dict(mapping)
+    for key, (old_default, why) in removed.items():
+
+        def drop(path: tuple[str, ...], held: Any, old_default: Any = old_default,
+                 why: str = why) -> bool:
+            if refuse and not is_legacy_value(held, old_default):
+                name = ".".join(path if not prefix else (prefix, *path))
+                raise ConfigError(name, f"removed: {why}; delete the key (only its former "
+                                        f"default {_shown(old_default)} is still read, got "
+                                        f"{_shown(held)})")
+            return True
+
+        _drop_at(result, _path(key), drop)
+    return result

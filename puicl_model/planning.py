@@ -1,0 +1,327 @@
+"""Planning the forward passes that score a fitted PU table: the one place the plan is made.
+
+The model was trained on tasks of 100–300 labeled positives, pools of 0.5–2× that, and at most
+``ModelConfig.max_features`` (20) features, and it has no positional encoding (shuffling rows
+or features changes nothing it computes). A table is scored through *passes*, each a task the
+model can take, planned from these words (used with these meanings in the classifier,
+:mod:`puicl_model.ensemble` and :mod:`puicl_model.inference`):
+
+* **member** — one entry of the ensemble, a :class:`~puicl_model.ensemble.Member` of the
+  catalogue :data:`~puicl_model.ensemble.MEMBERS`: what the model is shown (an encoding, and
+  optionally a random share of the labeled rows and of the features). ``n_estimators`` (the
+  scikit-learn name) counts members; :func:`members_for` picks them. A member that would
+  repeat an earlier one exactly is skipped. A row's probability is the mean over members of
+  each member's probability, itself the mean over the member's passes that score the row.
+* **view** — the fitted table as one encoding (``numeric``, ``categorical``,
+  :mod:`puicl_model.preprocessing`) makes it: a :class:`View`. Members with the same encoding
+  share one view; view 0 is the classifier's configured encoding.
+* **feature group** — the features one pass sees. A member sees every feature of its view, or
+  a random share of them (``feature_share``, on tables of at least
+  :data:`MIN_FEATURES_FOR_SUBSET` features); with more than ``max_features`` of them, a random
+  partition splits them into ``G = ceil(d / max_features)`` near-equal groups, so that every
+  member scores every row once with every feature it sees.
+* **chunk** — the pool rows one pass scores. A pool of at most ``single_pass_limit`` rows is
+  one chunk (one pass, as the paper does); a larger pool is split at random, per feature
+  group, into ``ceil(n_u / chunk_size)`` near-equal chunks, each scored next to at most
+  ``chunk_size // 2`` labeled rows: η = 2, the largest pool-to-labeled ratio of training, and
+  close to the cheapest configuration per scored row (docs/performance.md). Memory is that of
+  one pass, whatever the pool size.
+* **labeled subset** — the labeled rows one pass holds: all of them, or a random subset of
+  ``labeled_per_pass`` rows where there are more than a pass holds (``max_labeled``, or
+  ``chunk_size // 2`` in a chunked pool, or the member's ``labeled_share``).
+* **pass** — one forward pass (:class:`Pass`): one member's feature group, chunk and labeled
+  subset. A member inside the trained range is exactly one pass. A :class:`PassPlanner` plans
+  the passes of one member; :func:`plan_passes` plans every member's.
+
+**New rows** (rows that are not in the fitted pool) are scored as *query rows* of a fitted
+pass (:mod:`puicl_model.batch`): the pass holds the labeled subset and chunk of a transductive
+pass, and the new rows attend to those rows and to themselves while no row attends to them. A
+new row therefore gets the prediction it would get as one more unlabeled row of the fitted
+task — minus its own negligible influence on the other rows — independently of the other new
+rows and of how they are grouped. When the pool is chunked, each new row joins the chunk picked
+by a hash of its values, so its prediction does not depend on its position in the input
+either.
+
+Every random choice is drawn from ``numpy.random.SeedSequence(random_state, spawn_key=key)``
+with ``key`` naming what is drawn (docs/architecture.md §3), e.g. ``(_FEATURES, 0)`` for a
+member's partition or ``(_POOL, group)`` for the chunks of a feature group, prefixed
+``(_MEMBER, member)`` for members after the first: the same settings give the same passes on
+every machine.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from puicl_model.ensemble import Member, members_for
+from puicl_model.preprocessing import (
+    CategoricalStrategy,
+    MissingStrategy,
+    NumericStrategy,
+    TablePreprocessor,
+)
+from puicl_model.settings import InferenceSettings
+
+__all__ = ["MIN_FEATURES_FOR_SUBSET", "Ensemble", "Pass", "PassPlanner", "View", "all_passes",
+           "fit_ensemble", "plan_passes"]
+
+# spawn-key tags: what a random draw is for (11 is the classifier's split of the labeled rows)
+_FEATURES = 1
+_POOL = 2
+_LABELED = 3
+_MEMBER = 4  # prefix of every draw of member m > 0: (_MEMBER, m, ...)
+_FEATURE_SUBSET = 5
+
+# feature_share applies to tables of at least this many features: fewer would leave a member
+# too few to separate anything
+MIN_FEATURES_FOR_SUBSET = 6
+
+
+# ------------------------------------------------------------------------------------ views
+@dataclass(frozen=True)
+class View:
+    """The fitted table as one encoding makes it: its labeled rows and its pool."""
+
+    preprocessor: TablePreprocessor
+    x_labeled: np.ndarray
+    x_pool: np.ndarray
+
+
+@dataclass(frozen=True)
+class Ensemble:
+    """The members that run on a fitted table, and the views they read."""
+
+    views: list[View]  # views[0]: the configured encoding
+    members: list[Member]
+    member_views: list[int]  # the index in ``views`` of each member's view
+
+
+def _fit_view(X: Any, labeled: np.ndarray, numeric: str, categorical: str, missing: str,
+              quiet: bool) -> View:
+    preprocessor = TablePreprocessor(categorical=categorical, missing=missing, numeric=numeric)
+    with warnings.catch_warnings():
+        if quiet:  # fit warns about the columns once, for the configured view
+            warnings.simplefilter("ignore")
+        table = preprocessor.fit_transform(X)
+    return View(preprocessor, np.ascontiguousarray(table[labeled]),
+                np.ascontiguousarray(table[~labeled]))
+
+
+def fit_ensemble(X: Any, labeled: np.ndarray, n_estimators: int | None,
+                 catalogue: tuple[Member, ...], *, numeric: NumericStrategy,
+                 categorical: CategoricalStrategy, missing: MissingStrategy) -> Ensemble:
+    """The members of ``n_estimators`` and the views of the table ``X`` they read
+    (``labeled``: the mask of the labeled rows). Only the configured view warns about the
+    table's columns."""
+    base = _fit_view(X, labeled, numeric, categorical, missing, quiet=False)
+    # whether the table has categorical columns sets the default member count
+    members = members_for(n_estimators, catalogue,
+                          has_categorical=base.preprocessor.has_categorical_)
+    views = [base]
+    index = {(numeric, categorical): 0}
+    member_views = []
+    for member in members:
+        encoding = (member.numeric or numeric, member.categorical or categorical)
+        if encoding not in index:
+            index[encoding] = len(views)
+            views.append(_fit_view(X, labeled, *encoding, missing, quiet=True))
+        member_views.append(index[encoding])
+    return Ensemble(views, members, member_views)
+
+
+# ----------------------------------------------------------------------------------- passes
+@dataclass(frozen=True)
+class Pass:
+    """One forward pass: which rows and features of its view it holds."""
+
+    group: int  # the member's feature group
+    labeled: np.ndarray  # indices into the labeled rows
+    pool: np.ndarray  # indices into the fitted pool (scored in transductive passes)
+    features: np.ndarray  # feature indices (sorted)
+    new: np.ndarray | None = None  # indices into the new rows: query rows of the pass
+    member: int = 0
+    view: int = 0  # which view's rows (inference.ViewRows) its indices refer to
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.labeled) + len(self.pool) + (0 if self.new is None else len(self.new))
+
+
+@dataclass(frozen=True)
+class PassPlanner:
+    """Plans one member's passes over a view of ``n_labeled`` + ``n_pool`` rows and
+    ``n_features`` features."""
+
+    n_labeled: int
+    n_pool: int
+    n_features: int
+    single_pass_limit: int
+    chunk_size: int
+    max_labeled: int
+    max_features: int
+    entropy: int  # the fit's root seed
+    member: int = 0  # keys the member's random draws ...
+    view: int = 0  # ... and names the view its passes read
+    labeled_share: float = 1.0  # share of the labeled rows each pass holds (at least 2)
+    feature_share: float = 1.0  # share of the features the member sees (wide enough tables)
+
+    def _rng(self, *key: int) -> np.random.Generator:
+        if self.member:  # member 0 keeps the keys it had before members existed
+            key = (_MEMBER, self.member, *key)
+        return np.random.default_rng(np.random.SeedSequence(self.entropy, spawn_key=key))
+
+    # ------------------------------------------------------------------ labeled subsets
+    @property
+    def chunked(self) -> bool:
+        return self.n_pool > self.single_pass_limit
+
+    @property
+    def labeled_per_pass(self) -> int:
+        limit = min(self.max_labeled, self.chunk_size // 2) if self.chunked else self.max_labeled
+        if self.labeled_share < 1.0:
+            limit = min(limit, max(2, round(self.labeled_share * self.n_labeled)))
+        return min(self.n_labeled, limit)
+
+    def labeled_of(self, group: int, chunk: int) -> np.ndarray:
+        """The labeled subset of the pass of feature group ``group`` and chunk ``chunk``."""
+        size = self.labeled_per_pass
+        if self.n_labeled <= size:
+            return np.arange(self.n_labeled)
+        rng = self._rng(_LABELED, group, chunk)
+        return np.sort(rng.choice(self.n_labeled, size=size, replace=False))
+
+    # ------------------------------------------------------------------- feature groups
+    @property
+    def takes_feature_share(self) -> bool:
+        return self.feature_share < 1.0 and self.n_features >= MIN_FEATURES_FOR_SUBSET
+
+    @property
+    def n_visible_features(self) -> int:
+        if not self.takes_feature_share:
+            return self.n_features
+        return max(1, round(self.feature_share * self.n_features))
+
+    def visible_features(self) -> np.ndarray:
+        """The features this member sees (sorted): all, or its random share of them."""
+        if not self.takes_feature_share:
+            return np.arange(self.n_features)
+        size = self.n_visible_features
+        return np.sort(self._rng(_FEATURE_SUBSET).choice(self.n_features, size, replace=False))
+
+    @property
+    def n_feature_groups(self) -> int:
+        return math.ceil(self.n_visible_features / self.max_features)
+
+    def features_of(self, group: int) -> np.ndarray:
+        """The features of feature group ``group`` (sorted): one part of a random partition
+        of the visible features (keyed ``(_FEATURES, 0)``)."""
+        visible = self.visible_features()
+        groups = self.n_feature_groups
+        if groups == 1:
+            return visible
+        permutation = self._rng(_FEATURES, 0).permutation(len(visible))
+        return visible[np.sort(np.array_split(permutation, groups)[group])]
+
+    # ------------------------------------------------------------------------- chunks
+    @property
+    def max_scored_per_pass(self) -> int:
+        """The most pool rows (or new rows) one pass scores."""
+        return self.chunk_size if self.chunked else self.single_pass_limit
+
+    def chunks_of(self, group: int) -> list[np.ndarray]:
+        """The pool as feature group ``group``'s passes split it: near-equal chunks of at most
+        ``max_scored_per_pass`` rows, drawn per group."""
+        if not self.chunked:
+            return [np.arange(self.n_pool)]
+        count = math.ceil(self.n_pool / self.chunk_size)
+        order = self._rng(_POOL, group).permutation(self.n_pool)
+        return [np.sort(chunk) for chunk in np.array_split(order, count)]
+
+    # ------------------------------------------------------------------------- passes
+    @property
+    def random_choices(self) -> bool:
+        """Whether any pass depends on a random draw (else the member is exactly one pass
+        and the same whatever the seed)."""
+        return (
+            self.n_visible_features > self.max_features
+            or self.chunked
+            or self.n_labeled > self.labeled_per_pass
+            or self.takes_feature_share
+        )
+
+    def pool_passes(self) -> Iterator[Pass]:
+        """Transductive passes: every pool row once per feature group."""
+        for group in range(self.n_feature_groups):
+            features = self.features_of(group)
+            for chunk, rows in enumerate(self.chunks_of(group)):
+                yield Pass(group, self.labeled_of(group, chunk), rows, features,
+                           member=self.member, view=self.view)
+
+    def new_row_passes(self, x_new: np.ndarray) -> Iterator[Pass]:
+        """Passes that score the rows ``x_new``: each once per feature group, as query rows
+        next to the chunk its values pick."""
+        hashes = [zlib.crc32(row.tobytes()) for row in np.ascontiguousarray(x_new)]
+        for group in range(self.n_feature_groups):
+            features = self.features_of(group)
+            chunks = self.chunks_of(group)
+            # which chunk each new row joins: a function of its values, not of its position
+            home = np.array([zlib.crc32(group.to_bytes(4, "little"), h) % len(chunks)
+                             for h in hashes], dtype=np.int64)
+            for chunk, rows in enumerate(chunks):
+                joining = np.flatnonzero(home == chunk)
+                labeled = self.labeled_of(group, chunk)
+                for start in range(0, len(joining), self.max_scored_per_pass):
+                    new = joining[start : start + self.max_scored_per_pass]
+                    yield Pass(group, labeled, rows, features, new, member=self.member,
+                               view=self.view)
+
+
+def plan_passes(ensemble: Ensemble, settings: InferenceSettings, max_features: int,
+                entropy: int) -> list[PassPlanner]:
+    """One planner per member that runs: a member whose passes would repeat an earlier
+    member's exactly (the catalogue wrapped with no random draw, or a member whose encoding
+    is the configured one) adds nothing but time and is left out."""
+    n_labeled, n_pool = (len(rows) for rows in (ensemble.views[0].x_labeled,
+                                                  ensemble.views[0].x_pool))
+    planners: list[PassPlanner] = []
+    seen: set[tuple[int, float, float]] = set()
+    for index, (member, view) in enumerate(zip(ensemble.members, ensemble.member_views,
+                                               strict=True)):
+        planner = PassPlanner(
+            n_labeled=n_labeled,
+            n_pool=n_pool,
+            n_features=ensemble.views[view].x_pool.shape[1],
+            single_pass_limit=int(settings.single_pass_limit),
+            chunk_size=int(settings.chunk_size),
+            max_labeled=int(settings.max_labeled),
+            max_features=max_features,
+            entropy=entropy,
+            member=index,
+            view=view,
+            labeled_share=member.labeled_share,
+            feature_share=member.feature_share,
+        )
+        shown = (view, member.labeled_share, member.feature_share)
+        if not planner.random_choices and shown in seen:
+            continue
+        seen.add(shown)
+        planners.append(planner)
+    return planners
+
+
+def all_passes(planners: Sequence[PassPlanner], x_new: Sequence[np.ndarray] | None = None,
+               ) -> Iterator[Pass]:
+    """Every member's passes, member after member: the pool's (``x_new`` None) or those
+    scoring the new rows ``x_new[view]``."""
+    for planner in planners:
+        if x_new is None:
+            yield from planner.pool_passes()
+        else:
+            yield from planner.new_row_passes(x_new[planner.view])
