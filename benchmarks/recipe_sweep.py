@@ -21,17 +21,24 @@ step_cost`` (the same CPU time). For each variant the script
    read from: ``puicl-bench --suite dev --methods puicl`` on its 40 tables at π = 0.2, 0.5 and
    0.8, ``dev_repeats`` (2) repetitions each, with the classifier's defaults or the plan's
    ``dev_settings``. The benchmark's 20 datasets play no part: they report shipped models.
+   A plan may add ``dev_labelings: [sar-linear, ...]``: the same suite, π, repetitions and
+   settings again under each biased labeling (``puicl-bench --labeling``), each in its own
+   ``dev_suite_<mechanism>/``, reported as the summary's ``dev_by_labeling``.
 
 A plan may name ``base_variant`` (default: its first variant), against which every variant's
 dev-suite difference is reported, paired by table, and ``noise: [variant, variant_seed1]``, two
 seeds of one variant whose difference is the study's noise, printed next to every difference.
 
 Results go to ``OUT/<variant>/summary.json``; ``--table`` prints the study's markdown table
-and draws validation AUC against CPU-minutes (``--figure``).
+(and one per biased labeling scored) and draws validation AUC against CPU-minutes
+(``--figure``). ``--rescore VARIANT`` scores a trained variant's exported weights under the
+plan's ``dev_labelings`` that its summary lacks, without training it again.
 
     .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml v0 ema_0.99
     .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml --table \\
         --figure docs/recipe/val_auc_vs_cpu.png
+    .venv/bin/python benchmarks/recipe_sweep.py --plan configs/prior_study/plan.yaml \\
+        --out runs/prior_study --rescore v1_prior
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmark.labeling import LABELINGS, SCAR, parse_labeling  # noqa: E402
 from prior_gen.shards import open_shards  # noqa: E402
 from puicl_common.atomic import atomic_write_json, atomic_write_text  # noqa: E402
 from puicl_common.configio import load_yaml  # noqa: E402
@@ -67,6 +75,8 @@ BIN = Path(sys.executable).parent
 VAL_STAGES = ("1", "50", "100", "tail")
 # repetitions per table and π of the development suite's figure (benchmark/summary.py)
 DEV_REPEATS = 2
+# the fields of one dev-suite score (dev_suite_score), under SCAR or under one biased labeling
+DEV_FIELDS = ("dev_auc", "dev_se", "dev_by_pi", "dev_per_table")
 
 
 # --------------------------------------------------------------------------- configs ------
@@ -75,7 +85,27 @@ def load_plan(path: Path) -> dict[str, Any]:
     for key in ("base", "budget_steps", "variants"):
         if key not in plan:
             raise SystemExit(f"{path}: the plan lacks {key!r}")
+    check_dev_labelings(path, plan.get("dev_labelings"))
     return plan
+
+
+def check_dev_labelings(path: Path, labelings: Any) -> None:
+    """A plan's ``dev_labelings``: absent, or a list of distinct biased mechanisms of
+    ``puicl-bench --labeling`` (SCAR is the suite's own yardstick, always scored)."""
+    if labelings is None:
+        return
+    if not isinstance(labelings, list) or not all(isinstance(m, str) for m in labelings):
+        raise SystemExit(f"{path}: dev_labelings must be a list of mechanisms, got {labelings!r}")
+    for mechanism in labelings:
+        try:
+            parse_labeling(mechanism)
+        except ValueError as error:
+            raise SystemExit(f"{path}: dev_labelings: {error}") from None
+    if SCAR in labelings:
+        raise SystemExit(f"{path}: dev_labelings: {SCAR!r} is always scored; list biased "
+                         f"mechanisms only ({', '.join(LABELINGS[1:])})")
+    if len(set(labelings)) != len(labelings):
+        raise SystemExit(f"{path}: dev_labelings names a mechanism twice: {labelings}")
 
 
 def set_dotted(mapping: dict[str, Any], dotted: str, value: Any) -> None:
@@ -174,17 +204,21 @@ def val_scores(model: torch.nn.Module, tasks: list) -> dict[str, float]:
 
 
 def dev_suite_score(weights: Path, where: Path, settings: dict[str, Any] | None = None,
-                    repeats: int = DEV_REPEATS) -> dict[str, Any]:
+                    repeats: int = DEV_REPEATS, labeling: str = SCAR) -> dict[str, Any]:
     """The decision yardstick for ``weights``: ``puicl-bench --suite dev --methods puicl`` at
     π = 0.2, 0.5 and 0.8, with the classifier's defaults or the given ``puicl:`` settings of
-    ``--method-config``. Returns the suite's figure (mean AUC over tables, repetitions and π)
-    with its standard error across tables, the mean AUC at each π and each table's mean."""
+    ``--method-config``, its positives labeled by ``labeling`` (SCAR: the protocol's uniform
+    third). Returns the suite's figure (mean AUC over tables, repetitions and π) with its
+    standard error across tables, the mean AUC at each π and each table's mean."""
     from benchmark.summary import suite_figure
 
-    suite_dir = where / "dev_suite"
+    # a biased labeling's tasks differ from SCAR's: its own results and cache
+    suite_dir = where / ("dev_suite" if labeling == SCAR else f"dev_suite_{labeling}")
     command = [str(BIN / "puicl-bench"), "--suite", "dev", "--methods", "puicl",
                "--weights", str(weights), "--repeats", str(repeats), "--jobs", "1",
                "--out", str(suite_dir), "--no-progress"]
+    if labeling != SCAR:
+        command += ["--labeling", labeling]
     if settings:
         settings_path = where / "dev_settings.yaml"
         atomic_write_text(settings_path, yaml.safe_dump({"puicl": settings}))
@@ -199,6 +233,16 @@ def dev_suite_score(weights: Path, where: Path, settings: dict[str, Any] | None 
     return {"dev_auc": mean, "dev_se": se,
             "dev_by_pi": {f"{pi:g}": round(float(v), 4) for pi, v in by_pi.items()},
             "dev_per_table": {k: round(float(v), 4) for k, v in by_table.items()}}
+
+
+def labeling_scores(plan: dict[str, Any], weights: Path, where: Path,
+                    settings: dict[str, Any] | None,
+                    done: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The dev suite under each of the plan's ``dev_labelings`` not already in ``done``: the
+    same π, repetitions and ``settings`` as the variant's SCAR figure, so that the two pair."""
+    repeats = int(plan.get("dev_repeats", DEV_REPEATS))
+    return {labeling: dev_suite_score(weights, where, settings, repeats, labeling)
+            for labeling in plan.get("dev_labelings") or [] if labeling not in (done or {})}
 
 
 # ---------------------------------------------------------------------------- a variant ---
@@ -274,6 +318,10 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int,
     # defaults are.
     dev = dev_suite_score(where / "weights", where, plan.get("dev_settings"),
                           int(plan.get("dev_repeats", DEV_REPEATS)))
+    # absent from a plan without dev_labelings, so that its summaries keep their fields
+    if plan.get("dev_labelings"):
+        dev["dev_by_labeling"] = labeling_scores(plan, where / "weights", where,
+                                                 plan.get("dev_settings"))
 
     tasks = load_fixed_val(out / "val_paper_prior")  # written by --generate-only
     torch.set_num_threads(threads)
@@ -329,6 +377,27 @@ def score_reference(name: str, weights: Path, out: Path, threads: int) -> dict[s
     return summary
 
 
+def rescore(plan: dict[str, Any], name: str, out: Path) -> dict[str, dict[str, Any]]:
+    """Score a trained variant's exported weights under the plan's ``dev_labelings`` that its
+    summary lacks and add them to its ``dev_by_labeling`` (the summary rewritten atomically,
+    its other fields as they were); returns what was added. The settings are those its
+    summary records for its SCAR figure, so that the two yardsticks pair."""
+    where = out / name
+    path = where / "summary.json"
+    if not path.exists():
+        raise SystemExit(f"--rescore {name}: no {path}; train and score the variant first")
+    if not (where / "weights").exists():
+        raise SystemExit(f"--rescore {name}: no exported weights at {where / 'weights'}")
+    summary = json.loads(path.read_text())
+    done = summary.get("dev_by_labeling") or {}
+    settings = summary.get("dev_settings", plan.get("dev_settings")) or None
+    added = labeling_scores(plan, where / "weights", where, settings, done)
+    if added:
+        summary["dev_by_labeling"] = {**done, **added}
+        atomic_write_json(path, summary)
+    return added
+
+
 def _cpu_model() -> str:
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
@@ -356,8 +425,23 @@ def seed_noise(plan: dict[str, Any], rows: list[dict[str, Any]]) -> float | None
     return abs(found[pair[0]]["dev_auc"] - found[pair[1]]["dev_auc"])
 
 
+def paired_difference(row: dict[str, Any], reference: dict[str, Any]) -> tuple[str, str]:
+    """``row``'s dev-suite difference from ``reference``: the mean of the per-table
+    differences with its standard error, and the difference of the means at each π."""
+    diffs = [row["dev_per_table"][k] - v for k, v in reference["dev_per_table"].items()
+             if k in row["dev_per_table"]]
+    se = float(np.std(diffs, ddof=1) / np.sqrt(len(diffs))) if len(diffs) > 1 else 0.0
+    delta = f"{float(np.mean(diffs)):+.4f} ± {se:.4f}"
+    # the bar also asks what a variant loses at any single π: the difference of the π's means
+    # (the same tables and repetitions on both sides)
+    mine = row.get("dev_by_pi", {})
+    by_pi = " / ".join(f"{mine[pi] - v:+.4f}"
+                       for pi, v in reference.get("dev_by_pi", {}).items() if pi in mine)
+    return delta, by_pi or "–"
+
+
 def table(rows: list[dict[str, Any]], base: str | None = None,
-          noise: float | None = None) -> str:
+          noise: float | None = None, yardstick: str = "dev-suite") -> str:
     """The study's table: each variant's dev-suite figure and its difference from ``base``,
     paired by table, with the seed noise next to it. Summaries written before the suite was
     the yardstick have no dev-suite figure and show a dash."""
@@ -365,7 +449,7 @@ def table(rows: list[dict[str, Any]], base: str | None = None,
     noise_text = "not measured" if noise is None else f"{noise:.4f}"
     lines = [
         "| variant | parameters | steps | tasks | CPU-min | tasks / CPU-s | val AUC | "
-        f"dev-suite AUC ± SE | Δ vs {base or 'base'} ± SE (seed noise {noise_text}) | "
+        f"{yardstick} AUC ± SE | Δ vs {base or 'base'} ± SE (seed noise {noise_text}) | "
         "Δ at π = 0.2 / 0.5 / 0.8 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -373,22 +457,38 @@ def table(rows: list[dict[str, Any]], base: str | None = None,
         dev = f"{r['dev_auc']:.4f} ± {r['dev_se']:.4f}" if "dev_auc" in r else "–"
         delta = by_pi = "–"
         if reference is not None and "dev_auc" in r and r is not reference:
-            diffs = [r["dev_per_table"][k] - v for k, v in reference["dev_per_table"].items()
-                     if k in r["dev_per_table"]]
-            se = float(np.std(diffs, ddof=1) / np.sqrt(len(diffs))) if len(diffs) > 1 else 0.0
-            delta = f"{float(np.mean(diffs)):+.4f} ± {se:.4f}"
-            # the bar also asks what a variant loses at any single π: the difference of the
-            # π's means (the same tables and repetitions on both sides)
-            mine = r.get("dev_by_pi", {})
-            by_pi = " / ".join(f"{mine[pi] - v:+.4f}"
-                               for pi, v in reference.get("dev_by_pi", {}).items() if pi in mine)
-            by_pi = by_pi or "–"
+            delta, by_pi = paired_difference(r, reference)
         lines.append(
             f"| {r['variant']} | {r['parameters']:,} | {r['steps']:,} | {r['tasks']:,} | "
             f"{r['train_cpu_minutes']:.1f} | {_rate(r):.1f} | {r['val_auc']:.4f} | {dev} | "
             f"{delta} | {by_pi} |"
         )
     return "\n".join(lines)
+
+
+def under_labeling(rows: list[dict[str, Any]], labeling: str) -> list[dict[str, Any]]:
+    """The rows with their dev-suite fields read from ``dev_by_labeling[labeling]`` (none where
+    a variant is not scored under it, so that the table shows a dash)."""
+    views = []
+    for row in rows:
+        view = {k: v for k, v in row.items() if k not in DEV_FIELDS}
+        view.update((row.get("dev_by_labeling") or {}).get(labeling, {}))
+        views.append(view)
+    return views
+
+
+def tables(plan: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The SCAR table, then one per biased labeling that any variant is scored under, each
+    with its differences from the plan's base and the seed noise measured under it."""
+    base = plan.get("base_variant") or next(iter(plan["variants"]))
+    parts = [table(rows, base, seed_noise(plan, rows))]
+    scored = {m for r in rows for m in r.get("dev_by_labeling") or {}}
+    for labeling in (m for m in LABELINGS if m in scored):
+        views = under_labeling(rows, labeling)
+        parts.append(f"Labeled positives drawn by `{labeling}` (`puicl-bench --labeling "
+                     f"{labeling}`):\n\n"
+                     + table(views, base, seed_noise(plan, views), f"dev-suite {labeling}"))
+    return "\n\n".join(parts)
 
 
 def _rate(row: dict[str, Any]) -> float:
@@ -439,6 +539,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="print the variants' run configs and stop")
     parser.add_argument("--reference", metavar="NAME=WEIGHTS",
                         help="score weights trained elsewhere on both yardsticks and stop")
+    parser.add_argument("--rescore", metavar="VARIANT", action="append", default=[],
+                        help="score a trained variant's exported weights under the plan's "
+                        "dev_labelings that its summary lacks, and add them to it (no "
+                        "training; repeatable)")
     args = parser.parse_args(argv)
     plan = load_plan(args.plan)
     if args.reference:
@@ -446,9 +550,19 @@ def main(argv: list[str] | None = None) -> int:
         found = score_reference(name, Path(weights), args.out, args.threads)
         print(json.dumps({k: v for k, v in found.items() if k != "bench_per_dataset"}))
         return 0
-    unknown = [v for v in args.variants if v not in plan["variants"]]
+    unknown = [v for v in args.variants + args.rescore if v not in plan["variants"]]
     if unknown:
         parser.error(f"not in {args.plan}: {', '.join(unknown)}")
+    if args.rescore and args.variants:
+        parser.error("give variants to train or --rescore, not both")
+    if args.rescore and not plan.get("dev_labelings"):
+        parser.error(f"--rescore: {args.plan} lists no dev_labelings to score")
+    for name in args.rescore:
+        added = rescore(plan, name, args.out)
+        for labeling, dev in added.items():
+            print(f"{name}: dev-suite AUC under {labeling} {dev['dev_auc']:.4f}", flush=True)
+        if not added:
+            print(f"{name}: already scored under every dev_labelings mechanism", flush=True)
     for name in args.variants:
         if args.generate_only:
             config_path, config = write_config(plan, name, args.out)
@@ -467,8 +581,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{summary['train_cpu_minutes']:.1f} CPU-min", flush=True)
     rows = summaries(plan, args.out)
     if args.table:
-        base = plan.get("base_variant") or next(iter(plan["variants"]))
-        print(table(rows, base, seed_noise(plan, rows)))
+        print(tables(plan, rows))
     if args.figure:
         names = args.figure_variants.split(",") if args.figure_variants else None
         figure(rows, args.figure, names)

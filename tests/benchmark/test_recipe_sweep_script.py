@@ -1,6 +1,8 @@
 """benchmarks/recipe_sweep.py's yardstick: the development suite at three π, never the
 benchmark; a plan's ``dev_settings`` reach ``puicl-bench`` as its ``--method-config``; the
-table reports each variant's paired difference from the base next to the measured seed noise."""
+table reports each variant's paired difference from the base next to the measured seed noise;
+a plan's ``dev_labelings`` score the suite again under biased labelings, also for variants
+trained before (``--rescore``)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
+import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,14 +26,17 @@ _spec.loader.exec_module(recipe_sweep)
 
 
 def _fake_bench(calls: list[list[str]]):
-    """Stands in for running ``puicl-bench``: records the command, writes a per-table CSV."""
+    """Stands in for running ``puicl-bench``: records the command, writes a per-table CSV
+    (0.1 lower under a biased labeling, so that its figures are told apart)."""
 
     def run(command: list[str], log: Path) -> float:
         calls.append(command)
         out = Path(command[command.index("--out") + 1])
         out.mkdir(parents=True, exist_ok=True)
+        shift = 0.1 if "--labeling" in command else 0.0
         pd.DataFrame({"dataset": ["a", "a", "b", "b"], "method": "puicl",
-                      "pi_target": [0.2, 0.8, 0.2, 0.8], "auc": [0.6, 0.8, 0.9, 0.9]}).to_csv(
+                      "pi_target": [0.2, 0.8, 0.2, 0.8],
+                      "auc": [0.6 - shift, 0.8 - shift, 0.9 - shift, 0.9 - shift]}).to_csv(
             out / "per_table.csv", index=False)
         return 0.0
 
@@ -137,3 +144,187 @@ def test_a_time_limited_segment_stops_before_scoring_and_its_cost_is_kept(
     ledger = json.loads((tmp_path / "a" / "segments.json").read_text())
     assert [s["until_step"] for s in ledger] == [10, 20]
     assert sum(s["cpu_s"] for s in ledger) == 120.0
+
+
+# ------------------------------------------------------------- biased-labeling yardstick ---
+def _fake_training(monkeypatch, tmp_path: Path, calls: list[list[str]]) -> None:
+    """Stands in for everything of ``train_variant`` but the dev-suite scoring: training writes
+    its last checkpoint, export a weights folder, the validation split scores a constant."""
+    bench = _fake_bench(calls)
+
+    def fake_run(command: list[str], log: Path) -> float:
+        if command[0].endswith("puicl-bench"):
+            return bench(command, log)
+        if "trainer/main.py" in command:
+            checkpoints = Path(command[command.index("--run-dir") + 1]) / "checkpoints"
+            checkpoints.mkdir(parents=True, exist_ok=True)
+            (checkpoints / "step_00000040.pt").write_bytes(b"")
+        else:  # trainer export RUN --out WEIGHTS
+            Path(command[command.index("--out") + 1]).mkdir(parents=True, exist_ok=True)
+        return 60.0
+
+    monkeypatch.setattr(recipe_sweep, "run", fake_run)
+    monkeypatch.setattr(recipe_sweep, "generate_shards", lambda *a: tmp_path / "shards")
+    monkeypatch.setattr(recipe_sweep, "load_fixed_val", lambda directory: [])
+    monkeypatch.setattr(recipe_sweep, "exported_model",
+                        lambda run_dir, step: (torch.nn.Linear(2, 1), ""))
+    monkeypatch.setattr(recipe_sweep, "val_scores", lambda model, tasks: {
+        "val_auc": 0.8, "val_accuracy": 0.7, "val_loss": 0.5})
+
+
+def _plan(**extra) -> dict:
+    return {"base": "configs/puicl_v1.yaml", "budget_steps": 40, "variants": {"a": {}},
+            "dev_settings": {"n_estimators": 1}, "dev_repeats": 3, **extra}
+
+
+def test_without_dev_labelings_a_variant_is_scored_under_scar_only(tmp_path, monkeypatch) -> None:
+    calls: list[list[str]] = []
+    _fake_training(monkeypatch, tmp_path, calls)
+    summary = recipe_sweep.train_variant(_plan(), "a", tmp_path, 1)
+    assert len(calls) == 1 and "--labeling" not in calls[0]
+    assert Path(calls[0][calls[0].index("--out") + 1]) == tmp_path / "a" / "dev_suite"
+    assert "dev_by_labeling" not in summary
+    assert "dev_by_labeling" not in json.loads((tmp_path / "a" / "summary.json").read_text())
+
+
+def test_dev_labelings_score_the_same_suite_again_under_each_mechanism(
+        tmp_path, monkeypatch) -> None:
+    calls: list[list[str]] = []
+    _fake_training(monkeypatch, tmp_path, calls)
+    plan = _plan(dev_labelings=["sar-linear", "sar-top"])
+    summary = recipe_sweep.train_variant(plan, "a", tmp_path, 1)
+    scar, *biased = calls
+    assert "--labeling" not in scar and scar[scar.index("--out") + 1].endswith("dev_suite")
+    assert [c[c.index("--labeling") + 1] for c in biased] == ["sar-linear", "sar-top"]
+    for command, labeling in zip(biased, ["sar-linear", "sar-top"], strict=True):
+        out = Path(command[command.index("--out") + 1])
+        assert out == tmp_path / "a" / f"dev_suite_{labeling}"
+        # the same π (the suite's), repetitions and classifier settings as the SCAR figure
+        assert "--pi" not in command
+        assert command[command.index("--repeats") + 1] == "3"
+        settings = Path(command[command.index("--method-config") + 1])
+        assert yaml.safe_load(settings.read_text()) == {"puicl": {"n_estimators": 1}}
+    stored = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert stored["dev_by_labeling"] == summary["dev_by_labeling"]
+    sar = stored["dev_by_labeling"]["sar-linear"]
+    assert set(sar) == {"dev_auc", "dev_se", "dev_by_pi", "dev_per_table"}
+    assert sar["dev_per_table"] == {"a": 0.6, "b": 0.8} and abs(sar["dev_auc"] - 0.7) < 1e-12
+    assert stored["dev_per_table"] == {"a": 0.7, "b": 0.9}  # SCAR's own figure unchanged
+
+
+def _scored_before(tmp_path: Path) -> dict:
+    """A variant trained and scored before its plan listed dev_labelings."""
+    summary = {"variant": "a", "dev_auc": 0.8, "dev_se": 0.1, "dev_by_pi": {"0.2": 0.75},
+               "dev_per_table": {"a": 0.7, "b": 0.9}, "dev_settings": {"n_estimators": 1},
+               "val_auc": 0.8, "curve": [{"step": 40, "val_auc": 0.8}], "date": "2026-11-24"}
+    (tmp_path / "a" / "weights").mkdir(parents=True)
+    (tmp_path / "a" / "summary.json").write_text(json.dumps(summary))
+    return summary
+
+
+def test_rescore_adds_the_missing_labelings_and_touches_nothing_else(
+        tmp_path, monkeypatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(recipe_sweep, "run", _fake_bench(calls))
+    before = _scored_before(tmp_path)
+    plan_path = tmp_path / "plan.yaml"
+    # today's plan scores with other settings: the variant keeps the ones of its SCAR figure
+    plan_path.write_text(yaml.safe_dump({**_plan(dev_labelings=["sar-linear"]),
+                                         "dev_settings": {"n_estimators": 4}}))
+    assert recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path),
+                              "--rescore", "a"]) == 0
+    command, = calls
+    assert command[command.index("--labeling") + 1] == "sar-linear"
+    assert command[command.index("--weights") + 1] == str(tmp_path / "a" / "weights")
+    settings = Path(command[command.index("--method-config") + 1])
+    assert yaml.safe_load(settings.read_text()) == {"puicl": {"n_estimators": 1}}
+    after = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert after.pop("dev_by_labeling")["sar-linear"]["dev_per_table"] == {"a": 0.6, "b": 0.8}
+    assert after == before
+    # a second mechanism later: only it is scored, the first kept as it was
+    first = json.loads((tmp_path / "a" / "summary.json").read_text())["dev_by_labeling"]
+    plan_path.write_text(yaml.safe_dump(_plan(dev_labelings=["sar-linear", "sar-posterior"])))
+    recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path), "--rescore", "a"])
+    assert [c[c.index("--labeling") + 1] for c in calls[1:]] == ["sar-posterior"]
+    by_labeling = json.loads((tmp_path / "a" / "summary.json").read_text())["dev_by_labeling"]
+    assert by_labeling["sar-linear"] == first["sar-linear"] and "sar-posterior" in by_labeling
+    # nothing missing: nothing run, the file's bytes kept
+    text = (tmp_path / "a" / "summary.json").read_bytes()
+    recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path), "--rescore", "a"])
+    assert len(calls) == 2 and (tmp_path / "a" / "summary.json").read_bytes() == text
+
+
+def test_rescore_needs_a_trained_variant_and_a_plan_with_dev_labelings(
+        tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(recipe_sweep, "run", _fake_bench([]))
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(_plan(dev_labelings=["sar-top"])))
+    with pytest.raises(SystemExit, match=r"no .*summary\.json; train and score the variant"):
+        recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path), "--rescore", "a"])
+    plan_path.write_text(yaml.safe_dump(_plan()))
+    _scored_before(tmp_path)
+    with pytest.raises(SystemExit):
+        recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path), "--rescore", "a"])
+    assert "lists no dev_labelings" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("labelings, message", [
+    (["sar-foo"], "unknown mechanism 'sar-foo'"),
+    (["scar"], "'scar' is always scored"),
+    (["sar-top", "sar-top"], "names a mechanism twice"),
+    ("sar-top", "must be a list"),
+])
+def test_a_bad_dev_labelings_is_named(tmp_path, labelings, message) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(_plan(dev_labelings=labelings)))
+    with pytest.raises(SystemExit, match=f"dev_labelings.*{message}"):
+        recipe_sweep.load_plan(path)
+
+
+def test_the_table_reports_each_labeling_paired_against_the_base() -> None:
+    plan = {"variants": {"base": {}, "base_seed1": {}, "lever": {}},
+            "noise": ["base", "base_seed1"]}
+    rows = [_row("base", {"a": 0.70, "b": 0.80, "c": 0.90}),
+            _row("base_seed1", {"a": 0.71, "b": 0.80, "c": 0.90}),
+            _row("lever", {"a": 0.72, "b": 0.84, "c": 0.90})]
+    scar_only = recipe_sweep.tables(plan, rows)
+    assert scar_only == recipe_sweep.table(rows, "base", recipe_sweep.seed_noise(plan, rows))
+    # under sar-linear the lever wins more, and the base's seeds differ by more
+    for row, per_table in zip(rows, [{"a": 0.60, "b": 0.70, "c": 0.80},
+                                     {"a": 0.60, "b": 0.73, "c": 0.80},
+                                     {"a": 0.66, "b": 0.78, "c": 0.83}], strict=True):
+        biased = _row(row["variant"], per_table, {"0.2": 0.6, "0.5": 0.7, "0.8": 0.8})
+        row["dev_by_labeling"] = {"sar-linear": {k: biased[k] for k in recipe_sweep.DEV_FIELDS}}
+    text = recipe_sweep.tables(plan, rows)
+    assert text.startswith(scar_only + "\n\n")  # the SCAR table first, as before
+    biased_table = text[len(scar_only):]
+    assert "`sar-linear`" in biased_table and "dev-suite sar-linear AUC ± SE" in biased_table
+    assert f"seed noise {0.01:.4f}" in biased_table
+    lever = next(line for line in biased_table.splitlines() if line.startswith("| lever "))
+    diffs = np.array([0.06, 0.08, 0.03])
+    assert f"{diffs.mean():+.4f} ± {diffs.std(ddof=1) / np.sqrt(3):.4f}" in lever
+    assert f"| {np.mean([0.66, 0.78, 0.83]):.4f} ± 0.0100 |" in lever
+    # a variant not scored under the labeling shows dashes in its table
+    del rows[2]["dev_by_labeling"]
+    lever = [line for line in recipe_sweep.tables(plan, rows).splitlines()
+             if line.startswith("| lever ")][-1]
+    assert lever.endswith("| – | – | – |")
+
+
+def test_the_stored_prior_study_summaries_render_in_the_table() -> None:
+    plan = recipe_sweep.load_plan(ROOT / "configs" / "prior_study" / "plan.yaml")
+    stored = sorted((ROOT / "docs" / "recipe" / "summaries" / "prior_study").glob("*.json"))
+    rows = [json.loads(path.read_text()) for path in stored]
+    text = recipe_sweep.tables(plan, rows)
+    assert [line.split(" | ")[0] for line in text.splitlines()[2:]] == \
+        [f"| {row['variant']}" for row in rows]
+
+
+def test_the_prior_study_plan_scores_biased_labeling_and_its_prior_lever() -> None:
+    from trainer.config import run_config_from_mapping
+
+    plan = recipe_sweep.load_plan(ROOT / "configs" / "prior_study" / "plan.yaml")
+    assert "sar-linear" in plan["dev_labelings"]
+    lever = run_config_from_mapping(recipe_sweep.variant_config(plan, "labeling"))
+    assert lever.prior.labeling is not None and lever.seed == 0
+    assert plan["variants"]["labeling_seed1"]["set"] == {"prior.labeling": {}, "seed": 1}
