@@ -44,7 +44,7 @@ from puicl_model.input_checks import (
 from puicl_model.planning import PassPlanner, all_passes, fit_ensemble, plan_passes
 from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
 from puicl_model.prior import MIN_LABELED_FOR_ESTIMATES, class_prior_estimate, prior_cut
-from puicl_model.settings import InferenceSettings
+from puicl_model.settings import AffineCopies, FewValuedIntegers, InferenceSettings
 from puicl_model.weights import bundled_weights_path, load_weights
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
@@ -96,6 +96,14 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     categorical, missing, numeric : preprocessing strategies
         (:mod:`puicl_model.preprocessing`): categories one-hot encoded, missing numbers
         filled with the median, numeric columns mapped to normal scores of their ranks.
+    affine_copies : "keep" or "drop"
+        "drop" drops a numeric column that is an exact affine copy of an earlier one
+        (``a·x + b``, ``a ≠ 0``), reported with the other dropped columns
+        (:mod:`puicl_model.affine_copies`); "keep" (the default) keeps it.
+    few_valued_integers : "numeric" or "categorical"
+        "categorical" encodes a numeric column of whole numbers with 2 to
+        ``categorical_max_levels`` (default 10) distinct values as a categorical column;
+        "numeric" (the default) reads it as numbers.
     random_state : int, numpy RandomState or Generator, or None
         Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
         gives the same predictions on every machine; a RandomState or Generator gives
@@ -123,6 +131,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
         numeric: NumericStrategy = "quantile",
+        affine_copies: AffineCopies = InferenceSettings.affine_copies,
+        few_valued_integers: FewValuedIntegers = InferenceSettings.few_valued_integers,
+        categorical_max_levels: int = InferenceSettings.categorical_max_levels,
         random_state: int | None = 0,
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
         n_threads: int | None = None,
@@ -139,6 +150,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.categorical = categorical
         self.missing = missing
         self.numeric = numeric
+        self.affine_copies = affine_copies
+        self.few_valued_integers = few_valued_integers
+        self.categorical_max_levels = categorical_max_levels
         self.random_state = random_state
         self.precision = precision
         self.n_threads = n_threads
@@ -179,7 +193,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         labeled = check_pu_table(X, s)
         ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
                                 numeric=self.numeric, categorical=self.categorical,
-                                missing=self.missing)
+                                missing=self.missing,
+                                column_options=settings.column_options())
         base = ensemble.views[0]
         if base.preprocessor.keep_.any():  # (else one zero column stands in: no leak)
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)

@@ -104,8 +104,9 @@ class Ensemble:
 
 
 def _fit_view(X: Any, labeled: np.ndarray, numeric: str, categorical: str, missing: str,
-              quiet: bool) -> View:
-    preprocessor = TablePreprocessor(categorical=categorical, missing=missing, numeric=numeric)
+              quiet: bool, column_options: dict[str, Any]) -> View:
+    preprocessor = TablePreprocessor(categorical=categorical, missing=missing, numeric=numeric,
+                                     **column_options)
     with warnings.catch_warnings():
         if quiet:  # fit warns about the columns once, for the configured view
             warnings.simplefilter("ignore")
@@ -116,11 +117,15 @@ def _fit_view(X: Any, labeled: np.ndarray, numeric: str, categorical: str, missi
 
 def fit_ensemble(X: Any, labeled: np.ndarray, n_estimators: int | None,
                  catalogue: tuple[Member, ...], *, numeric: NumericStrategy,
-                 categorical: CategoricalStrategy, missing: MissingStrategy) -> Ensemble:
+                 categorical: CategoricalStrategy, missing: MissingStrategy,
+                 column_options: dict[str, Any] | None = None) -> Ensemble:
     """The members of ``n_estimators`` and the views of the table ``X`` they read
-    (``labeled``: the mask of the labeled rows). Only the configured view warns about the
-    table's columns."""
-    base = _fit_view(X, labeled, numeric, categorical, missing, quiet=False)
+    (``labeled``: the mask of the labeled rows). ``column_options``: the settings of how
+    columns are read, the same in every view (``InferenceSettings.column_options``; None: the
+    defaults). Only the configured view warns about the table's columns."""
+    options = dict(column_options or {})
+    base = _fit_view(X, labeled, numeric, categorical, missing, quiet=False,
+                     column_options=options)
     # whether the table has categorical columns sets the default member count
     members = members_for(n_estimators, catalogue,
                           has_categorical=base.preprocessor.has_categorical_)
@@ -131,7 +136,8 @@ def fit_ensemble(X: Any, labeled: np.ndarray, n_estimators: int | None,
         encoding = (member.numeric or numeric, member.categorical or categorical)
         if encoding not in index:
             index[encoding] = len(views)
-            views.append(_fit_view(X, labeled, *encoding, missing, quiet=True))
+            views.append(_fit_view(X, labeled, *encoding, missing, quiet=True,
+                                   column_options=options))
         member_views.append(index[encoding])
     return Ensemble(views, members, member_views)
 

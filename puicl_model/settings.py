@@ -7,18 +7,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from puicl_common.configio import require
+from puicl_common.configio import require, to_dict
+from puicl_common.versioning import drop_legacy_values
 
-__all__ = ["InferenceSettings"]
+__all__ = ["AffineCopies", "FewValuedIntegers", "InferenceSettings"]
+
+AffineCopies = Literal["keep", "drop"]
+FewValuedIntegers = Literal["numeric", "categorical"]
 
 
 @dataclass(frozen=True)
 class InferenceSettings:
-    """How a fitted table is split into forward passes (:mod:`puicl_model.inference`).
+    """How the classifier reads a fitted table's columns (:mod:`puicl_model.preprocessing`)
+    and splits the table into forward passes (:mod:`puicl_model.inference`).
 
     The one place these defaults and their limits are written: ``PUICLClassifier``'s
     signature, ``puicl predict``'s options and the benchmark adapter's ``puicl:`` settings all
@@ -28,10 +33,18 @@ class InferenceSettings:
     single_pass_limit: int = 1024
     chunk_size: int = 200
     max_labeled: int = 300
+    # "drop": a numeric column that is an exact affine copy of an earlier one is dropped
+    affine_copies: AffineCopies = "keep"
+    # "categorical": an integer column with 2 to categorical_max_levels distinct values is
+    # encoded as the classifier encodes categorical columns
+    few_valued_integers: FewValuedIntegers = "numeric"
+    categorical_max_levels: int = 10
 
-    # the least value of each setting: a chunk must hold two labeled rows and two pool rows
+    # the least value of each setting: a chunk must hold two labeled rows and two pool rows;
+    # a column of one value is constant (dropped), so two levels is the least that reads one
     MINIMUM: ClassVar[dict[str, int]] = {
         "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
+        "categorical_max_levels": 2,
     }
 
     # the most of a setting that has a limit. Ensemble members repeat the few of
@@ -39,6 +52,19 @@ class InferenceSettings:
     # dozen they add time, not accuracy, and a count such as 10**9 is a typo whose plan alone
     # would fill memory before the first forward pass
     MAXIMUM: ClassVar[dict[str, int]] = {"n_estimators": 100}
+
+    # the words a setting of choices takes
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "affine_copies": ("keep", "drop"),
+        "few_valued_integers": ("numeric", "categorical"),
+    }
+
+    # settings added after results were stored, with the value that reproduces those results:
+    # left out of the settings that identify results (:meth:`identity`) while they hold it, so
+    # that the benchmark's cached replicates keep their keys
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {
+        "affine_copies": "keep", "few_valued_integers": "numeric", "categorical_max_levels": 10,
+    }
 
     def validate(self) -> None:
         for name, minimum in self.MINIMUM.items():
@@ -51,3 +77,18 @@ class InferenceSettings:
             maximum = self.MAXIMUM.get(name)
             require(maximum is None or value <= maximum, name,
                     f"must be an integer from {minimum} to {maximum}, got {value!r}")
+        for name, choices in self.CHOICES.items():
+            value = getattr(self, name)
+            words = ", ".join(repr(word) for word in choices[:-1]) + f" or {choices[-1]!r}"
+            require(isinstance(value, str) and value in choices, name,
+                    f"must be {words}, got {value!r}")
+
+    def column_options(self) -> dict[str, Any]:
+        """The settings of how columns are read, as ``TablePreprocessor`` takes them."""
+        return {"affine_copies": self.affine_copies,
+                "few_valued_integers": self.few_valued_integers,
+                "categorical_max_levels": self.categorical_max_levels}
+
+    def identity(self) -> dict[str, Any]:
+        """The settings as they identify results: those at their legacy value left out."""
+        return drop_legacy_values(to_dict(self), self.LEGACY_VALUES)

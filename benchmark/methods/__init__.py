@@ -73,7 +73,8 @@ def make_method(
 def method_settings(method: PUMethod) -> dict[str, Any]:
     """The settings that identify a method's results (stored with every cached replicate)."""
     if isinstance(method, PUICL):
-        return {"weights_sha256": weights_digest(method.weights), **to_dict(method.config),
+        # (settings added since results were cached enter only away from their legacy value)
+        return {"weights_sha256": weights_digest(method.weights), **method.config.identity(),
                 "_version": method.version}
     settings = to_dict(method.config)  # type: ignore[attr-defined]
     settings["_version"] = method.version  # type: ignore[attr-defined]

@@ -85,7 +85,8 @@ class PUICL:
                               single_pass_limit=self.config.single_pass_limit,
                               chunk_size=self.config.chunk_size,
                               max_labeled=self.config.max_labeled,
-                              threshold=self.config.threshold)
+                              threshold=self.config.threshold,
+                              **self.config.column_options())
         clf.fit(table, labeled.astype(np.int8))
         x_u = table[~labeled]
         proba = np.asarray(clf.predict_proba(x_u), dtype=np.float64)[:, 1]

@@ -95,3 +95,31 @@ def test_categorical_flags_reach_the_classifier_as_categories(random_weights):
     plain = method.fit_predict(X, s, seed=1)
     coded = method.fit_predict(X, s, seed=1, categorical=(True, False))
     assert not np.allclose(plain.scores, coded.scores)  # one-hot features, not the codes
+
+
+def test_column_options_reach_the_classifier_and_enter_the_settings_only_when_set(
+        random_weights):
+    from benchmark.methods import method_settings
+    from puicl_common.configio import ConfigError
+
+    default = method_settings(make_method("puicl", weights=random_weights))
+    # the keys cached replicates were stored under before the options existed
+    assert sorted(default) == ["_version", "chunk_size", "max_labeled", "n_estimators",
+                               "single_pass_limit", "threshold", "weights_sha256"]
+    options = {"affine_copies": "drop", "few_valued_integers": "categorical",
+               "categorical_max_levels": 4}
+    method = make_method("puicl", weights=random_weights, overrides=options)
+    assert method_settings(method) == {**default, **options}
+    with pytest.raises(ConfigError, match=r"^puicl\.affine_copies: must be one of 'keep', "
+                                          r"'drop', got 'remove'$"):
+        make_method("puicl", weights=random_weights, overrides={"affine_copies": "remove"})
+
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.normal(size=80), rng.integers(0, 3, 80)]).astype(float)
+    s = (np.arange(80) < 25).astype(int)
+    with_copy = np.column_stack([X, 5.0 - 2.0 * X[:, 0]])
+    with pytest.warns(UserWarning, match=r"'2' \(affine copy of '0', negative factor\)"):
+        dropped = method.fit_predict(with_copy, s, seed=2)
+    np.testing.assert_array_equal(dropped.scores, method.fit_predict(X, s, seed=2).scores)
+    kept = make_method("puicl", weights=random_weights).fit_predict(with_copy, s, seed=2)
+    assert not np.array_equal(kept.scores, dropped.scores)

@@ -3,6 +3,7 @@ inference defaults shared with the CLI and the benchmark adapter (issues 13 and 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import warnings
 
@@ -14,6 +15,7 @@ from benchmark.methods.puicl import PUICLConfig
 from puicl_common.configio import ConfigError, from_mapping
 from puicl_model import PUICLClassifier
 from puicl_model.cli import _parser
+from puicl_model.preprocessing import TablePreprocessor
 from puicl_model.settings import InferenceSettings
 
 
@@ -73,9 +75,15 @@ def test_inference_defaults_are_written_once() -> None:
     signature = inspect.signature(PUICLClassifier).parameters
     cli = _parser().parse_args(["predict"])
     settings = InferenceSettings()
-    for name in ("n_estimators", "single_pass_limit", "chunk_size", "max_labeled"):
+    # every setting is a parameter of the classifier and an option of puicl predict
+    names = [field.name for field in dataclasses.fields(InferenceSettings)]
+    assert {"n_estimators", "max_labeled", "affine_copies", "few_valued_integers"} <= set(names)
+    for name in names:
         assert signature[name].default == getattr(settings, name)
         assert getattr(cli, name) == getattr(settings, name)
+    reader = inspect.signature(TablePreprocessor).parameters
+    for name in settings.column_options():
+        assert reader[name].default == getattr(settings, name)
     # the benchmark adapter's settings: the classifier's, plus its threshold
     assert issubclass(PUICLConfig, InferenceSettings)
     assert PUICLConfig().threshold == signature["threshold"].default
