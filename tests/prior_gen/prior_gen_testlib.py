@@ -9,6 +9,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +59,15 @@ def data_digest(tasks) -> str:
         digest.update(task.y.tobytes())
         digest.update(json.dumps(task.meta, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+def digests_under_cpu_variant(config_path: Path, out: Path, variant_env: dict[str, str],
+                              stages: str = "1,tail") -> dict[str, str]:
+    """Generate ``config_path``'s train shards with the real command in a subprocess whose
+    environment picks other CPU kernels (``test_portable_golden.VARIANTS``); their digests."""
+    command = [sys.executable, "-m", "prior_gen.cli", "--config", str(config_path), "--stages",
+               stages, "--workers", "1", "--out", str(out)]  # fmt: skip
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", **variant_env}
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return shard_digests(out)
