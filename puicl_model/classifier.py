@@ -56,8 +56,8 @@ class NoBundledWeightsError(FileNotFoundError):
 
 def _no_bundled_weights_message() -> str:
     return (
-        "PUICLClassifier needs trained weights, and no bundled checkpoint ships with this "
-        "version of puicl yet (looked for puicl_model/weights/model.safetensors). Pass "
+        "PUICLClassifier needs trained weights, and the bundled checkpoint is missing from "
+        "this installation (looked for puicl_model/weights/model.safetensors). Pass "
         "weights=PATH: a checkpoint directory or .safetensors file written by "
         "`trainer export RUN --out DIR` or puicl_model.weights.save_weights."
     )

@@ -232,7 +232,7 @@ def test_without_a_bundled_checkpoint_it_says_so(monkeypatch) -> None:
 
     monkeypatch.setattr(classifier_module, "bundled_weights_path", lambda: None)
     clf = PUICLClassifier()  # the constructor only stores its arguments; fit says it
-    with pytest.raises(NoBundledWeightsError, match="no bundled checkpoint ships") as caught:
+    with pytest.raises(NoBundledWeightsError, match="bundled checkpoint is missing") as caught:
         clf.fit(np.arange(8.0).reshape(4, 2), [1, 1, 0, 0])
     assert "weights=PATH" in str(caught.value)
 
