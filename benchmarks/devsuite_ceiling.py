@@ -1,5 +1,7 @@
 """How much room the development suite leaves: supervised learners that see the pool's true
-labels, on the suite's own PU tasks (docs/recipe.md, "How far the suite's tables can go").
+labels, on the suite's own PU tasks (docs/recipe.md, "How far the suite's tables can go"), and
+how close to π a class-prior estimator that relies on a pure-positive score range can come on
+them (docs/classifier.md, "How far the suite's tables let π̂ go").
 
 For every table and target π, the task is the one ``puicl-bench --suite dev`` builds (same
 seed, repetition, labeled positives and pool). A PU method sees only which rows are labeled;
@@ -9,7 +11,17 @@ AUC is no PU method's target: it uses the labels PU learning lacks. It bounds, r
 table's features can say about its label at the pool's size, so a table where PUICL is already
 near it has little left to gain from any change of the model or its prior.
 
-    python benchmarks/devsuite_ceiling.py --out ceiling.csv [--repetitions 1]
+The same scores bound π̂. BBE, DEDPUL and the other estimators of the PU literature assume
+irreducibility: some score range holds positives only. With the pool's positive share
+α = 1 − π, the share of the pool above a cut t is α·P⁺(t) + π·P⁻(t) (P⁺, P⁻: the shares of the
+pool's positives and negatives above t), so the best such an estimator can return, even knowing
+the positives' score law exactly, is 1 − min_t [α·P⁺(t) + π·P⁻(t)] / P⁺(t), which falls short
+of π by π · min_t P⁻(t) / P⁺(t). That shortfall is written per task (``pi_gap_<learner>``), the
+minimum taken over the cuts with at least ``--top-share`` of the positives above them (a cut
+with a handful of positives above it is noise, not a law). A PU method's scores separate the
+classes less than these supervised ones, so its shortfall can only be larger.
+
+    python benchmarks/devsuite_ceiling.py --out ceiling.csv [--repetitions 1] [--top-share 0.1]
 """
 
 from __future__ import annotations
@@ -45,14 +57,33 @@ def learners() -> dict[str, object]:
     }
 
 
-def pool_aucs(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Each learner's AUC on the pool, every row scored by a fit on the other folds."""
+def irreducibility_gap(scores: np.ndarray, y: np.ndarray, top_share: float) -> float:
+    """π · min_t P⁻(t) / P⁺(t) over the cuts t with at least ``top_share`` of the positives
+    above them: how far below π an estimator that takes the top scores for pure positives
+    falls, given the positives' score law exactly (the module's docstring)."""
+    if not 0.0 < top_share <= 1.0:
+        raise ValueError(f"top_share must be in (0, 1], got {top_share}")
+    order = np.argsort(-scores, kind="stable")
+    labels, ranked = y[order], scores[order]
+    positives_above = np.cumsum(labels) / labels.sum()
+    negatives_above = np.cumsum(1 - labels) / (1 - labels).sum()
+    # a cut falls between two different scores: tied rows are above or below it together
+    is_cut = np.append(ranked[1:] != ranked[:-1], True)
+    enough = is_cut & (positives_above >= top_share)
+    pi = float(1.0 - y.mean())
+    return pi * float(np.min(negatives_above[enough] / positives_above[enough]))
+
+
+def pool_scores(x: np.ndarray, y: np.ndarray, top_share: float) -> dict[str, float]:
+    """Each learner's AUC on the pool, every row scored by a fit on the other folds, and the
+    irreducibility gap of those scores."""
     folds = StratifiedKFold(5, shuffle=True, random_state=0)
-    aucs = {}
+    out = {}
     for name, model in learners().items():
         scores = cross_val_predict(model, x, y, cv=folds, method="predict_proba")[:, 1]
-        aucs[name] = float(roc_auc_score(y, scores))
-    return aucs
+        out[name] = float(roc_auc_score(y, scores))
+        out[f"pi_gap_{name}"] = irreducibility_gap(scores, y, top_share)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="per-task CSV to write")
     parser.add_argument("--repetitions", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0, help="puicl-bench's root seed")
+    parser.add_argument("--top-share", type=float, default=0.1,
+                        help="least share of the positives above a cut for the π bound")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=UserWarning)
     rows = []
@@ -73,14 +106,15 @@ def main(argv: list[str] | None = None) -> int:
                 # missing values as 0 (a few tables have gaps; both learners need numbers)
                 x = np.nan_to_num(task.X[pool].astype(np.float64))
                 rows.append({"dataset": slug, "repetition": repetition, "pi_target": pi,
-                             **pool_aucs(x, y)})
+                             "pi": float(1.0 - y.mean()), **pool_scores(x, y, args.top_share)})
         print(f"{slug}: done", file=sys.stderr)
     frame = pd.DataFrame(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)
     frame["best"] = frame[["gbdt", "logistic"]].max(axis=1)
-    print(frame.groupby("pi_target")[["gbdt", "logistic", "best"]].mean().round(4).to_string())
-    print(frame[["gbdt", "logistic", "best"]].mean().round(4).to_string())
+    columns = ["gbdt", "logistic", "best", "pi", "pi_gap_gbdt", "pi_gap_logistic"]
+    print(frame.groupby("pi_target")[columns].mean().round(4).to_string())
+    print(frame[columns].mean().round(4).to_string())
     return 0
 
 

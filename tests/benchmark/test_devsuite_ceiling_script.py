@@ -1,0 +1,46 @@
+"""benchmarks/devsuite_ceiling.py's bound on π̂: the shortfall of an estimator that takes the
+top scores for pure positives, computed from scores with known class laws."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "devsuite_ceiling.py"
+
+# a script, not a module of the package: loaded from its file
+_spec = importlib.util.spec_from_file_location("devsuite_ceiling", SCRIPT)
+devsuite_ceiling = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(devsuite_ceiling)
+gap = devsuite_ceiling.irreducibility_gap
+
+
+def test_separated_classes_leave_no_gap() -> None:
+    scores = np.r_[np.linspace(0.6, 1.0, 80), np.linspace(0.0, 0.4, 20)]
+    y = np.r_[np.ones(80, int), np.zeros(20, int)]
+    assert gap(scores, y, top_share=0.1) == 0.0
+
+
+def test_a_negative_among_the_top_scores_sets_the_gap_unless_a_purer_cut_is_allowed() -> None:
+    # 10 positives and 10 negatives (π = 0.5); ranked: 4 positives, 1 negative, then the other
+    # 6 positives above the other 9 negatives. With top_share 0.5 the cuts allowed hold 1
+    # negative (0.1) above 5 to 10 positives (0.5 to 1.0): the best ratio is 0.1 / 1.0
+    scores = np.arange(20, 0, -1, dtype=float)
+    y = np.array([1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+    assert gap(scores, y, top_share=0.5) == pytest.approx(0.5 * 0.1 / 1.0)
+    # with top_share 0.1 the cut above the negative (4 positives, no negative) is allowed
+    assert gap(scores, y, top_share=0.1) == 0.0
+
+
+def test_tied_scores_are_one_cut() -> None:
+    # every row scored alike: the only cut holds everything, so the shortfall is π itself
+    y = np.r_[np.ones(30, int), np.zeros(10, int)]
+    assert gap(np.full(40, 0.7), y, top_share=0.1) == pytest.approx(0.25)
+
+
+def test_a_top_share_outside_the_unit_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match="top_share must be in"):
+        gap(np.ones(4), np.array([1, 1, 0, 1]), top_share=0.0)
