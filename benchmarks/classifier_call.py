@@ -9,6 +9,8 @@ bundled checkpoint, best of N in this process (docs/performance.md, Trainer / ba
     # the default (n_estimators=None) against the single pass, on a table whose last 5
     # columns are categorical (the default adds a member there):
     .venv/bin/python benchmarks/classifier_call.py --n-estimators 1,default --categorical 5
+    # a pool larger than single_pass_limit, scored in chunks of 200 and of 1,000 rows:
+    .venv/bin/python benchmarks/classifier_call.py --shape 200,8000,20 --chunk-size 200,1000
 
 Prints the best time and the first three probabilities (equal across versions that compute
 the same function).
@@ -37,6 +39,9 @@ def main() -> None:
     parser.add_argument("--n-estimators", default=None,
                         help="comma-separated ensemble sizes or 'default', timed in turns "
                         "(default: the classifier's default only)")
+    parser.add_argument("--chunk-size", default=None,
+                        help="comma-separated chunk sizes of pools larger than "
+                        "single_pass_limit, timed in turns (default: the classifier's)")
     parser.add_argument("--categorical", type=int, default=0,
                         help="make the last K columns categorical: each value's quartile as "
                         "a text level (default 0: a numeric table)")
@@ -57,30 +62,37 @@ def main() -> None:
     sizes = [None] if args.n_estimators is None else [
         parse_size(k) for k in args.n_estimators.split(",")
     ]
+    chunks = [None] if args.chunk_size is None else [
+        int(k) for k in args.chunk_size.split(",")
+    ]
+    # every (n_estimators, chunk_size) pair; None leaves the classifier's default
+    variants = [{"n_estimators": size, **({} if chunk is None else {"chunk_size": chunk})}
+                for size in sizes for chunk in chunks]
 
-    def call(size: int | None) -> tuple[float, np.ndarray]:
+    def call(settings: dict) -> tuple[float, np.ndarray]:
         start = time.perf_counter()
-        clf = PUICLClassifier(random_state=0, n_estimators=size)
+        clf = PUICLClassifier(random_state=0, **settings)
         proba = clf.fit(table, s).predict_proba(table[s == 0])
         return time.perf_counter() - start, proba
 
-    for size in sizes:
-        call(size)  # warm-up
-    times: dict[int | None, list[float]] = {size: [] for size in sizes}
-    probas = {}
+    for settings in variants:
+        call(settings)  # warm-up
+    times: list[list[float]] = [[] for _ in variants]
+    probas: list[np.ndarray] = [np.empty(0)] * len(variants)
     for _ in range(args.repeats):
-        for size in sizes:  # in turns, so that the host's slow moments fall on every size
-            seconds, probas[size] = call(size)
-            times[size].append(seconds)
-    for size in sizes:
-        best, median = min(times[size]), float(np.median(times[size]))
-        ratio = "" if len(sizes) == 1 else (
-            f" ({median / float(np.median(times[sizes[0]])):.2f}x the first's median)"
+        # in turns, so that the host's slow moments fall on every variant
+        for i, settings in enumerate(variants):
+            seconds, probas[i] = call(settings)
+            times[i].append(seconds)
+    for i, settings in enumerate(variants):
+        best, median = min(times[i]), float(np.median(times[i]))
+        ratio = "" if len(variants) == 1 else (
+            f" ({median / float(np.median(times[0])):.2f}x the first's median)"
         )
-        name = "default" if size is None else size
-        print(f"n_estimators={name}: {best:.4f} s best, {median:.4f} s median{ratio}; "
-              f"P(positive) of the first pool rows: "
-              f"{probas[size][:3, 1].round(6).tolist()}")
+        name = ", ".join(f"{key}={'default' if value is None else value}"
+                         for key, value in settings.items())
+        print(f"{name}: {best:.4f} s best, {median:.4f} s median{ratio}; "
+              f"P(positive) of the first pool rows: {probas[i][:3, 1].round(6).tolist()}")
 
 
 if __name__ == "__main__":

@@ -87,8 +87,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     single_pass_limit : int
         Pools of at most this many unlabeled rows are scored in one forward pass.
     chunk_size : int
-        Larger pools are split into chunks of at most this many rows, each scored next to at
-        most ``chunk_size // 2`` labeled positives.
+        Larger pools are split into near-equal chunks of at most this many rows, each scored
+        next to at most ``min(max_labeled, chunk_size // 2)`` labeled positives.
     max_labeled : int
         Most labeled positives in one forward pass; more are subsampled per pass.
     threshold : float in (0, 1) or "prior"

@@ -23,9 +23,10 @@ model can take, planned from these words (used with these meanings in the classi
 * **chunk** — the pool rows one pass scores. A pool of at most ``single_pass_limit`` rows is
   one chunk (one pass, as the paper does); a larger pool is split at random, per feature
   group, into ``ceil(n_u / chunk_size)`` near-equal chunks, each scored next to at most
-  ``chunk_size // 2`` labeled rows: η = 2, the largest pool-to-labeled ratio of training, and
-  close to the cheapest configuration per scored row (docs/performance.md). Memory is that of
-  one pass, whatever the pool size.
+  ``min(max_labeled, chunk_size // 2)`` labeled rows. Memory is that of one pass, whatever the
+  pool size. Large chunks next to many labeled rows score real tables better than chunks
+  shaped like the training tasks, though far outside their pool-to-labeled ratios
+  (docs/classifier.md, "Outside the trained range").
 * **labeled subset** — the labeled rows one pass holds: all of them, or a random subset of
   ``labeled_per_pass`` rows where there are more than a pass holds (``max_labeled``, or
   ``chunk_size // 2`` in a chunked pool, or the member's ``labeled_share``).
