@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", type=Path, help="PUICL weights (default: bundled)")
     parser.add_argument("--n-estimators", type=int, default=1,
                         help="ensemble members (default 1: the single pass)")
+    parser.add_argument("--chunk-size", type=int, default=None,
+                        help="rows per chunk of pools above single_pass_limit (default: the "
+                        "classifier's)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("FIRST", "SECOND"),
                         help="print the paired difference of two --out files and exit")
     args = parser.parse_args(argv)
@@ -99,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--affine-copies and --out are required unless --compare is given")
     warnings.filterwarnings("ignore", category=UserWarning)
     frame = score(args.affine_copies, args.repetitions, args.seed, args.weights,
-                  {"n_estimators": args.n_estimators})
+                  {"n_estimators": args.n_estimators,
+                   **({} if args.chunk_size is None else {"chunk_size": args.chunk_size})})
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out, frame.to_csv(index=False))
     print(frame.groupby("pi_target").auc.mean().round(4).to_string())
