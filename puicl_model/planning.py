@@ -28,8 +28,8 @@ model can take, planned from these words (used with these meanings in the classi
   shaped like the training tasks, though far outside their pool-to-labeled ratios
   (docs/classifier.md, "Outside the trained range").
 * **labeled subset** — the labeled rows one pass holds: all of them, or a random subset of
-  ``labeled_per_pass`` rows where there are more than a pass holds (``max_labeled``, or
-  ``chunk_size // 2`` in a chunked pool, or the member's ``labeled_share``).
+  ``labeled_per_pass`` rows where there are more than a pass holds (``max_labeled``, and at
+  most ``chunk_size // 2`` in a chunked pool, or the member's ``labeled_share``).
 * **pass** — one forward pass (:class:`Pass`): one member's feature group, chunk and labeled
   subset. A member inside the trained range is exactly one pass. A :class:`PassPlanner` plans
   the passes of one member; :func:`plan_passes` plans every member's.
