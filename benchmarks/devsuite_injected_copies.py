@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from benchmark.devsuite import devsuite_slugs, load_devsuite_table  # noqa: E402
 from benchmark.protocol import PUTask, make_task, method_seed  # noqa: E402
 from benchmark.runner import evaluate_replicate  # noqa: E402
+from benchmark.summary import paired_difference  # noqa: E402
 from puicl_common.atomic import atomic_write_text  # noqa: E402
 
 PIS = (0.2, 0.5, 0.8)
@@ -70,14 +71,13 @@ def score(mode: str, repetitions: int, seed: int, weights: Path | None,
 def compare(first: Path, second: Path) -> None:
     """The paired mean AUC difference (first − second) per π and over the suite, ± the standard
     error across tables of each table's mean difference."""
-    a, b = pd.read_csv(first), pd.read_csv(second)
-    pairs = a.merge(b, on=["dataset", "repetition", "pi_target"], suffixes=("_a", "_b"))
-    pairs["delta"] = pairs.auc_a - pairs.auc_b
-    for pi, group in pairs.groupby("pi_target"):
-        print(f"π = {pi}: Δ AUC {group.delta.mean():+.4f}")
-    per_table = pairs.groupby("dataset").delta.mean()
-    print(f"suite ({len(per_table)} tables): Δ AUC {per_table.mean():+.4f} "
-          f"± {per_table.std(ddof=1) / np.sqrt(len(per_table)):.4f}")
+    runs = pd.concat([pd.read_csv(first).assign(method="first"),
+                      pd.read_csv(second).assign(method="second")])
+    by_pi = runs.pivot_table(index="pi_target", columns="method", values="auc")
+    for pi, row in by_pi.iterrows():
+        print(f"π = {pi}: Δ AUC {row['first'] - row['second']:+.4f}")
+    mean, error = paired_difference(runs, "first", "second")
+    print(f"suite ({runs.dataset.nunique()} tables): Δ AUC {mean:+.4f} ± {error:.4f}")
 
 
 def main(argv: list[str] | None = None) -> int:

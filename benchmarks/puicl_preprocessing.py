@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
@@ -27,6 +26,7 @@ from benchmark.devsuite import devsuite_slugs, load_devsuite_table
 from benchmark.methods.puicl import as_table
 from benchmark.metrics import auc_mann_whitney
 from benchmark.protocol import make_task, method_seed
+from benchmark.summary import paired_difference
 
 VARIANTS = ("ordinal/standard", "ordinal/quantile", "onehot/quantile")
 
@@ -61,12 +61,13 @@ def report(frame: pd.DataFrame, variants: list[str]) -> None:
     table (the mean over a table's repetitions and π), ± the standard error across tables."""
     print(frame.pivot_table(index="variant", columns="pi_target", values="auc")
           .loc[variants].round(4).to_string())
-    per_table = frame.pivot_table(index="dataset", columns="variant", values="auc")[variants]
+    by_method = frame.rename(columns={"variant": "method"})
+    per_table = by_method.pivot_table(index="dataset", columns="method", values="auc")
     for variant in variants[1:]:
-        delta = per_table[variant] - per_table[variants[0]]
-        print(f"{variant} - {variants[0]}: {delta.mean():+.4f} "
-              f"± {delta.std(ddof=1) / np.sqrt(len(delta)):.4f} "
-              f"({int((delta > 0).sum())} of {len(delta)} tables gain)")
+        mean, error = paired_difference(by_method, variant, variants[0])
+        gains = int((per_table[variant] > per_table[variants[0]]).sum())
+        print(f"{variant} - {variants[0]}: {mean:+.4f} ± {error:.4f} "
+              f"({gains} of {len(per_table)} tables gain)")
 
 
 def main() -> None:
