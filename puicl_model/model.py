@@ -5,9 +5,7 @@ labeled positives. Every cell of the table, plus one label cell per row, is embe
 own (§3.1):
 
 * a feature cell is ``feature_encoder`` (Linear(1, e)) of its value, standardized with the
-  mean and standard deviation of the labeled rows and clipped (:mod:`.standardization`); with
-  ``value_encoder: rbf`` (an option beyond the paper) a learned mix of radial-basis functions
-  of the value is added to it (:func:`radial_basis`);
+  mean and standard deviation of the labeled rows and clipped (:mod:`.standardization`);
 * a label cell is ``target_encoder(1)`` for a labeled row and the learned ``unlabeled_token``
   for every other row.
 
@@ -45,22 +43,7 @@ from puicl_model.batch import TaskBatch
 from puicl_model.config import ModelConfig
 from puicl_model.standardization import LABELED_VALUE
 
-__all__ = ["DualAxisBlock", "PUICLModel", "SelfAttention", "radial_basis"]
-
-# The radial-basis functions of ``value_encoder: rbf`` sit on an even grid over ±RBF_RANGE
-# standardized units, each as wide as the grid's spacing. Beyond the grid they fade to zero and
-# the linear channel alone carries the value (a clipped outlier keeps its magnitude).
-RBF_RANGE = 3.0
-
-
-def radial_basis(z: Tensor, bins: int) -> Tensor:
-    """z [...] -> [..., bins]: exp(-((z - c_k) / w)²) for centres c_k evenly spaced over
-    ±RBF_RANGE and w their spacing (value embeddings by basis functions: Gorishniy, Rubachev,
-    Babenko, NeurIPS 2022; LimiX, arXiv 2606.04485)."""
-    centres = torch.linspace(-RBF_RANGE, RBF_RANGE, bins, device=z.device, dtype=z.dtype)
-    width = 2 * RBF_RANGE / (bins - 1)
-    return torch.exp(-torch.square((z.unsqueeze(-1) - centres) / width))
-
+__all__ = ["DualAxisBlock", "PUICLModel", "SelfAttention"]
 
 class SelfAttention(nn.Module):
     """Multi-head self-attention: packed q/k/v projection, attention, output projection.
@@ -164,9 +147,6 @@ class PUICLModel(nn.Module):
         self.attention = attention
         e = config.embed_dim
         self.feature_encoder = nn.Linear(1, e)
-        # absent under the paper's linear encoder, so its weights keep their tensors and bytes
-        self.value_basis = (nn.Linear(config.value_bins, e, bias=False)
-                            if config.value_encoder == "rbf" else None)
         self.target_encoder = nn.Linear(1, e)
         self.unlabeled_token = nn.Parameter(torch.empty(e))
         nn.init.normal_(self.unlabeled_token, std=0.02)
@@ -205,17 +185,12 @@ class PUICLModel(nn.Module):
         """Feature cells of standardized values ``z`` [...] -> [..., e]."""
         # Linear(1, e) written out: one fused multiply-add per cell
         weight, bias = self.feature_encoder.weight[:, 0], self.feature_encoder.bias
-        cells = torch.addcmul(bias, z.unsqueeze(-1), weight)
-        if self.value_basis is not None:
-            cells = cells + self.value_basis(radial_basis(z, self.config.value_bins))
-        return cells
+        return torch.addcmul(bias, z.unsqueeze(-1), weight)
 
     def parameter_counts(self) -> dict[str, int]:
         """Trainable parameters per part: encoders, blocks, decoder and total."""
         encoders = [*self.feature_encoder.parameters(), *self.target_encoder.parameters(),
                     self.unlabeled_token]
-        if self.value_basis is not None:
-            encoders += list(self.value_basis.parameters())
         counts = {
             "encoders": sum(p.numel() for p in encoders),
             "blocks": sum(p.numel() for p in self.blocks.parameters()),

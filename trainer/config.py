@@ -263,7 +263,7 @@ class RunConfig:
             # the data's identity as prior_gen defines it (with its legacy-key rule), so a
             # prior key added later changes neither shard nor checkpoint hashes of old configs
             **self.generation().identity(),
-            "model": self.model.to_mapping(),  # model options at their legacy value left out
+            "model": self.model.to_mapping(),
             "training": training_identity(training),
         }
         return config_hash(identity)

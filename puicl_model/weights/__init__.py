@@ -54,7 +54,7 @@ FORMAT_VERSION = "1"
 # enough that a damaged or forged config is refused in one line, not by running out of memory.
 CONFIG_MAXIMA: dict[str, int] = {
     "embed_dim": 4096, "num_layers": 128, "num_heads": 256, "ff_dim": 16384,
-    "max_features": 10_000, "value_bins": 1024,
+    "max_features": 10_000,
 }
 # safetensors' names of the floating-point dtypes (anything else cannot hold weights)
 _FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
