@@ -33,6 +33,10 @@ Results go to ``OUT/<variant>/summary.json``; ``--table`` prints the study's mar
 (and one per biased labeling scored) and draws validation AUC against CPU-minutes
 (``--figure``). ``--rescore VARIANT`` scores a trained variant's exported weights under the
 plan's ``dev_labelings`` that its summary lacks, without training it again.
+``--align-settings VARIANT`` scores its yardsticks again where their results (by their
+``provenance.json``) were computed with other classifier settings than the plan's
+``dev_settings`` give today: a classifier default that changed between two variants would
+otherwise enter their difference.
 
     .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml v0 ema_0.99
     .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml --table \\
@@ -243,6 +247,65 @@ def labeling_scores(plan: dict[str, Any], weights: Path, where: Path,
     repeats = int(plan.get("dev_repeats", DEV_REPEATS))
     return {labeling: dev_suite_score(weights, where, settings, repeats, labeling)
             for labeling in plan.get("dev_labelings") or [] if labeling not in (done or {})}
+
+
+def scored_settings(suite_dir: Path) -> dict[str, Any] | None:
+    """The PUICL settings a yardstick's results were computed with, read from each π's
+    ``provenance.json`` (the weights' digest left out); None where a π lacks the record or
+    the π disagree."""
+    found = []
+    for provenance in sorted(suite_dir.glob("pi_*/provenance.json")):
+        settings = dict(json.loads(provenance.read_text())["method_settings"]["puicl"])
+        settings.pop("weights_sha256", None)
+        found.append(settings)
+    if not found or any(settings != found[0] for settings in found):
+        return None
+    return found[0]
+
+
+def planned_settings(plan: dict[str, Any]) -> dict[str, Any]:
+    """The PUICL settings the plan's ``dev_settings`` give with today's classifier defaults, as
+    a yardstick's provenance records them (benchmark.methods.method_settings, less the
+    weights' digest)."""
+    from benchmark.methods.puicl import PUICL, PUICLConfig
+    from puicl_common.configio import from_mapping
+
+    config = from_mapping(PUICLConfig, dict(plan.get("dev_settings") or {}), path="puicl")
+    return {**config.identity(), "_version": PUICL.version}
+
+
+def align_settings(plan: dict[str, Any], name: str, out: Path) -> list[str]:
+    """Score a trained variant's yardsticks again wherever they were computed with other
+    settings than the plan's ``dev_settings`` give today (a classifier default that changed
+    between variants), and record the plan's settings in its summary; returns the yardsticks
+    scored again ("scar" and the labelings)."""
+    where = out / name
+    path = where / "summary.json"
+    if not path.exists():
+        raise SystemExit(f"--align-settings {name}: no {path}; train and score the variant first")
+    if not (where / "weights").exists():
+        raise SystemExit(f"--align-settings {name}: no exported weights at {where / 'weights'}")
+    summary = json.loads(path.read_text())
+    wanted = planned_settings(plan)
+    settings = plan.get("dev_settings") or None
+    repeats = int(plan.get("dev_repeats", DEV_REPEATS))
+    redone = []
+    if scored_settings(where / "dev_suite") != wanted:
+        summary.update(dev_suite_score(where / "weights", where, settings, repeats))
+        redone.append(SCAR)
+    by_labeling = dict(summary.get("dev_by_labeling") or {})
+    for labeling in by_labeling:
+        if scored_settings(where / f"dev_suite_{labeling}") != wanted:
+            by_labeling[labeling] = dev_suite_score(where / "weights", where, settings, repeats,
+                                                    labeling)
+            redone.append(labeling)
+    if by_labeling:
+        summary["dev_by_labeling"] = by_labeling
+    recorded = plan.get("dev_settings") or {}
+    if redone or summary.get("dev_settings") != recorded:
+        summary["dev_settings"] = recorded
+        atomic_write_json(path, summary)
+    return redone
 
 
 # ---------------------------------------------------------------------------- a variant ---
@@ -543,6 +606,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="score a trained variant's exported weights under the plan's "
                         "dev_labelings that its summary lacks, and add them to it (no "
                         "training; repeatable)")
+    parser.add_argument("--align-settings", metavar="VARIANT", action="append", default=[],
+                        help="score a trained variant's yardsticks again where their results "
+                        "were computed with other classifier settings than the plan's "
+                        "dev_settings give today, and record those in its summary (no "
+                        "training; repeatable)")
     args = parser.parse_args(argv)
     plan = load_plan(args.plan)
     if args.reference:
@@ -550,11 +618,16 @@ def main(argv: list[str] | None = None) -> int:
         found = score_reference(name, Path(weights), args.out, args.threads)
         print(json.dumps({k: v for k, v in found.items() if k != "bench_per_dataset"}))
         return 0
-    unknown = [v for v in args.variants + args.rescore if v not in plan["variants"]]
+    unknown = [v for v in args.variants + args.rescore + args.align_settings
+               if v not in plan["variants"]]
     if unknown:
         parser.error(f"not in {args.plan}: {', '.join(unknown)}")
-    if args.rescore and args.variants:
-        parser.error("give variants to train or --rescore, not both")
+    if (args.rescore or args.align_settings) and args.variants:
+        parser.error("give variants to train, or --rescore / --align-settings, not both")
+    for name in args.align_settings:
+        redone = align_settings(plan, name, args.out)
+        print(f"{name}: scored again: {', '.join(redone)}" if redone
+              else f"{name}: every yardstick already has the plan's settings", flush=True)
     if args.rescore and not plan.get("dev_labelings"):
         parser.error(f"--rescore: {args.plan} lists no dev_labelings to score")
     for name in args.rescore:

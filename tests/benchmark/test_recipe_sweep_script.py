@@ -328,3 +328,46 @@ def test_the_prior_study_plan_scores_biased_labeling_and_its_prior_lever() -> No
     lever = run_config_from_mapping(recipe_sweep.variant_config(plan, "labeling"))
     assert lever.prior.labeling is not None and lever.seed == 0
     assert plan["variants"]["labeling_seed1"]["set"] == {"prior.labeling": {}, "seed": 1}
+
+
+def _provenance(suite_dir: Path, chunk_size: int) -> None:
+    """What puicl-bench records of the settings a yardstick's results were computed with."""
+    for pi in ("0.2", "0.8"):
+        (suite_dir / f"pi_{pi}").mkdir(parents=True, exist_ok=True)
+        settings = {"weights_sha256": "ab" * 32, "_version": 6, "chunk_size": chunk_size,
+                    "max_labeled": 300, "n_estimators": 1, "single_pass_limit": 1024,
+                    "threshold": 0.5}
+        (suite_dir / f"pi_{pi}" / "provenance.json").write_text(
+            json.dumps({"method_settings": {"puicl": settings}}))
+
+
+def test_align_settings_scores_again_only_the_yardsticks_computed_with_other_settings(
+        tmp_path, monkeypatch) -> None:
+    """A classifier default that changed between two variants' scoring must not enter their
+    difference: the variant's yardsticks whose provenance shows other settings than the plan's
+    are scored again with the plan's, and the summary records them."""
+    calls: list[list[str]] = []
+    monkeypatch.setattr(recipe_sweep, "run", _fake_bench(calls))
+    before = _scored_before(tmp_path)
+    before["dev_by_labeling"] = {"sar-linear": {"dev_auc": 0.5}}
+    (tmp_path / "a" / "summary.json").write_text(json.dumps(before))
+    _provenance(tmp_path / "a" / "dev_suite", chunk_size=1000)  # today's default
+    _provenance(tmp_path / "a" / "dev_suite_sar-linear", chunk_size=200)  # already the plan's
+    plan_path = tmp_path / "plan.yaml"
+    plan = _plan(dev_labelings=["sar-linear"], dev_settings={"n_estimators": 1, "chunk_size": 200})
+    plan_path.write_text(yaml.safe_dump(plan))
+    assert recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path),
+                              "--align-settings", "a"]) == 0
+    command, = calls  # the SCAR yardstick only
+    assert "--labeling" not in command
+    settings = Path(command[command.index("--method-config") + 1])
+    assert yaml.safe_load(settings.read_text()) == {"puicl": plan["dev_settings"]}
+    after = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert after["dev_settings"] == plan["dev_settings"]
+    assert after["dev_per_table"] == {"a": 0.7, "b": 0.9}
+    assert after["dev_by_labeling"] == before["dev_by_labeling"]
+    # once aligned (its provenance now the plan's), nothing is run and the bytes stay
+    _provenance(tmp_path / "a" / "dev_suite", chunk_size=200)
+    text = (tmp_path / "a" / "summary.json").read_bytes()
+    recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path), "--align-settings", "a"])
+    assert len(calls) == 1 and (tmp_path / "a" / "summary.json").read_bytes() == text
