@@ -249,6 +249,18 @@ def labeling_scores(plan: dict[str, Any], weights: Path, where: Path,
             for labeling in plan.get("dev_labelings") or [] if labeling not in (done or {})}
 
 
+def scored_variant(name: str, out: Path, option: str) -> tuple[Path, Path, dict[str, Any]]:
+    """A trained and scored variant's folder, summary path and summary; ``option`` (the
+    command-line option asking for it) names what failed when either is missing."""
+    where = out / name
+    path = where / "summary.json"
+    if not path.exists():
+        raise SystemExit(f"{option} {name}: no {path}; train and score the variant first")
+    if not (where / "weights").exists():
+        raise SystemExit(f"{option} {name}: no exported weights at {where / 'weights'}")
+    return where, path, json.loads(path.read_text())
+
+
 def scored_settings(suite_dir: Path) -> dict[str, Any] | None:
     """The PUICL settings a yardstick's results were computed with, read from each π's
     ``provenance.json`` (the weights' digest left out); None where a π lacks the record or
@@ -279,13 +291,7 @@ def align_settings(plan: dict[str, Any], name: str, out: Path) -> list[str]:
     settings than the plan's ``dev_settings`` give today (a classifier default that changed
     between variants), and record the plan's settings in its summary; returns the yardsticks
     scored again ("scar" and the labelings)."""
-    where = out / name
-    path = where / "summary.json"
-    if not path.exists():
-        raise SystemExit(f"--align-settings {name}: no {path}; train and score the variant first")
-    if not (where / "weights").exists():
-        raise SystemExit(f"--align-settings {name}: no exported weights at {where / 'weights'}")
-    summary = json.loads(path.read_text())
+    where, path, summary = scored_variant(name, out, "--align-settings")
     wanted = planned_settings(plan)
     settings = plan.get("dev_settings") or None
     repeats = int(plan.get("dev_repeats", DEV_REPEATS))
@@ -445,13 +451,7 @@ def rescore(plan: dict[str, Any], name: str, out: Path) -> dict[str, dict[str, A
     summary lacks and add them to its ``dev_by_labeling`` (the summary rewritten atomically,
     its other fields as they were); returns what was added. The settings are those its
     summary records for its SCAR figure, so that the two yardsticks pair."""
-    where = out / name
-    path = where / "summary.json"
-    if not path.exists():
-        raise SystemExit(f"--rescore {name}: no {path}; train and score the variant first")
-    if not (where / "weights").exists():
-        raise SystemExit(f"--rescore {name}: no exported weights at {where / 'weights'}")
-    summary = json.loads(path.read_text())
+    where, path, summary = scored_variant(name, out, "--rescore")
     done = summary.get("dev_by_labeling") or {}
     settings = summary.get("dev_settings", plan.get("dev_settings")) or None
     added = labeling_scores(plan, where / "weights", where, settings, done)
