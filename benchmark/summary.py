@@ -70,21 +70,23 @@ def _standard_error(values: np.ndarray) -> float:
 def summary_markdown(per_table: pd.DataFrame, methods: Sequence[str],
                      labels: Mapping[str, str] | None = None, pi_hat: bool = True) -> str:
     """The suite's table: AUC per π, the figure ± SE, accuracy, F1, π̂ error (unless
-    ``pi_hat`` is False), Δ from the first."""
+    ``pi_hat`` is False), Δ from the first. A metric (or the realized π) missing from
+    ``per_table`` is left out of the table."""
     labels = labels or {}
-    metrics = ("accuracy", "f1", "pi_abs_error") if pi_hat else ("accuracy", "f1")
+    metrics = [metric for metric in (("accuracy", "f1", "pi_abs_error") if pi_hat
+                                     else ("accuracy", "f1")) if metric in per_table.columns]
     pis = sorted(per_table["pi_target"].unique())
     n_tables = per_table["dataset"].nunique()
     reps = sorted(per_table["repetitions"].unique())
     reference = labels.get(methods[0], methods[0])
+    names = {"accuracy": "Acc", "f1": "F1", "pi_abs_error": "abs(π̂−π)"}
     header = (["method"] + [f"AUC π={p:g}" for p in pis] + ["**AUC mean ± SE**"]
-              + [f"Acc π={p:g}" for p in pis] + [f"F1 π={p:g}" for p in pis]
-              + ([f"abs(π̂−π) π={p:g}" for p in pis] if pi_hat else [])
+              + [f"{names[metric]} π={p:g}" for metric in metrics for p in pis]
               + [f"Δ AUC vs {reference}"])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for method in methods:
         part = per_table[per_table["method"] == method]
-        by_pi = part.groupby("pi_target")[["auc", "accuracy", "f1", "pi_abs_error"]].mean()
+        by_pi = part.groupby("pi_target")[["auc", *metrics]].mean()
         mean, se = suite_figure(per_table, method)
         cells = [labels.get(method, method)]
         cells += [_cell(by_pi["auc"].get(p)) for p in pis]
@@ -97,12 +99,14 @@ def summary_markdown(per_table: pd.DataFrame, methods: Sequence[str],
             diff, diff_se = paired_difference(per_table, method, methods[0])
             cells.append(f"{diff:+.4f} ± {diff_se:.4f}")
         lines.append("| " + " | ".join(cells) + " |")
-    realized = per_table.groupby("pi_target")["pi_true"].mean()
     note = (f"{n_tables} tables, {'/'.join(str(r) for r in reps)} repetition(s) per table and "
             f"π. SE: standard error across tables of each table's mean over repetitions and π; "
-            f"Δ: paired by table. Realized π on average: "
-            + ", ".join(f"{realized[p]:.3f} at {p:g}" for p in pis)
-            + " (a table with too few negatives gives less).")
+            f"Δ: paired by table.")
+    if "pi_true" in per_table.columns:
+        realized = per_table.groupby("pi_target")["pi_true"].mean()
+        note += (" Realized π on average: "
+                 + ", ".join(f"{realized[p]:.3f} at {p:g}" for p in pis)
+                 + " (a table with too few negatives gives less).")
     return "\n".join(lines) + "\n\n" + note
 
 

@@ -39,7 +39,7 @@ from benchmark.devsuite import devsuite_slugs, load_devsuite_table  # noqa: E402
 from benchmark.methods.puicl import as_table  # noqa: E402
 from benchmark.metrics import auc_mann_whitney  # noqa: E402
 from benchmark.protocol import PUTask, make_task, method_seed  # noqa: E402
-from benchmark.summary import paired_difference  # noqa: E402
+from benchmark.summary import summary_markdown  # noqa: E402
 from puicl_common.atomic import atomic_write_text  # noqa: E402
 
 PIS = (0.2, 0.5, 0.8)
@@ -115,23 +115,11 @@ def score(models: dict[str, Path], means: dict[str, list[str]], slugs: list[str]
 
 
 def summarize(frame: pd.DataFrame) -> str:
-    """Mean AUC per π and over the suite, and the paired difference by table against the first
-    model, for every model and every mean."""
-    labels = list(dict.fromkeys(frame.method))
-    base = labels[0]
-    by_pi = frame.pivot_table(index="method", columns="pi_target", values="auc").loc[labels]
-    lines = [f"| model | {' | '.join(f'AUC π = {pi}' for pi in by_pi.columns)} | AUC mean "
-             f"| Δ vs {base} ± SE (paired by table) |",
-             "|---|" + "---:|" * (len(by_pi.columns) + 2)]
-    for label in labels:
-        cells = " | ".join(f"{value:.4f}" for value in by_pi.loc[label])
-        if label == base:
-            delta = "–"
-        else:
-            mean, error = paired_difference(frame, label, base)
-            delta = f"{mean:+.4f} ± {error:.4f}"
-        lines.append(f"| {label} | {cells} | {by_pi.loc[label].mean():.4f} | {delta} |")
-    return "\n".join(lines)
+    """The suite's table (benchmark.summary.summary_markdown) of every model and every mean:
+    AUC per π, the figure ± SE, and the difference from the first model paired by table."""
+    grouped = frame.groupby(["dataset", "method", "pi_target"], sort=False)["auc"]
+    per_table = grouped.mean().to_frame().assign(repetitions=grouped.size()).reset_index()
+    return summary_markdown(per_table, list(dict.fromkeys(frame.method)))
 
 
 def main(argv: list[str] | None = None) -> int:

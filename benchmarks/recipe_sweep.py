@@ -277,13 +277,13 @@ def scored_settings(suite_dir: Path) -> dict[str, Any] | None:
 
 def planned_settings(plan: dict[str, Any]) -> dict[str, Any]:
     """The PUICL settings the plan's ``dev_settings`` give with today's classifier defaults, as
-    a yardstick's provenance records them (benchmark.methods.method_settings, less the
-    weights' digest)."""
-    from benchmark.methods.puicl import PUICL, PUICLConfig
+    a yardstick's provenance records them, less the weights' digest."""
+    from benchmark.methods import puicl_settings
+    from benchmark.methods.puicl import PUICLConfig
     from puicl_common.configio import from_mapping
 
-    config = from_mapping(PUICLConfig, dict(plan.get("dev_settings") or {}), path="puicl")
-    return {**config.identity(), "_version": PUICL.version}
+    return puicl_settings(from_mapping(PUICLConfig, dict(plan.get("dev_settings") or {}),
+                                       path="puicl"))
 
 
 def align_settings(plan: dict[str, Any], name: str, out: Path) -> list[str]:
@@ -293,7 +293,8 @@ def align_settings(plan: dict[str, Any], name: str, out: Path) -> list[str]:
     scored again ("scar" and the labelings)."""
     where, path, summary = scored_variant(name, out, "--align-settings")
     wanted = planned_settings(plan)
-    settings = plan.get("dev_settings") or None
+    recorded = plan.get("dev_settings") or {}
+    settings = recorded or None
     repeats = int(plan.get("dev_repeats", DEV_REPEATS))
     redone = []
     if scored_settings(where / "dev_suite") != wanted:
@@ -307,7 +308,6 @@ def align_settings(plan: dict[str, Any], name: str, out: Path) -> list[str]:
             redone.append(labeling)
     if by_labeling:
         summary["dev_by_labeling"] = by_labeling
-    recorded = plan.get("dev_settings") or {}
     if redone or summary.get("dev_settings") != recorded:
         summary["dev_settings"] = recorded
         atomic_write_json(path, summary)

@@ -70,12 +70,17 @@ def make_method(
     return method_cls(config=config)
 
 
+def puicl_settings(config: PUICLConfig) -> dict[str, Any]:
+    """PUICL's settings as they identify its results, less the weights they were computed
+    with: settings added since results were cached enter only away from their legacy value."""
+    return {**config.identity(), "_version": PUICL.version}
+
+
 def method_settings(method: PUMethod) -> dict[str, Any]:
     """The settings that identify a method's results (stored with every cached replicate)."""
     if isinstance(method, PUICL):
-        # (settings added since results were cached enter only away from their legacy value)
-        return {"weights_sha256": weights_digest(method.weights), **method.config.identity(),
-                "_version": method.version}
+        return {"weights_sha256": weights_digest(method.weights),
+                **puicl_settings(method.config)}
     settings = to_dict(method.config)  # type: ignore[attr-defined]
     settings["_version"] = method.version  # type: ignore[attr-defined]
     return settings
@@ -90,4 +95,5 @@ __all__ = [
     "PUMethod",
     "make_method",
     "method_settings",
+    "puicl_settings",
 ]
