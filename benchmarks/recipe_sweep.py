@@ -35,8 +35,8 @@ Results go to ``OUT/<variant>/summary.json``; ``--table`` prints the study's mar
 plan's ``dev_labelings`` that its summary lacks, without training it again.
 ``--align-settings VARIANT`` scores its yardsticks again where their results (by their
 ``provenance.json``) were computed with other classifier settings than the plan's
-``dev_settings`` give today: a classifier default that changed between two variants would
-otherwise enter their difference.
+``dev_settings`` give with the current defaults: a classifier default that changed between two
+variants would otherwise enter their difference.
 
     .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml v0 ema_0.99
     .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml --table \\
@@ -276,7 +276,7 @@ def scored_settings(suite_dir: Path) -> dict[str, Any] | None:
 
 
 def planned_settings(plan: dict[str, Any]) -> dict[str, Any]:
-    """The PUICL settings the plan's ``dev_settings`` give with today's classifier defaults, as
+    """The PUICL settings the plan's ``dev_settings`` give with the current classifier defaults, as
     a yardstick's provenance records them, less the weights' digest."""
     from benchmark.methods import puicl_settings
     from benchmark.methods.puicl import PUICLConfig
@@ -288,9 +288,9 @@ def planned_settings(plan: dict[str, Any]) -> dict[str, Any]:
 
 def align_settings(plan: dict[str, Any], name: str, out: Path) -> list[str]:
     """Score a trained variant's yardsticks again wherever they were computed with other
-    settings than the plan's ``dev_settings`` give today (a classifier default that changed
-    between variants), and record the plan's settings in its summary; returns the yardsticks
-    scored again ("scar" and the labelings)."""
+    settings than the plan's ``dev_settings`` give with the current defaults (a classifier
+    default that changed between variants), and record the plan's settings in its summary;
+    returns the yardsticks scored again ("scar" and the labelings)."""
     where, path, summary = scored_variant(name, out, "--align-settings")
     wanted = planned_settings(plan)
     recorded = plan.get("dev_settings") or {}
@@ -540,10 +540,11 @@ def under_labeling(rows: list[dict[str, Any]], labeling: str) -> list[dict[str, 
     return views
 
 
-def tables(plan: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def tables(plan: dict[str, Any], rows: list[dict[str, Any]], base: str | None = None) -> str:
     """The SCAR table, then one per biased labeling that any variant is scored under, each
-    with its differences from the plan's base and the seed noise measured under it."""
-    base = plan.get("base_variant") or next(iter(plan["variants"]))
+    with its differences from ``base`` (default: the plan's) and the seed noise measured
+    under it."""
+    base = base or plan.get("base_variant") or next(iter(plan["variants"]))
     parts = [table(rows, base, seed_noise(plan, rows))]
     scored = {m for r in rows for m in r.get("dev_by_labeling") or {}}
     for labeling in (m for m in LABELINGS if m in scored):
@@ -596,6 +597,9 @@ def main(argv: list[str] | None = None) -> int:
                         "split) and stop: run this before training variants side by side, so "
                         "that no two processes write one shard directory")
     parser.add_argument("--table", action="store_true", help="print the table of the results")
+    parser.add_argument("--base", metavar="VARIANT",
+                        help="the variant --table pairs every difference with (default: the "
+                        "plan's base_variant), e.g. one scored under a labeling the base lacks")
     parser.add_argument("--figure", type=Path, help="draw validation AUC vs CPU-minutes here")
     parser.add_argument("--figure-variants", help="comma-separated variants for the figure")
     parser.add_argument("--print-config", action="store_true",
@@ -609,8 +613,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--align-settings", metavar="VARIANT", action="append", default=[],
                         help="score a trained variant's yardsticks again where their results "
                         "were computed with other classifier settings than the plan's "
-                        "dev_settings give today, and record those in its summary (no "
-                        "training; repeatable)")
+                        "dev_settings give with the current defaults, and record those in "
+                        "its summary (no training; repeatable)")
     args = parser.parse_args(argv)
     plan = load_plan(args.plan)
     if args.reference:
@@ -619,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: v for k, v in found.items() if k != "bench_per_dataset"}))
         return 0
     unknown = [v for v in args.variants + args.rescore + args.align_settings
-               if v not in plan["variants"]]
+               + ([args.base] if args.base else []) if v not in plan["variants"]]
     if unknown:
         parser.error(f"not in {args.plan}: {', '.join(unknown)}")
     if (args.rescore or args.align_settings) and args.variants:
@@ -654,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{summary['train_cpu_minutes']:.1f} CPU-min", flush=True)
     rows = summaries(plan, args.out)
     if args.table:
-        print(tables(plan, rows))
+        print(tables(plan, rows, args.base))
     if args.figure:
         names = args.figure_variants.split(",") if args.figure_variants else None
         figure(rows, args.figure, names)

@@ -351,7 +351,7 @@ def test_align_settings_scores_again_only_the_yardsticks_computed_with_other_set
     before = _scored_before(tmp_path)
     before["dev_by_labeling"] = {"sar-linear": {"dev_auc": 0.5}}
     (tmp_path / "a" / "summary.json").write_text(json.dumps(before))
-    _provenance(tmp_path / "a" / "dev_suite", chunk_size=1000)  # today's default
+    _provenance(tmp_path / "a" / "dev_suite", chunk_size=1000)  # the current default
     _provenance(tmp_path / "a" / "dev_suite_sar-linear", chunk_size=200)  # already the plan's
     plan_path = tmp_path / "plan.yaml"
     plan = _plan(dev_labelings=["sar-linear"], dev_settings={"n_estimators": 1, "chunk_size": 200})
@@ -371,3 +371,16 @@ def test_align_settings_scores_again_only_the_yardsticks_computed_with_other_set
     text = (tmp_path / "a" / "summary.json").read_bytes()
     recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path), "--align-settings", "a"])
     assert len(calls) == 1 and (tmp_path / "a" / "summary.json").read_bytes() == text
+
+
+def test_the_tables_pair_with_another_base_when_asked() -> None:
+    """``--table --base VARIANT``: every difference against that variant, under SCAR and each
+    labeling (the plan's base may lack a labeling's scores)."""
+    plan = {"variants": {"base": {}, "other": {}, "lever": {}}}
+    rows = [_row("base", {"a": 0.70, "b": 0.80}), _row("other", {"a": 0.60, "b": 0.70}),
+            _row("lever", {"a": 0.65, "b": 0.70})]
+    lever = next(line for line in recipe_sweep.tables(plan, rows, "other").splitlines()
+                 if line.startswith("| lever "))
+    assert "+0.0250 ± 0.0250" in lever
+    assert "-0.0750" in next(line for line in recipe_sweep.tables(plan, rows).splitlines()
+                             if line.startswith("| lever "))
