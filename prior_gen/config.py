@@ -19,6 +19,7 @@ from prior_gen.mechanisms_config import (
     ColumnsConfig,
     FamiliesConfig,
     LabelingConfig,
+    LabelNoiseConfig,
     LabelRuleConfig,
     WideConfig,
 )
@@ -104,6 +105,7 @@ LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "dataset", "columns"): None,
     ("prior", "dataset", "wide"): None,
     ("prior", "labeling"): None,
+    ("prior", "label_noise"): None,
 }
 
 
@@ -311,6 +313,8 @@ class PriorConfig:
     # labels from a boolean rule for some tasks (prior_gen.rule_label); None: from the score
     label_rule: LabelRuleConfig | None = None
     labeling: LabelingConfig | None = None  # biased labeled positives (prior_gen.labeling)
+    # labels from the rank of a noisy score for some tasks (prior_gen.label_noise)
+    label_noise: LabelNoiseConfig | None = None
 
     def validate(self) -> None:
         # a causal SCM must have d + 1 distinct nodes in its hidden blocks (label + features)

@@ -84,14 +84,21 @@ def _build_with_retries(plan: TaskPlan, raw: RawTask, config: GenerationConfig) 
         from prior_gen.labeling import labeling_keys
 
         keys = labeling_keys(plan, config.prior.labeling)
+    noise = None
+    if config.prior.label_noise is not None:
+        from prior_gen.label_noise import score_noise
+
+        noise = score_noise(plan, config.prior.label_noise)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic, labeler, keys)
+            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic, labeler, keys, noise)
             task.meta.update(raw.meta)
             if config.prior.label_rule is not None and labeler is None:
                 task.meta["label_mechanism"] = "score"
             if config.prior.labeling is not None and keys is None:
                 task.meta["labeling"] = {"mechanism": "scar"}
+            if config.prior.label_noise is not None and "label_noise" not in task.meta:
+                task.meta["label_noise"] = 0.0
             return task
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:

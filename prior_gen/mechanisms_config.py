@@ -1,6 +1,6 @@
 """Configuration of the prior's optional mechanisms beyond the paper's MLP SCM.
 
-Four sections, each absent (``None``) by default, which is also its legacy value: a config
+Six sections, each absent (``None``) by default, which is also its legacy value: a config
 without them keeps its hash, its shards and its checkpoints (the versioning rule,
 ``prior_gen.config.LEGACY_VALUES``, docs/architecture.md §6).
 
@@ -20,6 +20,9 @@ without them keeps its hash, its shards and its checkpoints (the versioning rule
 * ``prior.labeling`` (:class:`LabelingConfig`): with a probability per task, the labeled
   positives are drawn with a propensity that depends on the features (selection bias, SAR)
   instead of uniformly (``prior_gen.labeling``).
+* ``prior.label_noise`` (:class:`LabelNoiseConfig`): with a probability per task, the label is
+  the rank of the SCM's score plus row-wise noise, so that the features no longer decide it
+  (``prior_gen.label_noise``).
 
 This module imports nothing from ``prior_gen.config`` (which imports it), and the family
 registry only inside :meth:`FamiliesConfig.validate`.
@@ -37,6 +40,7 @@ __all__ = [
     "COLUMN_MECHANISMS",
     "ColumnsConfig",
     "FamiliesConfig",
+    "LabelNoiseConfig",
     "LabelRuleConfig",
     "LabelingConfig",
     "WideConfig",
@@ -126,6 +130,23 @@ class LabelingConfig:
         require(math.isfinite(hi), "strength", f"must be finite, got {hi}")
         require(lo >= 0, "strength", f"lower bound must be >= 0, got {lo}")
         require(lo <= hi, "strength", f"lower bound {lo} is above upper bound {hi}")
+
+
+@dataclass(frozen=True)
+class LabelNoiseConfig:
+    """``prior.label_noise``: P(a task's label is the rank of a noisy score) and the range of
+    the noise's standard deviation τ, in units of the standardized score's
+    (``prior_gen.label_noise``)."""
+
+    probability: float = 0.5
+    scale: tuple[float, float] = (0.0, 1.5)
+
+    def validate(self) -> None:
+        _probability(self.probability, "probability")
+        lo, hi = self.scale
+        require(math.isfinite(hi), "scale", f"must be finite, got {hi}")
+        require(lo >= 0, "scale", f"lower bound must be >= 0, got {lo}")
+        require(lo <= hi, "scale", f"lower bound {lo} is above upper bound {hi}")
 
 
 # The column mechanisms in the order a task applies them (and draws their choices): in-place

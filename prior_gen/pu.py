@@ -150,6 +150,8 @@ def pu_split(
 Labeler = Callable[[np.ndarray], tuple[np.ndarray, dict[str, Any]]]
 # which positives are labeled, from the standardized features and the labels of all n rows:
 # float64 keys (the smallest are labeled) and metadata to record (prior_gen.labeling)
+# the rank's score with noise added, and the noise's scale (prior_gen.label_noise)
+ScoreNoise = Callable[[np.ndarray], tuple[np.ndarray, float]]
 LabeledKeys = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, dict[str, Any]]]
 
 
@@ -161,12 +163,14 @@ def build_task(
     arithmetic: str = "native",
     labeler: Labeler | None = None,
     labeled_keys: LabeledKeys | None = None,
+    score_noise: ScoreNoise | None = None,
 ) -> Task:
     """Standardize, label and PU-split one task's SCM output (uses the task's stream).
     ``arithmetic``: ``prior.scm.arithmetic`` (``portable``: fixed-order sums, specified ties).
     ``labeler``: labels from the features (``prior.label_rule``); None: from the score.
     ``labeled_keys``: a biased choice of the labeled positives (``prior.labeling``); None:
-    uniform."""
+    uniform. ``score_noise``: labels from the rank of a noisy score (``prior.label_noise``);
+    None: of the score itself; not used with a ``labeler``."""
     portable = arithmetic == "portable"
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
     x_centered, _, x_std = _centered_stats(raw.x, portable)
@@ -174,7 +178,11 @@ def build_task(
     x_all, label_meta = None, {}
     if labeler is None:
         ranker = rank_labels_by_index if portable else rank_labels
-        labels = ranker(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
+        score = _scaled(score_centered, score_std, clip)[:, 0]
+        if score_noise is not None:
+            score, tau = score_noise(score)
+            label_meta = {"label_noise": tau}
+        labels = ranker(score, plan.pi)
         n_negative = n_negatives(labels.shape[0], plan.pi)  # rank_labels made exactly these 0
     else:
         x_all = _scaled(x_centered, x_std, clip)  # elementwise: the kept rows' exact values

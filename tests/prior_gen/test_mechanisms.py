@@ -1,6 +1,7 @@
 """The prior's optional mechanisms together (prior.scm.families, prior.label_rule,
-prior.dataset.columns, prior.labeling): off by default and out of the config hash, strict
-validation naming the key, and the same bytes for any worker count and CPU kernel choice."""
+prior.dataset.columns, prior.labeling, prior.label_noise): off by default and out of the config
+hash, strict validation naming the key, and the same bytes for any worker count and CPU kernel
+choice."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ OLD_HASHES = {
     "paper.yaml": "dce5954f9ecbcddbb856541e1c3acc08c75df7ad90f1149e71bd27a1b217783f",
 }
 KEYS = (("prior", "scm", "families"), ("prior", "label_rule"), ("prior", "dataset", "columns"),
-        ("prior", "labeling"))
+        ("prior", "labeling"), ("prior", "label_noise"))
 ALL_ON = {
     "scm": {
         "noise_sampler": "table",
@@ -31,6 +32,7 @@ ALL_ON = {
     },
     "label_rule": {"probability": 0.5},
     "labeling": {"probability": 0.5},
+    "label_noise": {"probability": 0.5},
     "dataset": {"columns": {"max_columns": 2}, "categorical": {"share": [0.0, 0.3]}},
 }
 
