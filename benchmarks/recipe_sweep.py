@@ -52,6 +52,7 @@ import copy
 import fcntl
 import hashlib
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -90,6 +91,10 @@ def load_plan(path: Path) -> dict[str, Any]:
         if key not in plan:
             raise SystemExit(f"{path}: the plan lacks {key!r}")
     check_dev_labelings(path, plan.get("dev_labelings"))
+    bar = plan.get("bar")
+    if bar is not None and (isinstance(bar, bool) or not isinstance(bar, int | float)
+                            or not math.isfinite(bar)):
+        raise SystemExit(f"{path}: bar must be a finite number, got {bar!r}")
     return plan
 
 
@@ -428,6 +433,28 @@ def train_variant(plan: dict[str, Any], name: str, out: Path, threads: int,
     return summary
 
 
+def dev_curve(plan: dict[str, Any], name: str, out: Path) -> list[dict[str, Any]]:
+    """The dev-suite figure at each checkpoint of a trained variant's validation curve, with
+    the plan's yardstick settings, added to the curve's points in its summary: how the figure
+    that decides moves with training CPU. The last point is the variant's own score; the
+    others export their checkpoint's EMA weights under ``curve/step_<N>/`` and score them
+    there (puicl-bench's cache makes a second call free)."""
+    where, path, summary = scored_variant(name, out, "--dev-curve")
+    repeats = int(plan.get("dev_repeats", DEV_REPEATS))
+    last = max(point["step"] for point in summary["curve"])
+    for point in summary["curve"]:
+        if point["step"] == last:
+            point.update({k: summary[k] for k in DEV_FIELDS if k in summary})
+            continue
+        here = where / "curve" / f"step_{point['step']}"
+        if not (here / "weights").exists():
+            run([str(BIN / "trainer"), "export", str(where / "run"), "--out",
+                 str(here / "weights"), "--step", str(point["step"])], where / "log.txt")
+        point.update(dev_suite_score(here / "weights", here, plan.get("dev_settings"), repeats))
+    atomic_write_json(path, summary)
+    return summary["curve"]
+
+
 def score_reference(name: str, weights: Path, out: Path, threads: int) -> dict[str, Any]:
     """Both yardsticks for weights trained elsewhere (e.g. the bundled v0 checkpoint)."""
     from puicl_model.weights import load_weights
@@ -469,10 +496,12 @@ def _cpu_model() -> str:
 
 
 # ---------------------------------------------------------------------------- reporting ---
-def summaries(plan: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+def summaries(plan: dict[str, Any], out: Path, stored: Path | None = None) -> list[dict[str, Any]]:
+    """The scored variants' summaries, in the plan's order: ``out/<variant>/summary.json``, or
+    ``stored/<variant>.json`` (the copies committed under docs/recipe/summaries/)."""
     found = []
     for name in plan["variants"]:
-        path = out / name / "summary.json"
+        path = stored / f"{name}.json" if stored else out / name / "summary.json"
         if path.exists():
             found.append(json.loads(path.read_text()))
     return found
@@ -488,13 +517,20 @@ def seed_noise(plan: dict[str, Any], rows: list[dict[str, Any]]) -> float | None
     return abs(found[pair[0]]["dev_auc"] - found[pair[1]]["dev_auc"])
 
 
-def paired_difference(row: dict[str, Any], reference: dict[str, Any]) -> tuple[str, str]:
-    """``row``'s dev-suite difference from ``reference``: the mean of the per-table
-    differences with its standard error, and the difference of the means at each π."""
+def paired_stats(row: dict[str, Any], reference: dict[str, Any]) -> tuple[float, float]:
+    """The mean of ``row``'s per-table dev-suite differences from ``reference``, and its
+    standard error."""
     diffs = [row["dev_per_table"][k] - v for k, v in reference["dev_per_table"].items()
              if k in row["dev_per_table"]]
     se = float(np.std(diffs, ddof=1) / np.sqrt(len(diffs))) if len(diffs) > 1 else 0.0
-    delta = f"{float(np.mean(diffs)):+.4f} ± {se:.4f}"
+    return float(np.mean(diffs)), se
+
+
+def paired_difference(row: dict[str, Any], reference: dict[str, Any]) -> tuple[str, str]:
+    """``row``'s dev-suite difference from ``reference``: the mean of the per-table
+    differences with its standard error, and the difference of the means at each π."""
+    mean, se = paired_stats(row, reference)
+    delta = f"{mean:+.4f} ± {se:.4f}"
     # the bar also asks what a variant loses at any single π: the difference of the π's means
     # (the same tables and repetitions on both sides)
     mine = row.get("dev_by_pi", {})
@@ -581,7 +617,67 @@ def figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None) -> N
     fig.savefig(path, dpi=120)
 
 
-def main(argv: list[str] | None = None) -> int:
+def dev_curve_figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None) -> None:
+    """Dev-suite AUC against training CPU-minutes at the checkpoints ``--dev-curve`` scored."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in rows:
+        points = [p for p in r.get("curve", []) if "dev_auc" in p]
+        if len(points) < 2 or (names and r["variant"] not in names):
+            continue
+        ax.plot([p["cpu_minutes"] for p in points], [p["dev_auc"] for p in points],
+                marker="o", label=f"{r['variant']} ({r['parameters']:,} parameters)")
+    ax.set_xlabel("training CPU-minutes (process user + system time / 60; linear in steps)")
+    ax.set_ylabel("dev-suite AUC (40 tables × 2 repetitions × 3 π)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def delta_figure(plan: dict[str, Any], rows: list[dict[str, Any]], path: Path,
+                 base: str | None = None) -> None:
+    """Each scored variant's dev-suite difference from ``base`` (default: the plan's), paired
+    by table, ± one standard error; the band of the plan's seed noise around 0 and, where the
+    plan names its ``bar``, that difference as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    base = base or plan.get("base_variant") or next(iter(plan["variants"]))
+    reference = next((r for r in rows if r["variant"] == base and "dev_auc" in r), None)
+    if reference is None:
+        raise ValueError(f"--delta-figure: the base {base} has no dev-suite score")
+    others = [r for r in rows if "dev_auc" in r and r is not reference]
+    stats = [paired_stats(r, reference) for r in others]
+    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.32 * len(others)))
+    ys = np.arange(len(others))[::-1]
+    ax.errorbar([m for m, _ in stats], ys, xerr=[se for _, se in stats], fmt="o", capsize=3)
+    noise = seed_noise(plan, rows)
+    if noise is not None:
+        ax.axvspan(-noise, noise, color="grey", alpha=0.25, label=f"seed noise ±{noise:.4f}")
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    if plan.get("bar") is not None:
+        ax.axvline(float(plan["bar"]), color="tab:red", linestyle="--",
+                   label=f"bar +{float(plan['bar']):.3f}")
+    ax.set_yticks(ys, [r["variant"] for r in others], fontsize=8)
+    ax.set_xlabel(f"dev-suite AUC − {base} (paired by table, ± 1 SE)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("variants", nargs="*", help="variants of the plan to train and score")
     parser.add_argument("--plan", type=Path, default=ROOT / "configs/recipe_study/plan.yaml")
@@ -602,6 +698,17 @@ def main(argv: list[str] | None = None) -> int:
                         "plan's base_variant), e.g. one scored under a labeling the base lacks")
     parser.add_argument("--figure", type=Path, help="draw validation AUC vs CPU-minutes here")
     parser.add_argument("--figure-variants", help="comma-separated variants for the figure")
+    parser.add_argument("--delta-figure", type=Path,
+                        help="draw each variant's paired dev-suite difference from the base "
+                        "(--base, default the plan's) with the seed noise and the plan's bar")
+    parser.add_argument("--dev-curve", metavar="VARIANT", action="append", default=[],
+                        help="score the dev suite at each checkpoint of a trained variant's "
+                        "validation curve and add it to its summary (no training; repeatable)")
+    parser.add_argument("--dev-curve-figure", type=Path,
+                        help="draw dev-suite AUC vs CPU-minutes of the variants with such a curve")
+    parser.add_argument("--summaries", type=Path, metavar="DIR",
+                        help="read the summaries for --table and the figures from DIR/<variant>"
+                        ".json (the committed copies) instead of --out")
     parser.add_argument("--print-config", action="store_true",
                         help="print the variants' run configs and stop")
     parser.add_argument("--reference", metavar="NAME=WEIGHTS",
@@ -615,6 +722,11 @@ def main(argv: list[str] | None = None) -> int:
                         "were computed with other classifier settings than the plan's "
                         "dev_settings give with the current defaults, and record those in "
                         "its summary (no training; repeatable)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     plan = load_plan(args.plan)
     if args.reference:
@@ -622,12 +734,17 @@ def main(argv: list[str] | None = None) -> int:
         found = score_reference(name, Path(weights), args.out, args.threads)
         print(json.dumps({k: v for k, v in found.items() if k != "bench_per_dataset"}))
         return 0
-    unknown = [v for v in args.variants + args.rescore + args.align_settings
+    unknown = [v for v in args.variants + args.rescore + args.align_settings + args.dev_curve
                + ([args.base] if args.base else []) if v not in plan["variants"]]
     if unknown:
         parser.error(f"not in {args.plan}: {', '.join(unknown)}")
-    if (args.rescore or args.align_settings) and args.variants:
-        parser.error("give variants to train, or --rescore / --align-settings, not both")
+    if (args.rescore or args.align_settings or args.dev_curve) and args.variants:
+        parser.error("give variants to train, or --rescore / --align-settings / --dev-curve, "
+                     "not both")
+    for name in args.dev_curve:
+        for point in dev_curve(plan, name, args.out):
+            print(f"{name}: step {point['step']}, {point['cpu_minutes']:.1f} CPU-min: "
+                  f"dev-suite AUC {point['dev_auc']:.4f}", flush=True)
     for name in args.align_settings:
         redone = align_settings(plan, name, args.out)
         print(f"{name}: scored again: {', '.join(redone)}" if redone
@@ -656,12 +773,17 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{name}: val AUC {summary['val_auc']:.4f}, dev-suite AUC {summary['dev_auc']:.4f}, "
               f"{summary['train_cpu_minutes']:.1f} CPU-min", flush=True)
-    rows = summaries(plan, args.out)
+    rows = summaries(plan, args.out, args.summaries)
     if args.table:
         print(tables(plan, rows, args.base))
     if args.figure:
         names = args.figure_variants.split(",") if args.figure_variants else None
         figure(rows, args.figure, names)
+    if args.delta_figure:
+        delta_figure(plan, rows, args.delta_figure, args.base)
+    if args.dev_curve_figure:
+        names = args.figure_variants.split(",") if args.figure_variants else None
+        dev_curve_figure(rows, args.dev_curve_figure, names)
     return 0
 
 

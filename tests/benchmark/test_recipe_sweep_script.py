@@ -384,3 +384,92 @@ def test_the_tables_pair_with_another_base_when_asked() -> None:
     assert "+0.0250 ± 0.0250" in lever
     assert "-0.0750" in next(line for line in recipe_sweep.tables(plan, rows).splitlines()
                              if line.startswith("| lever "))
+
+
+def test_the_delta_figure_draws_the_paired_differences_and_needs_a_scored_base(
+    tmp_path, monkeypatch
+) -> None:
+    """``--delta-figure``: one point per scored variant at its paired difference from the base
+    (not the difference of the means), the seed-noise band and the plan's bar."""
+    import matplotlib.axes
+
+    drawn = {}
+
+    def errorbar(self, x, y, xerr=None, **kwargs):
+        drawn.update(x=list(x), xerr=list(xerr))
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", errorbar)
+    plan = {"variants": {"base": {}, "base_seed1": {}, "lever": {}},
+            "noise": ["base", "base_seed1"], "bar": 0.015}
+    rows = [_row("base", {"a": 0.70, "b": 0.80}), _row("base_seed1", {"a": 0.71, "b": 0.80}),
+            _row("lever", {"a": 0.74, "b": 0.80, "c": 0.10})]
+    path = tmp_path / "delta.png"
+    recipe_sweep.delta_figure(plan, rows, path)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    np.testing.assert_allclose(drawn["x"], [0.005, 0.02])  # table c has no pair: left out
+    np.testing.assert_allclose(drawn["xerr"], [0.005, 0.02])
+    with pytest.raises(ValueError, match="the base other has no dev-suite score"):
+        recipe_sweep.delta_figure(plan, rows, path, base="other")
+
+
+def test_summaries_are_read_from_the_committed_copies_when_asked(tmp_path) -> None:
+    plan = {"variants": {"base": {}, "lever": {}, "unscored": {}}}
+    (tmp_path / "stored").mkdir()
+    for name in ("lever", "base"):
+        (tmp_path / "stored" / f"{name}.json").write_text(json.dumps({"variant": name}))
+    found = recipe_sweep.summaries(plan, tmp_path / "runs", tmp_path / "stored")
+    assert [row["variant"] for row in found] == ["base", "lever"]  # the plan's order
+    assert recipe_sweep.summaries(plan, tmp_path / "runs") == []
+
+
+@pytest.mark.parametrize("bar", ["high", True, float("inf")])
+def test_a_bad_bar_is_named(tmp_path, bar) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({"base": "b.yaml", "budget_steps": 1, "variants": {"a": {}},
+                                    "bar": bar}))
+    with pytest.raises(SystemExit, match="bar must be a finite number"):
+        recipe_sweep.load_plan(path)
+
+
+def test_dev_curve_scores_each_earlier_checkpoint_with_the_plans_settings(
+    tmp_path, monkeypatch
+) -> None:
+    """``--dev-curve``: every curve point but the last exports its checkpoint and is scored
+    with the plan's yardstick settings; the last takes the variant's own score; a second call
+    exports nothing again."""
+    calls: list[list[str]] = []
+    bench = _fake_bench(calls)
+
+    def run(command: list[str], log: Path) -> float:
+        if command[1] == "export":  # trainer export RUN --out DIR --step N
+            calls.append(command)
+            Path(command[command.index("--out") + 1]).mkdir(parents=True)
+            return 0.0
+        return bench(command, log)
+
+    monkeypatch.setattr(recipe_sweep, "run", run)
+    summary = _scored_before(tmp_path)
+    summary["curve"] = [{"step": s, "cpu_minutes": s / 10, "val_auc": 0.8} for s in (10, 20, 40)]
+    summary.update(parameters=10, dev_auc=0.85)  # the fake bench's suite figure is 0.8
+    (tmp_path / "a" / "summary.json").write_text(json.dumps(summary))
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(_plan(dev_settings={"n_estimators": 1, "chunk_size": 200})))
+    assert recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path),
+                              "--dev-curve", "a"]) == 0
+    exports = [c for c in calls if c[1] == "export"]
+    assert [c[c.index("--step") + 1] for c in exports] == ["10", "20"]
+    benches = [c for c in calls if c[1] != "export"]
+    assert [Path(c[c.index("--weights") + 1]) for c in benches] == \
+        [tmp_path / "a" / "curve" / f"step_{s}" / "weights" for s in (10, 20)]
+    settings = Path(benches[0][benches[0].index("--method-config") + 1])
+    assert yaml.safe_load(settings.read_text()) == {"puicl": {"n_estimators": 1, "chunk_size": 200}}
+    curve = json.loads((tmp_path / "a" / "summary.json").read_text())["curve"]
+    assert [p["dev_auc"] for p in curve] == [0.8, 0.8, 0.85]
+    assert curve[-1]["dev_per_table"] == summary["dev_per_table"]
+    calls.clear()
+    recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path), "--dev-curve", "a"])
+    assert not [c for c in calls if c[1] == "export"]
+    figure = tmp_path / "curve.png"
+    recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path),
+                       "--dev-curve-figure", str(figure)])
+    assert figure.read_bytes()[:4] == b"\x89PNG"
