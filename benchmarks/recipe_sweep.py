@@ -438,13 +438,17 @@ def dev_curve(plan: dict[str, Any], name: str, out: Path) -> list[dict[str, Any]
     the plan's yardstick settings, added to the curve's points in its summary: how the figure
     that decides moves with training CPU. The last point is the variant's own score; the
     others export their checkpoint's EMA weights under ``curve/step_<N>/`` and score them
-    there (puicl-bench's cache makes a second call free)."""
+    there (puicl-bench's cache makes a second call free). A checkpoint within 1 % of the steps
+    of the last (one a time limit wrote just before the end) is left unscored: it would repeat
+    the last point."""
     where, path, summary = scored_variant(name, out, "--dev-curve")
     repeats = int(plan.get("dev_repeats", DEV_REPEATS))
     last = max(point["step"] for point in summary["curve"])
     for point in summary["curve"]:
         if point["step"] == last:
             point.update({k: summary[k] for k in DEV_FIELDS if k in summary})
+            continue
+        if last - point["step"] < 0.01 * last:
             continue
         here = where / "curve" / f"step_{point['step']}"
         if not (here / "weights").exists():
@@ -742,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give variants to train, or --rescore / --align-settings / --dev-curve, "
                      "not both")
     for name in args.dev_curve:
-        for point in dev_curve(plan, name, args.out):
+        for point in (p for p in dev_curve(plan, name, args.out) if "dev_auc" in p):
             print(f"{name}: step {point['step']}, {point['cpu_minutes']:.1f} CPU-min: "
                   f"dev-suite AUC {point['dev_auc']:.4f}", flush=True)
     for name in args.align_settings:

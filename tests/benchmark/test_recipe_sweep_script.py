@@ -435,8 +435,8 @@ def test_dev_curve_scores_each_earlier_checkpoint_with_the_plans_settings(
     tmp_path, monkeypatch
 ) -> None:
     """``--dev-curve``: every curve point but the last exports its checkpoint and is scored
-    with the plan's yardstick settings; the last takes the variant's own score; a second call
-    exports nothing again."""
+    with the plan's yardstick settings; the last takes the variant's own score, and one within
+    1 % of its steps is skipped; a second call exports nothing again."""
     calls: list[list[str]] = []
     bench = _fake_bench(calls)
 
@@ -449,7 +449,8 @@ def test_dev_curve_scores_each_earlier_checkpoint_with_the_plans_settings(
 
     monkeypatch.setattr(recipe_sweep, "run", run)
     summary = _scored_before(tmp_path)
-    summary["curve"] = [{"step": s, "cpu_minutes": s / 10, "val_auc": 0.8} for s in (10, 20, 40)]
+    summary["curve"] = [{"step": s, "cpu_minutes": s / 10, "val_auc": 0.8}
+                        for s in (10, 20, 398, 400)]  # 398: a time limit's, within 1 %
     summary.update(parameters=10, dev_auc=0.85)  # the fake bench's suite figure is 0.8
     (tmp_path / "a" / "summary.json").write_text(json.dumps(summary))
     plan_path = tmp_path / "plan.yaml"
@@ -464,7 +465,7 @@ def test_dev_curve_scores_each_earlier_checkpoint_with_the_plans_settings(
     settings = Path(benches[0][benches[0].index("--method-config") + 1])
     assert yaml.safe_load(settings.read_text()) == {"puicl": {"n_estimators": 1, "chunk_size": 200}}
     curve = json.loads((tmp_path / "a" / "summary.json").read_text())["curve"]
-    assert [p["dev_auc"] for p in curve] == [0.8, 0.8, 0.85]
+    assert [p.get("dev_auc") for p in curve] == [0.8, 0.8, None, 0.85]
     assert curve[-1]["dev_per_table"] == summary["dev_per_table"]
     calls.clear()
     recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path), "--dev-curve", "a"])
