@@ -599,7 +599,10 @@ def _rate(row: dict[str, Any]) -> float:
     return row.get("tasks_per_cpu_s") or row["tasks"] / (60 * row["train_cpu_minutes"])
 
 
-def figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None) -> None:
+def figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None,
+           field: str = "val_auc") -> None:
+    """``field`` of each variant's curve points against training CPU-minutes: the validation
+    AUC (every point), or the dev-suite AUC (the points ``--dev-curve`` scored)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -607,36 +610,14 @@ def figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None) -> N
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in rows:
-        if names and r["variant"] not in names:
-            continue
-        xs = [p["cpu_minutes"] for p in r["curve"]]
-        ys = [p["val_auc"] for p in r["curve"]]
-        ax.plot(xs, ys, marker="o", label=r["variant"])
-    ax.set_xlabel("training CPU-minutes (process user + system time / 60; linear in steps)")
-    ax.set_ylabel("validation AUC (paper prior, 192 tasks)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-
-
-def dev_curve_figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None) -> None:
-    """Dev-suite AUC against training CPU-minutes at the checkpoints ``--dev-curve`` scored."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in rows:
-        points = [p for p in r.get("curve", []) if "dev_auc" in p]
+        points = [p for p in r.get("curve", []) if field in p]
         if len(points) < 2 or (names and r["variant"] not in names):
             continue
-        ax.plot([p["cpu_minutes"] for p in points], [p["dev_auc"] for p in points],
+        ax.plot([p["cpu_minutes"] for p in points], [p[field] for p in points],
                 marker="o", label=f"{r['variant']} ({r['parameters']:,} parameters)")
     ax.set_xlabel("training CPU-minutes (process user + system time / 60; linear in steps)")
-    ax.set_ylabel("dev-suite AUC (40 tables × 2 repetitions × 3 π)")
+    ax.set_ylabel({"val_auc": "validation AUC (paper prior, 192 tasks)",
+                   "dev_auc": "dev-suite AUC (40 tables × 2 repetitions × 3 π)"}[field])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -787,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
         delta_figure(plan, rows, args.delta_figure, args.base)
     if args.dev_curve_figure:
         names = args.figure_variants.split(",") if args.figure_variants else None
-        dev_curve_figure(rows, args.dev_curve_figure, names)
+        figure(rows, args.dev_curve_figure, names, "dev_auc")
     return 0
 
 

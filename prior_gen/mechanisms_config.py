@@ -57,6 +57,13 @@ def _probability(value: float, key: str) -> None:
     require(0.0 <= value <= 1.0, key, f"must lie in [0, 1], got {value}")
 
 
+def _finite_nonnegative_range(value: tuple[float, float], key: str) -> None:
+    lo, hi = value
+    require(math.isfinite(hi), key, f"must be finite, got {hi}")
+    require(lo >= 0, key, f"lower bound must be >= 0, got {lo}")
+    require(lo <= hi, key, f"lower bound {lo} is above upper bound {hi}")
+
+
 @dataclass(frozen=True)
 class FamiliesConfig:
     """``prior.scm.families``: which function computes each hidden node of the SCM.
@@ -126,10 +133,7 @@ class LabelingConfig:
 
     def validate(self) -> None:
         _probability(self.probability, "probability")
-        lo, hi = self.strength
-        require(math.isfinite(hi), "strength", f"must be finite, got {hi}")
-        require(lo >= 0, "strength", f"lower bound must be >= 0, got {lo}")
-        require(lo <= hi, "strength", f"lower bound {lo} is above upper bound {hi}")
+        _finite_nonnegative_range(self.strength, "strength")
 
 
 @dataclass(frozen=True)
@@ -143,10 +147,7 @@ class LabelNoiseConfig:
 
     def validate(self) -> None:
         _probability(self.probability, "probability")
-        lo, hi = self.scale
-        require(math.isfinite(hi), "scale", f"must be finite, got {hi}")
-        require(lo >= 0, "scale", f"lower bound must be >= 0, got {lo}")
-        require(lo <= hi, "scale", f"lower bound {lo} is above upper bound {hi}")
+        _finite_nonnegative_range(self.scale, "scale")
 
 
 # The column mechanisms in the order a task applies them (and draws their choices): in-place
