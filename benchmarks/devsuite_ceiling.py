@@ -22,6 +22,12 @@ with a handful of positives above it is noise, not a law). A PU method's scores 
 classes less than these supervised ones, so its shortfall can only be larger.
 
     python benchmarks/devsuite_ceiling.py --out ceiling.csv [--repetitions 1] [--top-share 0.1]
+
+``--shards DIR`` measures the same on the pools of stored prior tasks instead (the first step
+of every ``--every``-th stored stage of ``--split``, and the tail): whether the prior's tasks are
+as hard for a supervised learner as the suite's tables (docs/recipe.md, "Prior v2").
+
+    python benchmarks/devsuite_ceiling.py --out prior.csv --shards runs/prior_study/shards/HASH
 """
 
 from __future__ import annotations
@@ -86,6 +92,46 @@ def pool_scores(x: np.ndarray, y: np.ndarray, top_share: float) -> dict[str, flo
     return out
 
 
+def prior_rows(directory: Path, split: str, every: int, top_share: float) -> list[dict]:
+    """One row per stored prior task of the chosen steps: its pool's supervised references."""
+    from prior_gen.shards import open_shards
+
+    rows = []
+    with open_shards(directory, split) as reader:
+        stages = reader.stages()
+        chosen = [s for i, s in enumerate(stages) if i % every == 0 or s == stages[-1]]
+        for stage in chosen:
+            step = reader.available_steps(stage)[0]
+            for index, task in enumerate(reader.read_step(stage, step)):
+                y = task.y[task.n_labeled:].astype(np.int64)
+                if min(np.count_nonzero(y), np.count_nonzero(y == 0)) < 5:
+                    continue  # too few of a class for 5 stratified folds
+                x = task.x[task.n_labeled:].astype(np.float64)
+                rows.append({"stage": str(stage), "step": step, "index": index,
+                             "n_pool": int(y.shape[0]), "pi": float(1.0 - y.mean()),
+                             **pool_scores(x, y, top_share)})
+            print(f"stage {stage}: done", file=sys.stderr)
+    return rows
+
+
+def suite_rows(repetitions: int, seed: int, top_share: float) -> list[dict]:
+    """One row per development-suite task: its pool's supervised references."""
+    rows = []
+    for slug in devsuite_slugs():
+        table = load_devsuite_table(slug)
+        for repetition in range(repetitions):
+            for pi in PIS:
+                task = make_task(table, repetition, seed, target_pi=pi)
+                pool = task.s == 0
+                y = task.y_true[pool]
+                # missing values as 0 (a few tables have gaps; both learners need numbers)
+                x = np.nan_to_num(task.X[pool].astype(np.float64))
+                rows.append({"dataset": slug, "repetition": repetition, "pi_target": pi,
+                             "pi": float(1.0 - y.mean()), **pool_scores(x, y, top_share)})
+        print(f"{slug}: done", file=sys.stderr)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="per-task CSV to write")
@@ -93,27 +139,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="puicl-bench's root seed")
     parser.add_argument("--top-share", type=float, default=0.1,
                         help="least share of the positives above a cut for the π bound")
+    parser.add_argument("--shards", type=Path, metavar="DIR",
+                        help="stored prior tasks instead of the development suite")
+    parser.add_argument("--split", default="train", choices=("train", "val"))
+    parser.add_argument("--every", type=int, default=10,
+                        help="with --shards: every N-th stored stage (and the tail)")
     args = parser.parse_args(argv)
+    if args.every < 1:
+        parser.error(f"--every must be >= 1, got {args.every}")
     warnings.filterwarnings("ignore", category=UserWarning)
-    rows = []
-    for slug in devsuite_slugs():
-        table = load_devsuite_table(slug)
-        for repetition in range(args.repetitions):
-            for pi in PIS:
-                task = make_task(table, repetition, args.seed, target_pi=pi)
-                pool = task.s == 0
-                y = task.y_true[pool]
-                # missing values as 0 (a few tables have gaps; both learners need numbers)
-                x = np.nan_to_num(task.X[pool].astype(np.float64))
-                rows.append({"dataset": slug, "repetition": repetition, "pi_target": pi,
-                             "pi": float(1.0 - y.mean()), **pool_scores(x, y, args.top_share)})
-        print(f"{slug}: done", file=sys.stderr)
+    if args.shards is not None:
+        rows = prior_rows(args.shards, args.split, args.every, args.top_share)
+    else:
+        rows = suite_rows(args.repetitions, args.seed, args.top_share)
     frame = pd.DataFrame(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)
     frame["best"] = frame[["gbdt", "logistic"]].max(axis=1)
     columns = ["gbdt", "logistic", "best", "pi", "pi_gap_gbdt", "pi_gap_logistic"]
-    print(frame.groupby("pi_target")[columns].mean().round(4).to_string())
+    if "pi_target" in frame:
+        print(frame.groupby("pi_target")[columns].mean().round(4).to_string())
     print(frame[columns].mean().round(4).to_string())
     return 0
 

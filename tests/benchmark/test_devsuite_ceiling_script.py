@@ -44,3 +44,25 @@ def test_tied_scores_are_one_cut() -> None:
 def test_a_top_share_outside_the_unit_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="top_share must be in"):
         gap(np.ones(4), np.array([1, 1, 0, 1]), top_share=0.0)
+
+
+def test_prior_tasks_are_read_from_every_nth_stage_and_the_tail(tmp_path: Path) -> None:
+    """``--shards``: the first step of stages 1, 1 + every, ... and of the tail; one row per
+    task with enough of both classes, scored on its pool only (the labeled rows left out)."""
+    from prior_gen.config import load_generation_config
+    from prior_gen.runner import run_generation
+    from prior_gen.shards import open_shards
+
+    config = load_generation_config(SCRIPT.parents[1] / "configs" / "smoke.yaml")
+    run_generation(config, "train", [1, 2, 3, "tail"], tmp_path / "shards", workers=1)
+    rows = devsuite_ceiling.prior_rows(tmp_path / "shards", "train", every=2, top_share=0.1)
+    assert sorted({row["stage"] for row in rows}) == ["1", "3", "tail"]
+    with open_shards(tmp_path / "shards", "train") as reader:
+        tasks = reader.read_step("tail", 0)
+    tail = {row["index"]: row for row in rows if row["stage"] == "tail"}
+    assert tail
+    for index, row in tail.items():
+        task = tasks[index]
+        assert row["n_pool"] == task.x.shape[0] - task.n_labeled
+        assert row["pi"] == pytest.approx(float(np.mean(task.y[task.n_labeled:] == 0)))
+        assert 0.0 <= row["logistic"] <= 1.0 and 0.0 <= row["gbdt"] <= 1.0
