@@ -543,12 +543,23 @@ def paired_difference(row: dict[str, Any], reference: dict[str, Any]) -> tuple[s
     return delta, by_pi or "–"
 
 
+def base_variant(plan: dict[str, Any], base: str | None = None) -> str:
+    """The variant differences are paired with: ``base``, else the plan's ``base_variant``,
+    else its first variant."""
+    return base or plan.get("base_variant") or next(iter(plan["variants"]))
+
+
+def scored_row(rows: list[dict[str, Any]], name: str | None) -> dict[str, Any] | None:
+    """``name``'s row where it has a dev-suite figure, else None."""
+    return next((r for r in rows if r["variant"] == name and "dev_auc" in r), None)
+
+
 def table(rows: list[dict[str, Any]], base: str | None = None,
           noise: float | None = None, yardstick: str = "dev-suite") -> str:
     """The study's table: each variant's dev-suite figure and its difference from ``base``,
     paired by table, with the seed noise next to it. Summaries written before the suite was
     the yardstick have no dev-suite figure and show a dash."""
-    reference = next((r for r in rows if r["variant"] == base and "dev_auc" in r), None)
+    reference = scored_row(rows, base)
     noise_text = "not measured" if noise is None else f"{noise:.4f}"
     lines = [
         "| variant | parameters | steps | tasks | CPU-min | tasks / CPU-s | val AUC | "
@@ -584,7 +595,7 @@ def tables(plan: dict[str, Any], rows: list[dict[str, Any]], base: str | None = 
     """The SCAR table, then one per biased labeling that any variant is scored under, each
     with its differences from ``base`` (default: the plan's) and the seed noise measured
     under it."""
-    base = base or plan.get("base_variant") or next(iter(plan["variants"]))
+    base = base_variant(plan, base)
     parts = [table(rows, base, seed_noise(plan, rows))]
     scored = {m for r in rows for m in r.get("dev_by_labeling") or {}}
     for labeling in (m for m in LABELINGS if m in scored):
@@ -597,6 +608,15 @@ def tables(plan: dict[str, Any], rows: list[dict[str, Any]], base: str | None = 
 
 def _rate(row: dict[str, Any]) -> float:
     return row.get("tasks_per_cpu_s") or row["tasks"] / (60 * row["train_cpu_minutes"])
+
+
+def _save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None,
@@ -620,10 +640,7 @@ def figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None,
                    "dev_auc": "dev-suite AUC (40 tables × 2 repetitions × 3 π)"}[field])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def delta_figure(plan: dict[str, Any], rows: list[dict[str, Any]], path: Path,
@@ -636,8 +653,8 @@ def delta_figure(plan: dict[str, Any], rows: list[dict[str, Any]], path: Path,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    base = base or plan.get("base_variant") or next(iter(plan["variants"]))
-    reference = next((r for r in rows if r["variant"] == base and "dev_auc" in r), None)
+    base = base_variant(plan, base)
+    reference = scored_row(rows, base)
     if reference is None:
         raise ValueError(f"--delta-figure: the base {base} has no dev-suite score")
     others = [r for r in rows if "dev_auc" in r and r is not reference]
@@ -650,16 +667,13 @@ def delta_figure(plan: dict[str, Any], rows: list[dict[str, Any]], path: Path,
         ax.axvspan(-noise, noise, color="grey", alpha=0.25, label=f"seed noise ±{noise:.4f}")
     ax.axvline(0.0, color="black", linewidth=0.8)
     if plan.get("bar") is not None:
-        ax.axvline(float(plan["bar"]), color="tab:red", linestyle="--",
-                   label=f"bar +{float(plan['bar']):.3f}")
+        bar = float(plan["bar"])
+        ax.axvline(bar, color="tab:red", linestyle="--", label=f"bar +{bar:.3f}")
     ax.set_yticks(ys, [r["variant"] for r in others], fontsize=8)
     ax.set_xlabel(f"dev-suite AUC − {base} (paired by table, ± 1 SE)")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -759,15 +773,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: val AUC {summary['val_auc']:.4f}, dev-suite AUC {summary['dev_auc']:.4f}, "
               f"{summary['train_cpu_minutes']:.1f} CPU-min", flush=True)
     rows = summaries(plan, args.out, args.summaries)
+    names = args.figure_variants.split(",") if args.figure_variants else None
     if args.table:
         print(tables(plan, rows, args.base))
     if args.figure:
-        names = args.figure_variants.split(",") if args.figure_variants else None
         figure(rows, args.figure, names)
     if args.delta_figure:
         delta_figure(plan, rows, args.delta_figure, args.base)
     if args.dev_curve_figure:
-        names = args.figure_variants.split(",") if args.figure_variants else None
         figure(rows, args.dev_curve_figure, names, "dev_auc")
     return 0
 

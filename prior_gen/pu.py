@@ -150,9 +150,9 @@ def pu_split(
 Labeler = Callable[[np.ndarray], tuple[np.ndarray, dict[str, Any]]]
 # which positives are labeled, from the standardized features and the labels of all n rows:
 # float64 keys (the smallest are labeled) and metadata to record (prior_gen.labeling)
+LabeledKeys = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, dict[str, Any]]]
 # the rank's score with noise added, and the noise's scale (prior_gen.label_noise)
 ScoreNoise = Callable[[np.ndarray], tuple[np.ndarray, float]]
-LabeledKeys = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, dict[str, Any]]]
 
 
 def build_task(
