@@ -21,6 +21,7 @@ from prior_gen.mechanisms_config import (
     LabelingConfig,
     LabelNoiseConfig,
     LabelRuleConfig,
+    RealTablesConfig,
     WideConfig,
 )
 from puicl_common.configio import (
@@ -106,6 +107,7 @@ LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "dataset", "wide"): None,
     ("prior", "labeling"): None,
     ("prior", "label_noise"): None,
+    ("prior", "real_tables"): None,
 }
 
 
@@ -315,6 +317,8 @@ class PriorConfig:
     labeling: LabelingConfig | None = None  # biased labeled positives (prior_gen.labeling)
     # labels from the rank of a noisy score for some tasks (prior_gen.label_noise)
     label_noise: LabelNoiseConfig | None = None
+    # some tasks cut from a corpus of real tables (prior_gen.real_tables)
+    real_tables: RealTablesConfig | None = None
 
     def validate(self) -> None:
         # a causal SCM must have d + 1 distinct nodes in its hidden blocks (label + features)

@@ -51,6 +51,11 @@ def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task
     categorical = config.prior.dataset.categorical
     if categorical is not None:
         tasks = [discretise_task(task, categorical) for task in tasks]  # type: ignore[arg-type]
+    real_tables = config.prior.real_tables
+    if real_tables is not None:
+        from prior_gen.real_tables import real_task
+
+        tasks = [real_task(task, real_tables) for task in tasks]  # type: ignore[arg-type]
     return tasks  # type: ignore[return-value]
 
 

@@ -1,6 +1,6 @@
 """Configuration of the prior's optional mechanisms beyond the paper's MLP SCM.
 
-Six sections, each absent (``None``) by default, which is also its legacy value: a config
+Seven sections, each absent (``None``) by default, which is also its legacy value: a config
 without them keeps its hash, its shards and its checkpoints (the versioning rule,
 ``prior_gen.config.LEGACY_VALUES``, docs/architecture.md §6).
 
@@ -23,6 +23,8 @@ without them keeps its hash, its shards and its checkpoints (the versioning rule
 * ``prior.label_noise`` (:class:`LabelNoiseConfig`): with a probability per task, the label is
   the rank of the SCM's score plus row-wise noise, so that the features no longer decide it
   (``prior_gen.label_noise``).
+* ``prior.real_tables`` (:class:`RealTablesConfig`): with a probability per task, the task is
+  cut from a corpus of real tables instead of the SCM's output (``prior_gen.real_tables``).
 
 This module imports nothing from ``prior_gen.config`` (which imports it), and the family
 registry only inside :meth:`FamiliesConfig.validate`.
@@ -43,6 +45,7 @@ __all__ = [
     "LabelNoiseConfig",
     "LabelRuleConfig",
     "LabelingConfig",
+    "RealTablesConfig",
     "WideConfig",
 ]
 
@@ -205,3 +208,21 @@ class WideConfig:
     def validate(self) -> None:
         _probability(self.probability, "probability")
         _range(self.n_features, "n_features", 1)
+
+
+@dataclass(frozen=True)
+class RealTablesConfig:
+    """``prior.real_tables``: with probability ``probability`` a task is cut from an entry of
+    the corpus at ``corpus`` (``scripts/build_real_corpus.py``), whose SHA-256 must be
+    ``sha256``; the digest, not the path, is what the config's hash covers the corpus by."""
+
+    corpus: str = "data/real_corpus.npz"
+    sha256: str = ""
+    probability: float = 0.5
+
+    def validate(self) -> None:
+        _probability(self.probability, "probability")
+        require(bool(self.corpus), "corpus", "must name the corpus file")
+        require(len(self.sha256) == 64 and all(c in "0123456789abcdef" for c in self.sha256),
+                "sha256", "must be the corpus file's SHA-256 (64 lower-case hex digits), as "
+                "scripts/build_real_corpus.py prints it")

@@ -32,9 +32,11 @@ SPLIT_CODES = {"train": 0, "val": 1}
 # prior_gen.families), rule (its rule label, prior_gen.rule_label), columns (its column
 # mechanisms, prior_gen.columns), wide (whether it is wide and its feature count,
 # prior_gen.wide), labeling (its biased labeled positives, prior_gen.labeling), label_noise
-# (its noisy score, prior_gen.label_noise). Append new codes, never renumber.
+# (its noisy score, prior_gen.label_noise), real_tables (its rows from a corpus of real tables,
+# prior_gen.real_tables). Append new codes, never renumber.
 SCOPE_CODES = {"stage": 0, "step": 1, "task": 2, "categorical": 3, "families": 4, "rule": 5,
-               "columns": 6, "wide": 7, "labeling": 8, "label_noise": 9}  # fmt: skip
+               "columns": 6, "wide": 7, "labeling": 8, "label_noise": 9,
+               "real_tables": 10}  # fmt: skip
 TAIL = "tail"  # the stage identifier of phase 2
 _TAIL_CODE = 0
 

@@ -23,7 +23,7 @@ OLD_HASHES = {
     "paper.yaml": "dce5954f9ecbcddbb856541e1c3acc08c75df7ad90f1149e71bd27a1b217783f",
 }
 KEYS = (("prior", "scm", "families"), ("prior", "label_rule"), ("prior", "dataset", "columns"),
-        ("prior", "labeling"), ("prior", "label_noise"))
+        ("prior", "labeling"), ("prior", "label_noise"), ("prior", "real_tables"))
 ALL_ON = {
     "scm": {
         "noise_sampler": "table",

