@@ -27,7 +27,6 @@ the synthetic task it replaced.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -54,6 +53,7 @@ class RealCorpus:
     x: tuple[np.ndarray, ...]
     y: tuple[np.ndarray, ...]
     entries_of_table: tuple[np.ndarray, ...]  # per table, its entries' indices
+    rows_of_value: tuple[tuple[np.ndarray, np.ndarray], ...]  # per entry: rows with y 0, y 1
     names: tuple[dict[str, Any], ...]  # per table: {"table": "package::item", "targets": [...]}
 
 
@@ -95,8 +95,10 @@ _LOADED: dict[tuple[str, str], RealCorpus] = {}
 
 
 def load_corpus(path: str | Path, sha256: str) -> RealCorpus:
-    """The corpus at ``path``, checked against ``sha256`` (cached per process)."""
-    key = (str(Path(path).resolve()), sha256)
+    """The corpus at ``path``, checked against ``sha256`` (cached per process, by the path as
+    given: a task asks for it on every call, and resolving the path would cost a third of the
+    task's time)."""
+    key = (str(path), sha256)
     if key in _LOADED:
         return _LOADED[key]
     if not Path(path).is_file():
@@ -120,7 +122,9 @@ def load_corpus(path: str | Path, sha256: str) -> RealCorpus:
     x = tuple(values[cells[e]:cells[e + 1]].reshape(shapes[e]) for e in range(len(shapes)))
     y = tuple(labels[rows[e]:rows[e + 1]] for e in range(len(shapes)))
     entries_of_table = tuple(np.flatnonzero(tables == t) for t in range(len(names)))
-    corpus = RealCorpus(x=x, y=y, entries_of_table=entries_of_table, names=tuple(names))
+    rows_of_value = tuple((np.flatnonzero(z == 0), np.flatnonzero(z == 1)) for z in y)
+    corpus = RealCorpus(x=x, y=y, entries_of_table=entries_of_table,
+                        rows_of_value=rows_of_value, names=tuple(names))
     _LOADED[key] = corpus
     return corpus
 
@@ -144,14 +148,15 @@ def real_task(task: Task, spec: RealTablesConfig) -> Task:
     """``task``, or with probability ``spec.probability`` a task cut from the corpus."""
     rng = task_stream(task.meta["seed_key"], "real_tables")
     if not float(rng.random()) < spec.probability:
-        return dataclasses.replace(task, meta={**task.meta, "real_table": -1})
+        task.meta["real_table"] = -1  # the task was built for this call alone
+        return task
     corpus = load_corpus(spec.corpus, spec.sha256)
     candidates = corpus.entries_of_table[int(rng.integers(len(corpus.entries_of_table)))]
     entry = int(candidates[int(rng.integers(len(candidates)))])
     positive_value = int(rng.random() < 0.5)
     x, z = corpus.x[entry], corpus.y[entry]
-    positives = rng.permutation(np.flatnonzero(z == positive_value))
-    negatives = rng.permutation(np.flatnonzero(z != positive_value))
+    positives = rng.permutation(corpus.rows_of_value[entry][positive_value])
+    negatives = rng.permutation(corpus.rows_of_value[entry][1 - positive_value])
     labeled, pool_positives, pool_negatives = _pool_counts(task, positives.size, negatives.size)
     pool = np.concatenate([positives[labeled:labeled + pool_positives],
                            negatives[:pool_negatives]])
@@ -160,7 +165,8 @@ def real_task(task: Task, spec: RealTablesConfig) -> Task:
     varying = np.flatnonzero(block.max(axis=0) > block.min(axis=0))
     columns = varying[rng.permutation(varying.size)][: task.n_features]
     if columns.size == 0 or pool.size == 0:
-        return dataclasses.replace(task, meta={**task.meta, "real_table": -1})
+        task.meta["real_table"] = -1
+        return task
     y = (z[rows] == positive_value).astype(np.int8)
     n_unlabeled = int(pool.size)
     meta = {
