@@ -71,6 +71,7 @@ from benchmark.labeling import LABELINGS, SCAR, parse_labeling  # noqa: E402
 from prior_gen.shards import open_shards  # noqa: E402
 from puicl_common.atomic import atomic_write_json, atomic_write_text  # noqa: E402
 from puicl_common.configio import load_yaml  # noqa: E402
+from puicl_common.output_paths import save_figure  # noqa: E402
 from puicl_model.backends.packed_inference import inference_logits  # noqa: E402
 from trainer.batching import collate_with_targets, plan_micro_batches  # noqa: E402
 from trainer.evaluation import score_task  # noqa: E402
@@ -611,12 +612,8 @@ def _rate(row: dict[str, Any]) -> float:
 
 
 def _save(fig: Any, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def figure(rows: list[dict[str, Any]], path: Path, names: list[str] | None,

