@@ -79,8 +79,8 @@ _LOADED: dict[tuple[str, str], RealCorpus] = {}
 
 def load_corpus(path: str | Path, sha256: str) -> RealCorpus:
     """The corpus at ``path``, checked against ``sha256`` (cached per process, by the path as
-    given: a task asks for it on every call, and resolving the path would cost a third of the
-    task's time)."""
+    given: every real task asks for it, and resolving the path each time is a file-system
+    call on the generator's hot path)."""
     key = (str(path), sha256)
     if key in _LOADED:
         return _LOADED[key]
