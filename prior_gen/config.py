@@ -108,6 +108,7 @@ LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "labeling"): None,
     ("prior", "label_noise"): None,
     ("prior", "real_tables"): None,
+    ("prior", "real_tables", "skip_scm"): False,
 }
 
 

@@ -34,6 +34,22 @@ REDRAW_ACTIVATIONS_FROM = 4
 
 def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
     """Tasks for ``plans`` (in the same order)."""
+    real_tables = config.prior.real_tables
+    cut: dict[int, Task] = {}
+    if real_tables is not None and real_tables.skip_scm:
+        from prior_gen.real_tables import real_task_from_plan
+
+        for i, plan in enumerate(plans):
+            task = real_task_from_plan(plan, real_tables)
+            if task is not None:
+                cut[i] = task
+    synthetic = iter(_synthetic_tasks([p for i, p in enumerate(plans) if i not in cut], config))
+    return [cut[i] if i in cut else next(synthetic) for i in range(len(plans))]
+
+
+def _synthetic_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
+    """The SCM's tasks for ``plans``, with the prior's transforms, each of which may still be
+    replaced by a real-table task (``prior.real_tables`` without ``skip_scm``)."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, plan in enumerate(plans):
         groups[plan.forward_signature()].append(i)

@@ -219,9 +219,14 @@ class RealTablesConfig:
     corpus: str = "data/real_corpus.npz"
     sha256: str = ""
     probability: float = 0.5
+    # True: a task to be replaced is cut from the corpus before its SCM would run, and the SCM
+    # does not run (faster generation); its metadata then holds the plan's factors alone.
+    # False: the replaced task's SCM runs, as in shards made before this key existed.
+    skip_scm: bool = False
 
     def validate(self) -> None:
         _probability(self.probability, "probability")
+        require(isinstance(self.skip_scm, bool), "skip_scm", "must be true or false")
         require(bool(self.corpus), "corpus", "must name the corpus file")
         require(len(self.sha256) == 64 and all(c in "0123456789abcdef" for c in self.sha256),
                 "sha256", "must be the corpus file's SHA-256 (64 lower-case hex digits), as "

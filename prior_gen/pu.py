@@ -20,7 +20,7 @@ from prior_gen.factors import TaskPlan, n_negatives
 from prior_gen.scm import RawTask
 from prior_gen.task import Task
 
-__all__ = ["NonFiniteOutput", "build_task", "rank_labels", "standardize"]
+__all__ = ["NonFiniteOutput", "build_task", "plan_meta", "rank_labels", "standardize"]
 
 _STD_FLOOR = 1e-6
 
@@ -203,20 +203,32 @@ def build_task(
     y = labels[rows]
     n_unlabeled = unlabeled.shape[0]
     unlabeled_negatives = int(n_unlabeled - np.count_nonzero(y[n_labeled:]))
-    meta = {
+    meta = plan_meta(plan, int(rows.shape[0]), n_unlabeled, unlabeled_negatives, attempts)
+    if plan.causal:
+        meta["label_node"] = raw.label_node
+    meta.update(label_meta)
+    x = _scaled(x_centered[rows], x_std, clip) if x_all is None else x_all[rows]
+    return Task(x=x, y=y, n_labeled=n_labeled, meta=meta)
+
+
+def plan_meta(plan: TaskPlan, n_rows: int, n_unlabeled: int, unlabeled_negatives: int,
+              attempts: int) -> dict[str, Any]:
+    """A task's metadata from its plan and its realized sizes (the keys in their stored order;
+    a causal task's ``label_node`` comes from its SCM and is added by the caller)."""
+    meta: dict[str, Any] = {
         "stage": plan.stage,
         "index": plan.index,
         "step": plan.step,
         "seed_key": list(plan.seed_key),
-        "n_rows": int(rows.shape[0]),
+        "n_rows": n_rows,
         "n_features": plan.n_features,
-        "n_labeled": n_labeled,
+        "n_labeled": plan.n_labeled,
         "n_unlabeled": n_unlabeled,
         "n_generated": plan.n_rows,
         "pi": plan.pi,
         "eta": plan.eta,
         "realized_pi": unlabeled_negatives / n_unlabeled,
-        "realized_eta": n_unlabeled / n_labeled,
+        "realized_eta": n_unlabeled / plan.n_labeled,
         "causal": plan.causal,
         "depth": plan.depth,
         "width": plan.width,
@@ -234,10 +246,7 @@ def build_task(
             label_block=plan.label_block,
             feature_selection=plan.feature_selection,
             feature_order=plan.feature_order,
-            label_node=raw.label_node,
         )
     else:
         meta["noncausal_features"] = plan.noncausal_features
-    meta.update(label_meta)
-    x = _scaled(x_centered[rows], x_std, clip) if x_all is None else x_all[rows]
-    return Task(x=x, y=y, n_labeled=n_labeled, meta=meta)
+    return meta

@@ -34,13 +34,15 @@ from typing import Any
 
 import numpy as np
 
+from prior_gen.factors import TaskPlan, n_negatives
 from prior_gen.mechanisms_config import RealTablesConfig
+from prior_gen.pu import plan_meta
 from prior_gen.seeding import task_stream
 from prior_gen.storage import digest_path
 from prior_gen.task import Task
 from puicl_common.atomic import atomic_output
 
-__all__ = ["RealCorpus", "load_corpus", "real_task", "write_corpus"]
+__all__ = ["RealCorpus", "load_corpus", "real_task", "real_task_from_plan", "write_corpus"]
 
 _CORPUS_KEYS = ("values", "labels", "shapes", "tables", "names")
 
@@ -112,12 +114,10 @@ def load_corpus(path: str | Path, sha256: str) -> RealCorpus:
     return corpus
 
 
-def _pool_counts(task: Task, n_positive: int, n_negative: int) -> tuple[int, int, int]:
-    """(labeled, pool positives, pool negatives): the task's, scaled down together if the
-    entry lacks rows of a class."""
-    labeled = task.n_labeled
-    pool_negatives = int(task.n_unlabeled - np.count_nonzero(task.y[task.n_labeled:]))
-    pool_positives = task.n_unlabeled - pool_negatives
+def _scaled_counts(labeled: int, pool_positives: int, pool_negatives: int, n_positive: int,
+                   n_negative: int) -> tuple[int, int, int]:
+    """(labeled, pool positives, pool negatives) as asked, scaled down together if the entry
+    lacks rows of a class."""
     scale = min(1.0, n_positive / (labeled + pool_positives),
                 n_negative / max(pool_negatives, 1))
     if scale < 1.0:
@@ -127,12 +127,17 @@ def _pool_counts(task: Task, n_positive: int, n_negative: int) -> tuple[int, int
     return labeled, pool_positives, pool_negatives
 
 
-def real_task(task: Task, spec: RealTablesConfig) -> Task:
-    """``task``, or with probability ``spec.probability`` a task cut from the corpus."""
-    rng = task_stream(task.meta["seed_key"], "real_tables")
-    if not float(rng.random()) < spec.probability:
-        task.meta["real_table"] = -1  # the task was built for this call alone
-        return task
+def _replaced(seed_key: Any, spec: RealTablesConfig) -> np.random.Generator | None:
+    """The task's ``real_tables`` stream after its first draw if the task is replaced."""
+    rng = task_stream(seed_key, "real_tables")
+    return rng if float(rng.random()) < spec.probability else None
+
+
+def _cut(rng: np.random.Generator, spec: RealTablesConfig, counts: tuple[int, int, int],
+         n_features: int, meta: dict[str, Any]) -> Task | None:
+    """A task cut from a corpus entry with the asked ``counts`` (labeled, pool positives, pool
+    negatives) and at most ``n_features`` columns, drawing from ``rng`` (steps 1-4 above);
+    None when the rows left have no varying column or no pool."""
     corpus = load_corpus(spec.corpus, spec.sha256)
     candidates = corpus.entries_of_table[int(rng.integers(len(corpus.entries_of_table)))]
     entry = int(candidates[int(rng.integers(len(candidates)))])
@@ -140,20 +145,20 @@ def real_task(task: Task, spec: RealTablesConfig) -> Task:
     x, z = corpus.x[entry], corpus.y[entry]
     positives = rng.permutation(corpus.rows_of_value[entry][positive_value])
     negatives = rng.permutation(corpus.rows_of_value[entry][1 - positive_value])
-    labeled, pool_positives, pool_negatives = _pool_counts(task, positives.size, negatives.size)
+    labeled, pool_positives, pool_negatives = _scaled_counts(*counts, positives.size,
+                                                             negatives.size)
     pool = np.concatenate([positives[labeled:labeled + pool_positives],
                            negatives[:pool_negatives]])
     rows = np.concatenate([positives[:labeled], pool[rng.permutation(pool.size)]])
     block = x[rows]
     varying = np.flatnonzero(block.max(axis=0) > block.min(axis=0))
-    columns = varying[rng.permutation(varying.size)][: task.n_features]
+    columns = varying[rng.permutation(varying.size)][:n_features]
     if columns.size == 0 or pool.size == 0:
-        task.meta["real_table"] = -1
-        return task
+        return None
     y = (z[rows] == positive_value).astype(np.int8)
     n_unlabeled = int(pool.size)
     meta = {
-        **task.meta,
+        **meta,
         "real_table": entry,
         "n_rows": int(rows.size),
         "n_features": int(columns.size),
@@ -164,3 +169,38 @@ def real_task(task: Task, spec: RealTablesConfig) -> Task:
     }
     x_task = np.ascontiguousarray(block[:, columns], dtype=np.float32)
     return Task(x=x_task, y=y, n_labeled=labeled, meta=meta)
+
+
+def real_task(task: Task, spec: RealTablesConfig) -> Task:
+    """``task``, or with probability ``spec.probability`` a task cut from the corpus with its
+    sizes and class shares."""
+    rng = _replaced(task.meta["seed_key"], spec)
+    cut = None
+    if rng is not None:
+        pool_negatives = int(task.n_unlabeled - np.count_nonzero(task.y[task.n_labeled:]))
+        counts = (task.n_labeled, task.n_unlabeled - pool_negatives, pool_negatives)
+        cut = _cut(rng, spec, counts, task.n_features, task.meta)
+    if cut is None:
+        task.meta["real_table"] = -1  # the task was built for this call alone
+        return task
+    return cut
+
+
+def real_task_from_plan(plan: TaskPlan, spec: RealTablesConfig) -> Task | None:
+    """Under ``spec.skip_scm``: the task cut from the corpus for ``plan`` without running its
+    SCM, or None when the task stays synthetic: not drawn for replacement, or no varying column
+    left (then its SCM runs, and :func:`real_task` draws the same and leaves it synthetic). The
+    sizes are those the synthetic task would have under the paper's labeling; the metadata
+    holds the plan's factors, with ``attempts`` and ``n_generated`` 0 and no ``label_node``."""
+    rng = _replaced(plan.seed_key, spec)
+    if rng is None:
+        return None
+    # the paper's labeling: ⌈π·n⌉ of the n generated rows are negatives, and as many as the
+    # training portion holds beyond the labeled rows are dropped (prior_gen.pu.build_task)
+    generated_negatives = n_negatives(plan.n_rows, plan.pi)
+    pool_negatives = generated_negatives - min(plan.n_train - plan.n_labeled, generated_negatives)
+    counts = (plan.n_labeled, plan.n_unlabeled - pool_negatives, pool_negatives)
+    meta = plan_meta(plan, plan.n_labeled + plan.n_unlabeled, plan.n_unlabeled, pool_negatives,
+                     attempts=0)
+    meta["n_generated"] = 0
+    return _cut(rng, spec, counts, plan.n_features, meta)

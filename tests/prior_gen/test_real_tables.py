@@ -2,7 +2,8 @@
 hash; the corpus is checked by its digest and written atomically; a real task keeps the
 synthetic task's sizes and class shares where the entry has the rows, holds only the entry's
 rows with their own labels and only varying columns; the other tasks keep their bytes; the
-draws are the task's own; 1 and 2 workers, and other CPU kernels, write the same shards."""
+draws are the task's own; skip_scm makes the same tasks without the replaced tasks' SCMs; 1
+and 2 workers, and other CPU kernels, write the same shards."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from prior_gen_testlib import (
 )
 from test_portable_golden import VARIANTS  # the CPU kernel variants of the golden digest
 
+import prior_gen.generate as generate_module
 from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping
 from prior_gen.generate import generate_step
 from prior_gen.real_tables import load_corpus, write_corpus
@@ -28,6 +30,7 @@ from prior_gen.storage import digest_path
 from puicl_common.configio import ConfigError
 
 SMOKE_HASH = "83e1f40f3dc44c7592e021a284aad85e148dceada6b229cabef232c0ef16c2e9"
+SECTION_HASH = "58a15acbdd6543c8213e85744dc43f9e87446a943dd1e1c206b37d05e96f2942"
 
 
 def _entry(seed: int, rows: int, columns: int, positives: float) -> tuple[np.ndarray, np.ndarray]:
@@ -48,9 +51,9 @@ def corpus(tmp_path: Path) -> tuple[Path, str, list[tuple[np.ndarray, np.ndarray
     return path, digest, entries
 
 
-def _config(path: Path, digest: str, probability: float = 0.5):
+def _config(path: Path, digest: str, probability: float = 0.5, **more):
     return tiny_config(prior={"real_tables": {"corpus": str(path), "sha256": digest,
-                                              "probability": probability}})
+                                              "probability": probability, **more}})
 
 
 def _tasks(config, stages=(1, 2, 3, "tail"), steps=(0, 1)):
@@ -66,8 +69,13 @@ def test_absent_or_null_keeps_the_hash_and_a_section_enters_it(corpus) -> None:
     assert generation_config_from_mapping(data).hash() == SMOKE_HASH
     other = "0" * 64
     hashes = {SMOKE_HASH, _config(path, digest).hash(), _config(path, digest, 0.3).hash(),
-              _config(path, other).hash()}
-    assert len(hashes) == 4
+              _config(path, other).hash(), _config(path, digest, skip_scm=True).hash()}
+    assert len(hashes) == 5
+    assert LEGACY_VALUES[("prior", "real_tables", "skip_scm")] is False
+    assert _config(path, digest, skip_scm=False).hash() == _config(path, digest).hash()
+    # a section as written before skip_scm existed keeps the hash it had then
+    before = {"corpus": "x.npz", "sha256": "0" * 64, "probability": 0.9}
+    assert tiny_config(prior={"real_tables": before}).hash() == SECTION_HASH
 
 
 @pytest.mark.parametrize(
@@ -78,6 +86,7 @@ def test_absent_or_null_keeps_the_hash_and_a_section_enters_it(corpus) -> None:
         ({"sha256": "0" * 64, "probability": 2}, "prior.real_tables.probability: must lie in"),
         ({"sha256": "0" * 64, "corpus": ""}, "prior.real_tables.corpus: must name the corpus"),
         ({"sha256": "0" * 64, "share": 0.5}, "prior.real_tables.share: unknown key"),
+        ({"sha256": "0" * 64, "skip_scm": "yes"}, "prior.real_tables.skip_scm:"),
     ],
 )
 def test_bad_settings_are_errors_naming_the_key(real_tables: dict, message: str) -> None:
@@ -166,10 +175,45 @@ def test_the_draws_are_the_tasks_own(corpus) -> None:
     assert all(task.meta["real_table"] >= 0 for task in first)
 
 
-@pytest.mark.slow  # a worker pool
-def test_two_workers_give_the_same_bytes(corpus, tmp_path: Path) -> None:
+@pytest.mark.parametrize("probability", [0.5, 1.0])
+def test_skip_scm_cuts_the_same_tasks_without_running_their_scm(
+    corpus, probability: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The features, labels and sizes of every task are those made with the replaced task's
+    SCM run; only a real task's SCM keys differ (attempts and n_generated 0, no label_node);
+    and the SCM runs for the synthetic tasks alone."""
     path, digest, _ = corpus
-    config = _config(path, digest)
+    with_scm = _tasks(_config(path, digest, probability))
+    forwarded = []
+    original = generate_module._forward
+
+    def counting_forward(plans, config, attempt):
+        forwarded.extend((plan.stage, plan.step, plan.index) for plan in plans)
+        return original(plans, config, attempt)
+
+    monkeypatch.setattr(generate_module, "_forward", counting_forward)
+    skipped = _tasks(_config(path, digest, probability, skip_scm=True))
+    synthetic = 0
+    for before, task in zip(with_scm, skipped, strict=True):
+        assert task.n_labeled == before.n_labeled
+        assert task.x.tobytes() == before.x.tobytes() and task.y.tobytes() == before.y.tobytes()
+        if task.meta["real_table"] == -1:
+            synthetic += 1
+            assert task.meta == before.meta
+            continue
+        assert (task.meta["attempts"], task.meta["n_generated"]) == (0, 0)
+        assert "label_node" not in task.meta
+        changed = {k for k in before.meta if task.meta.get(k) != before.meta[k]}
+        assert changed <= {"attempts", "n_generated", "label_node"}
+    assert len(forwarded) == len(set(forwarded)) == synthetic
+    assert synthetic < len(skipped) and (probability == 1.0) == (synthetic == 0)
+
+
+@pytest.mark.slow  # a worker pool
+@pytest.mark.parametrize("skip_scm", [False, True])
+def test_two_workers_give_the_same_bytes(corpus, tmp_path: Path, skip_scm: bool) -> None:
+    path, digest, _ = corpus
+    config = _config(path, digest, skip_scm=skip_scm)
     stages = [1, 3, "tail"]
     run_generation(config, "train", stages, tmp_path / "one", workers=1)
     run_generation(config, "train", stages, tmp_path / "two", workers=2)
@@ -182,10 +226,10 @@ def test_two_workers_give_the_same_bytes(corpus, tmp_path: Path) -> None:
 )
 def test_other_cpu_kernels_give_the_same_bytes(corpus, tmp_path: Path, variant: str) -> None:
     """With the SCM's portable arithmetic (the synthetic tasks' own condition), as ALL_ON in
-    test_mechanisms.py."""
+    test_mechanisms.py; with skip_scm, whose tasks' bytes equal those without it (above)."""
     path, digest, _ = corpus
     portable = {"noise_sampler": "table", "arithmetic": "portable"}
-    real_tables = {"corpus": str(path), "sha256": digest, "probability": 0.5}
+    real_tables = {"corpus": str(path), "sha256": digest, "probability": 0.5, "skip_scm": True}
     config = tiny_config(prior={"scm": portable, "real_tables": real_tables})
     run_generation(config, "train", [1, "tail"], tmp_path / "here", workers=1)
     data = yaml.safe_load(SMOKE.read_text())
