@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import sys
 import time
 
@@ -17,7 +18,7 @@ from puicl_common.configio import ConfigError
 from puicl_common.output_paths import os_error_message
 from trainer import hooks
 from trainer.checkpoint import CheckpointError
-from trainer.dist_env import init_distributed, shutdown
+from trainer.dist_env import barrier, init_distributed, shutdown
 from trainer.faults import faults_from_env
 from trainer.segment import TrainArgs, TrainingStopped, run_segment
 from trainer.shard_check import ShardPlanError
@@ -43,6 +44,9 @@ def train(args: TrainArgs) -> int:
         # only when asked: a hook a test installed itself stays in place otherwise
         with hooks.installed(faults.hook) if faults.points else contextlib.nullcontext():
             run_segment(args, env)
+        # every rank past its last collective before any rank tears the group down: a rank
+        # whose peer has closed its connections mid-operation aborts in gloo's threads
+        barrier(env)
         return 0
     except (ConfigError, ShardPlanError, ShardError, CheckpointError) as err:
         # every rank meets the same config/plan problems: rank 0 reports them; a damaged
@@ -63,4 +67,7 @@ def train(args: TrainArgs) -> int:
         print(f"error{where}: {os_error_message(err)}", file=sys.stderr, flush=True)
         return 2
     finally:
+        # what still holds the process group (the DDP wrapper) through a reference cycle is
+        # freed now, while the interpreter is whole, not by its exit
+        gc.collect()
         shutdown(env)
