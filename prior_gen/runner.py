@@ -135,6 +135,10 @@ def _limit_threads() -> Any:
     return threadpool_limits(1)
 
 
+def _write_shard_from(arguments: tuple[GenerationConfig, ShardJob, str]) -> dict[str, Any]:
+    return write_shard(*arguments)
+
+
 def write_shard(config: GenerationConfig, job: ShardJob, directory: str) -> dict[str, Any]:
     """Generate the steps of ``job``, write its shard atomically and return its record."""
     from prior_gen.generate import generate_step
@@ -264,26 +268,23 @@ def _execute(
     if backend == "loky":
         yield from _loky_records(config, jobs, directory, workers)
         return
-    from joblib import Parallel, delayed, parallel_config
-
-    calls = (delayed(write_shard)(config, job, str(directory)) for job in jobs)
     if backend == "multiprocessing":
-        # this backend only returns whole lists: feed it a few jobs per worker at a time (one
-        # pool for all) so records still reach the manifest while the run goes on. Workers
-        # start from a fresh interpreter (forkserver, else spawn), never by forking this
-        # process: a fork copies locks held by this process's other threads (torch, BLAS,
-        # compressors), and a worker that inherits one held hangs for good (seen in the
-        # test suite under load).
+        # workers start from a fresh interpreter (forkserver, else spawn), never by forking
+        # this process: a fork copies locks held by this process's other threads (torch,
+        # BLAS, compressors), and a worker that inherits one held hangs for good (seen in the
+        # test suite under load). The standard library's pool, since joblib's multiprocessing
+        # backend (1.6) builds its pool from a fork context whatever context it is given.
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context(
             "forkserver" if "forkserver" in methods else "spawn"
         )
-        with parallel_config(backend="multiprocessing", context=context), \
-                Parallel(n_jobs=workers) as parallel:
-            for lo in range(0, len(jobs), 2 * workers):
-                chunk = jobs[lo : lo + 2 * workers]
-                yield from parallel(delayed(write_shard)(config, j, str(directory)) for j in chunk)
+        arguments = [(config, job, str(directory)) for job in jobs]
+        with context.Pool(processes=workers) as pool:
+            yield from pool.imap_unordered(_write_shard_from, arguments)
         return
+    from joblib import Parallel, delayed, parallel_config
+
+    calls = (delayed(write_shard)(config, job, str(directory)) for job in jobs)
     try:
         from distributed import Client, LocalCluster
     except ImportError as err:

@@ -44,6 +44,22 @@ def test_two_workers_give_the_same_bytes(reference, tmp_path: Path, fmt: str, ba
     assert shard_digests(tmp_path) == reference[fmt]
 
 
+@pytest.mark.slow  # worker pools
+def test_the_multiprocessing_backend_never_forks_this_process(
+    reference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork copies the locks other threads hold, and a worker that inherits a held one
+    hangs; the pool's workers come from a fork server (its own process) instead."""
+
+    def refuse_fork() -> int:
+        raise AssertionError("the multiprocessing backend forked the generating process")
+
+    monkeypatch.setattr(os, "fork", refuse_fork)
+    run_generation(tiny_config(), "train", STAGES, tmp_path, workers=2,
+                   backend="multiprocessing")
+    assert shard_digests(tmp_path) == reference["zarr"]
+
+
 @pytest.mark.slow  # a dask cluster of worker processes
 def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
