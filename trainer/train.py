@@ -44,8 +44,8 @@ def train(args: TrainArgs) -> int:
         # only when asked: a hook a test installed itself stays in place otherwise
         with hooks.installed(faults.hook) if faults.points else contextlib.nullcontext():
             run_segment(args, env)
-        # every rank past its last collective before any rank tears the group down: a rank
-        # whose peer has closed its connections mid-operation aborts in gloo's threads
+        # every rank past its last collective before any rank tears the group down, so that
+        # no rank is still in an operation on the group when a peer closes its connections
         barrier(env)
         return 0
     except (ConfigError, ShardPlanError, ShardError, CheckpointError) as err:
