@@ -20,7 +20,9 @@ from prior_gen.factors import TaskPlan, n_negatives
 from prior_gen.scm import RawTask
 from prior_gen.task import Task
 
-__all__ = ["NonFiniteOutput", "build_task", "plan_meta", "rank_labels", "standardize"]
+__all__ = [
+    "NonFiniteOutput", "build_task", "dropped_negatives", "plan_meta", "rank_labels", "standardize",
+]
 
 _STD_FLOOR = 1e-6
 
@@ -196,7 +198,7 @@ def build_task(
         keys, keys_meta = labeled_keys(x_all, labels)
         label_meta = {**label_meta, **keys_meta}
     n_labeled = plan.n_labeled
-    dropped = min(plan.n_train - n_labeled, n_negative)
+    dropped = dropped_negatives(plan, n_negative)
     labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng, keys)
     rows = np.concatenate([labeled, unlabeled])
 
@@ -209,6 +211,12 @@ def build_task(
     meta.update(label_meta)
     x = _scaled(x_centered[rows], x_std, clip) if x_all is None else x_all[rows]
     return Task(x=x, y=y, n_labeled=n_labeled, meta=meta)
+
+
+def dropped_negatives(plan: TaskPlan, n_negative: int) -> int:
+    """How many of a task's ``n_negative`` negatives leave with its training portion: all
+    of its rows beyond the labeled positives, as far as the negatives go (§2.2)."""
+    return min(plan.n_train - plan.n_labeled, n_negative)
 
 
 def plan_meta(plan: TaskPlan, n_rows: int, n_unlabeled: int, unlabeled_negatives: int,

@@ -36,7 +36,7 @@ import numpy as np
 
 from prior_gen.factors import TaskPlan, n_negatives
 from prior_gen.mechanisms_config import RealTablesConfig
-from prior_gen.pu import plan_meta
+from prior_gen.pu import dropped_negatives, plan_meta
 from prior_gen.seeding import task_stream
 from prior_gen.storage import digest_path
 from prior_gen.task import Task
@@ -195,11 +195,12 @@ def real_task_from_plan(plan: TaskPlan, spec: RealTablesConfig) -> Task | None:
     rng = _replaced(plan.seed_key, spec)
     if rng is None:
         return None
-    # the paper's labeling: ⌈π·n⌉ of the n generated rows are negatives, and as many as the
-    # training portion holds beyond the labeled rows are dropped (prior_gen.pu.build_task)
+    # the paper's labeling: ⌈π·n⌉ of the n generated rows are negatives, less those that
+    # leave with the training portion (prior_gen.pu.build_task)
     generated_negatives = n_negatives(plan.n_rows, plan.pi)
-    pool_negatives = generated_negatives - min(plan.n_train - plan.n_labeled, generated_negatives)
+    pool_negatives = generated_negatives - dropped_negatives(plan, generated_negatives)
     counts = (plan.n_labeled, plan.n_unlabeled - pool_negatives, pool_negatives)
+    # the sizes here are the asked ones; _cut writes the realized ones in their places
     meta = plan_meta(plan, plan.n_labeled + plan.n_unlabeled, plan.n_unlabeled, pool_negatives,
                      attempts=0)
     meta["n_generated"] = 0

@@ -51,6 +51,7 @@ import itertools
 import re
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -104,27 +105,41 @@ class References:
             except DataError as err:
                 raise SystemExit(f"benchmark dataset {slug!r} unreadable: {err}") from err
         self.value_sets = [_numeric_value_sets(x) for x in self.tables]
+        self._pair_cache: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def pairs(self, table: int, a: int, b: int) -> np.ndarray:
+        """Reference ``table``'s distinct (column a, column b) value pairs as sorted complex
+        numbers, kept: every candidate is checked against the same few column pairs."""
+        key = (table, a, b)
+        if key not in self._pair_cache:
+            x = self.tables[table]
+            self._pair_cache[key] = np.unique(x[:, a] + 1j * x[:, b])
+        return self._pair_cache[key]
 
     def copies(self, frame: pd.DataFrame, test: str = "values", name: str = "") -> str | None:
         """Why ``frame`` (the table ``name``) counts as a copy of a reference table, or None
         (``test``: ``values`` or ``rows``, module docstring)."""
         rng = _key(name, "copies")
-        names = {str(name).lower() for name in frame.columns}  # identifiers already dropped
+        columns = {str(column).lower() for column in frame.columns}  # identifiers dropped
         for ref in self.column_names:
-            if names and len(names & ref) >= 0.5 * len(names):
+            if columns and len(columns & ref) >= 0.5 * len(columns):
                 return "shares half its column names with a development-suite table"
         numeric = frame.select_dtypes("number").to_numpy(np.float64)
         candidate = _rounded(numeric) if numeric.size else np.zeros((0, 0))
         value_sets = _numeric_value_sets(candidate)
-        for table, ref in zip(self.tables, self.value_sets, strict=True):
+        for index, ref in enumerate(self.value_sets):
             # per candidate column, the reference columns that hold its values
             holders = {j: [k for k, other in ref.items() if _contained(values, other)]
                        for j, values in value_sets.items()}
             holders = {j: found for j, found in holders.items() if found}
             if test == "values" and len(holders) >= 2:
                 return "two or more columns take their values from one reference table's"
-            if test == "rows" and _shared_rows(candidate, table, holders, rng) >= SHARED_EXCESS:
-                return "half its rows or more are a reference table's, in two columns"
+            if test == "rows" and len(holders) >= 2:
+                def pairs(a: int, b: int, index: int = index) -> np.ndarray:
+                    return self.pairs(index, a, b)
+
+                if _shared_rows(candidate, holders, pairs, rng) >= SHARED_EXCESS:
+                    return "half its rows or more are a reference table's, in two columns"
         return None
 
 
@@ -148,31 +163,39 @@ def _contained(values: np.ndarray, other: np.ndarray) -> bool:
     return float(np.isin(values, other, assume_unique=True).mean()) >= 0.9
 
 
-def _shared_rows(candidate: np.ndarray, table: np.ndarray, holders: dict[int, list[int]],
-                 rng: np.random.Generator) -> float:
+def _shared_rows(candidate: np.ndarray, holders: dict[int, list[int]],
+                 pairs: Callable[[int, int], np.ndarray], rng: np.random.Generator) -> float:
     """The largest excess, over pairs of candidate columns held by two reference columns, of
-    the share of the candidate's rows whose two values occur together in a row of ``table``
-    over the share when one column's values are shuffled among the rows (what coincidence
-    gives: two survey tables share most (age, years of schooling) pairs without sharing a
-    person); pairs that share fewer than ``SHARED_ROWS`` of the rows count 0."""
+    the share of the candidate's rows whose two values occur together in a row of the
+    reference table (``pairs(a, b)``: its sorted distinct pairs of columns a and b) over the
+    share when one column's values are shuffled among the rows (what coincidence gives: two
+    survey tables share most (age, years of schooling) pairs without sharing a person); pairs
+    that share fewer than ``SHARED_ROWS`` of the rows count 0."""
     best = 0.0
     for a, b in itertools.combinations(sorted(holders), 2):
         rows = candidate[:, [a, b]]
         rows = rows[np.isfinite(rows).all(axis=1)]
         if rows.shape[0] == 0:
             continue
-        # a pair of values as one complex number, so that np.isin compares pairs
-        pairs = rows[:, 0] + 1j * rows[:, 1]
+        # a pair of values as one complex number, so that pairs compare and sort as one
+        together = rows[:, 0] + 1j * rows[:, 1]
         shuffled = rows[:, 0] + 1j * rng.permutation(rows[:, 1])
         for ref_a, ref_b in itertools.product(holders[a], holders[b]):
             if ref_a == ref_b:
                 continue
-            reference = table[:, ref_a] + 1j * table[:, ref_b]
-            shared = float(np.isin(pairs, reference).mean())
+            reference = pairs(ref_a, ref_b)
+            shared = _share_in(together, reference)
             if shared >= SHARED_ROWS:
-                chance = float(np.isin(shuffled, reference).mean())
-                best = max(best, shared - chance)
+                best = max(best, shared - _share_in(shuffled, reference))
     return best
+
+
+def _share_in(values: np.ndarray, sorted_reference: np.ndarray) -> float:
+    """The share of ``values`` found in ``sorted_reference`` (sorted, distinct)."""
+    if sorted_reference.size == 0:
+        return 0.0
+    at = np.minimum(np.searchsorted(sorted_reference, values), sorted_reference.size - 1)
+    return float((sorted_reference[at] == values).mean())
 
 
 def _targets(frame: pd.DataFrame, name: str, limit: int) -> list[tuple[str, str, np.ndarray]]:

@@ -65,6 +65,7 @@ def _references(builder, table: np.ndarray, names: set[str]):
     references.column_names = [names]
     references.tables = [builder._rounded(table)]
     references.value_sets = [builder._numeric_value_sets(references.tables[0])]
+    references._pair_cache = {}
     return references
 
 
