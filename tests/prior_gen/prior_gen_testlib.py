@@ -1,4 +1,5 @@
-"""Shared helpers of the prior-generator tests: small configs and shard-directory digests.
+"""Shared helpers of the prior-generator tests: small configs, shard-directory digests and the
+project's scripts as modules.
 
 Imported by name: conftest.py puts this directory on sys.path (the suite runs with
 --import-mode=importlib, which does not).
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from prior_gen.config import GenerationConfig, generation_config_from_mapping
@@ -21,6 +24,14 @@ from puicl_common.configio import load_yaml
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "configs" / "smoke.yaml"
 PAPER = REPO / "configs" / "paper.yaml"
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _merge(base: Any, update: Any) -> Any:

@@ -4,22 +4,15 @@ values or by shared rows)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pandas as pd
 import pytest
-from prior_gen_testlib import REPO
-
-SCRIPT = REPO / "scripts" / "build_real_corpus.py"
+from prior_gen_testlib import REPO, load_script
 
 
 @pytest.fixture(scope="module")
 def builder():
-    spec = importlib.util.spec_from_file_location("build_real_corpus", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("build_real_corpus")
 
 
 def test_listed_and_benchmark_named_tables_are_left_out_and_sizes_filtered(builder) -> None:

@@ -3,23 +3,16 @@ in order, the inverted part is the rest, and bad input is refused before anythin
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
-from prior_gen_testlib import REPO
+from prior_gen_testlib import load_script
 
 from prior_gen.real_tables import load_corpus, write_corpus
-
-SCRIPT = REPO / "scripts" / "subset_real_corpus.py"
 
 
 @pytest.fixture(scope="module")
 def subsetter():
-    spec = importlib.util.spec_from_file_location("subset_real_corpus", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("subset_real_corpus")
 
 
 @pytest.fixture
