@@ -229,6 +229,14 @@ CONFIG_HASHES = {
         "cb522c155b466e046ff4d72f0c5ae2b976c6d13cdda4e880e9ba5cc72fa3021f",
         "636bb50f7b5843d06db9096a2dec590469e2e538b67fa1d752a60bdff9ab5b7b",
     ),
+    "prior_study/continued/control.yaml": (
+        "7229921bf2f727928d9742049dfa272afb473d14237c5a098648bad67b5e877e",
+        "1abcd5ecfe23bf1cc2c41ad528905095aa69c4b62c80da99ddf3028f18c7d09f",
+    ),
+    "prior_study/continued/real_tables.yaml": (
+        "0f099b88adcaa28fc99a8b88c0ff45051b4eca6bc9dabe307f1803b1b16c7152",
+        "a63bf5abf7a1d20cd029907e17f80b24968ecc952b0bc648322466d2829d4250",
+    ),
     "recipe_v1_draft.yaml": (
         "5b7115b81edabd350b6f106857785a31225587af2388a11e0f9272bfca8f20d6",
         "ebe7d1cd68052d0207ccdc8668979ed11c7cd3ebcc8608715005f0714ac1f2a1",
