@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from prior_gen.real_tables import RealCorpus, load_corpus, write_corpus
 
@@ -26,14 +29,20 @@ def package_of(table: str) -> str:
     return table.split("::", 1)[0]
 
 
-def subset(corpus: RealCorpus, packages: set[str], invert: bool) -> tuple[list, list, list]:
+Entries = list[tuple[np.ndarray, np.ndarray]]
+
+
+def subset(corpus: RealCorpus, packages: set[str],
+           invert: bool) -> tuple[Entries, list[int], list[dict[str, Any]]]:
     """The entries, their tables' indices and the tables' names of the kept tables, in the
     corpus's order."""
     known = {package_of(name["table"]) for name in corpus.names}
     unknown = sorted(packages - known)
     if unknown:
         raise ValueError(f"--packages: the corpus has no table of {', '.join(unknown)}")
-    entries, tables, names = [], [], []
+    entries: Entries = []
+    tables: list[int] = []
+    names: list[dict[str, Any]] = []
     for table, name in enumerate(corpus.names):
         if (package_of(name["table"]) in packages) == invert:
             continue
