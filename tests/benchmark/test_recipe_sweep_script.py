@@ -16,6 +16,9 @@ import pytest
 import torch
 import yaml
 
+from puicl_common.configio import ConfigError
+from trainer.config import run_config_from_mapping
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "recipe_sweep.py"
 
@@ -474,3 +477,23 @@ def test_dev_curve_scores_each_earlier_checkpoint_with_the_plans_settings(
     recipe_sweep.main(["--plan", str(plan_path), "--out", str(tmp_path),
                        "--dev-curve-figure", str(figure)])
     assert figure.read_bytes()[:4] == b"\x89PNG"
+
+
+PLANS = sorted((ROOT / "configs").rglob("plan.yaml"))
+
+
+@pytest.mark.parametrize("plan_path", PLANS, ids=lambda p: p.parent.name)
+def test_every_variant_of_a_committed_plan_is_a_valid_run_config(plan_path: Path) -> None:
+    """A misspelt or renamed key in a plan fails here, not an hour into a sweep; the one kind
+    of variant that may be refused is the record of a removed model option, refused in one
+    line that says so."""
+    plan = recipe_sweep.load_plan(plan_path)
+    refused = {}
+    for name in plan["variants"]:
+        try:
+            run_config_from_mapping(recipe_sweep.variant_config(plan, name))
+        except ConfigError as error:
+            refused[name] = str(error)
+    assert all("removed" in message and "\n" not in message for message in refused.values()), \
+        refused
+    assert len(refused) < len(plan["variants"])
