@@ -488,7 +488,7 @@ def test_every_variant_of_a_committed_plan_is_a_valid_run_config(plan_path: Path
     of variant that may be refused is the record of a removed model option, refused in one
     line that says so."""
     plan = recipe_sweep.load_plan(plan_path)
-    refused = {}
+    refused: dict[str, str] = {}
     for name in plan["variants"]:
         try:
             run_config_from_mapping(recipe_sweep.variant_config(plan, name))
