@@ -294,6 +294,7 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
     suite = get_suite(spec.suite)
     biased = "" if spec.labeling == SCAR else f", labeling {spec.labeling}"
     size = ("" if spec.max_positives == MAX_POSITIVES else
+            ", every positive of each table" if size_words(spec.max_positives) == "every" else
             f", at most {size_words(spec.max_positives)} positives per task")
     blocks = [
         f"### Mean over {spec.repeats} repetitions at π = {spec.target_pi:g}{biased}{size} (best "
