@@ -167,6 +167,7 @@ def plot_grid(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     pis = sorted(frame["pi_target"].unique())
     fig, axes = plt.subplots(1, len(pis), figsize=(3.6 * len(pis), 3.4), squeeze=False,
@@ -177,6 +178,8 @@ def plot_grid(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> None:
             rows = cell[cell["method"] == method].groupby("max_positives")
             ax.plot(rows["n_labeled"].mean(), rows["auc"].mean(), marker="o", label=method)
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(f"π = {pi:g}")
         ax.set_xlabel("mean labeled rows per task")
         ax.grid(alpha=0.3)

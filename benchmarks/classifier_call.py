@@ -11,6 +11,9 @@ bundled checkpoint, best of N in this process (docs/performance.md, Trainer / ba
     .venv/bin/python benchmarks/classifier_call.py --n-estimators 1,default --categorical 5
     # a pool larger than single_pass_limit, scored in chunks of 200 and of 1,000 rows:
     .venv/bin/python benchmarks/classifier_call.py --shape 200,8000,20 --chunk-size 200,1000
+    # a large table with and without the partner, π̂ included (what puicl-bench times):
+    .venv/bin/python benchmarks/classifier_call.py --shape 3000,12000,20 --partner auto,none \
+        --class-prior
 
 Prints the best time and the first three probabilities (equal across versions that compute
 the same function).
@@ -45,6 +48,11 @@ def main() -> None:
     parser.add_argument("--categorical", type=int, default=0,
                         help="make the last K columns categorical: each value's quartile as "
                         "a text level (default 0: a numeric table)")
+    parser.add_argument("--partner", default=None,
+                        help="comma-separated partner settings (auto, none), timed in turns "
+                        "(default: the classifier's)")
+    parser.add_argument("--class-prior", action="store_true",
+                        help="time estimate_class_prior() too, as puicl-bench does")
     args = parser.parse_args()
     labeled, pool, features = (int(v) for v in args.shape.split(","))
     rng = np.random.default_rng(0)
@@ -65,14 +73,18 @@ def main() -> None:
     chunks = [None] if args.chunk_size is None else [
         int(k) for k in args.chunk_size.split(",")
     ]
-    # every (n_estimators, chunk_size) pair; None leaves the classifier's default
-    variants = [{"n_estimators": size, **({} if chunk is None else {"chunk_size": chunk})}
-                for size in sizes for chunk in chunks]
+    partners = [None] if args.partner is None else args.partner.split(",")
+    # every (n_estimators, chunk_size, partner) triple; None leaves the classifier's default
+    variants = [{"n_estimators": size, **({} if chunk is None else {"chunk_size": chunk}),
+                 **({} if partner is None else {"partner": partner})}
+                for size in sizes for chunk in chunks for partner in partners]
 
     def call(settings: dict) -> tuple[float, np.ndarray]:
         start = time.perf_counter()
         clf = PUICLClassifier(random_state=0, **settings)
         proba = clf.fit(table, s).predict_proba(table[s == 0])
+        if args.class_prior:
+            clf.estimate_class_prior()
         return time.perf_counter() - start, proba
 
     for settings in variants:

@@ -10,6 +10,10 @@ predictions come from forward passes of the pretrained model over the whole tabl
   unlabeled rows returns the predictions of the fitted task — one forward pass when the table
   is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
   next to the fitted pool (see :mod:`puicl_model.planning`).
+* On tables with many labeled positives (``partner="auto"``, :mod:`puicl_model.partner`), some
+  labeled positives are held out of the passes' context and scored with the pool, a logistic
+  partner is fitted on every row, and the pool's probabilities are those of the blend of the
+  two that ranks the held-out positives highest.
 * ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool, from the
   model's scores of the pool and of cross-fitted labeled positives (:mod:`puicl_model.prior`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
