@@ -12,6 +12,8 @@ predictions come from forward passes of the pretrained model over the whole tabl
   next to the fitted pool (see :mod:`puicl_model.planning`).
 * ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool, from the
   model's scores of the pool and of cross-fitted labeled positives (:mod:`puicl_model.prior`).
+* ``class_prior_report()`` adds what the data identify about π: a lower bound, π̂'s bootstrap
+  interval and a flag where π is poorly identified (:mod:`puicl_model.prior_report`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).
@@ -44,6 +46,13 @@ from puicl_model.input_checks import (
 from puicl_model.planning import PassPlanner, all_passes, fit_ensemble, plan_passes
 from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
 from puicl_model.prior import MIN_LABELED_FOR_ESTIMATES, class_prior_estimate, prior_cut
+from puicl_model.prior_report import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_DELTA,
+    DEFAULT_LEVEL,
+    ClassPriorReport,
+    prior_report,
+)
 from puicl_model.settings import AffineCopies, FewValuedIntegers, InferenceSettings
 from puicl_model.weights import bundled_weights_path, load_weights
 
@@ -221,6 +230,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.planner_ = self.planners_[0]
         self._pool_proba: np.ndarray | None = None
         self._class_prior: dict[int, float] = {}  # π̂ per n_folds
+        self._held_out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # scores per n_folds
         self._pool_index: dict[bytes, int] | None = None
         return self
 
@@ -355,8 +365,27 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def _held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
                          ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per fold of the labeled positives: (its P(y=1), the pool's P(y=1)), scored by the
-        same passes next to the other folds (:mod:`puicl_model.class_prior`)."""
-        return cross_fitted_scores(self, n_folds)
+        same passes next to the other folds (:mod:`puicl_model.class_prior`); computed once
+        per ``n_folds``, so that ``class_prior_report`` reuses ``estimate_class_prior``'s."""
+        if n_folds not in self._held_out:
+            self._held_out[n_folds] = cross_fitted_scores(self, n_folds)
+        return self._held_out[n_folds]
+
+    def class_prior_report(self, level: float = DEFAULT_LEVEL,
+                           n_bootstrap: int = DEFAULT_BOOTSTRAP,
+                           n_folds: int = DEFAULT_FOLDS,
+                           delta: float = DEFAULT_DELTA) -> ClassPriorReport:
+        """π as far as the data identify it (:class:`puicl_model.prior_report.ClassPriorReport`):
+        the identified lower bound, the point π̂ (``estimate_class_prior(n_folds)``), π̂'s
+        bootstrap interval at ``level`` and the upper end to read π up to, and a flag with a
+        one-line note where π is poorly identified. Reads the scores ``estimate_class_prior``
+        computes (no further pass of the model): ``n_bootstrap`` resamples of them.
+        """
+        self.estimate_class_prior(n_folds)  # checks n_folds; scores the folds once
+        # (below MIN_LABELED_FOR_ESTIMATES no folds were scored: the mean alone, no bound)
+        return prior_report(self._pool_probabilities(), self._held_out.get(n_folds),
+                            self.planner_.entropy, level=level, n_bootstrap=n_bootstrap,
+                            delta=delta)
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
