@@ -299,8 +299,7 @@ def _prior_lines(report: ClassPriorReport) -> list[str]:
     return [f"π bound (identified lower bound of the negative share): {bound}; "
             f"π̂ {report.estimate:.4f}, {report.level:.0%} interval [{low:.4f}, {high:.4f}]; "
             f"read π in [{bound}, {report.upper:.4f}]",
-            f"π {'poorly identified' if report.poorly_identified else 'identified'}: "
-            f"{report.note}"]
+            report.note]  # says whether π is identified, and what that means for the cut
 
 
 def _predict(args: argparse.Namespace) -> int:

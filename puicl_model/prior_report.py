@@ -189,17 +189,19 @@ def bootstrap_estimates(pool_positive: np.ndarray, folds: Folds | None, entropy:
     return np.maximum(mean, best_bin / len(folds))
 
 
-def _note(bound: float | None, estimate: float, poorly: bool) -> str:
+def _note(bound: float | None, estimate: float, upper: float, poorly: bool) -> str:
     """The one line a user reads: what the figures mean for the decision threshold."""
     if bound is None:
         return (f"π is not bounded (fewer than {MIN_LABELED_FOR_ESTIMATES} labeled positives): "
-                f"π̂ = {estimate:.2f} is the model's mean P(y=0); prefer the 0.5 cut")
+                f"π̂ = {estimate:.2f} is the model's mean P(y=0); keep the 0.5 cut unless you "
+                f"know π")
     if poorly:
-        return (f"π is poorly identified: the data say only π >= {bound:.2f}, and π̂ = "
-                f"{estimate:.2f} rests on the model's calibration; prefer the 0.5 cut to "
-                f"threshold='prior'")
-    return (f"π is identified to within {estimate - bound:.2f} below π̂ = {estimate:.2f}: "
-            f"threshold='prior' labels that share of the pool negative")
+        return (f"π is poorly identified: the data say only π >= {bound:.2f}, π̂ = "
+                f"{estimate:.2f} rests on the model's calibration and π may lie anywhere up to "
+                f"{upper:.2f}, so threshold='prior' may label a share of the pool negative "
+                f"that is far off; keep the 0.5 cut unless you know π")
+    return (f"π is identified: π̂ = {estimate:.2f} is within {estimate - bound:.2f} of the "
+            f"identified bound; threshold='prior' labels that share of the pool negative")
 
 
 def prior_report(pool_positive: np.ndarray, folds: Folds | None, entropy: int,
@@ -230,4 +232,4 @@ def prior_report(pool_positive: np.ndarray, folds: Folds | None, entropy: int,
     return ClassPriorReport(lower_bound=bound, estimate=estimate, interval=interval,
                             upper=upper, allowance=MODEL_ERROR_ALLOWANCE, level=level,
                             n_bootstrap=int(n_bootstrap), delta=delta,
-                            poorly_identified=poorly, note=_note(bound, estimate, poorly))
+                            poorly_identified=poorly, note=_note(bound, estimate, upper, poorly))

@@ -101,7 +101,7 @@ def test_report_flags_poor_identification_and_explains_the_threshold() -> None:
     overlap, folds = score_folds(rng, 0.5, lambda r, n: r.beta(3, 2, n),
                                  lambda r, n: r.beta(2, 3, n), n_held=200, n_pool=800)
     poor = prior_report(overlap, folds, entropy=0)
-    assert poor.poorly_identified and "prefer the 0.5 cut" in poor.note
+    assert poor.poorly_identified and "keep the 0.5 cut" in poor.note
     separated, folds = score_folds(rng, 0.5, high, low)
     good = prior_report(separated, folds, entropy=0)
     assert not good.poorly_identified and "\n" not in good.note
