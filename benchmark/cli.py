@@ -26,7 +26,7 @@ from benchmark.datasets import DATASET_SLUGS, DataError
 from benchmark.imports import ImportSummary
 from benchmark.labeling import LABELINGS, SCAR, parse_labeling
 from benchmark.methods import METHOD_NAMES, MissingLibraryError, MissingWeightsError
-from benchmark.protocol import TARGET_PI
+from benchmark.protocol import MAX_POSITIVES, TARGET_PI, parse_max_positives
 from benchmark.report import records_frame, write_reports
 from benchmark.runner import RunSpec, expand_names, import_published, plan_run, run
 from benchmark.suites import SUITES, get_suite
@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "folder per value (OUT/pi_0.2, ...) and the suite's figure over all of "
                         f"them in OUT/summary.md. Default: {TARGET_PI} (paper §6.1) for the "
                         f"benchmark, {','.join(f'{p:g}' for p in DEV_PIS)} for the dev suite")
+    parser.add_argument("--max-positives", default=str(MAX_POSITIVES), metavar="N",
+                        help=f"the most positives each task draws, a third of them labeled "
+                        f"(default {MAX_POSITIVES}, paper §6.1), or 'all' for every positive of "
+                        "the table: larger tasks from the same draws (docs/benchmark.md, "
+                        "\"Tasks of every size\")")
     parser.add_argument("--labeling", default=SCAR,
                         help="which drawn positives are labeled: scar (default, the paper's "
                         "uniform draw) or a biased mechanism, " + ", ".join(LABELINGS[1:])
@@ -116,6 +121,7 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
     datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
     pis = parse_pis(args.pi, args.suite)
     labeling = parse_labeling(args.labeling)
+    max_positives = parse_max_positives(args.max_positives)
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     if args.out.exists() and not args.out.is_dir():
@@ -139,7 +145,7 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
                     seed=args.seed, data_dir=args.data_dir, weights=args.weights,
                     jobs=args.jobs, method_overrides=overrides, target_pi=pi,
                     import_results=args.import_results, verify_imports=args.verify_imports,
-                    suite=args.suite, labeling=labeling)
+                    suite=args.suite, labeling=labeling, max_positives=max_positives)
             for pi in pis]
 
 

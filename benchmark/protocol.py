@@ -35,6 +35,30 @@ from benchmark.labeling import SCAR, choose_labeled
 
 MAX_POSITIVES = 600
 TARGET_PI = 0.5
+# ``max_positives`` that caps nothing: the task draws every positive of the table
+# (``puicl-bench --max-positives all``)
+EVERY_ROW = 2**31 - 1
+
+
+def parse_max_positives(text: str) -> int:
+    """``--max-positives``: a whole number of at least 3 (one labeled row and two in the pool),
+    or ``all`` for every positive of the table."""
+    word = str(text).strip()
+    if word.lower() == "all":
+        return EVERY_ROW
+    try:
+        value = int(word)
+    except ValueError:
+        raise ValueError(f"--max-positives must be a whole number >= 3 or 'all', got "
+                         f"{word[:40]!r}") from None
+    if not 3 <= value <= EVERY_ROW:
+        raise ValueError(f"--max-positives must be from 3 to {EVERY_ROW} or 'all', got {value}")
+    return value
+
+
+def size_words(max_positives: int) -> str:
+    """How a cap reads in reports: ``600``, ``3,000`` or ``every``."""
+    return "every" if max_positives >= EVERY_ROW else f"{max_positives:,}"
 
 
 def name_key(name: str) -> int:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from benchmark.labeling import SCAR
 from benchmark.paper import PAPER_AVERAGES, PAPER_TABLE
-from benchmark.protocol import TARGET_PI
+from benchmark.protocol import MAX_POSITIVES, TARGET_PI, size_words
 from benchmark.runner import RunSpec
 from benchmark.suites import Suite, get_suite
 from puicl_common.atomic import atomic_output, atomic_write_json, atomic_write_text
@@ -258,6 +258,7 @@ def provenance(spec: RunSpec, argv: Sequence[str],
         "repeats": spec.repeats,
         "root_seed": spec.seed,
         "target_pi": spec.target_pi,
+        "max_positives": spec.max_positives,
         "seed_rule": (
             "task: numpy SeedSequence([root_seed, sha256(dataset)[:4] as uint32 LE, repetition]);"
             " method: SeedSequence([root_seed, dataset key, repetition, sha256(method)[:4]])"
@@ -292,9 +293,12 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
     write_csv(frame, paths["csv"])
     suite = get_suite(spec.suite)
     biased = "" if spec.labeling == SCAR else f", labeling {spec.labeling}"
+    size = ("" if spec.max_positives == MAX_POSITIVES else
+            ", every positive of each table" if size_words(spec.max_positives) == "every" else
+            f", at most {size_words(spec.max_positives)} positives per task")
     blocks = [
-        f"### Mean over {spec.repeats} repetitions at π = {spec.target_pi:g}{biased} (best per "
-        "dataset and metric in bold)",
+        f"### Mean over {spec.repeats} repetitions at π = {spec.target_pi:g}{biased}{size} (best "
+        "per dataset and metric in bold)",
         f"π: the target negative share of each unlabeled pool; realized on average: "
         f"{frame['pi_true'].mean():.3f} (a dataset with too few negatives gives less).",
         *([] if spec.labeling == SCAR else [
@@ -308,7 +312,7 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
     # the paper's Table 1 holds its 20 datasets with pools of half negatives and uniformly
     # drawn labeled positives (§6.1): other tables, another π or a biased labeling are other
     # tasks, so its figures are neither compared nor drawn
-    if _paper_tasks(suite, spec.target_pi, spec.labeling):
+    if _paper_tasks(suite, spec.target_pi, spec.labeling) and spec.max_positives == MAX_POSITIVES:
         blocks += ["### Against the paper's Table 1",
                    comparison_markdown(frame, spec.datasets, spec.methods)]
     elif suite.in_paper and spec.labeling != SCAR:

@@ -27,7 +27,7 @@ from benchmark.imports import ImportSummary, import_results, importable_methods
 from benchmark.labeling import SCAR
 from benchmark.methods import make_method, method_settings
 from benchmark.metrics import accuracy, auc_mann_whitney, f1_positive
-from benchmark.protocol import TARGET_PI, PUTask, make_task, method_seed
+from benchmark.protocol import MAX_POSITIVES, TARGET_PI, PUTask, make_task, method_seed
 from benchmark.suites import get_suite
 from puicl_common.atomic import atomic_write_json
 
@@ -59,6 +59,9 @@ class RunSpec:
     # which positives are labeled (benchmark/labeling.py): scar, the paper's uniform draw, or
     # a biased mechanism; changes the tasks, so their fingerprints differ per value
     labeling: str = SCAR
+    # the most positives a task draws (paper §6.1: 600, a third of them labeled); larger caps
+    # make larger tasks from the same draws (docs/benchmark.md, "Tasks of every size")
+    max_positives: int = MAX_POSITIVES
 
 
 def _settings_hash(settings: dict[str, Any]) -> str:
@@ -166,8 +169,8 @@ def plan_run(spec: RunSpec) -> Plan:
     for slug in spec.datasets:
         dataset = suite.load(slug, spec.data_dir)
         for rep in range(spec.repeats):
-            task = make_task(dataset, rep, spec.seed, target_pi=spec.target_pi,
-                             labeling=spec.labeling)
+            task = make_task(dataset, rep, spec.seed, max_positives=spec.max_positives,
+                             target_pi=spec.target_pi, labeling=spec.labeling)
             for name in spec.methods:
                 seed = method_seed(spec.seed, slug, rep, name)
                 key = _cache_key(task, name, seed, settings[name])

@@ -43,7 +43,15 @@ from puicl_model.input_checks import (
     has_mixed_names,
     warn_about_leaks,
 )
-from puicl_model.planning import PassPlanner, all_passes, fit_ensemble, plan_passes
+from puicl_model.partner import (
+    MAX_HELD_OUT,
+    MIN_LABELED_FOR_PARTNER,
+    Blend,
+    LogisticPartner,
+    choose_blend,
+    held_out_rows,
+)
+from puicl_model.planning import Ensemble, PassPlanner, View, all_passes, fit_ensemble, plan_passes
 from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
 from puicl_model.prior import MIN_LABELED_FOR_ESTIMATES, class_prior_estimate, prior_cut
 from puicl_model.prior_report import (
@@ -53,7 +61,7 @@ from puicl_model.prior_report import (
     ClassPriorReport,
     prior_report,
 )
-from puicl_model.settings import AffineCopies, FewValuedIntegers, InferenceSettings
+from puicl_model.settings import AffineCopies, FewValuedIntegers, InferenceSettings, Partner
 from puicl_model.weights import bundled_weights_path, load_weights
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
@@ -113,6 +121,16 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         "categorical" encodes a numeric column of whole numbers with 2 to
         ``categorical_max_levels`` (default 10) distinct values as a categorical column;
         "numeric" (the default) reads it as numbers.
+    partner : "auto" or "none"
+        "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PARTNER`` (600) labeled
+        positives, where one pass sees only part of them, a logistic regression of labeled
+        against unlabeled rows on every row (cross-fitted) is blended with the model. Up to
+        ``MAX_HELD_OUT`` (1,000) labeled positives are held out of the passes' context and
+        scored with the pool; the blend weight whose held-out positives score highest against
+        the pool wins (:mod:`puicl_model.partner`, docs/classifier.md "Tables of every size").
+        After ``fit``: ``partner_`` ("logistic" or "none"), ``n_held_out_`` and, once the pool
+        is scored, ``blend_weight_`` (1.0: the model alone). Smaller tables are scored by the
+        model alone, as with "none".
     random_state : int, numpy RandomState or Generator, or None
         Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
         gives the same predictions on every machine; a RandomState or Generator gives
@@ -143,6 +161,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         affine_copies: AffineCopies = InferenceSettings.affine_copies,
         few_valued_integers: FewValuedIntegers = InferenceSettings.few_valued_integers,
         categorical_max_levels: int = InferenceSettings.categorical_max_levels,
+        partner: Partner = InferenceSettings.partner,
         random_state: int | None = 0,
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
         n_threads: int | None = None,
@@ -162,6 +181,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.affine_copies = affine_copies
         self.few_valued_integers = few_valued_integers
         self.categorical_max_levels = categorical_max_levels
+        self.partner = partner
         self.random_state = random_state
         self.precision = precision
         self.n_threads = n_threads
@@ -209,6 +229,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
         device = resolve_device(self.device, training=False)
         model = self._load_model(device)
+        entropy = self._root_seed()
+        n_labeled = len(base.x_labeled)
+        held = None
+        if settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PARTNER:
+            held = held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
+            ensemble = _hold_out(ensemble, held)
 
         self.device_ = device
         self.model_ = model
@@ -222,13 +248,21 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             _check_feature_names(self, X, reset=True)
         self.classes_ = np.array([0, 1])
         self.views_ = ensemble.views
-        self.x_labeled_ = base.x_labeled
+        # the labeled rows the passes' context draws from (all but the held-out ones)
+        self.x_labeled_ = ensemble.views[0].x_labeled
         self.x_pool_ = base.x_pool
+        self.partner_ = "none" if held is None else "logistic"
+        self.n_held_out_ = 0 if held is None else int(held.sum())
+        self._x_held = None if held is None else base.x_labeled[held]
         self.planners_ = plan_passes(ensemble, settings, int(model.config.max_features),
-                                     entropy=self._root_seed())
+                                     entropy=entropy)
         self.n_estimators_ = len(self.planners_)  # members that run (n_estimators=None resolved)
         self.planner_ = self.planners_[0]
+        self._entropy = entropy
         self._pool_proba: np.ndarray | None = None
+        self._held_proba: np.ndarray | None = None
+        self._blend: Blend | None = None
+        self._partner_model: LogisticPartner | None = None
         self._class_prior: dict[int, float] = {}  # π̂ per n_folds
         self._held_out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # scores per n_folds
         self._pool_index: dict[bytes, int] | None = None
@@ -295,15 +329,44 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         if self._pool_proba is None:
             views = [ViewRows(view.x_labeled, view.x_pool) for view in self.views_]
             started = time.perf_counter()
-            self._pool_proba, self.n_passes_ = self._score(self.planners_, views)
+            proba, self.n_passes_ = self._score(self.planners_, views)
+            if self._x_held is None:
+                self._pool_proba = proba
+            else:
+                self._blend_with_partner(proba)
             self.inference_seconds_ = time.perf_counter() - started
         return self._pool_proba
 
+    def _blend_with_partner(self, proba: np.ndarray) -> None:
+        """Fit the partner on every row, choose the blend on the held-out positives (scored
+        after the pool, ``proba[n_pool:]``) and keep the blend's probabilities."""
+        n_pool = len(self.x_pool_)
+        partner = LogisticPartner(self._entropy)
+        context = self.views_[0].x_labeled
+        labeled_scores, pool_scores = partner.fit(np.vstack([context, self._x_held]),
+                                                  self.x_pool_)
+        held_scores = labeled_scores[len(context):]
+        blend = choose_blend(proba[:n_pool], proba[n_pool:], pool_scores, held_scores)
+        self._partner_model, self._blend = partner, blend
+        self._pool_proba = blend.proba(proba[:n_pool], pool_scores)
+        self._held_proba = blend.proba(proba[n_pool:], held_scores)
+
+    @property
+    def blend_weight_(self) -> float:
+        """The model's weight in the blend with the partner (1.0: the model alone); scores the
+        pool if it was not scored yet."""
+        self._pool_probabilities()
+        return 1.0 if self._blend is None else self._blend.weight
+
     def _new_probabilities(self, x_new: list[np.ndarray]) -> np.ndarray:
         """P(y=1) of new rows, ``x_new[view]`` their encoding in each view."""
+        self._pool_probabilities()  # the blend, where there is one, is chosen on the pool
         views = [ViewRows(view.x_labeled, view.x_pool, new)
                  for view, new in zip(self.views_, x_new, strict=True)]
-        return self._score(self.planners_, views)[0]
+        proba = self._score(self.planners_, views)[0]
+        if self._blend is None or self._partner_model is None:
+            return proba
+        return self._blend.proba(proba, self._partner_model.decision(x_new[0]))
 
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
@@ -366,7 +429,13 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                          ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per fold of the labeled positives: (its P(y=1), the pool's P(y=1)), scored by the
         same passes next to the other folds (:mod:`puicl_model.class_prior`); computed once
-        per ``n_folds``, so that ``class_prior_report`` reuses ``estimate_class_prior``'s."""
+        per ``n_folds``, so that ``class_prior_report`` reuses ``estimate_class_prior``'s.
+        Where labeled positives were held out for the partner, they are the one fold: already
+        scored with the pool, at no extra cost (``n_folds`` is then not used)."""
+        if self._x_held is not None:
+            pool = self._pool_probabilities()
+            assert self._held_proba is not None
+            return [(self._held_proba, pool)]
         if n_folds not in self._held_out:
             self._held_out[n_folds] = cross_fitted_scores(self, n_folds)
         return self._held_out[n_folds]
@@ -382,10 +451,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         computes (no further pass of the model): ``n_bootstrap`` resamples of them.
         """
         self.estimate_class_prior(n_folds)  # checks n_folds; scores the folds once
-        # (below MIN_LABELED_FOR_ESTIMATES no folds were scored: the mean alone, no bound)
-        return prior_report(self._pool_probabilities(), self._held_out.get(n_folds),
-                            self.planner_.entropy, level=level, n_bootstrap=n_bootstrap,
-                            delta=delta)
+        # the folds estimate_class_prior read (below MIN_LABELED_FOR_ESTIMATES none: no bound)
+        folds = (self._held_out_scores(n_folds)
+                 if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
+        return prior_report(self._pool_probabilities(), folds, self.planner_.entropy,
+                            level=level, n_bootstrap=n_bootstrap, delta=delta)
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
@@ -410,3 +480,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         # s is binary by definition (labeled positive or unlabeled)
         tags.classifier_tags.multi_class = False
         return tags
+
+
+def _hold_out(ensemble: Ensemble, held: np.ndarray) -> Ensemble:
+    """The ensemble with the ``held`` labeled rows moved out of every view's labeled rows (the
+    passes' context) to the end of its pool, where the passes score them."""
+    views = [View(view.preprocessor, np.ascontiguousarray(view.x_labeled[~held]),
+                  np.ascontiguousarray(np.concatenate([view.x_pool, view.x_labeled[held]])))
+             for view in ensemble.views]
+    return Ensemble(views, ensemble.members, ensemble.member_views)

@@ -116,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
                          f"{defaults.categorical_max_levels})")
     predict.add_argument("--prior-json", type=Path, default=None, metavar="PATH",
                          help="also write π's bound, point and interval to this JSON file")
+    predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
+                         default=defaults.partner,
+                         help="auto (default): on tables with many labeled positives, blend the "
+                         "model with a logistic partner fitted on every row, the blend chosen "
+                         "on held-out labeled positives; none: the model alone "
+                         "(docs/classifier.md, \"Tables of every size\")")
     predict.add_argument("--random-state", type=int, default=0)
     predict.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -325,6 +331,7 @@ def _predict(args: argparse.Namespace) -> int:
         affine_copies=args.affine_copies,
         few_valued_integers=args.few_valued_integers,
         categorical_max_levels=args.categorical_max_levels,
+        partner=args.partner,
         random_state=args.random_state,
         progress=False if args.no_progress else None,
     )

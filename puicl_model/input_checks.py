@@ -149,6 +149,7 @@ def check_settings(estimator: Any) -> InferenceSettings:
         affine_copies=estimator.affine_copies,
         few_valued_integers=estimator.few_valued_integers,
         categorical_max_levels=estimator.categorical_max_levels,
+        partner=estimator.partner,
     )
     settings.validate()
     if estimator.n_threads is not None:

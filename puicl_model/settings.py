@@ -14,10 +14,11 @@ import numpy as np
 from puicl_common.configio import require, to_dict
 from puicl_common.versioning import drop_legacy_values
 
-__all__ = ["AffineCopies", "FewValuedIntegers", "InferenceSettings"]
+__all__ = ["AffineCopies", "FewValuedIntegers", "InferenceSettings", "Partner"]
 
 AffineCopies = Literal["keep", "drop"]
 FewValuedIntegers = Literal["numeric", "categorical"]
+Partner = Literal["auto", "none"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,10 @@ class InferenceSettings:
     # encoded as the classifier encodes categorical columns
     few_valued_integers: FewValuedIntegers = "numeric"
     categorical_max_levels: int = 10
+    # "auto": on tables with many labeled positives, a logistic partner fitted on every row is
+    # blended with the model, the blend chosen on held-out labeled positives
+    # (:mod:`puicl_model.partner`); "none": the model alone
+    partner: Partner = "auto"
 
     # the least value of each setting: a chunk must hold two labeled rows and two pool rows;
     # a column of one value is constant (dropped), so two levels is the least that reads one
@@ -60,6 +65,7 @@ class InferenceSettings:
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "affine_copies": ("keep", "drop"),
         "few_valued_integers": ("numeric", "categorical"),
+        "partner": ("auto", "none"),
     }
 
     # settings added after results were stored, with the value that reproduces those results:
@@ -67,6 +73,7 @@ class InferenceSettings:
     # that the benchmark's cached replicates keep their keys
     LEGACY_VALUES: ClassVar[dict[str, Any]] = {
         "affine_copies": "keep", "few_valued_integers": "numeric", "categorical_max_levels": 10,
+        "partner": "none",
     }
 
     def validate(self) -> None:

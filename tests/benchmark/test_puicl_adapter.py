@@ -103,9 +103,14 @@ def test_column_options_reach_the_classifier_and_enter_the_settings_only_when_se
     from puicl_common.configio import ConfigError
 
     default = method_settings(make_method("puicl", weights=random_weights))
-    # the keys cached replicates were stored under before the options existed
+    # the keys cached replicates were stored under before the options existed, and the
+    # partner, whose default ("auto") is not the value those replicates were computed with
     assert sorted(default) == ["_version", "chunk_size", "max_labeled", "n_estimators",
-                               "single_pass_limit", "threshold", "weights_sha256"]
+                               "partner", "single_pass_limit", "threshold", "weights_sha256"]
+    assert default["partner"] == "auto"
+    before_partner = method_settings(make_method("puicl", weights=random_weights,
+                                                 overrides={"partner": "none"}))
+    assert sorted(before_partner) == sorted(set(default) - {"partner"})
     options = {"affine_copies": "drop", "few_valued_integers": "categorical",
                "categorical_max_levels": 4}
     method = make_method("puicl", weights=random_weights, overrides=options)

@@ -1,0 +1,110 @@
+"""Tasks of every size: ``puicl-bench --max-positives`` and the size grid
+(``benchmark.size_grid``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark import cli, size_grid
+from benchmark.protocol import EVERY_ROW, composition, parse_max_positives
+
+
+def _write_table(folder: Path, slug: str, n_pos: int, n_neg: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    y = np.r_[np.ones(n_pos, int), np.zeros(n_neg, int)]
+    frame = pd.DataFrame({"signal": rng.normal(size=len(y)) + 1.5 * y,
+                          "count": rng.integers(0, 5, size=len(y)), "target": y})
+    frame.to_csv(folder / f"{slug}.csv", index=False)
+
+
+@pytest.fixture
+def suite_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "devsuite"
+    folder.mkdir()
+    _write_table(folder, "alpha", 300, 120, seed=1)
+    _write_table(folder, "beta", 240, 90, seed=2)
+    pd.DataFrame({"slug": ["alpha", "beta"]}).to_csv(folder / "manifest.csv", index=False)
+    return folder
+
+
+def test_a_larger_cap_draws_more_positives_and_all_draws_every_one() -> None:
+    assert composition(5000, 3000, max_positives=600) == (200, 400, 400)
+    assert composition(5000, 3000, max_positives=3000) == (1000, 2000, 2000)
+    # every positive; the negatives run out before π = 0.5 is reached
+    assert composition(5000, 3000, max_positives=EVERY_ROW) == (1666, 3334, 3000)
+    assert parse_max_positives("all") == EVERY_ROW == parse_max_positives(" ALL ")
+    assert parse_max_positives("3000") == 3000
+
+
+@pytest.mark.parametrize("value, message", [
+    ("2", "--max-positives must be from 3"),
+    ("many", "--max-positives must be a whole number >= 3 or 'all', got 'many'"),
+    ("1e3", "got '1e3'"),
+])
+def test_bad_caps_are_refused_in_one_line(suite_dir, tmp_path, capsys, value, message):
+    argv = ["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto",
+            "--max-positives", value, "--out", str(tmp_path / "x")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_cap_reaches_the_tasks_the_report_and_the_provenance(suite_dir, tmp_path):
+    def args(cap: str, out: Path) -> list[str]:
+        return ["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto",
+                "--repeats", "1", "--pi", "0.2", "--max-positives", cap, "--out", str(out),
+                "--no-progress"]
+
+    out = tmp_path / "run"
+    assert cli.main(args("all", out)) == 0
+    rows = pd.read_csv(out / "results.csv").set_index("dataset")
+    # alpha: 300 positives, 100 labeled; beta: 240 positives, 80 labeled (600 would cap none,
+    # so "all" and 600 give the same composition here, and 150 caps both)
+    assert (rows.loc["alpha", "n_labeled"], rows.loc["beta", "n_labeled"]) == (100, 80)
+    assert json.loads((out / "provenance.json").read_text())["max_positives"] == EVERY_ROW
+    assert "every positive of each table" in (out / "table.md").read_text()
+    capped = tmp_path / "capped"
+    assert cli.main(args("150", capped)) == 0
+    assert "at most 150 positives per task" in (capped / "table.md").read_text()
+    assert set(pd.read_csv(capped / "results.csv")["n_labeled"]) == {50}
+
+
+def test_the_grid_writes_its_cells_differences_and_figure(suite_dir, tmp_path):
+    out = tmp_path / "grid"
+    argv = ["--out", str(out), "--data-dir", str(suite_dir), "--sizes", "150,all",
+            "--pi", "0.2,0.5", "--methods", "elkan-noto,ulsif", "--no-progress"]
+    assert size_grid.main(argv) == 0
+    frame = pd.read_csv(out / "grid.csv")
+    assert len(frame) == 2 * 2 * 2 * 2  # tables x caps x π x methods
+    assert set(frame["max_positives"]) == {150, EVERY_ROW}
+    assert set(frame.loc[frame["max_positives"] == 150, "n_labeled"]) == {50}
+    text = (out / "grid.md").read_text()
+    # one row per cell; the first method minus the better of the others, paired by table
+    cell = frame[(frame["max_positives"] == 150) & (frame["pi_target"] == 0.5)]
+    table = cell.pivot_table(index="dataset", columns="method", values="auc")
+    diff = table["elkan-noto"] - table["ulsif"]
+    se = diff.std(ddof=1) / np.sqrt(len(diff))
+    assert "| 150 | 0.5 | 50 |" in text
+    assert f"{diff.mean():+.4f} ± {se:.4f} (ulsif)" in text
+    assert "| every |" in text
+    assert (out / "grid.png").stat().st_size > 0
+    # a rerun reads every replicate from the cells' caches
+    assert size_grid.main(argv) == 0
+    assert pd.read_csv(out / "grid.csv").equals(frame)
+
+
+def test_the_grid_refuses_bad_arguments_in_one_line(suite_dir, tmp_path, capsys):
+    base = ["--out", str(tmp_path / "g"), "--data-dir", str(suite_dir), "--methods",
+            "elkan-noto"]
+    assert size_grid.main([*base, "--pi", "1.5"]) == 2
+    assert "size_grid: error: --pi must be in [0, 1), got 1.5" in capsys.readouterr().err
+    assert size_grid.main([*base, "--sizes", "600,lots"]) == 2
+    assert "--max-positives must be a whole number" in capsys.readouterr().err
+    assert size_grid.main([*base, "--methods", "nope"]) == 2
+    assert not (tmp_path / "g").exists()
