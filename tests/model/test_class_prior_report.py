@@ -148,3 +148,23 @@ def test_classifier_report_reuses_the_prior_scores(small_weights, monkeypatch) -
     assert again.class_prior_report() == report  # seeded by random_state
     with pytest.raises(ValueError, match="n_folds must be an integer >= 2"):
         clf.class_prior_report(n_folds=1)
+
+
+def test_report_reads_the_partners_held_out_positives_at_no_extra_pass(small_weights,
+                                                                       monkeypatch) -> None:
+    from puicl_model.partner import MIN_LABELED_FOR_PARTNER
+
+    rng = np.random.default_rng(8)
+    n_labeled = MIN_LABELED_FOR_PARTNER + 20
+    X = rng.normal(size=(n_labeled + 500, 3))
+    X[: n_labeled + 250] += 1.0  # the labeled positives, then 250 pool positives
+    s = np.r_[np.ones(n_labeled, dtype=int), np.zeros(500, dtype=int)]
+    clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
+    assert clf.partner_ == "logistic"
+    def no_cross_fitting(*args, **kwargs):
+        raise AssertionError("the held-out positives were scored with the pool already")
+
+    monkeypatch.setattr("puicl_model.classifier.cross_fitted_scores", no_cross_fitting)
+    report = clf.class_prior_report()
+    assert report.estimate == clf.estimate_class_prior() and report.lower_bound is not None
+    assert report.lower_bound <= report.upper
