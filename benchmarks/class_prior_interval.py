@@ -8,6 +8,8 @@ cross-fitted folds, ``--scores-out``: one ``.npz`` per task, in the format of
 seed (``puicl_model.prior_report.prior_report``; ``--from-scores`` skips the model). Printed per
 target π, against the realized π (``task.pi``):
 
+* ``partner``: the share of tasks scored with the logistic partner (600 labeled positives or
+  more: its held-out positives are the one fold), ``held_out``: the mean held-out positives;
 * ``bound<=pi``: the share of tasks whose identified lower bound is at most π (bar: 95 %);
 * ``in[bound,upper]``: the share with π between the bound and the report's upper end (90 %);
 * ``MAE point``: mean |π̂ − π| (π̂ is ``estimate_class_prior()``'s, unchanged);
@@ -22,6 +24,8 @@ The benchmark's 20 datasets are never read here.
     python benchmarks/class_prior_interval.py --from-scores dev_prior_scores   # seconds
     python benchmarks/class_prior_interval.py --repeats 1 --max-positives 3000 \\
         --scores-out dev_prior_scores_3000
+    python benchmarks/class_prior_interval.py --repeats 1 --max-positives 3000 \\
+        --partner none --scores-out dev_prior_scores_3000_alone
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from puicl_model.prior_report import prior_report
 FOLDS_KEY = f"K{DEFAULT_FOLDS}"
 
 
-def score_task(slug: str, repetition: int, pi: float, max_positives: int,
+def score_task(slug: str, repetition: int, pi: float, max_positives: int, partner: str,
                out: Path) -> Path:
     """Fit the classifier to one suite task and keep the scores its class-prior report reads."""
     import torch
@@ -59,7 +63,7 @@ def score_task(slug: str, repetition: int, pi: float, max_positives: int,
                      target_pi=pi)
     seed = method_seed(0, slug, repetition, "puicl")
     torch.set_num_threads(1)
-    clf = PUICLClassifier(random_state=seed, n_threads=1, progress=False)
+    clf = PUICLClassifier(random_state=seed, n_threads=1, progress=False, partner=partner)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # dropped constant columns
         clf.fit(as_table(task.X, task.categorical), task.s)
@@ -80,8 +84,9 @@ def task_row(path: Path) -> dict:
     with np.load(path) as data:
         slug, repetition = str(data["dataset"]), int(data["repetition"])
         pool, y_pool = data["pool"], data["y_pool"]
+        # K folds, or one where the partner held positives out (tables with >= 600 labeled)
         folds = [(data[f"{FOLDS_KEY}_held{i}"], data[f"{FOLDS_KEY}_pool{i}"])
-                 for i in range(DEFAULT_FOLDS)]
+                 for i in range(DEFAULT_FOLDS) if f"{FOLDS_KEY}_held{i}" in data.files]
         target = float(data["target_pi"])
     report = prior_report(pool, folds, method_seed(0, slug, repetition, "puicl"))
     pi = float(1.0 - np.mean(y_pool))
@@ -89,6 +94,7 @@ def task_row(path: Path) -> dict:
     low, high = report.interval
     labels = {"0.5": (pool > 0.5).astype(np.int64), "prior": prior_cut(pool, report.estimate)[0]}
     return {"dataset": slug, "repetition": repetition, "target_pi": target, "pi": pi,
+            "held_out": sum(len(held) for held, _ in folds), "partner": len(folds) == 1,
             "bound": bound, "point": report.estimate, "low": low, "high": high,
             "upper": report.upper, "flagged": report.poorly_identified,
             **{f"accuracy@{cut}": accuracy(y_pool, hard) for cut, hard in labels.items()},
@@ -104,8 +110,8 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
            "in interval": (frame.low <= frame.pi) & (frame.pi <= frame.high),
            "width": frame.high - frame.low,
            "width[bound,upper]": frame.upper - frame.bound})
-    columns = ["pi", "bound", "bound<=pi", "in[bound,upper]", "point", "MAE point",
-               "in interval", "width", "width[bound,upper]", "flagged"]
+    columns = ["partner", "held_out", "pi", "bound", "bound<=pi", "in[bound,upper]", "point",
+               "MAE point", "in interval", "width", "width[bound,upper]", "flagged"]
     table = frame.groupby("target_pi")[columns].mean()
     table.loc["all"] = frame[columns].mean()
     table.insert(0, "tasks", [*frame.groupby("target_pi").size(), len(frame)])
@@ -118,6 +124,8 @@ def main() -> None:
     parser.add_argument("--datasets", default="all", help="comma-separated slugs, or all")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--max-positives", type=int, default=MAX_POSITIVES)
+    parser.add_argument("--partner", choices=("auto", "none"), default="auto",
+                        help="the classifier's partner setting (default: its default, auto)")
     parser.add_argument("--scores-out", type=Path, metavar="DIR",
                         help="score the tasks, keeping their scores here (kept ones are reused)")
     parser.add_argument("--from-scores", type=Path, metavar="DIR",
@@ -133,7 +141,8 @@ def main() -> None:
         args.scores_out.mkdir(parents=True, exist_ok=True)
         slugs = (get_suite("dev").slugs() if args.datasets == "all"
                  else tuple(args.datasets.split(",")))
-        paths = [score_task(slug, rep, float(pi), args.max_positives, args.scores_out)
+        paths = [score_task(slug, rep, float(pi), args.max_positives, args.partner,
+                            args.scores_out)
                  for rep in range(args.repeats) for slug in slugs for pi in args.pis.split(",")]
     frame = pd.DataFrame([task_row(path) for path in paths])
     print(f"{len(frame)} tasks; shares of tasks, mean π and widths per target π:")
