@@ -304,7 +304,7 @@ def _prior_lines(report: ClassPriorReport) -> list[str]:
     low, high = report.interval
     return [f"π bound (identified lower bound of the negative share): {bound}; "
             f"π̂ {report.estimate:.4f}, {report.level:.0%} interval [{low:.4f}, {high:.4f}]; "
-            f"read π in [{bound}, {report.upper:.4f}]",
+            f"read π in [{report.lower_bound or 0.0:.4f}, {report.upper:.4f}]",
             report.note]  # says whether π is identified, and what that means for the cut
 
 

@@ -40,3 +40,18 @@ def test_predict_refuses_a_prior_json_that_names_an_input(small_weights, tmp_pat
                      "--weights", str(small_weights), "--prior-json", str(path)])
         assert code != 0
         assert message in capsys.readouterr().err
+
+
+def test_predict_with_few_labeled_rows_reports_no_bound(small_weights, tmp_path, capsys) -> None:
+    rng = np.random.default_rng(9)
+    frame = pd.DataFrame({"x1": rng.normal(size=60), "s": np.r_[np.ones(10), np.zeros(50)]})
+    frame.to_csv(tmp_path / "table.csv", index=False)
+    assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                 "--weights", str(small_weights), "-o", str(tmp_path / "scores.csv"),
+                 "--prior-json", str(tmp_path / "prior.json")]) == 0
+    printed = capsys.readouterr().out
+    written = json.loads((tmp_path / "prior.json").read_text())
+    assert written["lower_bound"] is None and written["poorly_identified"] is True
+    assert "identified lower bound of the negative share): none;" in printed
+    assert f"read π in [0.0000, {written['upper']:.4f}]" in printed
+    assert "fewer than 20 labeled positives" in printed
