@@ -5,10 +5,14 @@ round fits a fresh classifier, times ``predict_proba`` on the pool (its forward 
 ``estimate_class_prior(K)`` for each fold count K (a fresh fit per K, after its
 ``predict_proba``, so that only π̂'s own passes are timed), and ``legacy``: the scorings of the
 rule before cross-fitting (two halves of the labeled positives scored as new rows, and the pool
-next to each half; ``benchmarks/puicl_prior.py``'s ``legacy_halves``). Rounds interleave the
-calls; the medians and their ratio to ``predict_proba``'s are printed (docs/classifier.md).
+next to each half; ``benchmarks/puicl_prior.py``'s ``legacy_halves``). With ``--report``, also
+``class_prior_report()`` after ``predict_proba`` (``report``: the K = 2 scorings and the
+bootstrap) and after ``estimate_class_prior()`` (``interval only``: the bootstrap and the bound
+on the kept scores). Rounds interleave the calls; the medians and their ratio to
+``predict_proba``'s are printed (docs/classifier.md, docs/performance.md).
 
     python benchmarks/class_prior_cost.py --folds 2,3,5 --rounds 5
+    python benchmarks/class_prior_cost.py --folds 2 --no-legacy --report --rounds 5
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 import torch
 
 from puicl_model import PUICLClassifier
+from puicl_model.prior_report import DEFAULT_BOOTSTRAP
 
 
 def table(n_labeled: int = 200, n_pool: int = 800, n_features: int = 20,
@@ -39,6 +44,10 @@ def main() -> None:
     parser.add_argument("--folds", default="2,3,5")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--weights", help="a weights directory (default: the bundled model)")
+    parser.add_argument("--legacy", action=argparse.BooleanOptionalAction, default=True,
+                        help="time the rule before cross-fitting too")
+    parser.add_argument("--report", action="store_true",
+                        help="time class_prior_report() too (the bound and π̂'s interval)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     X, s = table()
@@ -47,8 +56,11 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from puicl_prior import legacy_halves
 
-    seconds: dict[str, list[float]] = {"predict_proba": [], **{f"K={k}": [] for k in folds},
-                                       "legacy": []}
+    seconds: dict[str, list[float]] = {"predict_proba": [], **{f"K={k}": [] for k in folds}}
+    if args.legacy:
+        seconds["legacy"] = []
+    if args.report:
+        seconds["report"], seconds["interval only"] = [], []
     for _ in range(args.rounds):
         clf = PUICLClassifier(args.weights, random_state=0, n_threads=1).fit(X, s)
         started = time.perf_counter()
@@ -60,11 +72,21 @@ def main() -> None:
             started = time.perf_counter()
             clf.estimate_class_prior(k)
             seconds[f"K={k}"].append(time.perf_counter() - started)
-        clf = PUICLClassifier(args.weights, random_state=0, n_threads=1).fit(X, s)
-        clf.predict_proba(pool)
-        started = time.perf_counter()
-        legacy_halves(clf)
-        seconds["legacy"].append(time.perf_counter() - started)
+        if args.legacy:
+            clf = PUICLClassifier(args.weights, random_state=0, n_threads=1).fit(X, s)
+            clf.predict_proba(pool)
+            started = time.perf_counter()
+            legacy_halves(clf)
+            seconds["legacy"].append(time.perf_counter() - started)
+        if args.report:
+            clf = PUICLClassifier(args.weights, random_state=0, n_threads=1).fit(X, s)
+            clf.predict_proba(pool)
+            started = time.perf_counter()
+            clf.class_prior_report()
+            seconds["report"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            clf.class_prior_report(n_bootstrap=DEFAULT_BOOTSTRAP + 1)  # anew on kept scores
+            seconds["interval only"].append(time.perf_counter() - started)
     base = float(np.median(seconds["predict_proba"]))
     print(f"median seconds over {args.rounds} rounds (one torch thread):")
     for name, values in seconds.items():

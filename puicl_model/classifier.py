@@ -16,6 +16,8 @@ predictions come from forward passes of the pretrained model over the whole tabl
   two that ranks the held-out positives highest.
 * ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool, from the
   model's scores of the pool and of cross-fitted labeled positives (:mod:`puicl_model.prior`).
+* ``class_prior_report()`` adds what the data identify about π: a lower bound, π̂'s bootstrap
+  interval and a flag where π is poorly identified (:mod:`puicl_model.prior_report`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).
@@ -56,6 +58,13 @@ from puicl_model.partner import (
 from puicl_model.planning import Ensemble, PassPlanner, View, all_passes, fit_ensemble, plan_passes
 from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
 from puicl_model.prior import MIN_LABELED_FOR_ESTIMATES, class_prior_estimate, prior_cut
+from puicl_model.prior_report import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_DELTA,
+    DEFAULT_LEVEL,
+    ClassPriorReport,
+    prior_report,
+)
 from puicl_model.settings import AffineCopies, FewValuedIntegers, InferenceSettings, Partner
 from puicl_model.weights import bundled_weights_path, load_weights
 
@@ -259,6 +268,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self._blend: Blend | None = None
         self._partner_model: LogisticPartner | None = None
         self._class_prior: dict[int, float] = {}  # π̂ per n_folds
+        self._held_out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # scores per n_folds
         self._pool_index: dict[bytes, int] | None = None
         return self
 
@@ -422,14 +432,34 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def _held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
                          ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per fold of the labeled positives: (its P(y=1), the pool's P(y=1)), scored by the
-        same passes next to the other folds (:mod:`puicl_model.class_prior`). Where labeled
-        positives were held out for the partner, they are the one fold: already scored with
-        the pool, at no extra cost (``n_folds`` is then not used)."""
+        same passes next to the other folds (:mod:`puicl_model.class_prior`); computed once
+        per ``n_folds``, so that ``class_prior_report`` reuses ``estimate_class_prior``'s.
+        Where labeled positives were held out for the partner, they are the one fold: already
+        scored with the pool, at no extra cost (``n_folds`` is then not used)."""
         if self._x_held is not None:
             pool = self._pool_probabilities()
             assert self._held_proba is not None
             return [(self._held_proba, pool)]
-        return cross_fitted_scores(self, n_folds)
+        if n_folds not in self._held_out:
+            self._held_out[n_folds] = cross_fitted_scores(self, n_folds)
+        return self._held_out[n_folds]
+
+    def class_prior_report(self, level: float = DEFAULT_LEVEL,
+                           n_bootstrap: int = DEFAULT_BOOTSTRAP,
+                           n_folds: int = DEFAULT_FOLDS,
+                           delta: float = DEFAULT_DELTA) -> ClassPriorReport:
+        """π as far as the data identify it (:class:`puicl_model.prior_report.ClassPriorReport`):
+        the identified lower bound, the point π̂ (``estimate_class_prior(n_folds)``), π̂'s
+        bootstrap interval at ``level`` and the upper end to read π up to, and a flag with a
+        one-line note where π is poorly identified. Reads the scores ``estimate_class_prior``
+        computes (no further pass of the model): ``n_bootstrap`` resamples of them.
+        """
+        self.estimate_class_prior(n_folds)  # checks n_folds; scores the folds once
+        # the folds estimate_class_prior read (below MIN_LABELED_FOR_ESTIMATES none: no bound)
+        folds = (self._held_out_scores(n_folds)
+                 if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
+        return prior_report(self._pool_probabilities(), folds, self.planner_.entropy,
+                            level=level, n_bootstrap=n_bootstrap, delta=delta)
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""

@@ -10,7 +10,9 @@
 fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one CSV row per unlabeled row
 (``row``: its 0-based position among the data rows of its input file; ``p_positive``;
 ``label``: 1 = positive, 0 = negative), then prints π̂, the estimated negative share of the
-unlabeled rows. ``puicl info WEIGHTS`` prints a checkpoint's config and parameter counts.
+unlabeled rows, with what the data identify about it (``class_prior_report``: a lower bound,
+π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``. ``puicl info WEIGHTS``
+prints a checkpoint's config and parameter counts.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from puicl_common.atomic import atomic_write_text
+from puicl_common.atomic import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from puicl_model.prior_report import ClassPriorReport
 
 __all__ = ["main"]
 
@@ -110,6 +114,8 @@ def _parser() -> argparse.ArgumentParser:
                          default=defaults.categorical_max_levels,
                          help="most distinct values of such a column (default "
                          f"{defaults.categorical_max_levels})")
+    predict.add_argument("--prior-json", type=Path, default=None, metavar="PATH",
+                         help="also write π's bound, point and interval to this JSON file")
     predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
                          default=defaults.partner,
                          help="auto (default): on tables with many labeled positives, blend the "
@@ -276,6 +282,32 @@ def _check_output_is_no_input(args: argparse.Namespace) -> None:
                            "the scores would overwrite it: write them to another path")
 
 
+def _check_prior_json(args: argparse.Namespace) -> None:
+    """Refuse a ``--prior-json`` path that cannot be written, or that names a file the command
+    reads or writes, before the model runs."""
+    path = args.prior_json
+    if path is None:
+        return
+    if str(path) in ("", ".") or path.is_dir():
+        raise CliError(f"--prior-json {path} is a directory; give the path of a JSON file")
+    for option, given in (("--input", args.input), ("--positives", args.positives),
+                          ("--unlabeled", args.unlabeled), ("--weights", args.weights),
+                          ("--output", None if args.output == "-" else Path(args.output))):
+        if given is not None and (_same_file(path, given) or path.resolve() == given.resolve()):
+            raise CliError(f"--prior-json {path} is the file given as {option} {given}: "
+                           "write π's report to another path")
+
+
+def _prior_lines(report: ClassPriorReport) -> list[str]:
+    """The class-prior report as printed: the bound, the point with its interval, the note."""
+    bound = "none" if report.lower_bound is None else f"{report.lower_bound:.4f}"
+    low, high = report.interval
+    return [f"π bound (identified lower bound of the negative share): {bound}; "
+            f"π̂ {report.estimate:.4f}, {report.level:.0%} interval [{low:.4f}, {high:.4f}]; "
+            f"read π in [{report.lower_bound or 0.0:.4f}, {report.upper:.4f}]",
+            report.note]  # says whether π is identified, and what that means for the cut
+
+
 def _predict(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
@@ -284,6 +316,7 @@ def _predict(args: argparse.Namespace) -> int:
 
     _check_output(args.output)
     _check_output_is_no_input(args)
+    _check_prior_json(args)
     features, s, unlabeled_rows = _load_table(args)
     classifier = PUICLClassifier(
         weights=args.weights,
@@ -318,7 +351,8 @@ def _predict(args: argparse.Namespace) -> int:
     pool = features[is_unlabeled]
     proba = classifier.predict_proba(pool)[:, 1]
     labels = classifier.predict(pool)
-    pi_hat = classifier.estimate_class_prior()
+    report = classifier.class_prior_report()  # π̂ with its bound and interval (no new pass)
+    pi_hat = report.estimate
     result = pd.DataFrame({"row": unlabeled_rows, "p_positive": proba, "label": labels})
     buffer = io.StringIO()
     result.to_csv(buffer, index=False, float_format="%.6f")
@@ -326,6 +360,7 @@ def _predict(args: argparse.Namespace) -> int:
         f"π̂ (estimated negative share of the {len(pool)} unlabeled rows): {pi_hat:.4f}; "
         f"predicted negative: {int((labels == 0).sum())}"
     )
+    message = "\n".join([message, *_prior_lines(report)])
     if args.output == "-":
         sys.stdout.write(buffer.getvalue())
         print(message, file=sys.stderr)
@@ -336,6 +371,12 @@ def _predict(args: argparse.Namespace) -> int:
             raise CliError(f"cannot write --output {args.output}: {err}") from None
         print(f"wrote {len(result)} rows to {args.output}")
         print(message)
+    if args.prior_json is not None:  # after the scores: a failed CSV write leaves no JSON
+        try:
+            atomic_write_json(args.prior_json, {**report.to_dict(), "n_unlabeled": len(pool)})
+        except OSError as err:
+            raise CliError(f"cannot write --prior-json {args.prior_json}: {err}") from None
+        print(f"wrote π's report to {args.prior_json}", file=sys.stderr)
     return 0
 
 

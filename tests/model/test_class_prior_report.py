@@ -1,0 +1,170 @@
+"""π as far as the data identify it (``class_prior_report``): the identified lower bound, the
+point's bootstrap interval from the kept scores, and the flag (``puicl predict``'s report:
+test_cli_prior_report.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from puicl_model import PUICLClassifier
+from puicl_model.prior import best_bin_alpha, class_prior_estimate
+from puicl_model.prior_report import (
+    _weighted_best_bin,
+    bootstrap_estimates,
+    negative_share_bound,
+    prior_report,
+)
+
+
+def score_folds(rng: np.random.Generator, pi: float, positive_law, negative_law,
+                n_held: int = 1000, n_pool: int = 2000) -> tuple[np.ndarray, list]:
+    """Two folds of (held-out positives' scores, the pool's scores) for a pool whose negative
+    share is ``pi``; the pool's own scores are the first fold's pool (one score function)."""
+    n_neg = round(pi * n_pool)
+    pool = np.concatenate([positive_law(rng, n_pool - n_neg), negative_law(rng, n_neg)])
+    folds = [(positive_law(rng, n_held // 2), pool + rng.normal(0, 1e-3, n_pool))
+             for _ in range(2)]
+    return pool, folds
+
+
+def high(rng, n):  # positives alone score above 0.6
+    return rng.uniform(0.6, 1.0, n)
+
+
+def low(rng, n):
+    return rng.uniform(0.0, 0.4, n)
+
+
+@pytest.mark.parametrize("pi", [0.2, 0.5, 0.8])
+def test_bound_recovers_pi_where_the_classes_separate(pi: float) -> None:
+    pool, folds = score_folds(np.random.default_rng(0), pi, high, low)
+    bound = negative_share_bound(folds, len(pool))
+    assert pi - 0.1 <= bound <= pi  # the DKW margins keep it below, and only just
+
+
+def test_bound_is_monotone_in_delta_and_near_zero_without_separation() -> None:
+    pool, folds = score_folds(np.random.default_rng(1), 0.5, high, low)
+    bounds = [negative_share_bound(folds, len(pool), delta) for delta in (0.001, 0.025, 0.2)]
+    assert bounds[0] < bounds[1] < bounds[2]  # a smaller failure probability, a lower bound
+    same = np.random.default_rng(2)
+    pool, folds = score_folds(same, 0.5, lambda r, n: r.random(n), lambda r, n: r.random(n))
+    assert negative_share_bound(folds, len(pool)) < 0.05  # nothing tells the classes apart
+
+
+def test_bound_holds_where_the_classes_overlap() -> None:
+    # Beta(3, 2) positives against Beta(2, 3) negatives: π is not identified, the bound must
+    # stay below it in nearly every draw (at δ = 0.025 per sample: >= 95 %)
+    def positive(r, n):
+        return r.beta(3, 2, n)
+
+    def negative(r, n):
+        return r.beta(2, 3, n)
+
+    held = [negative_share_bound(score_folds(np.random.default_rng(seed), 0.5, positive,
+                                             negative, n_held=200, n_pool=800)[1], 800)
+            for seed in range(40)]
+    assert np.mean(np.asarray(held) <= 0.5) >= 0.95
+    assert np.mean(held) > 0.05  # and it is not vacuous
+
+
+def test_vectorized_best_bin_matches_the_estimator_with_unit_weights() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(5):  # rounded scores: ties on both sides
+        held = np.round(rng.beta(4, 2, 150), 2)
+        pool = np.round(np.concatenate([rng.beta(4, 2, 300), rng.beta(2, 4, 400)]), 2)
+        alpha = _weighted_best_bin(held, pool, np.ones((1, len(held))), np.ones((1, len(pool))))
+        assert alpha[0] == pytest.approx(best_bin_alpha(held, pool))
+
+
+def test_report_fields_are_consistent_and_seeded() -> None:
+    pool, folds = score_folds(np.random.default_rng(4), 0.5, lambda r, n: r.beta(3, 2, n),
+                              lambda r, n: r.beta(2, 3, n), n_held=200, n_pool=800)
+    report = prior_report(pool, folds, entropy=7)
+    assert report.estimate == class_prior_estimate(pool, folds)
+    low_end, high_end = report.interval
+    assert low_end <= report.estimate <= high_end <= report.upper <= 1.0
+    assert 0.0 <= report.lower_bound <= report.upper
+    assert report.upper == pytest.approx(min(1.0, high_end + report.allowance))
+    assert report == prior_report(pool, folds, entropy=7)
+    assert report.interval != prior_report(pool, folds, entropy=8).interval
+    assert json.loads(json.dumps(report.to_dict()))["interval"] == list(report.interval)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.estimate = 0.1  # type: ignore[misc]
+
+
+def test_report_flags_poor_identification_and_explains_the_threshold() -> None:
+    rng = np.random.default_rng(5)
+    overlap, folds = score_folds(rng, 0.5, lambda r, n: r.beta(3, 2, n),
+                                 lambda r, n: r.beta(2, 3, n), n_held=200, n_pool=800)
+    poor = prior_report(overlap, folds, entropy=0)
+    assert poor.poorly_identified and "keep the 0.5 cut" in poor.note
+    separated, folds = score_folds(rng, 0.5, high, low)
+    good = prior_report(separated, folds, entropy=0)
+    assert not good.poorly_identified and "\n" not in good.note
+    unbounded = prior_report(separated, None, entropy=0)  # too few labeled positives
+    assert unbounded.lower_bound is None and unbounded.poorly_identified
+    assert unbounded.estimate == pytest.approx(np.mean(1.0 - separated))
+
+
+def test_bootstrap_resamples_the_rows_not_the_scores() -> None:
+    pool = np.r_[np.zeros(50), np.ones(50)]  # π̂ = mean P(y=0) = 0.5 exactly
+    replicates = bootstrap_estimates(pool, None, entropy=0, n_bootstrap=500)
+    np.testing.assert_allclose(replicates * 100, np.round(replicates * 100), atol=1e-9)
+    assert 0.03 < replicates.std() < 0.07  # binomial: sqrt(0.25 / 100) = 0.05
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"level": 1.0}, r"level must be in \(0, 1\), got 1.0"),
+    ({"n_bootstrap": 5}, "n_bootstrap must be an integer >= 10, got 5"),
+    ({"n_bootstrap": 100.0}, "n_bootstrap must be an integer >= 10, got 100.0"),
+    ({"delta": 0.5}, r"delta must be in \(0, 0.5\), got 0.5"),
+])
+def test_bad_options_get_one_line_errors(options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as caught:
+        prior_report(np.full(10, 0.5), None, entropy=0, **options)
+    assert "\n" not in str(caught.value)
+
+
+def test_classifier_report_reuses_the_prior_scores(small_weights, monkeypatch) -> None:
+    from puicl_model import class_prior
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(120, 4))
+    s = np.r_[np.ones(40, dtype=int), np.zeros(80, dtype=int)]
+    calls = []
+    real = class_prior.cross_fitted_scores
+    monkeypatch.setattr("puicl_model.classifier.cross_fitted_scores",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
+    pi_hat = clf.estimate_class_prior()
+    report = clf.class_prior_report()
+    assert len(calls) == 1  # the report read the folds estimate_class_prior scored
+    assert report.estimate == pi_hat and report.lower_bound is not None
+    again = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
+    assert again.class_prior_report() == report  # seeded by random_state
+    with pytest.raises(ValueError, match="n_folds must be an integer >= 2"):
+        clf.class_prior_report(n_folds=1)
+
+
+def test_report_reads_the_partners_held_out_positives_at_no_extra_pass(small_weights,
+                                                                       monkeypatch) -> None:
+    from puicl_model.partner import MIN_LABELED_FOR_PARTNER
+
+    rng = np.random.default_rng(8)
+    n_labeled = MIN_LABELED_FOR_PARTNER + 20
+    X = rng.normal(size=(n_labeled + 500, 3))
+    X[: n_labeled + 250] += 1.0  # the labeled positives, then 250 pool positives
+    s = np.r_[np.ones(n_labeled, dtype=int), np.zeros(500, dtype=int)]
+    clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
+    assert clf.partner_ == "logistic"
+    def no_cross_fitting(*args, **kwargs):
+        raise AssertionError("the held-out positives were scored with the pool already")
+
+    monkeypatch.setattr("puicl_model.classifier.cross_fitted_scores", no_cross_fitting)
+    report = clf.class_prior_report()
+    assert report.estimate == clf.estimate_class_prior() and report.lower_bound is not None
+    assert report.lower_bound <= report.upper
