@@ -49,7 +49,8 @@ BLEND_WEIGHTS = (1.0, 0.75, 0.5, 0.25, 0.0)
 # the partner's cross-fitting folds
 PARTNER_FOLDS = 5
 # spawn-key tags of the held-out positives and of the partner's folds (planning uses 1-5,
-# class_prior 11)
+# class_prior 11; prior_report's bootstrap draws sit under (12, 0) and (12, 1, ...), keys
+# distinct from the held-out draw's (12,))
 HELD_OUT_TAG = 12
 PARTNER_TAG = 13
 # clip of probabilities before their log-odds are taken
