@@ -50,6 +50,7 @@ from puicl_model.input_checks import (
 from puicl_model.partner import (
     MAX_HELD_OUT,
     MIN_LABELED_FOR_PARTNER,
+    MIN_POOL_FOR_PARTNER,
     Blend,
     LogisticPartner,
     choose_blend,
@@ -127,8 +128,9 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         "numeric" (the default) reads it as numbers.
     partner : "auto" or "none"
         "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PARTNER`` (600) labeled
-        positives, where one pass sees only part of them, a logistic regression of labeled
-        against unlabeled rows on every row (cross-fitted) is blended with the model. Up to
+        positives, where one pass sees only part of them, and ``MIN_POOL_FOR_PARTNER`` (100)
+        unlabeled rows, a logistic regression of labeled against unlabeled rows on every row
+        (cross-fitted) is blended with the model. Up to
         ``MAX_HELD_OUT`` (1,000) labeled positives are held out of the passes' context and
         scored with the pool; the blend weight whose held-out positives score highest against
         the pool wins (:mod:`puicl_model.partner`, docs/classifier.md "Tables of every size").
@@ -236,7 +238,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         entropy = self._root_seed()
         n_labeled = len(base.x_labeled)
         held = None
-        if settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PARTNER:
+        if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PARTNER
+                and len(base.x_pool) >= MIN_POOL_FOR_PARTNER):
             held = held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
             ensemble = _hold_out(ensemble, held)
 

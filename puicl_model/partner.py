@@ -32,14 +32,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-__all__ = ["BLEND_WEIGHTS", "MAX_HELD_OUT", "MIN_LABELED_FOR_PARTNER", "PARTNER_FOLDS", "Blend",
-           "LogisticPartner", "choose_blend", "held_out_rows"]
+__all__ = ["BLEND_WEIGHTS", "MAX_HELD_OUT", "MIN_LABELED_FOR_PARTNER", "MIN_POOL_FOR_PARTNER",
+           "PARTNER_FOLDS", "Blend", "LogisticPartner", "choose_blend", "held_out_rows"]
 
 # the partner runs on tables with at least this many labeled positives: twice what one pass
 # holds (InferenceSettings.max_labeled), so that holding half of them out leaves the passes'
 # context as many rows as a pass takes; smaller tables are the trained range, scored by the
 # model alone
 MIN_LABELED_FOR_PARTNER = 600
+# ... and at least this many unlabeled rows: the partner's folds each need pool rows, and the
+# held-out AUC that picks the blend needs a pool to rank against
+MIN_POOL_FOR_PARTNER = 100
 # the most labeled positives held out (half of them up to this): enough to rank the blends,
 # while each adds a row for the passes to score
 MAX_HELD_OUT = 1000

@@ -114,6 +114,14 @@ def test_large_tables_hold_positives_out_and_blend(small_weights, rng) -> None:
     assert alone.n_held_out_ == 0 and len(alone.x_labeled_) == n_labeled
 
 
+def test_a_tiny_pool_is_scored_by_the_model_alone(small_weights, rng) -> None:
+    X, s = _large_table(rng, MIN_LABELED_FOR_PARTNER, 40)
+    with pytest.warns(UserWarning, match="more rows labeled"):
+        clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
+    assert clf.partner_ == "none"
+    assert clf.predict_proba(X[s == 0]).shape == (40, 2)
+
+
 def test_a_bad_partner_setting_is_named(small_weights, rng) -> None:
     X, s = _large_table(rng, 20, 30)
     with pytest.raises(ValueError, match="partner"):
