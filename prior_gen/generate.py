@@ -56,14 +56,9 @@ def _synthetic_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Ta
     tasks: list[Task | None] = [None] * len(plans)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for members in groups.values():
-            raws = _forward([plans[i] for i in members], config, attempt=1)
+            raws = _forward([plans[i] for i in members], config)
             for i, raw in zip(members, raws, strict=True):
                 tasks[i] = _build_with_retries(plans[i], raw, config)
-    columns = config.prior.dataset.columns
-    if columns is not None:
-        from prior_gen.columns import transform_columns
-
-        tasks = [transform_columns(task, columns) for task in tasks]  # type: ignore[arg-type]
     categorical = config.prior.dataset.categorical
     if categorical is not None:
         tasks = [discretise_task(task, categorical) for task in tasks]  # type: ignore[arg-type]
@@ -82,49 +77,23 @@ def _redraw_activations(plan: TaskPlan, bank: tuple[str, ...]) -> TaskPlan:
     return dataclasses.replace(plan, activations=tuple(bank[i] for i in picks))
 
 
-def _forward(plans: list[TaskPlan], config: GenerationConfig, attempt: int) -> list[RawTask]:
-    """The raw SCM outputs of ``plans`` (equal forward signatures) at ``attempt``: the paper's
-    batched MLP pass, or, under ``prior.scm.families``, the family pass task by task."""
+def _forward(plans: list[TaskPlan], config: GenerationConfig) -> list[RawTask]:
+    """The raw SCM outputs of ``plans`` (equal forward signatures): one batched pass."""
     scm = config.prior.scm
-    if scm.families is None:
-        return forward_group(plans, scm.init_std, scm.noise_sampler, scm.arithmetic)
-    from prior_gen.families.forward import forward_families
-
-    return [forward_families(plan, scm.init_std, scm.families, attempt) for plan in plans]
+    return forward_group(plans, scm.init_std, scm.noise_sampler, scm.arithmetic)
 
 
 def _build_with_retries(plan: TaskPlan, raw: RawTask, config: GenerationConfig) -> Task:
     scm = config.prior.scm
-    labeler = None
-    if config.prior.label_rule is not None:
-        from prior_gen.rule_label import rule_labeler
-
-        labeler = rule_labeler(plan, config.prior.label_rule)
-    keys = None
-    if config.prior.labeling is not None:
-        from prior_gen.labeling import labeling_keys
-
-        keys = labeling_keys(plan, config.prior.labeling)
-    noise = None
-    if config.prior.label_noise is not None:
-        from prior_gen.label_noise import score_noise
-
-        noise = score_noise(plan, config.prior.label_noise)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic, labeler, keys, noise)
+            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic)
             task.meta.update(raw.meta)
-            if config.prior.label_rule is not None and labeler is None:
-                task.meta["label_mechanism"] = "score"
-            if config.prior.labeling is not None and keys is None:
-                task.meta["labeling"] = {"mechanism": "scar"}
-            if config.prior.label_noise is not None and "label_noise" not in task.meta:
-                task.meta["label_noise"] = 0.0
             return task
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
                 plan = _redraw_activations(plan, scm.activations)
-            (raw,) = _forward([plan], config, attempt + 1)
+            (raw,) = _forward([plan], config)
     raise RuntimeError(
         f"task {plan.index} of stage {plan.stage}: the SCM overflowed float32 "
         f"{MAX_ATTEMPTS} times in a row; lower prior.scm.init_std"

@@ -187,9 +187,9 @@ def test_skip_scm_cuts_the_same_tasks_without_running_their_scm(
     forwarded = []
     original = generate_module._forward
 
-    def counting_forward(plans, config, attempt):
+    def counting_forward(plans, config):
         forwarded.extend((plan.stage, plan.step, plan.index) for plan in plans)
-        return original(plans, config, attempt)
+        return original(plans, config)
 
     monkeypatch.setattr(generate_module, "_forward", counting_forward)
     skipped = _tasks(_config(path, digest, probability, skip_scm=True))
