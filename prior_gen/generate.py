@@ -33,23 +33,34 @@ REDRAW_ACTIVATIONS_FROM = 4
 
 
 def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
-    """Tasks for ``plans`` (in the same order)."""
-    real_tables = config.prior.real_tables
-    cut: dict[int, Task] = {}
-    if real_tables is not None and real_tables.skip_scm:
-        from prior_gen.real_tables import real_task_from_plan
+    """Tasks for ``plans`` (in the same order): the SCM's, or, under ``prior.real_tables``,
+    some of them cut from real tables instead (:func:`_with_real_tables`)."""
+    if config.prior.real_tables is not None:
+        return _with_real_tables(plans, config)
+    return _synthetic_tasks(plans, config)
 
+
+def _with_real_tables(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
+    """The one hook of real-table tasks (``prior_gen.real_tables``): with ``skip_scm`` the
+    replaced tasks are cut from their plans and only the others' SCMs run; without, every SCM
+    runs and the finished tasks are replaced (as in shards made before ``skip_scm``)."""
+    from prior_gen.real_tables import real_task, real_task_from_plan
+
+    real_tables = config.prior.real_tables
+    assert real_tables is not None
+    cut: dict[int, Task] = {}
+    if real_tables.skip_scm:
         for i, plan in enumerate(plans):
             task = real_task_from_plan(plan, real_tables)
             if task is not None:
                 cut[i] = task
-    synthetic = iter(_synthetic_tasks([p for i, p in enumerate(plans) if i not in cut], config))
+    rest = [plan for i, plan in enumerate(plans) if i not in cut]
+    synthetic = iter([real_task(task, real_tables) for task in _synthetic_tasks(rest, config)])
     return [cut[i] if i in cut else next(synthetic) for i in range(len(plans))]
 
 
 def _synthetic_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
-    """The SCM's tasks for ``plans``, with the prior's transforms, each of which may still be
-    replaced by a real-table task (``prior.real_tables`` without ``skip_scm``)."""
+    """The SCM's tasks for ``plans``, categorical features included."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, plan in enumerate(plans):
         groups[plan.forward_signature()].append(i)
@@ -62,11 +73,6 @@ def _synthetic_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Ta
     categorical = config.prior.dataset.categorical
     if categorical is not None:
         tasks = [discretise_task(task, categorical) for task in tasks]  # type: ignore[arg-type]
-    real_tables = config.prior.real_tables
-    if real_tables is not None:
-        from prior_gen.real_tables import real_task
-
-        tasks = [real_task(task, real_tables) for task in tasks]  # type: ignore[arg-type]
     return tasks  # type: ignore[return-value]
 
 
