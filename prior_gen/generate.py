@@ -93,9 +93,7 @@ def _build_with_retries(plan: TaskPlan, raw: RawTask, config: GenerationConfig) 
     scm = config.prior.scm
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic)
-            task.meta.update(raw.meta)
-            return task
+            return build_task(plan, raw, scm.clip, attempt, scm.arithmetic)
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
                 plan = _redraw_activations(plan, scm.activations)
