@@ -13,17 +13,9 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from prior_gen.mechanisms_config import (
-    ColumnsConfig,
-    FamiliesConfig,
-    LabelingConfig,
-    LabelNoiseConfig,
-    LabelRuleConfig,
-    RealTablesConfig,
-    WideConfig,
-)
+from prior_gen.mechanisms_config import RealTablesConfig
 from puicl_common.configio import (
     ConfigError,
     config_hash,
@@ -101,15 +93,17 @@ LEGACY_VALUES: dict[tuple[str, ...], Any] = {
     ("prior", "scm", "noise_sampler"): "box_muller",
     ("prior", "scm", "arithmetic"): "native",
     ("prior", "dataset", "categorical"): None,
-    ("prior", "scm", "families"): None,
-    ("prior", "label_rule"): None,
-    ("prior", "dataset", "columns"): None,
-    ("prior", "dataset", "wide"): None,
-    ("prior", "labeling"): None,
-    ("prior", "label_noise"): None,
     ("prior", "real_tables"): None,
     ("prior", "real_tables", "skip_scm"): False,
 }
+
+# Mechanisms of the prior that lost the prior study (docs/recipe.md, "Prior v2") and were taken
+# out; their code is at the git tag prior-study-2026-11. Each was absent (None) by default,
+# which never entered a hash: a stored config that names one at None still loads with its
+# hash, any other value is refused naming the key (the removed-key rule,
+# puicl_common.versioning, which puicl_common.configio.from_mapping applies per section).
+REMOVED_WHY = ("the mechanism lost the prior study (docs/recipe.md) and was taken out; its code "
+               "is at the git tag prior-study-2026-11")
 
 
 def _int_range(value: tuple[int, int], key: str, minimum: int) -> None:
@@ -146,8 +140,9 @@ class SCMConfig:
     # prior_gen.portable; weights and normal causes from the noise table too, so it needs
     # noise_sampler: table). Added after shards existed: enters the hash only when portable.
     arithmetic: Literal["native", "portable"] = "native"
-    # function families of the hidden nodes (prior_gen.families); None: the paper's MLP only
-    families: FamiliesConfig | None = None
+
+    REMOVED_KEYS: ClassVar[dict[str, Any]] = {"families": None}
+    REMOVED_WHY: ClassVar[str] = REMOVED_WHY
 
     def validate(self) -> None:
         _int_range(self.depth, "depth", 2)
@@ -171,11 +166,6 @@ class SCMConfig:
             self.arithmetic == "native" or self.noise_sampler == "table",
             "arithmetic",
             "portable draws every normal from the quantile table: it needs noise_sampler: table",
-        )
-        require(
-            self.families is None or self.arithmetic == "portable",
-            "families",
-            "the function families run in the portable arithmetic: they need arithmetic: portable",
         )
 
 
@@ -252,10 +242,9 @@ class DatasetConfig:
     n_features: tuple[int, int] = (5, 20)
     n_labeled: tuple[int, int] | AnnealedRange = (100, 300)
     categorical: CategoricalConfig | None = None
-    # per-task column post-processing (prior_gen.columns); None: the columns as generated
-    columns: ColumnsConfig | None = None
-    # some tasks wider than n_features (prior_gen.wide); None: every task within n_features
-    wide: WideConfig | None = None
+
+    REMOVED_KEYS: ClassVar[dict[str, Any]] = {"columns": None, "wide": None}
+    REMOVED_WHY: ClassVar[str] = REMOVED_WHY
 
     def validate(self) -> None:
         _int_range(self.n_features, "n_features", 1)
@@ -264,11 +253,6 @@ class DatasetConfig:
                 require(bound >= 1, "n_labeled", f"bounds must be >= 1, got {bound}")
         else:
             _int_range(self.n_labeled, "n_labeled", 1)
-
-    def widest(self) -> int:
-        """The most features a task can have, ``wide`` tasks included."""
-        wide = self.wide
-        return max(self.n_features[1], wide.n_features[1] if wide and wide.probability else 0)
 
     def n_labeled_at(self, stage: int, stages: int) -> tuple[int, int]:
         """The inclusive range of P at phase-1 stage ``stage`` of ``stages`` (tail: K)."""
@@ -313,13 +297,12 @@ class PriorConfig:
     modes: ModeConfig = field(default_factory=ModeConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     scopes: ScopeConfig = field(default_factory=ScopeConfig)
-    # labels from a boolean rule for some tasks (prior_gen.rule_label); None: from the score
-    label_rule: LabelRuleConfig | None = None
-    labeling: LabelingConfig | None = None  # biased labeled positives (prior_gen.labeling)
-    # labels from the rank of a noisy score for some tasks (prior_gen.label_noise)
-    label_noise: LabelNoiseConfig | None = None
     # some tasks cut from a corpus of real tables (prior_gen.real_tables)
     real_tables: RealTablesConfig | None = None
+
+    REMOVED_KEYS: ClassVar[dict[str, Any]] = {"label_rule": None, "labeling": None,
+                                              "label_noise": None}
+    REMOVED_WHY: ClassVar[str] = REMOVED_WHY
 
     def validate(self) -> None:
         # a causal SCM must have d + 1 distinct nodes in its hidden blocks (label + features)

@@ -69,9 +69,6 @@ class TaskPlan:
     n_train: int  # n_tr: pre-removal training portion
     n_unlabeled: int  # n_u
     rng: np.random.Generator
-    # under prior.dataset.wide: whether this task drew a wide feature count (prior_gen.wide);
-    # None without the section (then the metadata has no such key, as before it existed)
-    wide: bool | None = None
 
     @property
     def n_rows(self) -> int:
@@ -217,8 +214,4 @@ def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> 
                 rng=rng,
             )
         )
-    if prior.dataset.wide is not None:
-        from prior_gen.wide import widen
-
-        plans = [widen(plan, prior.dataset.wide) for plan in plans]
     return plans

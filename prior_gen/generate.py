@@ -33,45 +33,46 @@ REDRAW_ACTIVATIONS_FROM = 4
 
 
 def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
-    """Tasks for ``plans`` (in the same order)."""
-    real_tables = config.prior.real_tables
-    cut: dict[int, Task] = {}
-    if real_tables is not None and real_tables.skip_scm:
-        from prior_gen.real_tables import real_task_from_plan
+    """Tasks for ``plans`` (in the same order): the SCM's, or, under ``prior.real_tables``,
+    some of them cut from real tables instead (:func:`_with_real_tables`)."""
+    if config.prior.real_tables is not None:
+        return _with_real_tables(plans, config)
+    return _synthetic_tasks(plans, config)
 
+
+def _with_real_tables(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
+    """The one hook of real-table tasks (``prior_gen.real_tables``): with ``skip_scm`` the
+    replaced tasks are cut from their plans and only the others' SCMs run; without, every SCM
+    runs and the finished tasks are replaced (as in shards made before ``skip_scm``)."""
+    from prior_gen.real_tables import real_task, real_task_from_plan
+
+    real_tables = config.prior.real_tables
+    assert real_tables is not None
+    cut: dict[int, Task] = {}
+    if real_tables.skip_scm:
         for i, plan in enumerate(plans):
             task = real_task_from_plan(plan, real_tables)
             if task is not None:
                 cut[i] = task
-    synthetic = iter(_synthetic_tasks([p for i, p in enumerate(plans) if i not in cut], config))
+    rest = [plan for i, plan in enumerate(plans) if i not in cut]
+    synthetic = iter([real_task(task, real_tables) for task in _synthetic_tasks(rest, config)])
     return [cut[i] if i in cut else next(synthetic) for i in range(len(plans))]
 
 
 def _synthetic_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
-    """The SCM's tasks for ``plans``, with the prior's transforms, each of which may still be
-    replaced by a real-table task (``prior.real_tables`` without ``skip_scm``)."""
+    """The SCM's tasks for ``plans``, categorical features included."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, plan in enumerate(plans):
         groups[plan.forward_signature()].append(i)
     tasks: list[Task | None] = [None] * len(plans)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for members in groups.values():
-            raws = _forward([plans[i] for i in members], config, attempt=1)
+            raws = _forward([plans[i] for i in members], config)
             for i, raw in zip(members, raws, strict=True):
                 tasks[i] = _build_with_retries(plans[i], raw, config)
-    columns = config.prior.dataset.columns
-    if columns is not None:
-        from prior_gen.columns import transform_columns
-
-        tasks = [transform_columns(task, columns) for task in tasks]  # type: ignore[arg-type]
     categorical = config.prior.dataset.categorical
     if categorical is not None:
         tasks = [discretise_task(task, categorical) for task in tasks]  # type: ignore[arg-type]
-    real_tables = config.prior.real_tables
-    if real_tables is not None:
-        from prior_gen.real_tables import real_task
-
-        tasks = [real_task(task, real_tables) for task in tasks]  # type: ignore[arg-type]
     return tasks  # type: ignore[return-value]
 
 
@@ -82,49 +83,21 @@ def _redraw_activations(plan: TaskPlan, bank: tuple[str, ...]) -> TaskPlan:
     return dataclasses.replace(plan, activations=tuple(bank[i] for i in picks))
 
 
-def _forward(plans: list[TaskPlan], config: GenerationConfig, attempt: int) -> list[RawTask]:
-    """The raw SCM outputs of ``plans`` (equal forward signatures) at ``attempt``: the paper's
-    batched MLP pass, or, under ``prior.scm.families``, the family pass task by task."""
+def _forward(plans: list[TaskPlan], config: GenerationConfig) -> list[RawTask]:
+    """The raw SCM outputs of ``plans`` (equal forward signatures): one batched pass."""
     scm = config.prior.scm
-    if scm.families is None:
-        return forward_group(plans, scm.init_std, scm.noise_sampler, scm.arithmetic)
-    from prior_gen.families.forward import forward_families
-
-    return [forward_families(plan, scm.init_std, scm.families, attempt) for plan in plans]
+    return forward_group(plans, scm.init_std, scm.noise_sampler, scm.arithmetic)
 
 
 def _build_with_retries(plan: TaskPlan, raw: RawTask, config: GenerationConfig) -> Task:
     scm = config.prior.scm
-    labeler = None
-    if config.prior.label_rule is not None:
-        from prior_gen.rule_label import rule_labeler
-
-        labeler = rule_labeler(plan, config.prior.label_rule)
-    keys = None
-    if config.prior.labeling is not None:
-        from prior_gen.labeling import labeling_keys
-
-        keys = labeling_keys(plan, config.prior.labeling)
-    noise = None
-    if config.prior.label_noise is not None:
-        from prior_gen.label_noise import score_noise
-
-        noise = score_noise(plan, config.prior.label_noise)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            task = build_task(plan, raw, scm.clip, attempt, scm.arithmetic, labeler, keys, noise)
-            task.meta.update(raw.meta)
-            if config.prior.label_rule is not None and labeler is None:
-                task.meta["label_mechanism"] = "score"
-            if config.prior.labeling is not None and keys is None:
-                task.meta["labeling"] = {"mechanism": "scar"}
-            if config.prior.label_noise is not None and "label_noise" not in task.meta:
-                task.meta["label_noise"] = 0.0
-            return task
+            return build_task(plan, raw, scm.clip, attempt, scm.arithmetic)
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
                 plan = _redraw_activations(plan, scm.activations)
-            (raw,) = _forward([plan], config, attempt + 1)
+            (raw,) = _forward([plan], config)
     raise RuntimeError(
         f"task {plan.index} of stage {plan.stage}: the SCM overflowed float32 "
         f"{MAX_ATTEMPTS} times in a row; lower prior.scm.init_std"

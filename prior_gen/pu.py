@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -125,7 +124,6 @@ def pu_split(
     n_labeled: int,
     n_dropped: int,
     rng: np.random.Generator,
-    keys: np.ndarray | None = None,
 ):
     """Row indices (labeled, unlabeled) of the class-stratified split.
 
@@ -133,28 +131,14 @@ def pu_split(
     the first ``n_dropped`` negatives are the training portion's negatives (dropped), and the
     other rows, in permutation order, are the unlabeled pool. This is the same distribution as
     shuffling each class separately and then shuffling the unlabeled pool (§2.3).
-    ``keys`` (float64 per row, ``prior.labeling``): the labeled positives are instead the
-    ``n_labeled`` with the smallest keys (ties in permutation order), in key order.
     """
     order = rng.permutation(labels.shape[0])
     positive = labels[order].view(bool)  # labels are 0 / 1
     positions = np.flatnonzero(positive)
-    if keys is not None:
-        positions = positions[np.argsort(keys[order[positions]], kind="stable")]
     keep = np.ones(order.shape[0], bool)
     keep[positions[:n_labeled]] = False
     keep[np.flatnonzero(~positive)[:n_dropped]] = False
     return order[positions[:n_labeled]], order[keep]
-
-
-# labels from the standardized features of all n rows instead of the score's rank: int8 0/1
-# labels and metadata to record (prior_gen.rule_label)
-Labeler = Callable[[np.ndarray], tuple[np.ndarray, dict[str, Any]]]
-# which positives are labeled, from the standardized features and the labels of all n rows:
-# float64 keys (the smallest are labeled) and metadata to record (prior_gen.labeling)
-LabeledKeys = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, dict[str, Any]]]
-# the rank's score with noise added, and the noise's scale (prior_gen.label_noise)
-ScoreNoise = Callable[[np.ndarray], tuple[np.ndarray, float]]
 
 
 def build_task(
@@ -163,43 +147,20 @@ def build_task(
     clip: float,
     attempts: int,
     arithmetic: str = "native",
-    labeler: Labeler | None = None,
-    labeled_keys: LabeledKeys | None = None,
-    score_noise: ScoreNoise | None = None,
 ) -> Task:
     """Standardize, label and PU-split one task's SCM output (uses the task's stream).
-    ``arithmetic``: ``prior.scm.arithmetic`` (``portable``: fixed-order sums, specified ties).
-    ``labeler``: labels from the features (``prior.label_rule``); None: from the score.
-    ``labeled_keys``: a biased choice of the labeled positives (``prior.labeling``); None:
-    uniform. ``score_noise``: labels from the rank of a noisy score (``prior.label_noise``);
-    None: of the score itself; not used with a ``labeler``."""
+    ``arithmetic``: ``prior.scm.arithmetic`` (``portable``: fixed-order sums, specified ties)."""
     portable = arithmetic == "portable"
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
     x_centered, _, x_std = _centered_stats(raw.x, portable)
     score_centered, _, score_std = _centered_stats(raw.score[:, None], portable)
-    x_all, label_meta = None, {}
-    if labeler is None:
-        ranker = rank_labels_by_index if portable else rank_labels
-        score = _scaled(score_centered, score_std, clip)[:, 0]
-        if score_noise is not None:
-            score, tau = score_noise(score)
-            label_meta = {"label_noise": tau}
-        labels = ranker(score, plan.pi)
-        n_negative = n_negatives(labels.shape[0], plan.pi)  # rank_labels made exactly these 0
-    else:
-        x_all = _scaled(x_centered, x_std, clip)  # elementwise: the kept rows' exact values
-        labels, label_meta = labeler(x_all)
-        n_negative = int(labels.shape[0] - np.count_nonzero(labels))
+    ranker = rank_labels_by_index if portable else rank_labels
+    labels = ranker(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
+    n_negative = n_negatives(labels.shape[0], plan.pi)  # rank_labels made exactly these 0
 
-    keys = None
-    if labeled_keys is not None:
-        if x_all is None:
-            x_all = _scaled(x_centered, x_std, clip)
-        keys, keys_meta = labeled_keys(x_all, labels)
-        label_meta = {**label_meta, **keys_meta}
     n_labeled = plan.n_labeled
     dropped = dropped_negatives(plan, n_negative)
-    labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng, keys)
+    labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng)
     rows = np.concatenate([labeled, unlabeled])
 
     y = labels[rows]
@@ -208,8 +169,7 @@ def build_task(
     meta = plan_meta(plan, int(rows.shape[0]), n_unlabeled, unlabeled_negatives, attempts)
     if plan.causal:
         meta["label_node"] = raw.label_node
-    meta.update(label_meta)
-    x = _scaled(x_centered[rows], x_std, clip) if x_all is None else x_all[rows]
+    x = _scaled(x_centered[rows], x_std, clip)
     return Task(x=x, y=y, n_labeled=n_labeled, meta=meta)
 
 
@@ -247,8 +207,6 @@ def plan_meta(plan: TaskPlan, n_rows: int, n_unlabeled: int, unlabeled_negatives
         "activations": list(plan.activations),
         "attempts": attempts,
     }
-    if plan.wide is not None:
-        meta["wide"] = plan.wide
     if plan.causal:
         meta.update(
             label_block=plan.label_block,

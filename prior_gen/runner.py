@@ -113,9 +113,6 @@ def estimated_bytes(config: GenerationConfig, jobs: Iterable[ShardJob]) -> int:
     curriculum = config.curriculum
     dataset = config.prior.dataset
     features = sum(dataset.n_features) / 2
-    if dataset.wide is not None:  # the mean over the usual and the wide tasks
-        p = dataset.wide.probability
-        features = (1.0 - p) * features + p * sum(dataset.wide.n_features) / 2
     total = 0.0
     for job in jobs:
         stage = annealing_stage(job.stage, curriculum)

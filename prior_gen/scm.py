@@ -17,8 +17,7 @@ draws use the task's own stream, so a task's values do not depend on the rest of
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,7 +52,6 @@ class RawTask:
     x: np.ndarray
     score: np.ndarray
     label_node: int | None = None
-    meta: dict[str, Any] = field(default_factory=dict)  # added to the task's metadata
 
 
 def select_causal_nodes(plan: TaskPlan) -> CausalSelection:

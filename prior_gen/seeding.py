@@ -28,15 +28,11 @@ __all__ = [
 
 SPLIT_CODES = {"train": 0, "val": 1}
 # A task's other streams, keyed like the task with their own scope code: categorical
-# (discretising its features, prior_gen.categorical), families (its nodes' function families,
-# prior_gen.families), rule (its rule label, prior_gen.rule_label), columns (its column
-# mechanisms, prior_gen.columns), wide (whether it is wide and its feature count,
-# prior_gen.wide), labeling (its biased labeled positives, prior_gen.labeling), label_noise
-# (its noisy score, prior_gen.label_noise), real_tables (its rows from a corpus of real tables,
-# prior_gen.real_tables). Append new codes, never renumber.
-SCOPE_CODES = {"stage": 0, "step": 1, "task": 2, "categorical": 3, "families": 4, "rule": 5,
-               "columns": 6, "wide": 7, "labeling": 8, "label_noise": 9,
-               "real_tables": 10}  # fmt: skip
+# (discretising its features, prior_gen.categorical), real_tables (its rows from a corpus of
+# real tables, prior_gen.real_tables). Codes 4-9 belonged to mechanisms that lost the prior
+# study (docs/recipe.md, git tag prior-study-2026-11) and are never reused. Append new codes,
+# never renumber.
+SCOPE_CODES = {"stage": 0, "step": 1, "task": 2, "categorical": 3, "real_tables": 10}
 TAIL = "tail"  # the stage identifier of phase 2
 _TAIL_CODE = 0
 
@@ -75,9 +71,8 @@ def generator_for_key(key: list[int]) -> np.random.Generator:
 def task_stream(
     task_key: tuple[int, ...] | list[int], scope: str, *extra: int
 ) -> np.random.Generator:
-    """A task's stream of scope ``scope`` (``families``, ``rule``, ``columns``, ``wide``,
-    ``labeling``): the task's key (:func:`seed_key`) with that scope code, then ``extra`` (e.g.
-    the attempt number)."""
+    """A task's stream of scope ``scope`` (``categorical``, ``real_tables``): the task's key
+    (:func:`seed_key`) with that scope code, then ``extra`` (e.g. the attempt number)."""
     seed, split, stage, _, index = task_key
     key = [int(seed), int(split), int(stage), SCOPE_CODES[scope], int(index), *map(int, extra)]
     return generator_for_key(key)

@@ -224,14 +224,11 @@ class RunConfig:
     def validate(self) -> None:
         self.generation().validate()  # the seed's range, as prior-gen checks it
         # the classifier cuts wider tables into groups of max_features: the widest task seen
-        # in training must fit (prior_gen.config.DatasetConfig.widest)
-        dataset, max_features = self.prior.dataset, self.model.max_features
-        widest = dataset.widest()
-        key = "prior.dataset.n_features" if dataset.n_features[1] == widest else (
-            "prior.dataset.wide.n_features")
+        # in training must fit
+        widest, max_features = self.prior.dataset.n_features[1], self.model.max_features
         require(
             widest <= max_features,
-            key,
+            "prior.dataset.n_features",
             f"tasks of up to {widest} features exceed model.max_features = {max_features}; "
             "raise model.max_features or narrow the tasks",
         )

@@ -323,14 +323,18 @@ def test_the_stored_prior_study_summaries_render_in_the_table() -> None:
         [f"| {row['variant']}" for row in rows]
 
 
-def test_the_prior_study_plan_scores_biased_labeling_and_its_prior_lever() -> None:
+def test_the_prior_study_plan_keeps_its_retired_levers_as_records() -> None:
+    """The biased yardstick stays; the prior's biased labeling lost and was taken out, so its
+    variants stay only for --table, refused in one line naming the tag that still has it."""
     from trainer.config import run_config_from_mapping
 
     plan = recipe_sweep.load_plan(ROOT / "configs" / "prior_study" / "plan.yaml")
     assert "sar-linear" in plan["dev_labelings"]
-    lever = run_config_from_mapping(recipe_sweep.variant_config(plan, "labeling"))
-    assert lever.prior.labeling is not None and lever.seed == 0
     assert plan["variants"]["labeling_seed1"]["set"] == {"prior.labeling": {}, "seed": 1}
+    with pytest.raises(ConfigError) as err:
+        run_config_from_mapping(recipe_sweep.variant_config(plan, "labeling"))
+    assert str(err.value).startswith("prior.labeling: removed")
+    assert "prior-study-2026-11" in str(err.value)
 
 
 def _provenance(suite_dir: Path, chunk_size: int) -> None:

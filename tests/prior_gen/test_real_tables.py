@@ -187,9 +187,9 @@ def test_skip_scm_cuts_the_same_tasks_without_running_their_scm(
     forwarded = []
     original = generate_module._forward
 
-    def counting_forward(plans, config, attempt):
+    def counting_forward(plans, config):
         forwarded.extend((plan.stage, plan.step, plan.index) for plan in plans)
-        return original(plans, config, attempt)
+        return original(plans, config)
 
     monkeypatch.setattr(generate_module, "_forward", counting_forward)
     skipped = _tasks(_config(path, digest, probability, skip_scm=True))
@@ -225,8 +225,9 @@ def test_two_workers_give_the_same_bytes(corpus, tmp_path: Path, skip_scm: bool)
     "variant", [v for v in ("openblas-prescott", "numpy-baseline") if v in VARIANTS]
 )
 def test_other_cpu_kernels_give_the_same_bytes(corpus, tmp_path: Path, variant: str) -> None:
-    """With the SCM's portable arithmetic (the synthetic tasks' own condition), as ALL_ON in
-    test_mechanisms.py; with skip_scm, whose tasks' bytes equal those without it (above)."""
+    """With the SCM's portable arithmetic (the synthetic tasks' own condition, as in
+    test_portable_golden.py); with skip_scm, whose tasks' bytes equal those without it
+    (above)."""
     path, digest, _ = corpus
     portable = {"noise_sampler": "table", "arithmetic": "portable"}
     real_tables = {"corpus": str(path), "sha256": digest, "probability": 0.5, "skip_scm": True}
