@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmark.cli import parse_pis
 from benchmark.datasets import DataError
 from benchmark.methods import METHOD_NAMES, MissingLibraryError, MissingWeightsError
 from benchmark.protocol import parse_max_positives, size_words
@@ -69,19 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _pis(text: str) -> list[float]:
-    values = []
-    for part in text.split(","):
-        try:
-            value = float(part)
-        except ValueError:
-            raise ValueError(f"--pi: {part.strip()!r} is not a number") from None
-        if not 0.0 <= value < 1.0:
-            raise ValueError(f"--pi must be in [0, 1), got {part.strip()}")
-        values.append(value)
-    return values
-
-
 def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
     """One run spec per (cap, π) cell."""
     suite = get_suite("dev")
@@ -103,7 +91,7 @@ def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
                     seed=args.seed, data_dir=args.data_dir, weights=args.weights,
                     jobs=args.jobs, method_overrides=overrides, target_pi=pi, suite="dev",
                     max_positives=size)
-            for size in sizes for pi in _pis(args.pi)]
+            for size in sizes for pi in parse_pis(args.pi, "dev")]
 
 
 def grid_frame(specs: Sequence[RunSpec], records: Sequence[Sequence[dict]]) -> pd.DataFrame:

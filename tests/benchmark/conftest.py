@@ -1,9 +1,12 @@
 """Shared fixtures of the benchmark tests: a small, easy synthetic PU task, and a data
-directory with a synthetic Haberman file."""
+directory with a synthetic Haberman file, and small development suites."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 
 
@@ -42,3 +45,38 @@ def data_dir(tmp_path):
 @pytest.fixture(scope="session")
 def easy_task():
     return easy_pu_task()
+
+
+def write_suite_table(folder: Path, slug: str, n_pos: int, n_neg: int, seed: int,
+                      with_gaps: bool = True) -> None:
+    """One suite table: a noisy signal, a text column and a count, and its ``target``;
+    ``with_gaps``: empty text cells (a category of their own) and missing numbers."""
+    rng = np.random.default_rng(seed)
+    y = np.r_[np.ones(n_pos, int), np.zeros(n_neg, int)]
+    frame = pd.DataFrame({
+        "signal": rng.normal(size=len(y)) + 1.5 * y,
+        "colour": rng.choice(["red", "green", "blue"], size=len(y)),
+        "count": rng.integers(0, 5, size=len(y)),
+    })
+    if with_gaps:
+        frame.loc[::7, "colour"] = None
+        frame.loc[::11, "signal"] = np.nan
+    frame["target"] = y
+    frame.to_csv(folder / f"{slug}.csv", index=False)
+
+
+def write_suite(folder: Path, tables: dict[str, tuple[int, int]],
+                with_gaps: bool = True) -> Path:
+    """A suite folder with ``tables`` (slug -> positives, negatives) and its manifest."""
+    folder.mkdir()
+    for seed, (slug, (n_pos, n_neg)) in enumerate(tables.items(), start=1):
+        write_suite_table(folder, slug, n_pos, n_neg, seed, with_gaps)
+    pd.DataFrame({"slug": list(tables)}).to_csv(folder / "manifest.csv", index=False)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def suite_writer():
+    """``suite_writer(folder, {slug: (positives, negatives)}, with_gaps=True)`` writes a small
+    development suite and returns its folder."""
+    return write_suite

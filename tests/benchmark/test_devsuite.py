@@ -24,28 +24,9 @@ from benchmark.summary import (
 SHARED_SUITE = Path(__file__).resolve().parents[2].parent / "shared" / "devsuite"
 
 
-def _write_table(folder: Path, slug: str, n_pos: int, n_neg: int, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    y = np.r_[np.ones(n_pos, int), np.zeros(n_neg, int)]
-    frame = pd.DataFrame({
-        "signal": rng.normal(size=len(y)) + 1.5 * y,
-        "colour": rng.choice(["red", "green", "blue"], size=len(y)),
-        "count": rng.integers(0, 5, size=len(y)),
-    })
-    frame.loc[::7, "colour"] = None  # empty cells: a category of their own
-    frame.loc[::11, "signal"] = np.nan
-    frame["target"] = y
-    frame.to_csv(folder / f"{slug}.csv", index=False)
-
-
 @pytest.fixture
-def suite_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "devsuite"
-    folder.mkdir()
-    _write_table(folder, "alpha", 90, 60, seed=1)
-    _write_table(folder, "beta", 120, 40, seed=2)
-    pd.DataFrame({"slug": ["alpha", "beta"]}).to_csv(folder / "manifest.csv", index=False)
-    return folder
+def suite_dir(tmp_path: Path, suite_writer) -> Path:
+    return suite_writer(tmp_path / "devsuite", {"alpha": (90, 60), "beta": (120, 40)})
 
 
 def test_text_columns_are_categories_and_empty_cells_a_category_of_their_own(suite_dir):
@@ -120,16 +101,21 @@ def test_paired_difference_is_the_mean_of_per_table_differences():
     assert "π̂" not in summary_markdown(per_table, ["r", "m"], pi_hat=False).splitlines()[0]
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ("0.2,1.2", "--pi must be in [0, 1), got 1.2"),
-    ("0.2,0.2", "--pi: 0.2 is given twice"),
-    ("half", "--pi: 'half' is not a number"),
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--pi", "0.2,1.2", "--pi must be in [0, 1), got 1.2"),
+    ("--pi", "0.2,0.2", "--pi: 0.2 is given twice"),
+    ("--pi", "half", "--pi: 'half' is not a number"),
+    ("--max-positives", "2", "--max-positives must be from 3 to 2147483647 or 'all', got 2"),
+    ("--max-positives", "many",
+     "--max-positives must be a whole number >= 3 or 'all', got 'many'"),
+    ("--max-positives", "1e3", "--max-positives must be a whole number >= 3 or 'all', got '1e3'"),
 ])
-def test_bad_pi_lists_are_refused(suite_dir, tmp_path, capsys, value, message):
+def test_bad_pi_lists_and_caps_are_refused(suite_dir, tmp_path, capsys, option, value, message):
     argv = ["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto",
-            "--pi", value, "--out", str(tmp_path / "x")]
+            option, value, "--out", str(tmp_path / "x")]
     assert cli.main(argv) == 2
     assert capsys.readouterr().err.strip() == f"puicl-bench: error: {message}"
+    assert not (tmp_path / "x").exists()
 
 
 def test_out_that_is_a_file_is_refused_in_one_line(suite_dir, tmp_path, capsys):
