@@ -29,7 +29,12 @@ from prior_gen.errors import ShardError
 from prior_gen.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.storage import WriterLockedError
 from puicl_common.configio import ConfigError, load_yaml
-from puicl_common.output_paths import OutputPathError, check_output_path, os_error_message
+from puicl_common.output_paths import (
+    OutputPathError,
+    check_no_links_inside,
+    check_output_path,
+    os_error_message,
+)
 
 if TYPE_CHECKING:
     from prior_gen.runner import ShardJob
@@ -252,6 +257,7 @@ def _generate(argv: Sequence[str]) -> int:
         parser.error(f"--workers must be >= 1, got {workers}")
     try:
         check_output_path(args.out, "directory", "--out")
+        check_no_links_inside(args.out, "--out")
     except OutputPathError as err:
         _fail(str(err))
     backend = "dask" if args.scheduler else args.backend

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from puicl_common.atomic import atomic_output
 
-__all__ = ["OutputPathError", "check_output_path", "os_error_message", "save_figure",
-           "write_failed"]
+__all__ = ["OutputPathError", "check_no_links_inside", "check_output_path", "os_error_message",
+           "save_figure", "write_failed"]
 
 
 class OutputPathError(ValueError):
@@ -48,6 +48,30 @@ def check_output_path(
                     f"{what} {path} cannot be created: {parent} is a file, not a directory"
                 )
             return
+
+
+def check_no_links_inside(directory: str | os.PathLike[str], what: str) -> None:
+    """Raise :class:`OutputPathError` naming the first symbolic link found inside
+    ``directory`` (the directory itself may be one: the user named it).
+
+    The trainer and ``prior-gen`` write many files inside their run and shard directories, and
+    an atomic write follows a link to replace its target (right for an ``--out`` the user
+    names). A link planted inside such a directory, say by a copied or downloaded run, would
+    make them overwrite a file outside it; so they refuse to start instead.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        return
+    for folder, subfolders, files in os.walk(root):  # does not descend into linked folders
+        for name in sorted(subfolders + files):
+            entry = Path(folder) / name
+            if entry.is_symlink():
+                raise OutputPathError(
+                    f"{what} {root} holds a symbolic link, {entry} -> {os.readlink(entry)}: "
+                    "writes inside it follow no links; remove the link (copy run and shard "
+                    "directories with cp -rP or rsync -a, which keep links as links, only from "
+                    "sources you trust)"
+                )
 
 
 def os_error_message(err: OSError) -> str:

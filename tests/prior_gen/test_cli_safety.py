@@ -197,3 +197,20 @@ def test_interrupted_generation_says_one_line_and_exits_130(tmp_path, workers, s
     finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert finished.returncode == 0, finished.stderr
     assert len(list(out.glob("train/stage-*/shard-*"))) == 300
+
+
+def test_a_link_inside_the_shard_directory_is_refused_and_its_target_kept(tmp_path,
+                                                                          capsys) -> None:
+    """prior-gen writes the manifest and shards inside --out with atomic writes, which follow
+    links: a link planted there (a copied or downloaded shard folder) is refused, named."""
+    out = tmp_path / "shards"
+    out.mkdir()
+    victim = tmp_path / "outside.json"
+    victim.write_text("precious")
+    (out / "manifest.json").symlink_to(victim)
+    with pytest.raises(SystemExit) as stop:
+        main(["--config", str(SMOKE), "--stages", "1", "--steps", "0", "--out", str(out)])
+    assert stop.value.code == 2
+    line = _only_line(capsys.readouterr().err)
+    assert f"holds a symbolic link, {out / 'manifest.json'} -> {victim}" in line
+    assert victim.read_text() == "precious"

@@ -198,3 +198,27 @@ def test_the_two_commands_of_the_readme(tmp_path, capsys, monkeypatch) -> None:
     assert train_main(["--max-steps", "2", "--threads", "1"]) == 0
     index = json.loads((tmp_path / "runs" / "paper" / "checkpoints" / "index.json").read_text())
     assert [e["step"] for e in index["checkpoints"]] == [2]
+
+
+@pytest.mark.parametrize("planted", ["checkpoints/index.json", "checkpoints/step_00000012.pt",
+                                     "metrics.jsonl", "checkpoints"])
+def test_a_link_planted_in_the_run_directory_is_refused_and_its_target_kept(
+        short_run, smoke_shards, tmp_path, capsys, planted) -> None:
+    """A copied or downloaded run may hold a link out of it: the trainer would write through
+    it. It refuses to start, naming the link, and the link's target keeps its bytes."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(short_run, run_dir, symlinks=True)
+    victim = tmp_path / "outside.txt"
+    victim.write_bytes(b"precious")
+    link = run_dir / planted
+    if link.is_dir():
+        shutil.rmtree(link)
+    else:
+        link.unlink(missing_ok=True)
+    link.symlink_to(victim if planted != "checkpoints" else tmp_path)
+    argv = ["--config", str(SMOKE), "--shards", str(smoke_shards), "--run-dir", str(run_dir),
+            "--max-steps", "12", "--threads", "1"]
+    assert train_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"holds a symbolic link, {link} -> " in err[0]
+    assert victim.read_bytes() == b"precious"
