@@ -67,13 +67,32 @@ def _readable_steps(store: CheckpointStore, entries: list[dict[str, Any]]) -> li
     return readable
 
 
-def ema_model_from_checkpoint(payload: dict[str, Any]):
-    """A ``PUICLModel`` (eval mode, CPU) holding the checkpoint's EMA weights."""
-    from puicl_model.model import PUICLModel
+def ema_model_from_checkpoint(payload: dict[str, Any], source: str | Path = "the checkpoint"):
+    """A ``PUICLModel`` (eval mode, CPU) holding the checkpoint's EMA weights.
 
-    config = from_mapping(ModelConfig, payload["config"]["model"], "model")
+    The stored config is checked before a model is built, as ``load_weights`` checks a weights
+    file: its sizes against the limits puicl loads, and the shapes a model of it has (computed
+    on the meta device) against the EMA tensors the checkpoint holds, so a config that claims
+    a larger model than the checkpoint carries allocates nothing. ``source`` names the file in
+    the errors."""
+    from puicl_model.model import PUICLModel
+    from puicl_model.weights import check_config_against_tensors
+
+    try:
+        config = from_mapping(ModelConfig, payload["config"]["model"], "model")
+        ema = payload["ema"]
+    except (KeyError, TypeError) as err:
+        raise CheckpointError(f"{source} holds no model config or EMA weights where a "
+                              f"checkpoint keeps them ({err!r})") from None
+    if not isinstance(ema, dict) or not all(hasattr(v, "shape") for v in ema.values()):
+        raise CheckpointError(f"{source}: its EMA weights are not a mapping of tensors")
+    try:
+        check_config_against_tensors(config, {name: tuple(v.shape) for name, v in ema.items()},
+                                     Path(source))
+    except ValueError as err:
+        raise CheckpointError(str(err)) from None
     model = PUICLModel(config)
-    model.load_state_dict(payload["ema"], strict=True)
+    model.load_state_dict(ema, strict=True)
     return model.eval()
 
 
@@ -88,7 +107,7 @@ def exported_model(run_dir: str | Path, step: int | None = None) -> tuple[Any, s
             f"{path} was trained with training.average: {average}, which was removed "
             "(docs/recipe.md); this trainer exports EMA weights only"
         )
-    return ema_model_from_checkpoint(payload), f"the EMA weights of {path}"
+    return ema_model_from_checkpoint(payload, path), f"the EMA weights of {path}"
 
 
 def export_run(run_dir: str | Path, out: str | Path, step: int | None = None) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "WEIGHTS_FILE",
     "WeightsError",
     "bundled_weights_path",
+    "check_config_against_tensors",
     "load_weights",
     "resolve_weights_path",
     "save_weights",
@@ -273,6 +274,16 @@ def _check_layout(shapes: Mapping[str, tuple[int, ...]], dtypes: Mapping[str, st
         raise WeightsError(
             f"{source} does not fit its model config: " + "; ".join(problems)
         )
+
+
+def check_config_against_tensors(config: ModelConfig, shapes: Mapping[str, tuple[int, ...]],
+                                 source: Path) -> None:
+    """The checks :func:`load_weights` makes before it builds a model, for weights held
+    elsewhere (a training checkpoint's EMA tensors): the config's sizes within
+    :data:`CONFIG_MAXIMA`, and ``shapes`` those of a model of ``config`` (computed on the
+    meta device). Raises :class:`WeightsError` naming ``source``."""
+    _check_config_sizes(config, source)
+    _check_layout(shapes, {}, config, source)
 
 
 def stored_checksum(path: str | Path) -> str:

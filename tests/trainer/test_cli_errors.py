@@ -222,3 +222,43 @@ def test_a_link_planted_in_the_run_directory_is_refused_and_its_target_kept(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"holds a symbolic link, {link} -> " in err[0]
     assert victim.read_bytes() == b"precious"
+
+
+def _rewrite_checkpoint(run_dir: Path, change) -> None:
+    """Rewrite the run's newest checkpoint through ``change(payload)`` with its index entry
+    updated, so that it passes its checksum as a crafted file would."""
+    import hashlib
+
+    import torch
+
+    directory = run_dir / "checkpoints"
+    index = json.loads((directory / "index.json").read_text())
+    entry = index["checkpoints"][-1]
+    path = directory / entry["file"]
+    payload = torch.load(path, weights_only=False)  # the test's own file
+    change(payload)
+    torch.save(payload, path)
+    data = path.read_bytes()
+    entry.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    (directory / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: p["config"]["model"].update(embed_dim=4096, ff_dim=16384, num_layers=64),
+     "does not fit its model config"),
+    (lambda p: p["config"]["model"].update(embed_dim=32768, ff_dim=1_000_000),
+     "beyond what puicl loads"),
+    (lambda p: p.pop("ema"), "holds no model config or EMA weights"),
+    (lambda p: p["config"].pop("model"), "holds no model config or EMA weights"),
+], ids=["larger-than-its-tensors", "beyond-the-limits", "no-ema", "no-model-config"])
+def test_export_checks_the_stored_config_before_building_a_model(
+        short_run, tmp_path, capsys, change, message) -> None:
+    """A checkpoint that passes its checksum but whose config claims a model larger than its
+    EMA tensors (or that lacks them) is refused in one line; no model of that size is built."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(short_run, run_dir)
+    _rewrite_checkpoint(run_dir, change)
+    out = tmp_path / "weights"
+    assert trainer_cli(["export", str(run_dir), "--out", str(out)]) == 2
+    assert message in _one_error_line(capsys, "export")
+    assert not out.exists()
