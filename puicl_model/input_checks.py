@@ -186,15 +186,31 @@ def _warn_if_inverted(labeled: np.ndarray) -> None:
         )
 
 
+def clean_split_is_telling(n_labeled: int, n_pool: int) -> bool:
+    """Whether a feature that splits ``n_labeled`` labeled rows from ``n_pool`` unlabeled
+    ones cleanly says something (a chance this clean below :data:`_LEAK_CHANCE`)."""
+    log_chance = math.log(2.0) - (math.lgamma(n_labeled + n_pool + 1) - math.lgamma(n_labeled + 1)
+                                  - math.lgamma(n_pool + 1))
+    return log_chance < math.log(_LEAK_CHANCE)
+
+
+def all_marked_is_telling(n_side: int, n_marked: int, n_rows: int) -> bool:
+    """Whether ``n_side`` rows all falling among ``n_marked`` of ``n_rows`` (every labeled row
+    missing a value, say) says something: the chance that a random ``n_side`` rows all do is
+    below :data:`_LEAK_CHANCE` (hypergeometric)."""
+    if n_marked < n_side:
+        return False
+    log_chance = (math.lgamma(n_marked + 1) - math.lgamma(n_marked - n_side + 1)
+                  - math.lgamma(n_rows + 1) + math.lgamma(n_rows - n_side + 1))
+    return log_chance < math.log(_LEAK_CHANCE)
+
+
 def warn_about_leaks(x_labeled: np.ndarray, x_pool: np.ndarray, labels: list[str]) -> None:
     """Warn, naming them, about features whose values among the labeled rows and among the
     unlabeled rows do not overlap: a copy of ``s``, or a value recorded only for the labeled
     rows. The model then reads ``s`` off that feature, and the scores of the pool say little
     about which of its rows are positive (they crowd near one end)."""
-    n_labeled, n_pool = len(x_labeled), len(x_pool)
-    log_chance = math.log(2.0) - (math.lgamma(n_labeled + n_pool + 1) - math.lgamma(n_labeled + 1)
-                                  - math.lgamma(n_pool + 1))
-    if log_chance >= math.log(_LEAK_CHANCE) or x_labeled.shape[1] == 0:
+    if not clean_split_is_telling(len(x_labeled), len(x_pool)) or x_labeled.shape[1] == 0:
         return
     below = x_labeled.max(axis=0) < x_pool.min(axis=0)
     above = x_labeled.min(axis=0) > x_pool.max(axis=0)

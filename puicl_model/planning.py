@@ -111,7 +111,7 @@ def _fit_view(X: Any, labeled: np.ndarray, numeric: str, categorical: str, missi
     with warnings.catch_warnings():
         if quiet:  # fit warns about the columns once, for the configured view
             warnings.simplefilter("ignore")
-        table = preprocessor.fit_transform(X)
+        table = preprocessor.fit_transform(X, labeled)
     return View(preprocessor, np.ascontiguousarray(table[labeled]),
                 np.ascontiguousarray(table[~labeled]))
 

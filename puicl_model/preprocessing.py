@@ -160,6 +160,46 @@ def _moments(kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return center, scale, prescale
 
 
+def _split_by_s(columns: list[ColumnEncoding], arrays: list[np.ndarray],
+                labeled: np.ndarray) -> dict[str, str]:
+    """Columns that tell the labeled rows from the unlabeled ones by themselves, with why they
+    are dropped: a numeric column missing on every row of one side only (positives from a
+    registry that lacks the field: the median fill makes it constant on that side and varied
+    on the other), or a column whose values on the two sides do not overlap (a copy of ``s``,
+    a value recorded only for labeled rows); each only where chance would hardly give so
+    clean a split (:mod:`puicl_model.input_checks`). The scores would follow such a column
+    instead of the positives, and with a copy of ``s`` they would flip with its 0/1 coding."""
+    from puicl_model.input_checks import all_marked_is_telling, clean_split_is_telling
+
+    labeled = np.asarray(labeled, dtype=bool)
+    telling = clean_split_is_telling(int(labeled.sum()), int((~labeled).sum()))
+    found: dict[str, str] = {}
+    for column, values in zip(columns, arrays, strict=True):
+        numeric = as_numeric(values) if column.kind == "numeric" or column.numbers else None
+        if numeric is not None:
+            missing = np.isnan(numeric)
+            for side, here, there in (("labeled", labeled, ~labeled),
+                                      ("unlabeled", ~labeled, labeled)):
+                if (missing[here].all() and not missing[there].all()
+                        and all_marked_is_telling(int(here.sum()), int(missing.sum()),
+                                                  len(missing))):
+                    found[column.name] = (f"missing on every {side} row, recorded only for the "
+                                          "others: it would tell them apart")
+            ours, theirs = numeric[labeled & ~missing], numeric[~labeled & ~missing]
+            apart = len(ours) and len(theirs) and (ours.max() < theirs.min()
+                                                   or ours.min() > theirs.max())
+        else:
+            present = ~is_missing(values)
+            ours = {category_key(v) for v in values[labeled & present].tolist()}
+            theirs = {category_key(v) for v in values[~labeled & present].tolist()}
+            apart = bool(ours) and bool(theirs) and not ours & theirs
+        if apart and telling and column.name not in found:
+            found[column.name] = ("separates the labeled rows from the unlabeled ones: its "
+                                  "values on the two sides do not overlap (a copy of s, or a "
+                                  "value recorded only for labeled rows?)")
+    return found
+
+
 class TablePreprocessor:
     """Learns column encodings on the fitted table; turns tables into float32 matrices."""
 
@@ -203,12 +243,14 @@ class TablePreprocessor:
         return any(column.kind == "categorical" and not column.numbers
                    for column in self.columns_)
 
-    def fit(self, X: Any) -> TablePreprocessor:
-        self._fit(X)
+    def fit(self, X: Any, labeled: np.ndarray | None = None) -> TablePreprocessor:
+        self._fit(X, labeled)
         return self
 
-    def _fit(self, X: Any) -> np.ndarray:
-        """Learn the encodings; return the fitted table's encoded features (before scaling)."""
+    def _fit(self, X: Any, labeled: np.ndarray | None = None) -> np.ndarray:
+        """Learn the encodings; return the fitted table's encoded features (before scaling).
+        ``labeled`` (the mask of the labeled rows, where known) drops a column that tells the
+        labeled rows from the unlabeled ones by itself (:func:`_split_by_s`)."""
         names, arrays, is_frame, self._declared_categorical = read_columns(X)
         if not names:
             # the rows are counted on X itself: a table without columns has no column to count
@@ -253,12 +295,15 @@ class TablePreprocessor:
         features_of = self._feature_slices()
         for name in copies:
             keep[features_of[name]] = False
+        one_sided = {} if labeled is None else _split_by_s(columns, arrays, labeled)
+        for name in one_sided:
+            keep[features_of[name]] = False
         labels = feature_labels(columns)
         self.dropped_features_ = [
             label for label, kept in zip(labels, keep, strict=True) if not kept
         ]
         self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep, row_number_starts,
-                                                   copies)
+                                                   copies, one_sided)
         # the names of the encoded table's features ("colour=red" for a one-hot feature)
         self.kept_features_ = [label for label, kept in zip(labels, keep, strict=True) if kept]
         self.keep_ = keep
@@ -329,7 +374,8 @@ class TablePreprocessor:
 
     def _drop_reasons(self, arrays: list[np.ndarray], labels: list[str], keep: np.ndarray,
                       row_number_starts: dict[str, float],
-                      copies: dict[str, tuple[str, int]]) -> dict[str, str]:
+                      copies: dict[str, tuple[str, int]],
+                      one_sided: dict[str, str] | None = None) -> dict[str, str]:
         """Why each dropped feature carries no information, in words a user recognizes."""
         reasons: dict[str, str] = {}
         feature = 0
@@ -351,6 +397,9 @@ class TablePreprocessor:
                         f"row numbers: {first:g}, {first + 1:g}, {first + 2:g}, ... in row "
                         "order (a saved index?)"
                     )
+                    continue
+                if one_sided and column.name in one_sided:
+                    reasons[labels[index]] = one_sided[column.name]
                     continue
                 missing = is_missing(values)
                 if column.kind == "numeric":
@@ -405,5 +454,5 @@ class TablePreprocessor:
         kept = raw[:, self.keep_]
         return ((kept / self.prescale_ - self.center_) / self.scale_).astype(np.float32)
 
-    def fit_transform(self, X: Any) -> np.ndarray:
-        return self._scaled(self._fit(X))  # the fitted table is encoded once
+    def fit_transform(self, X: Any, labeled: np.ndarray | None = None) -> np.ndarray:
+        return self._scaled(self._fit(X, labeled))  # the fitted table is encoded once

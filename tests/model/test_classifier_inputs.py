@@ -38,15 +38,23 @@ def test_an_ordinary_table_fits_without_a_warning(small_weights, frame) -> None:
 
 
 @pytest.mark.parametrize("leak", ["copy", "inverted", "category"])
-def test_a_column_that_separates_labeled_from_unlabeled_is_named(small_weights, frame,
+def test_a_column_that_separates_labeled_from_unlabeled_is_named_and_dropped(small_weights, frame,
                                                                  leak) -> None:
     X, s = frame
     X = X.assign(leak={"copy": s.astype(float), "inverted": 5.0 - 2 * s,
                        "category": np.where(s == 1, "yes", "no")}[leak])
     messages = fit_messages(PUICLClassifier(weights=small_weights), X, s)
-    leaks = [m for m in messages if m.startswith("these columns separate the labeled rows")]
-    assert len(leaks) == 1, messages
-    assert "perfectly (their values do not overlap): 'leak'; a copy of s" in leaks[0]
+    dropped = [m for m in messages if m.startswith("dropped columns")]
+    assert len(dropped) == 1, messages
+    assert ("'leak' (separates the labeled rows from the unlabeled ones: its values on the two "
+            "sides do not overlap (a copy of s" in dropped[0])
+    # dropped, the column cannot steer the scores: any coding of it gives the same ones
+    clean = PUICLClassifier(weights=small_weights).fit(frame[0], s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        leaky = PUICLClassifier(weights=small_weights).fit(X, s)
+    np.testing.assert_array_equal(leaky.predict_proba(X[s == 0]),
+                                  clean.predict_proba(frame[0][s == 0]))
 
 
 def test_a_clean_split_that_small_tables_give_by_chance_is_not_reported(small_weights) -> None:
@@ -110,3 +118,21 @@ def test_auto_takes_apples_gpu_where_there_is_no_cuda(small_model, frame, monkey
     # the same rule, where training keeps to CUDA and the CPU
     assert resolve_device(device, training=False) == clf.device_
     assert resolve_device(device).type == "cpu"
+
+
+@pytest.mark.parametrize("side", ["labeled", "unlabeled"])
+def test_a_column_missing_on_every_row_of_one_side_is_dropped_and_named(small_weights,
+                                                                         side) -> None:
+    """Positives from a registry that lacks a field: the median fill would make the column
+    constant on one side and varied on the other, so the scores would follow it. It is dropped,
+    named, and the predictions are those of the table without it."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(120, 4))
+    s = (np.arange(120) < 40).astype(int)
+    gappy = X.copy()
+    gappy[(s == 1) if side == "labeled" else (s == 0), 3] = np.nan
+    with pytest.warns(UserWarning, match=rf"'3' \(missing on every {side} row, recorded only"):
+        clf = PUICLClassifier(weights=small_weights, device="cpu").fit(gappy, s)
+    without = PUICLClassifier(weights=small_weights, device="cpu").fit(X[:, :3], s)
+    np.testing.assert_array_equal(clf.predict_proba(gappy[s == 0]),
+                                  without.predict_proba(X[s == 0, :3]))
