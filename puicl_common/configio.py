@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import reprlib
 import types
 import typing
 from collections.abc import Mapping
@@ -76,8 +77,15 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+# how much of a value an error message shows: a few levels and items of it, never the whole
+# (a YAML alias bomb is small as written and astronomically large as text)
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxdict, _SHOWN.maxlist, _SHOWN.maxtuple = 3, 4, 4, 4
+_SHOWN.maxstring, _SHOWN.maxother = 60, 60
+
+
 def _describe(value: Any) -> str:
-    text = repr(value)
+    text = _SHOWN.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -251,6 +259,13 @@ def config_hash(obj: Any) -> str:
 
 
 EXTENDS = "extends"
+# bounds on what a config file may be: its size, the nesting of its values, the YAML aliases
+# in it (each may stand for a whole subtree, so a few dozen can expand to gigabytes) and the
+# length of an extends chain
+MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_DEPTH = 64
+MAX_CONFIG_ALIASES = 64
+MAX_EXTENDS_CHAIN = 32
 
 
 def merge_mappings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -289,6 +304,9 @@ def _resolve(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
         start = seen.index(path.resolve())
         cycle = " -> ".join(str(p) for p in (*chain[start:], path))
         raise ConfigError(EXTENDS, f"cycle of extends: {cycle}")
+    if len(chain) >= MAX_EXTENDS_CHAIN:
+        raise ConfigError(EXTENDS, f"{chain[0]} extends more than {MAX_EXTENDS_CHAIN} files in "
+                          f"a chain (at {path})")
     data = _read_mapping(path, chain[-1] if chain else None)
     if EXTENDS not in data:
         return data
@@ -308,14 +326,20 @@ def _read_mapping(path: Path, extended_by: Path | None) -> dict[str, Any]:
     role = f" (extended by {extended_by})" if extended_by is not None else ""
     key = EXTENDS if extended_by is not None else ""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_config_text(path)
     except FileNotFoundError:
         what = "base config file" if extended_by is not None else "config file"
         raise ConfigError(key, f"{what} not found: {path}{role}") from None
     except OSError as err:
-        raise ConfigError(key, f"cannot read config file {path}{role}: {err}") from None
+        raise ConfigError(key, f"cannot read config file {path}{role}: "
+                          f"{err.strerror or err}") from None
+    except ValueError as err:
+        raise ConfigError(key, f"{path}{role} {err}") from None
     try:
+        _check_yaml_shape(text)
         data = yaml.safe_load(text)
+    except ValueError as err:
+        raise ConfigError(key, f"{path}{role} {err}") from None
     except yaml.YAMLError as err:
         raise ConfigError(key, f"{path}{role} is not valid YAML: {err}") from None
     if data is None:
@@ -325,3 +349,42 @@ def _read_mapping(path: Path, extended_by: Path | None) -> dict[str, Any]:
             key, f"{path}{role} must hold a mapping at the top level, got {_describe(data)}"
         )
     return data
+
+
+def _read_config_text(path: Path) -> str:
+    """The text of a config file that is a regular file of at most MAX_CONFIG_BYTES (a device
+    such as /dev/zero, a FIFO or a huge file is refused before it is read whole)."""
+    import stat
+
+    status = os.stat(path)
+    if not stat.S_ISREG(status.st_mode):
+        raise ValueError("is not a regular file")
+    with open(path, "rb") as stream:
+        data = stream.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(f"is larger than {MAX_CONFIG_BYTES} bytes; a config file is small")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"is not UTF-8 text ({err.reason} at byte {err.start})") from None
+
+
+def _check_yaml_shape(text: str) -> None:
+    """Refuse YAML nested deeper than MAX_CONFIG_DEPTH or holding more than MAX_CONFIG_ALIASES
+    aliases, from its event stream, before it is built into objects (building recurses, and
+    aliases expand when the value is printed, merged or hashed)."""
+    import yaml
+
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_CONFIG_DEPTH:
+                raise ValueError(f"nests values deeper than {MAX_CONFIG_DEPTH} levels")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_CONFIG_ALIASES:
+                raise ValueError(f"holds more than {MAX_CONFIG_ALIASES} YAML aliases (*name); "
+                                 "write the values out")

@@ -276,3 +276,66 @@ def test_resolved_configs_keep_their_hashes(name: str, monkeypatch) -> None:
     monkeypatch.chdir(CONFIGS.parent)  # training.init_weights paths are relative to the root
     config = load_run_config(CONFIGS / name)
     assert (config.generation().hash(), config.training_hash()) == CONFIG_HASHES[name]
+
+
+BOMB = """a: &a [x, x, x, x, x, x, x, x, x]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+seed: [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+"""
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(tmp_path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)  # 9**9 leaves as text: ~3 GB once printed or hashed
+    with pytest.raises(ConfigError, match=r"holds more than 64 YAML aliases"):
+        load_yaml(path)
+
+
+def test_a_few_aliases_still_load_and_errors_show_values_briefly(tmp_path) -> None:
+    path = tmp_path / "few.yaml"
+    path.write_text("base: &b {n_features: 3}\nother: *b\n")
+    assert load_yaml(path) == {"base": {"n_features": 3}, "other": {"n_features": 3}}
+    huge: list = [0] * 10
+    for _ in range(11):  # 10**12 leaves, shared as aliases build them: no repr could print it
+        huge = [huge] * 10
+    with pytest.raises(ConfigError) as caught:
+        from_mapping(ModelConfig, {"embed_dim": huge}, "model")
+    assert len(str(caught.value)) < 200
+
+
+@pytest.mark.parametrize("content, message", [
+    ("a:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(100)) + "  " * 101 + "v: 1\n",
+     "nests values deeper than 64 levels"),
+    ("x: " + "[" * 1000 + "]" * 1000 + "\n", "nests values deeper than 64 levels"),
+])
+def test_deep_nesting_is_refused_in_one_line(tmp_path, content, message) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        load_yaml(path)
+
+
+def test_extends_reads_only_small_regular_files_and_short_chains(tmp_path) -> None:
+    top = tmp_path / "top.yaml"
+    top.write_text("extends: /dev/zero\nseed: 1\n")
+    with pytest.raises(ConfigError, match=r"/dev/zero \(extended by .*top.yaml\) is not a "
+                                          r"regular file"):
+        load_yaml(top)
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * (1 << 20) + "\n")
+    top.write_text("extends: big.yaml\n")
+    with pytest.raises(ConfigError, match=r"is larger than 1048576 bytes"):
+        load_yaml(top)
+    for i in range(40):  # c0 extends c1 extends ... c40
+        (tmp_path / f"c{i}.yaml").write_text(f"extends: c{i + 1}.yaml\n")
+    (tmp_path / "c40.yaml").write_text("seed: 2\n")
+    with pytest.raises(ConfigError, match=r"extends more than 32 files in a chain"):
+        load_yaml(tmp_path / "c0.yaml")
+    (tmp_path / "c20.yaml").write_text("seed: 3\n")  # a chain of 21 files loads
+    assert load_yaml(tmp_path / "c0.yaml") == {"seed": 3}
