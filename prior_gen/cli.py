@@ -232,12 +232,27 @@ def _announcer(
     return announce
 
 
+def _check_corpus(config: GenerationConfig) -> None:
+    """Load and check the real-table corpus the config names, once, before any shard is
+    planned: a corpus that cannot be used ends the command in one line with nothing written."""
+    spec = config.prior.real_tables
+    if spec is None:
+        return
+    from prior_gen.real_tables import CorpusError, load_corpus
+
+    try:
+        load_corpus(spec.corpus, spec.sha256)
+    except CorpusError as err:
+        _fail(str(err))
+
+
 def _generate(argv: Sequence[str]) -> int:
     from prior_gen.runner import default_workers, run_generation
 
     parser = _generate_parser()
     args = parser.parse_args(argv)
     config = _load_config(parser, args)
+    _check_corpus(config)
     try:
         stages = parse_stages(args.stages, config, args.config)
         steps = parse_steps(args.steps) if args.steps else None

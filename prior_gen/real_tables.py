@@ -42,7 +42,8 @@ from prior_gen.storage import digest_path
 from prior_gen.task import Task
 from puicl_common.atomic import atomic_output
 
-__all__ = ["RealCorpus", "load_corpus", "real_task", "real_task_from_plan", "write_corpus"]
+__all__ = ["CorpusError", "RealCorpus", "load_corpus", "real_task", "real_task_from_plan",
+           "write_corpus"]
 
 _CORPUS_KEYS = ("values", "labels", "shapes", "tables", "names")
 
@@ -79,6 +80,57 @@ def write_corpus(path: str | Path, entries: list[tuple[np.ndarray, np.ndarray]],
 _LOADED: dict[tuple[str, str], RealCorpus] = {}
 
 
+class CorpusError(ValueError):
+    """A real-table corpus that cannot be used; the message names the file and why."""
+
+
+def _read_arrays(path: str | Path) -> dict[str, np.ndarray]:
+    """The corpus file's arrays, or a CorpusError for a file that is no corpus."""
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = [name for name in _CORPUS_KEYS if name not in data.files]
+            if missing:
+                raise CorpusError(f"prior.real_tables.corpus: {path} lacks {missing}")
+            return {name: data[name] for name in _CORPUS_KEYS}
+    except CorpusError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, AttributeError) as err:
+        raise CorpusError(f"prior.real_tables.corpus: {path} is not a corpus written by "
+                          f"scripts/build_real_corpus.py ({type(err).__name__}: "
+                          f"{str(err)[:80]})") from None
+
+
+def _checked(path: str | Path, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Check the arrays' dtypes, shapes and values agree; returns the tables' names."""
+    where = f"prior.real_tables.corpus: {path}"
+    values, labels, shapes, tables = (arrays[k] for k in ("values", "labels", "shapes", "tables"))
+    if values.dtype.kind != "f" or labels.dtype.kind not in "iub" or \
+            shapes.dtype.kind not in "iu" or tables.dtype.kind not in "iu":
+        raise CorpusError(f"{where}: values must be floats and labels, shapes and tables "
+                          "integers")
+    if shapes.ndim != 2 or shapes.shape[1:] != (2,) or len(shapes) == 0 or (shapes < 1).any():
+        raise CorpusError(f"{where}: shapes must list at least one entry's (rows, columns)")
+    if values.ndim != 1 or len(values) != int((shapes[:, 0] * shapes[:, 1]).sum()) or \
+            labels.ndim != 1 or len(labels) != int(shapes[:, 0].sum()) or \
+            tables.shape != (len(shapes),):
+        raise CorpusError(f"{where}: values, labels and tables do not match the entries' shapes")
+    if not np.isfinite(values).all():
+        raise CorpusError(f"{where}: {int((~np.isfinite(values)).sum())} values are not finite "
+                          "(NaN or ±inf); the corpus builder writes encoded, finite tables")
+    if not np.isin(labels, (0, 1)).all():
+        raise CorpusError(f"{where}: labels must be 0 or 1")
+    try:
+        names = json.loads(arrays["names"].tobytes().decode())
+    except (UnicodeDecodeError, ValueError):
+        raise CorpusError(f"{where}: its names are not JSON") from None
+    if not isinstance(names, list) or not all(isinstance(n, dict) for n in names) or \
+            tables.min() < 0 or tables.max() >= len(names):
+        raise CorpusError(f"{where}: tables must index its list of table names")
+    return names
+
+
 def load_corpus(path: str | Path, sha256: str) -> RealCorpus:
     """The corpus at ``path``, checked against ``sha256`` (cached per process, by the path as
     given: every real task asks for it, and resolving the path each time is a file-system
@@ -87,21 +139,22 @@ def load_corpus(path: str | Path, sha256: str) -> RealCorpus:
     if key in _LOADED:
         return _LOADED[key]
     if not Path(path).is_file():
-        raise FileNotFoundError(
-            f"prior.real_tables.corpus: {path} does not exist; build it with "
+        raise CorpusError(
+            f"prior.real_tables.corpus: {path} does not exist or is not a file; build it with "
             "`python scripts/build_real_corpus.py --out " + str(path) + "`"
         )
-    found = digest_path(Path(path))[0]
+    try:
+        found = digest_path(Path(path))[0]
+    except OSError as err:
+        raise CorpusError(f"prior.real_tables.corpus: cannot read {path}: "
+                          f"{err.strerror or err}") from None
     if found != sha256:
-        raise ValueError(f"prior.real_tables.corpus: {path} has SHA-256 {found}, the config "
-                         f"names {sha256}")
-    with np.load(path, allow_pickle=False) as data:
-        missing = [name for name in _CORPUS_KEYS if name not in data.files]
-        if missing:
-            raise ValueError(f"prior.real_tables.corpus: {path} lacks {missing}")
-        values, labels = data["values"], data["labels"]
-        shapes, tables = data["shapes"], data["tables"]
-        names = json.loads(data["names"].tobytes().decode())
+        raise CorpusError(f"prior.real_tables.corpus: {path} has SHA-256 {found}, the config "
+                          f"names {sha256}")
+    arrays = _read_arrays(path)
+    names = _checked(path, arrays)
+    values, labels = arrays["values"], arrays["labels"].astype(np.int8)
+    shapes, tables = arrays["shapes"].astype(np.int64), arrays["tables"].astype(np.int64)
     cells = np.concatenate([[0], np.cumsum(shapes[:, 0] * shapes[:, 1])])
     rows = np.concatenate([[0], np.cumsum(shapes[:, 0])])
     x = tuple(values[cells[e]:cells[e + 1]].reshape(shapes[e]) for e in range(len(shapes)))

@@ -107,7 +107,7 @@ def test_the_corpus_round_trips_and_a_changed_or_missing_file_is_an_error(corpus
     changed.write_bytes(path.read_bytes() + b"\0")
     with pytest.raises(ValueError, match=f"has SHA-256 .* the config names {digest}"):
         load_corpus(changed, digest)
-    with pytest.raises(FileNotFoundError, match=r"build_real_corpus\.py"):
+    with pytest.raises(ValueError, match=r"build_real_corpus\.py"):
         load_corpus(path.with_name("absent.npz"), digest)
     with pytest.raises(ValueError, match="at least one entry"):
         write_corpus(path.with_name("empty.npz"), [], [], [])
@@ -241,3 +241,53 @@ def test_other_cpu_kernels_give_the_same_bytes(corpus, tmp_path: Path, variant: 
     assert generation_config_from_mapping(data).hash() == config.hash()
     there = digests_under_cpu_variant(config_path, tmp_path / "there", VARIANTS[variant])
     assert there == shard_digests(tmp_path / "here")
+
+
+def _npz(path: Path, **arrays) -> str:
+    with open(path, "wb") as out:
+        np.savez(out, **arrays)
+    return digest_path(path)[0]
+
+
+def _broken_corpora(path: Path, good: Path):
+    """(name, bytes-writer) of corpora that cannot be used."""
+    with np.load(good) as data:
+        arrays = {name: data[name] for name in data.files}
+    values = arrays["values"].copy()
+    values[7] = np.inf
+    return {
+        "not an npz": lambda: path.write_bytes(b"not a zip file at all"),
+        "a key missing": lambda: _npz(path, **{k: v for k, v in arrays.items() if k != "tables"}),
+        "an inf": lambda: _npz(path, **{**arrays, "values": values}),
+        "all NaN": lambda: _npz(path, **{**arrays, "values": np.full_like(values, np.nan)}),
+        "shapes that lie": lambda: _npz(path, **{**arrays, "shapes": arrays["shapes"] * 2}),
+        "labels of 2": lambda: _npz(path, **{**arrays, "labels": arrays["labels"] * 2}),
+        "names not JSON": lambda: _npz(path, **{**arrays, "names": np.frombuffer(b"{x", np.uint8)}),
+        "a table index out of range": lambda: _npz(path, **{**arrays,
+                                                             "tables": arrays["tables"] + 5}),
+    }
+
+
+@pytest.mark.parametrize("case", ["not an npz", "a key missing", "an inf", "all NaN",
+                                  "shapes that lie", "labels of 2", "names not JSON",
+                                  "a table index out of range"])
+def test_a_corpus_that_cannot_be_used_is_refused_in_one_line_before_anything_is_written(
+        corpus, tmp_path, capsys, case) -> None:
+    from prior_gen.cli import main
+
+    good, _, _ = corpus
+    bad = tmp_path / "bad.npz"
+    _broken_corpora(bad, good)[case]()
+    config = tmp_path / "config.yaml"
+    data = yaml.safe_load(SMOKE.read_text())
+    data["prior"]["real_tables"] = {"corpus": str(bad), "sha256": digest_path(bad)[0],
+                                    "probability": 0.5}
+    config.write_text(yaml.safe_dump(data))
+    out = tmp_path / "shards"
+    with pytest.raises(SystemExit) as stop:
+        main(["--config", str(config), "--stages", "1", "--steps", "0", "--out", str(out)])
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("prior-gen: error: prior.real_tables.corpus:")
+    assert str(bad) in lines[0]
+    assert not out.exists()
