@@ -127,10 +127,12 @@ THRESHOLD_RULE = "a number in (0, 1) or 'prior'"
 
 def is_valid_threshold(value: Any) -> bool:
     """Whether ``value`` is a decision threshold ``PUICLClassifier`` takes: THRESHOLD_RULE."""
-    if value == "prior":
-        return True
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return numeric and 0 < value < 1
+    if isinstance(value, str):
+        return value == "prior"
+    # numpy's real scalars (np.float32(0.5), np.int64) are numbers as well; bools are not
+    numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+    return bool(numeric and 0 < value < 1)
 
 
 def check_settings(estimator: Any) -> InferenceSettings:

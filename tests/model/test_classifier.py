@@ -100,6 +100,9 @@ def test_class_prior_and_thresholds(small_weights, table, rng) -> None:
     pi_hat = clf.estimate_class_prior()
     assert pi_hat >= np.mean(1 - p) and 0 < pi_hat < 1  # at least the mean (test_class_prior)
     np.testing.assert_array_equal(clf.predict(X[s == 0]), (p > 0.5).astype(int))
+    for numpy_cut in (np.float32(0.5), np.float64(0.5)):  # numpy's numbers are numbers
+        as_numpy = clone(clf).set_params(threshold=numpy_cut).fit(X, s)
+        np.testing.assert_array_equal(as_numpy.predict(X[s == 0]), (p > 0.5).astype(int))
     scores = clf.decision_function(X[s == 0])
     np.testing.assert_allclose(scores, np.log(p / (1 - p)), rtol=1e-9)
     assert ((scores > 0) == (p > 0.5)).all()
