@@ -55,9 +55,16 @@ def devsuite_slugs(data_dir: str | Path | None = None) -> tuple[str, ...]:
     if "slug" not in manifest.columns:
         raise DataError(f"{path} has no 'slug' column")
     slugs = tuple(manifest["slug"].str.strip())
-    bad = [s for s in slugs if not s or "/" in s or "\\" in s or s.startswith(".")]
+    if not slugs:
+        raise DataError(f"{path} lists no table (a header and no rows)")
+    # a slug names a file and a row of every report: path separators, a leading dot and
+    # characters that break a line or a markdown table cell are refused
+    bad = [s for s in slugs if not s or s.startswith(".")
+           or any(c in s for c in "/\\|") or not s.isprintable()]
     if bad or len(set(slugs)) != len(slugs):
-        raise DataError(f"{path}: slugs must be distinct plain names, got {bad or 'duplicates'}")
+        shown = ", ".join(repr(s) for s in bad[:5]) if bad else "duplicates"
+        raise DataError(f"{path}: slugs must be distinct plain names (printable, no '/', '\\', "
+                        f"'|' or leading '.'), got {shown}")
     return slugs
 
 
@@ -112,6 +119,9 @@ def load_devsuite_table(slug: str, data_dir: str | Path | None = None) -> Datase
         categorical=tuple(categorical),
         positive_label="1",
     )
+    if dataset.n_negative == 0 or dataset.n_positive == 0:
+        raise DataError(f"development-suite table {slug!r}: {TARGET!r} holds one class only "
+                        f"({len(dataset.y)} rows of {int(dataset.y[0])}); a PU task needs both")
     if dataset.n_positive < dataset.n_negative:
         raise DataError(f"development-suite table {slug!r}: the positive class (target = 1) is "
                         f"not the majority ({dataset.n_positive} of {len(dataset.y)} rows)")

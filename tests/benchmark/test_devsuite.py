@@ -54,6 +54,27 @@ def test_bad_suites_are_named_in_one_line(suite_dir, tmp_path):
     frame.drop(columns="target").to_csv(suite_dir / "beta.csv", index=False)
     with pytest.raises(DataError, match="has no 'target' column"):
         load_devsuite_table("beta", suite_dir)
+    frame.assign(target=1).to_csv(suite_dir / "beta.csv", index=False)
+    with pytest.raises(DataError, match="'target' holds one class only"):
+        load_devsuite_table("beta", suite_dir)
+
+
+@pytest.mark.parametrize("slugs, message", [
+    ([], "lists no table"),
+    (["alpha", "be|ta"], "'be|ta'"),
+    (["alpha", "be\nta"], "'be\\nta'"),
+    (["alpha", "be\x00ta"], "'be\\x00ta'"),
+])
+def test_a_manifest_without_tables_or_with_unprintable_slugs_is_refused_before_any_report(
+        suite_dir, tmp_path, capsys, slugs, message):
+    pd.DataFrame({"slug": slugs}, dtype=str).to_csv(suite_dir / "manifest.csv", index=False)
+    out = tmp_path / "run"
+    argv = ["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto",
+            "--out", str(out), "--no-progress"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not out.exists()
 
 
 def test_dev_run_over_three_pi_writes_each_report_and_the_suite_figure(suite_dir, tmp_path):
