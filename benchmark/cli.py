@@ -32,6 +32,7 @@ from benchmark.runner import RunSpec, expand_names, import_published, plan_run, 
 from benchmark.suites import SUITES, get_suite
 from benchmark.summary import write_summary
 from puicl_common.configio import ConfigError, load_yaml
+from puicl_common.output_paths import check_output_path, os_error_message
 
 # the pool compositions of the development suite's figure: few, half and mostly negatives
 DEV_PIS = (0.2, 0.5, 0.8)
@@ -126,6 +127,7 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out} is a file; give a folder")
+    check_output_path(args.out, "directory", "--out")
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     if args.import_results is not None and not args.import_results.is_file():
@@ -190,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # ValueError includes a refused import (benchmark.imports.ImportMismatchError)
     except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
         print(f"puicl-bench: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a read-only place, a full disk
+        print(f"puicl-bench: error: cannot write the results: {os_error_message(err)}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("puicl-bench: interrupted; finished replicates are cached, rerun the same "

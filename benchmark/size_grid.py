@@ -37,6 +37,7 @@ from benchmark.runner import RunSpec, expand_names, run
 from benchmark.suites import get_suite
 from puicl_common.atomic import atomic_output, atomic_write_text
 from puicl_common.configio import ConfigError, load_yaml
+from puicl_common.output_paths import check_output_path, os_error_message
 
 DEFAULT_SIZES = "600,3000,all"
 DEFAULT_PIS = "0.1,0.2,0.5,0.8"
@@ -82,6 +83,7 @@ def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out} is a file; give a folder")
+    check_output_path(args.out, "directory", "--out")
     overrides = {} if args.method_config is None else load_yaml(args.method_config)
     for name in overrides:
         if name not in METHOD_NAMES:
@@ -192,6 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         plot_grid(frame, specs[0].methods, args.out / "grid.png")
     except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
         print(f"size_grid: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a read-only place, a full disk
+        print(f"size_grid: error: cannot write the results: {os_error_message(err)}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("size_grid: interrupted; finished replicates are cached, rerun to resume",

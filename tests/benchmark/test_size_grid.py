@@ -82,3 +82,29 @@ def test_the_grid_refuses_bad_arguments_in_one_line(suite_dir, tmp_path, capsys)
     assert "--max-positives must be a whole number" in capsys.readouterr().err
     assert size_grid.main([*base, "--methods", "nope"]) == 2
     assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("where", ["below a file", "read-only"])
+def test_an_out_that_cannot_be_written_is_one_line(suite_dir, tmp_path, capsys, where):
+    if where == "below a file":
+        (tmp_path / "a_file").write_text("x")
+        out = tmp_path / "a_file" / "run"
+    else:
+        out = Path("/sys/puicl-test-out")  # sysfs refuses new entries even to root
+        try:
+            out.mkdir()
+        except OSError:
+            pass
+        else:
+            out.rmdir()
+            pytest.skip("no read-only place on this machine")
+    args = ["--data-dir", str(suite_dir), "--methods", "elkan-noto", "--out", str(out),
+            "--no-progress"]
+    for run, name in ((lambda: cli.main(["--suite", "dev", "--pi", "0.5", *args]),
+                       "puicl-bench"),
+                      (lambda: size_grid.main(["--sizes", "150", "--pi", "0.5", *args]),
+                       "size_grid")):
+        assert run() == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"{name}: error: "), err
+        assert str(out) in err[0]
