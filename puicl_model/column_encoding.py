@@ -64,6 +64,9 @@ class ColumnEncoding:
     power: float | None = None  # numeric="power": the Yeo-Johnson exponent
     # categorical: the categories are the numbers of a numeric column (few_valued_integers)
     numbers: bool = False
+    # numeric: subtracted from an integer column of huge values before it becomes float64
+    # (puicl_model.columns.integer_offset)
+    offset: int = 0
 
     @property
     def width(self) -> int:
@@ -166,9 +169,9 @@ def missing_mask(name: str, values: np.ndarray, missing: MissingStrategy) -> np.
 
 
 def fit_numeric(name: str, values: np.ndarray, numeric: NumericStrategy,
-                missing: MissingStrategy) -> ColumnEncoding:
+                missing: MissingStrategy, offset: int = 0) -> ColumnEncoding:
     """How the numeric column ``name`` becomes one feature (two with a "was missing" indicator),
-    learned on its fitted ``values``."""
+    learned on its fitted ``values`` (read less ``offset``, which the encoding keeps)."""
     gaps = missing_mask(name, values, missing)
     fill = float(np.median(values[~gaps])) if (~gaps).any() else 0.0
     indicator = bool(gaps.any()) and missing == "median+indicator"
@@ -179,7 +182,7 @@ def fit_numeric(name: str, values: np.ndarray, numeric: NumericStrategy,
     elif numeric == "power":
         power = _fit_power(filled)
     return ColumnEncoding(name, "numeric", fill=fill, indicator=indicator,
-                          quantiles=quantiles, power=power)
+                          quantiles=quantiles, power=power, offset=offset)
 
 
 def fit_categorical(name: str, values: np.ndarray, categorical: CategoricalStrategy, *,
@@ -254,7 +257,7 @@ def feature_labels(columns: list[ColumnEncoding]) -> list[str]:
 
 def _encode_numeric(column: ColumnEncoding, values: np.ndarray, missing: MissingStrategy,
                     ) -> list[np.ndarray]:
-    numeric = as_numeric(values)
+    numeric = as_numeric(values, column.offset)
     if numeric is None:
         raise ValueError(
             f"column {column.name!r} was numeric in fit but now holds non-numeric values"

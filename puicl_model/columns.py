@@ -59,6 +59,8 @@ def read_columns(X: Any) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
                         or pd.api.types.is_string_dtype(series.dtype)):
                     declared.add(str(column))
                 arrays.append(series.astype(object).to_numpy())
+            elif series.dtype.kind in "iu" and integer_offset(series.to_numpy()):
+                arrays.append(series.to_numpy())  # integers float64 cannot hold: kept exact
             else:
                 arrays.append(series.to_numpy(dtype=np.float64, na_value=np.nan))
         return names, arrays, True, declared
@@ -72,6 +74,10 @@ def read_columns(X: Any) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
             "Reshape your data: X.reshape(1, -1) for one row, X.reshape(-1, 1) for one "
             "feature"
         )
+    if array.dtype.kind in "iu" and integer_offset(array.ravel()):
+        # integers float64 cannot hold exactly: each column kept exact, read by parse_numeric
+        names = [str(i) for i in range(array.shape[1])]
+        return names, [array[:, i].copy() for i in range(array.shape[1])], False, set()
     if array.dtype.kind in "biuf":
         array = array.astype(np.float64, copy=False)
     elif array.dtype.kind == "c":
@@ -103,15 +109,37 @@ def _moments_in_seconds(series: Any) -> np.ndarray | None:
     return series.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def as_numeric(values: np.ndarray) -> np.ndarray | None:
+def as_numeric(values: np.ndarray, offset: int = 0) -> np.ndarray | None:
     """``values`` as float64 when every non-missing entry is a number, a number written as
-    text, or a missing-value token (read as NaN); else None."""
-    return parse_numeric(values)[0]
+    text, or a missing-value token (read as NaN); else None. ``offset``: see
+    :func:`parse_numeric`."""
+    return parse_numeric(values, offset)[0]
 
-def parse_numeric(values: np.ndarray) -> tuple[np.ndarray | None, dict[str, int]]:
-    """(``as_numeric(values)``, count of each missing-value token found in the text)."""
+
+# integers beyond this magnitude are not all exact in float64 (53-bit mantissa)
+_EXACT_IN_FLOAT64 = 2**53
+
+
+def integer_offset(values: np.ndarray) -> int:
+    """What to subtract from an integer column before it becomes float64: its smallest value
+    where some value is too large for float64 to hold exactly (IDs near 2**60, say), so that
+    values differing only beyond float64's precision stay distinct; else 0 (the column is
+    converted as it is). The encodings (ranks, standardization) do not depend on where a
+    column starts."""
+    if values.dtype.kind not in "iu" or not len(values):
+        return 0
+    if int(values.max()) < _EXACT_IN_FLOAT64 and int(values.min()) > -_EXACT_IN_FLOAT64:
+        return 0
+    return int(values.min())
+
+def parse_numeric(values: np.ndarray, offset: int = 0,
+                  ) -> tuple[np.ndarray | None, dict[str, int]]:
+    """(``as_numeric(values)``, count of each missing-value token found in the text); an
+    integer column less ``offset`` (:func:`integer_offset`), in integer arithmetic."""
     if values.dtype.kind == "f":
         return values, {}
+    if values.dtype.kind in "iu" and offset:
+        return np.array([int(v) - offset for v in values.tolist()], dtype=np.float64), {}
     if values.dtype.kind in "biu":
         return values.astype(np.float64), {}
     missing = is_missing(values)

@@ -87,6 +87,7 @@ from puicl_model.column_encoding import (
 from puicl_model.columns import (
     MISSING_TOKENS,
     as_numeric,
+    integer_offset,
     is_missing,
     numbers_and_text,
     parse_numeric,
@@ -265,14 +266,15 @@ class TablePreprocessor:
         row_number_starts: dict[str, float] = {}  # saved indexes: name -> first value
         mostly_numbers: list[str] = []  # numbers with stray text, read as categories
         for name, values in zip(names, arrays, strict=True):
+            offset = integer_offset(values)  # 0 but for integers too large for float64
             numeric, tokens = (None, {}) if name in self._declared_categorical else (
-                parse_numeric(values)
+                parse_numeric(values, offset)
             )
-            if numeric is not None and self._as_categories(numeric):
+            if numeric is not None and not offset and self._as_categories(numeric):
                 columns.append(fit_numbered_categories(name, numeric, self.categorical,
                                                        self.missing))
             elif numeric is not None:
-                columns.append(fit_numeric(name, numeric, self.numeric, self.missing))
+                columns.append(fit_numeric(name, numeric, self.numeric, self.missing, offset))
                 if _counts_rows(numeric):
                     row_number_starts[name] = float(numeric[0])
                 if values.dtype.kind in "OUS" and tokens:

@@ -136,3 +136,24 @@ def test_a_column_missing_on_every_row_of_one_side_is_dropped_and_named(small_we
     without = PUICLClassifier(weights=small_weights, device="cpu").fit(X[:, :3], s)
     np.testing.assert_array_equal(clf.predict_proba(gappy[s == 0]),
                                   without.predict_proba(X[s == 0, :3]))
+
+
+def test_integers_beyond_float64_precision_stay_distinct(small_weights) -> None:
+    """IDs near 2**62 that differ by less than float64's step there (1,024) are not one
+    value: they are read relative to the column's smallest, in integer arithmetic, and a new
+    row is placed among them the same way."""
+    rng = np.random.default_rng(6)
+    small = rng.integers(0, 1000, 120)
+    frame = pd.DataFrame({"x": rng.normal(size=120), "id": (2**62 + small).astype(np.int64)})
+    s = (np.arange(120) < 40).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing is dropped as constant
+        clf = PUICLClassifier(weights=small_weights, device="cpu").fit(frame, s)
+    assert clf.preprocessor_.kept_features_ == ["x", "id"]
+    shifted = PUICLClassifier(weights=small_weights, device="cpu").fit(
+        frame.assign(id=small), s)
+    np.testing.assert_array_equal(clf.predict_proba(frame[s == 0]),
+                                  shifted.predict_proba(frame.assign(id=small)[s == 0]))
+    new = frame.iloc[:3].assign(x=frame["x"].iloc[:3] + 0.5)
+    np.testing.assert_array_equal(clf.predict_proba(new),
+                                  shifted.predict_proba(new.assign(id=small[:3])))
