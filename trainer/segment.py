@@ -35,6 +35,7 @@ from puicl_common.configio import ConfigError
 from trainer.attention import choose_attention
 from trainer.batching import assemble_micro_batches, plan_micro_batches, rank_slice
 from trainer.checkpoint import (
+    CheckpointError,
     CheckpointStore,
     atomic_write_bytes,
     capture_rng_state,
@@ -130,6 +131,20 @@ class Segment:
         if found is None:
             return
         path, payload = found
+        try:
+            self._take(path, payload)
+        except ConfigError:
+            raise
+        except (KeyError, TypeError, ValueError, RuntimeError) as err:
+            # it passed its checksum, so it was written whole: by another program, or crafted
+            raise CheckpointError(
+                f"{path} passes its checksum but is not a checkpoint this trainer can resume "
+                f"({type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}); "
+                "resume another with --resume PATH, or start a new --run-dir"
+            ) from None
+
+    def _take(self, path: Path, payload: dict) -> None:
+        """Check the checkpoint ``payload`` (read from ``path``) and take its state."""
         if payload["training_hash"] != self.training_hash:
             # a checkpoint written before an option's removal still names it (at its legacy
             # value): not a difference of this run's configuration

@@ -262,3 +262,23 @@ def test_export_checks_the_stored_config_before_building_a_model(
     assert trainer_cli(["export", str(run_dir), "--out", str(out)]) == 2
     assert message in _one_error_line(capsys, "export")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("change", [
+    lambda p: p.pop("optimizer"),
+    lambda p: p.update(counters={"no such counter": 1}),
+    lambda p: p["model"].pop(next(iter(p["model"]))),
+], ids=["no-optimizer", "bad-counters", "a-weight-missing"])
+def test_resuming_an_inconsistent_checkpoint_is_one_line(short_run, smoke_shards, tmp_path,
+                                                         capsys, change) -> None:
+    """A checkpoint that passes its checksum (written whole) but lacks what resuming reads is
+    refused in one line, exit 2, not a KeyError or RuntimeError traceback."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(short_run, run_dir)
+    _rewrite_checkpoint(run_dir, change)
+    argv = ["--config", str(SMOKE), "--shards", str(smoke_shards), "--run-dir", str(run_dir),
+            "--max-steps", "6", "--threads", "1"]
+    assert train_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "passes its checksum but is not a checkpoint this trainer can " \
+                             "resume" in err[0], err
