@@ -341,7 +341,7 @@ def _read_mapping(path: Path, extended_by: Path | None) -> dict[str, Any]:
     except ValueError as err:
         raise ConfigError(key, f"{path}{role} {err}") from None
     except yaml.YAMLError as err:
-        raise ConfigError(key, f"{path}{role} is not valid YAML: {err}") from None
+        raise ConfigError(key, f"{path}{role} is not valid YAML: {_yaml_problem(err)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -388,3 +388,13 @@ def _check_yaml_shape(text: str) -> None:
             if aliases > MAX_CONFIG_ALIASES:
                 raise ValueError(f"holds more than {MAX_CONFIG_ALIASES} YAML aliases (*name); "
                                  "write the values out")
+
+
+def _yaml_problem(err: Exception) -> str:
+    """A YAML error in one line, placed in the file ("line 2, column 1"): the parser's own
+    text spans several lines and names "<unicode string>", not the file."""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context = getattr(err, "context", None)
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{context + ': ' if context else ''}{problem}{where}"

@@ -90,8 +90,12 @@ def test_load_yaml_errors(tmp_path) -> None:
         load_yaml(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("a: [1, 2\n")
-    with pytest.raises(ConfigError, match="is not valid YAML"):
+    with pytest.raises(ConfigError, match="is not valid YAML") as caught:
         load_yaml(bad)
+    # one line that places the problem in the file, not in "<unicode string>"
+    message = str(caught.value)
+    assert "\n" not in message and "unicode string" not in message
+    assert str(bad) in message and "at line 2, column 1" in message
     scalar = tmp_path / "scalar.yaml"
     scalar.write_text("3\n")
     with pytest.raises(ConfigError, match="must hold a mapping"):
