@@ -11,6 +11,7 @@ byte for byte the same.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -173,7 +174,10 @@ def write_shard(config: GenerationConfig, job: ShardJob, directory: str) -> dict
         sha256, size = digest_path(tmp)
         publish(tmp, final)
     except BaseException:
-        remove_path(tmp)
+        # a failed cleanup must not replace what is being raised (an interrupt above all);
+        # a temporary left behind is removed by the next run (storage.remove_temporaries)
+        with contextlib.suppress(OSError):
+            remove_path(tmp)
         raise
     tasks = [task for step in steps for task in step]
     return {

@@ -7,7 +7,6 @@ final name. The temporary names carry ``TEMP_MARK`` so a later run can remove th
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import secrets
@@ -44,9 +43,17 @@ def remove_path(path: Path) -> None:
     """Remove a file or a directory tree; a missing path is fine."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        return
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except (IsADirectoryError, PermissionError):
+        # it became a directory after the check: a store's writer thread, still running when
+        # an interrupt unwinds the main thread, created it
+        if not path.is_dir():
+            raise
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def publish(tmp: Path, final: Path) -> None:

@@ -214,3 +214,31 @@ def test_a_link_inside_the_shard_directory_is_refused_and_its_target_kept(tmp_pa
     line = _only_line(capsys.readouterr().err)
     assert f"holds a symbolic link, {out / 'manifest.json'} -> {victim}" in line
     assert victim.read_text() == "precious"
+
+
+def test_a_temporary_that_becomes_a_directory_while_it_is_removed_is_removed(
+        tmp_path, monkeypatch) -> None:
+    """An interrupt unwinds the main thread while a store's writer thread still creates the
+    shard's temporary directory: the cleanup sees no directory, then unlink meets one. It
+    removes the tree instead of raising, which would replace the interrupt (exit 1, not 130)."""
+    from prior_gen import storage
+
+    tmp = tmp_path / ".shard-000002.zarr.tmp-1-abcd"
+    tmp.mkdir()
+    (tmp / "chunk").write_bytes(b"x")
+    # the first check ran before the writer thread created the directory
+    monkeypatch.setattr(Path, "is_dir", _first_answer_false(tmp, Path.is_dir))
+    storage.remove_path(tmp)
+    assert not tmp.exists()
+
+
+def _first_answer_false(target: Path, real):
+    answered: list[bool] = []
+
+    def is_dir(self: Path) -> bool:
+        if self == target and not answered:
+            answered.append(True)
+            return False
+        return real(self)
+
+    return is_dir
