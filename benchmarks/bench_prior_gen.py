@@ -38,7 +38,6 @@ import argparse
 import dataclasses
 import json
 import math
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -47,14 +46,13 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from prior_gen.config import GenerationConfig, load_generation_config
+from prior_gen.factors import TaskPlan, n_negatives, plan_step
+from prior_gen.generate import generate_step
+from prior_gen.runner import ShardJob, run_generation, write_shard
+from prior_gen.shards import open_shards
 
-from prior_gen.config import GenerationConfig, load_generation_config  # noqa: E402
-from prior_gen.factors import TaskPlan, n_negatives, plan_step  # noqa: E402
-from prior_gen.generate import generate_step  # noqa: E402
-from prior_gen.runner import ShardJob, run_generation, write_shard  # noqa: E402
-from prior_gen.shards import open_shards  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _min_time(function: Callable[[], Any], repeats: int,

@@ -18,9 +18,7 @@ on the kept scores). Rounds interleave the calls; the medians and their ratio to
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -53,8 +51,7 @@ def main() -> None:
     X, s = table()
     pool = X[s == 0]
     folds = [int(k) for k in args.folds.split(",")]
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from puicl_prior import legacy_halves
+    from puicl_prior import legacy_halves  # the script beside this one (run as a script)
 
     seconds: dict[str, list[float]] = {"predict_proba": [], **{f"K={k}": [] for k in folds}}
     if args.legacy:

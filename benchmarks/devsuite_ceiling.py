@@ -46,11 +46,8 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmark.devsuite import devsuite_slugs, load_devsuite_table  # noqa: E402
-from benchmark.protocol import make_task  # noqa: E402
+from benchmark.devsuite import devsuite_slugs, load_devsuite_table
+from benchmark.protocol import make_task
 
 PIS = (0.2, 0.5, 0.8)
 

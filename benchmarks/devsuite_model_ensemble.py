@@ -32,15 +32,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmark.devsuite import devsuite_slugs, load_devsuite_table  # noqa: E402
-from benchmark.methods.puicl import as_table  # noqa: E402
-from benchmark.metrics import auc_mann_whitney  # noqa: E402
-from benchmark.protocol import PUTask, make_task, method_seed  # noqa: E402
-from benchmark.summary import summary_markdown  # noqa: E402
-from puicl_common.atomic import atomic_write_text  # noqa: E402
+from benchmark.devsuite import devsuite_slugs, load_devsuite_table
+from benchmark.methods.puicl import as_table
+from benchmark.metrics import auc_mann_whitney
+from benchmark.protocol import PUTask, make_task, method_seed
+from benchmark.summary import summary_markdown
+from puicl_common.atomic import atomic_write_text
 
 PIS = (0.2, 0.5, 0.8)
 

@@ -20,11 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmark.report import METHOD_LABELS  # noqa: E402
-from benchmark.summary import per_table_frame, plot_summary, summary_markdown  # noqa: E402
+from benchmark.report import METHOD_LABELS
+from benchmark.summary import per_table_frame, plot_summary, summary_markdown
 
 
 def read_run(label: str, folder: Path) -> dict[float, pd.DataFrame]:

@@ -64,18 +64,17 @@ import numpy as np
 import torch
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmark.labeling import LABELINGS, SCAR, parse_labeling
+from prior_gen.shards import open_shards
+from puicl_common.atomic import atomic_write_json, atomic_write_text
+from puicl_common.configio import load_yaml
+from puicl_common.output_paths import save_figure
+from puicl_model.backends.packed_inference import inference_logits
+from trainer.batching import collate_with_targets, plan_micro_batches
+from trainer.evaluation import score_task
+from trainer.export import exported_model
 
-from benchmark.labeling import LABELINGS, SCAR, parse_labeling  # noqa: E402
-from prior_gen.shards import open_shards  # noqa: E402
-from puicl_common.atomic import atomic_write_json, atomic_write_text  # noqa: E402
-from puicl_common.configio import load_yaml  # noqa: E402
-from puicl_common.output_paths import save_figure  # noqa: E402
-from puicl_model.backends.packed_inference import inference_logits  # noqa: E402
-from trainer.batching import collate_with_targets, plan_micro_batches  # noqa: E402
-from trainer.evaluation import score_task  # noqa: E402
-from trainer.export import exported_model  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BIN = Path(sys.executable).parent
 VAL_STAGES = ("1", "50", "100", "tail")

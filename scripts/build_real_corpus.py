@@ -49,7 +49,6 @@ import argparse
 import hashlib
 import itertools
 import re
-import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -57,14 +56,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from benchmark.datasets import DATASET_SLUGS, DataError, load_dataset
+from benchmark.devsuite import devsuite_slugs, load_devsuite_table
+from prior_gen.real_tables import write_corpus
+from puicl_common.atomic import atomic_write_text
+from puicl_model.preprocessing import TablePreprocessor
 
-from benchmark.datasets import DATASET_SLUGS, DataError, load_dataset  # noqa: E402
-from benchmark.devsuite import devsuite_slugs, load_devsuite_table  # noqa: E402
-from prior_gen.real_tables import write_corpus  # noqa: E402
-from puicl_common.atomic import atomic_write_text  # noqa: E402
-from puicl_model.preprocessing import TablePreprocessor  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 EXCLUDED_LIST = REPO / "configs" / "real_corpus" / "excluded.txt"
 # the benchmark's datasets and classic UCI tables, as they are named in R packages
