@@ -28,12 +28,15 @@ import dataclasses
 import hashlib
 import json
 import os
-import reprlib
 import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+from puicl_common.config_errors import ConfigError
+from puicl_common.config_errors import describe as _describe
+from puicl_common.versioning import drop_removed_keys
 
 T = TypeVar("T")
 
@@ -48,25 +51,6 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
-    """A configuration value is unknown, missing, mistyped or out of range.
-
-    ``key`` is the dotted path of the offending entry (may be empty for whole-file errors).
-    """
-
-    def __init__(self, key: str, message: str) -> None:
-        self.key = key
-        self.message = message
-        super().__init__(f"{key}: {message}" if key else message)
-
-    def under(self, prefix: str) -> ConfigError:
-        """The same error with ``prefix`` prepended to its key path."""
-        if not prefix:
-            return self
-        key = f"{prefix}.{self.key}" if self.key else prefix
-        return ConfigError(key, self.message)
-
-
 def require(condition: bool, key: str, message: str) -> None:
     """Raise ``ConfigError(key, message)`` unless ``condition`` holds (for ``validate``)."""
     if not condition:
@@ -75,18 +59,6 @@ def require(condition: bool, key: str, message: str) -> None:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-# how much of a value an error message shows: a few levels and items of it, never the whole
-# (a YAML alias bomb is small as written and astronomically large as text)
-_SHOWN = reprlib.Repr()
-_SHOWN.maxlevel, _SHOWN.maxdict, _SHOWN.maxlist, _SHOWN.maxtuple = 3, 4, 4, 4
-_SHOWN.maxstring, _SHOWN.maxother = 60, 60
-
-
-def _describe(value: Any) -> str:
-    text = _SHOWN.repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _convert(value: Any, annotation: Any, path: str) -> Any:
@@ -232,7 +204,6 @@ def _without_removed_keys(cls: type, data: Mapping[str, Any], path: str) -> Mapp
     removed: Mapping[str, Any] = getattr(cls, "REMOVED_KEYS", {})
     if not any(key in removed for key in data):
         return data
-    from puicl_common.versioning import drop_removed_keys  # (it imports ConfigError from here)
 
     why = getattr(cls, "REMOVED_WHY", "an option this config no longer has")
     return drop_removed_keys(data, {key: (old, why) for key, old in removed.items()},

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from puicl_common.configio import ConfigError
+from puicl_common.config_errors import ConfigError, describe
 
 __all__ = ["drop_legacy_values", "drop_removed_keys", "is_legacy_value"]
 
@@ -41,11 +41,6 @@ def is_legacy_value(value: Any, legacy: Any) -> bool:
     if isinstance(legacy, bool) or isinstance(value, bool):
         return value is legacy
     return bool(value == legacy)
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _path(key: KeyPath) -> tuple[str, ...]:
@@ -97,8 +92,8 @@ def drop_removed_keys(mapping: Mapping[str, Any], removed: Mapping[KeyPath, tupl
             if refuse and not is_legacy_value(held, old_default):
                 name = ".".join(path if not prefix else (prefix, *path))
                 raise ConfigError(name, f"removed: {why}; delete the key (only its former "
-                                        f"default {_shown(old_default)} is still read, got "
-                                        f"{_shown(held)})")
+                                        f"default {describe(old_default)} is still read, got "
+                                        f"{describe(held)})")
             return True
 
         _drop_at(result, _path(key), drop)
