@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmark.datasets import DATASET_SLUGS, DataError
@@ -167,40 +167,51 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def exit_status(prog: str, work: Callable[[], int]) -> int:
+    """Run a benchmark command's ``work``; what goes wrong as one line on stderr: a bad input
+    or setting, or an output the file system refuses, with status 2; an interrupt (the cache
+    keeps every finished replicate) with 130."""
+    try:
+        return work()
+    # ValueError includes a refused import (benchmark.imports.ImportMismatchError)
+    except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a read-only place, a full disk
+        print(f"{prog}: error: cannot write the results: {os_error_message(err)}",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; finished replicates are cached, rerun the same "
+              "command to resume", file=sys.stderr)
+        return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     # SIGTERM (e.g. `kill`, a job scheduler) takes the same path as Ctrl-C: the worker
     # processes are stopped and the cache keeps every finished replicate.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    try:
-        specs = _specs_from_args(args)
-        paths: dict[str, object] = {}
-        frames = {}
-        for spec in specs:
-            records = _records(spec, args)
-            if records is None:
-                return 2
-            paths.update(write_reports(spec, records, argv))
-            frames[spec.target_pi] = records_frame(records, spec.datasets, spec.methods)
-        if len(specs) > 1 or args.suite == "dev":
-            suite = get_suite(args.suite)
-            labeling = specs[0].labeling
-            biased = "" if labeling == SCAR else f", labeling {labeling}"
-            paths.update(write_summary(args.out, frames, specs[0].methods,
-                                       f"{suite.description} ({args.suite}){biased}"))
-    # ValueError includes a refused import (benchmark.imports.ImportMismatchError)
-    except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
-        print(f"puicl-bench: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:  # a read-only place, a full disk
-        print(f"puicl-bench: error: cannot write the results: {os_error_message(err)}",
-              file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("puicl-bench: interrupted; finished replicates are cached, rerun the same "
-              "command to resume", file=sys.stderr)
-        return 130
+    return exit_status("puicl-bench", lambda: _bench(args, argv))
+
+
+def _bench(args: argparse.Namespace, argv: list[str]) -> int:
+    specs = _specs_from_args(args)
+    paths: dict[str, object] = {}
+    frames = {}
+    for spec in specs:
+        records = _records(spec, args)
+        if records is None:
+            return 2
+        paths.update(write_reports(spec, records, argv))
+        frames[spec.target_pi] = records_frame(records, spec.datasets, spec.methods)
+    if len(specs) > 1 or args.suite == "dev":
+        suite = get_suite(args.suite)
+        labeling = specs[0].labeling
+        biased = "" if labeling == SCAR else f", labeling {labeling}"
+        paths.update(write_summary(args.out, frames, specs[0].methods,
+                                   f"{suite.description} ({args.suite}){biased}"))
     print(f"puicl-bench: wrote {', '.join(str(p) for p in paths.values())}")
     return 0
 

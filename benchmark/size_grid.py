@@ -29,15 +29,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.cli import parse_pis
-from benchmark.datasets import DataError
-from benchmark.methods import METHOD_NAMES, MissingLibraryError, MissingWeightsError
+from benchmark.cli import exit_status, parse_pis
+from benchmark.methods import METHOD_NAMES
 from benchmark.protocol import parse_max_positives, size_words
 from benchmark.runner import RunSpec, expand_names, run
 from benchmark.suites import get_suite
 from puicl_common.atomic import atomic_output, atomic_write_text
 from puicl_common.configio import ConfigError, load_yaml
-from puicl_common.output_paths import check_output_path, os_error_message
+from puicl_common.output_paths import check_output_path
 
 DEFAULT_SIZES = "600,3000,all"
 DEFAULT_PIS = "0.1,0.2,0.5,0.8"
@@ -183,26 +182,18 @@ def plot_grid(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        specs = grid_specs(args)
-        records = [run(spec, progress=False if args.no_progress else None) for spec in specs]
-        frame = grid_frame(specs, records)
-        args.out.mkdir(parents=True, exist_ok=True)
-        with atomic_output(args.out / "grid.csv") as temporary:
-            frame.to_csv(temporary, index=False)
-        atomic_write_text(args.out / "grid.md", grid_markdown(frame, specs[0].methods))
-        plot_grid(frame, specs[0].methods, args.out / "grid.png")
-    except (DataError, MissingWeightsError, MissingLibraryError, ConfigError, ValueError) as err:
-        print(f"size_grid: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:  # a read-only place, a full disk
-        print(f"size_grid: error: cannot write the results: {os_error_message(err)}",
-              file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("size_grid: interrupted; finished replicates are cached, rerun to resume",
-              file=sys.stderr)
-        return 130
+    return exit_status("size_grid", lambda: _grid(args))
+
+
+def _grid(args: argparse.Namespace) -> int:
+    specs = grid_specs(args)
+    records = [run(spec, progress=False if args.no_progress else None) for spec in specs]
+    frame = grid_frame(specs, records)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with atomic_output(args.out / "grid.csv") as temporary:
+        frame.to_csv(temporary, index=False)
+    atomic_write_text(args.out / "grid.md", grid_markdown(frame, specs[0].methods))
+    plot_grid(frame, specs[0].methods, args.out / "grid.png")
     print(f"size_grid: wrote {args.out / 'grid.md'}, {args.out / 'grid.csv'}, "
           f"{args.out / 'grid.png'}")
     return 0
