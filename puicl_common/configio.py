@@ -230,12 +230,12 @@ def config_hash(obj: Any) -> str:
 
 
 EXTENDS = "extends"
-# bounds on what a config file may be: its size, the nesting of its values, the YAML aliases
-# in it (each may stand for a whole subtree, so a few dozen can expand to gigabytes) and the
-# length of an extends chain
+# bounds on what a config file may be: its size, the nesting of its values, how many values
+# its YAML aliases expand it to (each may stand for a whole subtree, so a few dozen can expand
+# to gigabytes) and the length of an extends chain
 MAX_CONFIG_BYTES = 1 << 20
 MAX_CONFIG_DEPTH = 64
-MAX_CONFIG_ALIASES = 64
+MAX_CONFIG_VALUES = 100_000
 MAX_EXTENDS_CHAIN = 32
 
 
@@ -341,24 +341,47 @@ def _read_config_text(path: Path) -> str:
 
 
 def _check_yaml_shape(text: str) -> None:
-    """Refuse YAML nested deeper than MAX_CONFIG_DEPTH or holding more than MAX_CONFIG_ALIASES
-    aliases, from its event stream, before it is built into objects (building recurses, and
-    aliases expand when the value is printed, merged or hashed)."""
+    """Refuse YAML nested deeper than MAX_CONFIG_DEPTH, or whose aliases expand it to more than
+    MAX_CONFIG_VALUES values, from its event stream, before it is built into objects (building
+    recurses, and aliases expand when the value is printed, merged or hashed: a chain of a few
+    dozen aliases that each repeat the one before doubles it a few dozen times)."""
     import yaml
 
-    depth = aliases = 0
+    sizes: dict[str, int] = {}  # anchor -> how many values the anchored node expands to
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, values so far) per open node
+    total = 0
+
+    def add(count: int) -> None:
+        nonlocal total
+        if open_nodes:
+            anchor, so_far = open_nodes[-1]
+            open_nodes[-1] = (anchor, so_far + count)
+        total += count
+        if total > MAX_CONFIG_VALUES:
+            raise ValueError(f"expands to more than {MAX_CONFIG_VALUES} values through its "
+                             "YAML aliases (*name); write the values out")
+
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_CONFIG_DEPTH:
+            if len(open_nodes) >= MAX_CONFIG_DEPTH:
                 raise ValueError(f"nests values deeper than {MAX_CONFIG_DEPTH} levels")
+            open_nodes.append((event.anchor, 0))
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
+            anchor, count = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = count + 1
+            if open_nodes:  # the node's values are already in the total; the parent's too
+                parent, so_far = open_nodes[-1]
+                open_nodes[-1] = (parent, so_far + count + 1)
+            total += 1
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            add(1)
         elif isinstance(event, yaml.AliasEvent):
-            aliases += 1
-            if aliases > MAX_CONFIG_ALIASES:
-                raise ValueError(f"holds more than {MAX_CONFIG_ALIASES} YAML aliases (*name); "
-                                 "write the values out")
+            if any(anchor == event.anchor for anchor, _ in open_nodes):
+                raise ValueError(f"holds a value that contains itself (*{event.anchor})")
+            add(sizes.get(event.anchor, 1))
 
 
 def _yaml_problem(err: Exception) -> str:

@@ -297,7 +297,16 @@ seed: [*h, *h, *h, *h, *h, *h, *h, *h, *h]
 def test_an_alias_bomb_is_refused_before_it_expands(tmp_path) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(BOMB)  # 9**9 leaves as text: ~3 GB once printed or hashed
-    with pytest.raises(ConfigError, match=r"holds more than 64 YAML aliases"):
+    with pytest.raises(ConfigError, match=r"expands to more than 100000 values"):
+        load_yaml(path)
+    # a chain of aliases that each double the one before: few aliases, 2**40 values
+    chain = "l0: &l0 [x, x]\n" + "".join(f"l{i}: &l{i} [*l{i - 1}, *l{i - 1}]\n"
+                                         for i in range(1, 41))
+    path.write_text(chain)
+    with pytest.raises(ConfigError, match=r"expands to more than 100000 values"):
+        load_yaml(path)
+    path.write_text("a: &a [1, *a]\n")  # a value that contains itself
+    with pytest.raises(ConfigError, match=r"contains itself \(\*a\)"):
         load_yaml(path)
 
 
