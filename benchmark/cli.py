@@ -115,14 +115,9 @@ def parse_pis(value: str | None, suite: str) -> tuple[float, ...]:
     return tuple(pis)
 
 
-def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
-    """One run spec per --pi value; several values write into OUT/pi_<value>/."""
-    suite = get_suite(args.suite)
-    methods = expand_names(args.methods, METHOD_NAMES, "method")
-    datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
-    pis = parse_pis(args.pi, args.suite)
-    labeling = parse_labeling(args.labeling)
-    max_positives = parse_max_positives(args.max_positives)
+def run_options(args: argparse.Namespace) -> dict[str, dict]:
+    """Check the options every benchmark command shares (``--repeats``, ``--out``, ``--jobs``)
+    and return the ``--method-config`` overrides (method name -> settings)."""
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     if args.out.exists() and not args.out.is_dir():
@@ -130,10 +125,6 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
     check_output_path(args.out, "directory", "--out")
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    if args.import_results is not None and not args.import_results.is_file():
-        raise ValueError(f"--import-results: no file at {args.import_results}")
-    if args.verify_imports < 0:
-        raise ValueError(f"--verify-imports must be >= 0, got {args.verify_imports}")
     overrides: dict = {}
     if args.method_config is not None:
         overrides = load_yaml(args.method_config)
@@ -142,6 +133,22 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
                 raise ConfigError(name, f"unknown method (known: {', '.join(METHOD_NAMES)})")
             if not isinstance(section, dict):
                 raise ConfigError(name, "expected a mapping of settings")
+    return overrides
+
+
+def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
+    """One run spec per --pi value; several values write into OUT/pi_<value>/."""
+    suite = get_suite(args.suite)
+    methods = expand_names(args.methods, METHOD_NAMES, "method")
+    datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
+    pis = parse_pis(args.pi, args.suite)
+    labeling = parse_labeling(args.labeling)
+    max_positives = parse_max_positives(args.max_positives)
+    overrides = run_options(args)
+    if args.import_results is not None and not args.import_results.is_file():
+        raise ValueError(f"--import-results: no file at {args.import_results}")
+    if args.verify_imports < 0:
+        raise ValueError(f"--verify-imports must be >= 0, got {args.verify_imports}")
     return [RunSpec(methods=methods, datasets=datasets, repeats=args.repeats,
                     out=args.out / f"pi_{pi:g}" if len(pis) > 1 else args.out,
                     seed=args.seed, data_dir=args.data_dir, weights=args.weights,

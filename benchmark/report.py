@@ -26,7 +26,7 @@ import pandas as pd
 
 from benchmark.labeling import SCAR
 from benchmark.paper import PAPER_AVERAGES, PAPER_TABLE
-from benchmark.protocol import MAX_POSITIVES, TARGET_PI, size_words
+from benchmark.protocol import EVERY_ROW, MAX_POSITIVES, TARGET_PI, size_words
 from benchmark.runner import RunSpec
 from benchmark.suites import Suite, get_suite
 from puicl_common.atomic import atomic_output, atomic_write_json, atomic_write_text
@@ -155,7 +155,7 @@ def comparison_markdown(frame: pd.DataFrame, datasets: Sequence[str],
 
 def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str],
              path: Path, target_pi: float = TARGET_PI, suite: Suite | None = None,
-             labeling: str = SCAR) -> None:
+             labeling: str = SCAR, max_positives: int = MAX_POSITIVES) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -171,7 +171,8 @@ def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str
         values = [*means[method].to_numpy(), means[method].mean()]
         ax.bar(x + (i - (len(methods) - 1) / 2) * width, values, width,
                label=METHOD_LABELS.get(method, method))
-    if _paper_tasks(suite, target_pi, labeling):  # the paper's marks where its tasks are these
+    # the paper's marks where its tasks are these
+    if _paper_tasks(suite, target_pi, labeling, max_positives):
         paper = [PAPER_TABLE["auc"]["puicl"].get(s, np.nan) for s in datasets]
         paper.append(float(np.nanmean(paper)) if datasets else np.nan)
         ax.scatter(x, paper, marker="_", s=180, color="black", zorder=3,
@@ -190,9 +191,12 @@ def plot_auc(frame: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str
     plt.close(fig)
 
 
-def _paper_tasks(suite: Suite, target_pi: float, labeling: str) -> bool:
-    """Are these the tasks of the paper's Table 1 (its 20 datasets, π = 0.5, SCAR; §6.1)?"""
-    return suite.in_paper and target_pi == TARGET_PI and labeling == SCAR
+def _paper_tasks(suite: Suite, target_pi: float, labeling: str,
+                 max_positives: int = MAX_POSITIVES) -> bool:
+    """Are these the tasks of the paper's Table 1 (its 20 datasets, π = 0.5, SCAR, at most 600
+    positives; §6.1)?"""
+    return (suite.in_paper and target_pi == TARGET_PI and labeling == SCAR
+            and max_positives == MAX_POSITIVES)
 
 
 def _versions() -> dict[str, str]:
@@ -294,7 +298,7 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
     suite = get_suite(spec.suite)
     biased = "" if spec.labeling == SCAR else f", labeling {spec.labeling}"
     size = ("" if spec.max_positives == MAX_POSITIVES else
-            ", every positive of each table" if size_words(spec.max_positives) == "every" else
+            ", every positive of each table" if spec.max_positives >= EVERY_ROW else
             f", at most {size_words(spec.max_positives)} positives per task")
     blocks = [
         f"### Mean over {spec.repeats} repetitions at π = {spec.target_pi:g}{biased}{size} (best "
@@ -309,20 +313,24 @@ def write_reports(spec: RunSpec, records: Sequence[dict[str, Any]], argv: Sequen
         "### Class-prior estimate and cost",
         extras_markdown(frame, spec.methods),
     ]
-    # the paper's Table 1 holds its 20 datasets with pools of half negatives and uniformly
-    # drawn labeled positives (§6.1): other tables, another π or a biased labeling are other
-    # tasks, so its figures are neither compared nor drawn
-    if _paper_tasks(suite, spec.target_pi, spec.labeling) and spec.max_positives == MAX_POSITIVES:
+    # the paper's Table 1 holds its 20 datasets with pools of half negatives, uniformly drawn
+    # labeled positives and at most 600 positives a task (§6.1): other tables, another π, a
+    # biased labeling or another cap are other tasks, so its figures are neither compared nor
+    # drawn
+    if _paper_tasks(suite, spec.target_pi, spec.labeling, spec.max_positives):
         blocks += ["### Against the paper's Table 1",
                    comparison_markdown(frame, spec.datasets, spec.methods)]
     elif suite.in_paper and spec.labeling != SCAR:
         blocks.append("The paper's Table 1 labels a uniform draw of the positives (§6.1), so "
                       "it is not compared here.")
+    elif suite.in_paper and spec.max_positives != MAX_POSITIVES:
+        blocks.append(f"The paper's Table 1 draws at most {MAX_POSITIVES} positives a task "
+                      "(§6.1), so it is not compared here.")
     elif suite.in_paper:
         blocks.append(f"The paper's Table 1 is at π = {TARGET_PI:g} (§6.1), so it is not "
                       "compared here.")
     atomic_write_text(paths["table"], "\n\n".join(blocks) + "\n")
     plot_auc(frame, spec.datasets, spec.methods, paths["plot"], target_pi=spec.target_pi,
-             suite=suite, labeling=spec.labeling)
+             suite=suite, labeling=spec.labeling, max_positives=spec.max_positives)
     atomic_write_json(paths["provenance"], provenance(spec, argv, records))
     return paths

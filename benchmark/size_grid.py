@@ -29,14 +29,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.cli import exit_status, parse_pis
+from benchmark.cli import exit_status, parse_pis, run_options
 from benchmark.methods import METHOD_NAMES
 from benchmark.protocol import parse_max_positives, size_words
 from benchmark.runner import RunSpec, expand_names, run
 from benchmark.suites import get_suite
 from puicl_common.atomic import atomic_output, atomic_write_text
-from puicl_common.configio import ConfigError, load_yaml
-from puicl_common.output_paths import check_output_path
 
 DEFAULT_SIZES = "600,3000,all"
 DEFAULT_PIS = "0.1,0.2,0.5,0.8"
@@ -76,23 +74,14 @@ def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
     methods = expand_names(args.methods, METHOD_NAMES, "method")
     datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
     sizes = [parse_max_positives(part) for part in args.sizes.split(",")]
-    if args.repeats < 1:
-        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
-    if args.jobs < 1:
-        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    if args.out.exists() and not args.out.is_dir():
-        raise ValueError(f"--out {args.out} is a file; give a folder")
-    check_output_path(args.out, "directory", "--out")
-    overrides = {} if args.method_config is None else load_yaml(args.method_config)
-    for name in overrides:
-        if name not in METHOD_NAMES:
-            raise ConfigError(name, f"unknown method (known: {', '.join(METHOD_NAMES)})")
+    pis = parse_pis(args.pi, "dev")
+    overrides = run_options(args)
     return [RunSpec(methods=methods, datasets=datasets, repeats=args.repeats,
                     out=args.out / f"size_{size_words(size).replace(',', '')}" / f"pi_{pi:g}",
                     seed=args.seed, data_dir=args.data_dir, weights=args.weights,
                     jobs=args.jobs, method_overrides=overrides, target_pi=pi, suite="dev",
                     max_positives=size)
-            for size in sizes for pi in parse_pis(args.pi, "dev")]
+            for size in sizes for pi in pis]
 
 
 def grid_frame(specs: Sequence[RunSpec], records: Sequence[Sequence[dict]]) -> pd.DataFrame:

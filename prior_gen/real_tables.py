@@ -90,16 +90,15 @@ def _read_arrays(path: str | Path) -> dict[str, np.ndarray]:
 
     try:
         with np.load(path, allow_pickle=False) as data:
-            missing = [name for name in _CORPUS_KEYS if name not in data.files]
-            if missing:
-                raise CorpusError(f"prior.real_tables.corpus: {path} lacks {missing}")
-            return {name: data[name] for name in _CORPUS_KEYS}
-    except CorpusError:
-        raise
+            arrays = {name: data[name] for name in _CORPUS_KEYS if name in data.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, AttributeError) as err:
         raise CorpusError(f"prior.real_tables.corpus: {path} is not a corpus written by "
                           f"scripts/build_real_corpus.py ({type(err).__name__}: "
                           f"{str(err)[:80]})") from None
+    missing = [name for name in _CORPUS_KEYS if name not in arrays]
+    if missing:
+        raise CorpusError(f"prior.real_tables.corpus: {path} lacks {missing}")
+    return arrays
 
 
 def _checked(path: str | Path, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:

@@ -30,10 +30,8 @@ __all__ = [
     "CausalSelection",
     "PortableDraws",
     "RawTask",
-    "draw_portable",
     "forward_group",
     "forward_portable",
-    "readout_portable",
     "select_causal_nodes",
     "table_normals",
 ]

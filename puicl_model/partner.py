@@ -154,17 +154,16 @@ def choose_blend(model_pool: np.ndarray, model_held: np.ndarray, partner_pool: n
     model_pool = np.asarray(model_pool, dtype=np.float64)
     model_centre, model_scale = _standardizer(_log_odds(model_pool))
     partner_centre, partner_scale = _standardizer(np.asarray(partner_pool, dtype=np.float64))
-    empty = np.empty(0)
-    aucs: dict[float, float] = {}
-    for weight in BLEND_WEIGHTS:
-        trial = Blend(weight, {}, model_centre, model_scale, partner_centre, partner_scale,
-                      empty, empty)
-        aucs[weight] = _held_out_auc(trial.score(model_held, partner_held),
-                                     trial.score(model_pool, partner_pool))
+    # each side standardized once; a candidate weighs them as Blend.score does
+    model = [(_log_odds(p) - model_centre) / model_scale for p in (model_pool, model_held)]
+    partner = [(np.asarray(p) - partner_centre) / partner_scale
+               for p in (partner_pool, partner_held)]
+
+    def blended(weight: float, side: int) -> np.ndarray:
+        return weight * model[side] + (1.0 - weight) * partner[side]
+
+    aucs = {weight: _held_out_auc(blended(weight, 1), blended(weight, 0))
+            for weight in BLEND_WEIGHTS}
     best = max(BLEND_WEIGHTS, key=lambda w: (aucs[w], w))  # ties: more weight on the model
-    chosen = Blend(best, aucs, model_centre, model_scale, partner_centre, partner_scale,
-                   empty, empty)
-    scores = chosen.score(model_pool, partner_pool)
-    order = np.argsort(scores, kind="stable")
     return Blend(best, aucs, model_centre, model_scale, partner_centre, partner_scale,
-                 scores[order], np.sort(model_pool, kind="stable"))
+                 np.sort(blended(best, 0), kind="stable"), np.sort(model_pool, kind="stable"))

@@ -162,21 +162,21 @@ def _moments(kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _split_by_s(columns: list[ColumnEncoding], arrays: list[np.ndarray],
-                labeled: np.ndarray) -> dict[str, str]:
+                numbers: list[np.ndarray | None], labeled: np.ndarray) -> dict[str, str]:
     """Columns that tell the labeled rows from the unlabeled ones by themselves, with why they
     are dropped: a numeric column missing on every row of one side only (positives from a
     registry that lacks the field: the median fill makes it constant on that side and varied
     on the other), or a column whose values on the two sides do not overlap (a copy of ``s``,
     a value recorded only for labeled rows); each only where chance would hardly give so
     clean a split (:mod:`puicl_model.input_checks`). The scores would follow such a column
-    instead of the positives, and with a copy of ``s`` they would flip with its 0/1 coding."""
+    instead of the positives, and with a copy of ``s`` they would flip with its 0/1 coding.
+    ``numbers``: each column's values as ``fit`` read them as numbers (None for categories)."""
     from puicl_model.input_checks import all_marked_is_telling, clean_split_is_telling
 
     labeled = np.asarray(labeled, dtype=bool)
     telling = clean_split_is_telling(int(labeled.sum()), int((~labeled).sum()))
     found: dict[str, str] = {}
-    for column, values in zip(columns, arrays, strict=True):
-        numeric = as_numeric(values) if column.kind == "numeric" or column.numbers else None
+    for column, values, numeric in zip(columns, arrays, numbers, strict=True):
         if numeric is not None:
             missing = np.isnan(numeric)
             for side, here, there in (("labeled", labeled, ~labeled),
@@ -265,11 +265,13 @@ class TablePreprocessor:
         read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
         row_number_starts: dict[str, float] = {}  # saved indexes: name -> first value
         mostly_numbers: list[str] = []  # numbers with stray text, read as categories
+        numbers: list[np.ndarray | None] = []  # each column as numbers (None: categories)
         for name, values in zip(names, arrays, strict=True):
             offset = integer_offset(values)  # 0 but for integers too large for float64
             numeric, tokens = (None, {}) if name in self._declared_categorical else (
                 parse_numeric(values, offset)
             )
+            numbers.append(numeric)
             if numeric is not None and not offset and self._as_categories(numeric):
                 columns.append(fit_numbered_categories(name, numeric, self.categorical,
                                                        self.missing))
@@ -297,7 +299,7 @@ class TablePreprocessor:
         features_of = self._feature_slices()
         for name in copies:
             keep[features_of[name]] = False
-        one_sided = {} if labeled is None else _split_by_s(columns, arrays, labeled)
+        one_sided = {} if labeled is None else _split_by_s(columns, arrays, numbers, labeled)
         for name in one_sided:
             keep[features_of[name]] = False
         labels = feature_labels(columns)

@@ -23,17 +23,6 @@ from trainer.main import main as train_main
 
 from .conftest import PYTHON, ROOT, SMOKE, run_inprocess
 
-READ_ONLY = Path("/sys/puicl-test")  # sysfs refuses new files even to root
-
-
-def _read_only_place() -> Path:
-    try:
-        READ_ONLY.mkdir()
-    except OSError:
-        return READ_ONLY
-    READ_ONLY.rmdir()
-    pytest.skip("no read-only place on this machine (/sys accepted a directory)")
-
 
 @pytest.fixture(scope="module")
 def short_run(smoke_shards, tmp_path_factory) -> Path:
@@ -61,14 +50,15 @@ def test_export_to_an_existing_file_or_below_one(short_run, tmp_path, capsys) ->
     assert f"{a_file} is a file, not a directory" in _one_error_line(capsys, "export")
 
 
-def test_export_into_a_read_only_place(short_run, capsys) -> None:
-    out = _read_only_place() / "weights"
+def test_export_into_a_read_only_place(short_run, capsys, read_only_place) -> None:
+    out = read_only_place / "weights"
     assert trainer_cli(["export", str(short_run), "--out", str(out)]) == 2
     assert f"cannot write {out}" in _one_error_line(capsys, "export")
 
 
-def test_plot_into_a_read_only_place_or_below_a_file(short_run, tmp_path, capsys) -> None:
-    out = _read_only_place() / "metrics.png"
+def test_plot_into_a_read_only_place_or_below_a_file(short_run, tmp_path, capsys,
+                                                     read_only_place) -> None:
+    out = read_only_place / "metrics.png"
     assert trainer_cli(["plot", str(short_run), "--out", str(out)]) == 2
     assert f"cannot write {out}" in _one_error_line(capsys, "plot")
     a_file = tmp_path / "file"
