@@ -8,7 +8,8 @@ runs PUICL and the baselines on each through the benchmark's runner (one cached 
 ``OUT/size_<cap>/pi_<π>``, so a rerun resumes). It writes:
 
 * ``OUT/grid.csv``: one row per (table, repetition, method, cap, π) with the task's sizes, the
-  realized π, AUC and seconds;
+  realized π, AUC, the accuracy of the method's labels, |π̂ − π| (where it estimates π) and
+  seconds;
 * ``OUT/grid.md``: per cell and method the mean AUC; per cell PUICL minus the better baseline
   with the standard error of the per-table differences; the realized π; seconds per method;
 * ``OUT/grid.png``: mean AUC against the mean number of labeled rows, one line per method and
@@ -40,7 +41,7 @@ DEFAULT_SIZES = "600,3000,all"
 DEFAULT_PIS = "0.1,0.2,0.5,0.8"
 DEFAULT_METHODS = "puicl,elkan-noto,pu-bagging"
 COLUMNS = ["dataset", "repetition", "method", "max_positives", "pi_target", "pi_true",
-           "n_labeled", "n_unlabeled", "auc", "fit_predict_s"]
+           "n_labeled", "n_unlabeled", "auc", "accuracy", "pi_abs_error", "fit_predict_s"]
 
 
 def build_parser() -> argparse.ArgumentParser:
