@@ -5,14 +5,14 @@ round fits a fresh classifier, times ``predict_proba`` on the pool (its forward 
 ``estimate_class_prior(K)`` for each fold count K (a fresh fit per K, after its
 ``predict_proba``, so that only π̂'s own passes are timed), and ``legacy``: the scorings of the
 rule before cross-fitting (two halves of the labeled positives scored as new rows, and the pool
-next to each half; ``benchmarks/puicl_prior.py``'s ``legacy_halves``). With ``--report``, also
+next to each half; ``studies/puicl_prior.py``'s ``legacy_halves``). With ``--report``, also
 ``class_prior_report()`` after ``predict_proba`` (``report``: the K = 2 scorings and the
 bootstrap) and after ``estimate_class_prior()`` (``interval only``: the bootstrap and the bound
 on the kept scores). Rounds interleave the calls; the medians and their ratio to
 ``predict_proba``'s are printed (docs/classifier.md, docs/performance.md).
 
-    python benchmarks/class_prior_cost.py --folds 2,3,5 --rounds 5
-    python benchmarks/class_prior_cost.py --folds 2 --no-legacy --report --rounds 5
+    python -m benchmarks.class_prior_cost --folds 2,3,5 --rounds 5
+    python -m benchmarks.class_prior_cost --folds 2 --no-legacy --report --rounds 5
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def main() -> None:
     X, s = table()
     pool = X[s == 0]
     folds = [int(k) for k in args.folds.split(",")]
-    from puicl_prior import legacy_halves  # the script beside this one (run as a script)
+    from studies.puicl_prior import legacy_halves
 
     seconds: dict[str, list[float]] = {"predict_proba": [], **{f"K={k}": [] for k in folds}}
     if args.legacy:

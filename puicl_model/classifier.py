@@ -25,7 +25,6 @@ predictions come from forward passes of the pretrained model over the whole tabl
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -35,10 +34,9 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puicl_common.runtime import resolve_device, resolve_precision
-from puicl_model.class_prior import DEFAULT_FOLDS, cross_fitted_scores
 from puicl_model.columns import is_dataframe
 from puicl_model.ensemble import MEMBERS, Member
-from puicl_model.inference import ViewRows, run_passes
+from puicl_model.inference import PassScorer, ViewRows
 from puicl_model.input_checks import (
     _check_feature_names,
     _check_n_features,
@@ -56,9 +54,15 @@ from puicl_model.partner import (
     choose_blend,
     held_out_rows,
 )
-from puicl_model.planning import Ensemble, PassPlanner, View, all_passes, fit_ensemble, plan_passes
+from puicl_model.planning import fit_ensemble, hold_out, plan_passes
 from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
-from puicl_model.prior import MIN_LABELED_FOR_ESTIMATES, class_prior_estimate, prior_cut
+from puicl_model.prior import (
+    DEFAULT_FOLDS,
+    MIN_LABELED_FOR_ESTIMATES,
+    class_prior_estimate,
+    cross_fitted_scores,
+    prior_cut,
+)
 from puicl_model.prior_report import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_DELTA,
@@ -66,23 +70,10 @@ from puicl_model.prior_report import (
     ClassPriorReport,
     prior_report,
 )
-from puicl_model.settings import AffineCopies, FewValuedIntegers, InferenceSettings, Partner
-from puicl_model.weights import bundled_weights_path, load_weights
+from puicl_model.settings import InferenceSettings, Partner
+from puicl_model.weights import NoBundledWeightsError, load_model
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
-
-
-class NoBundledWeightsError(FileNotFoundError):
-    """No weights were given and the bundled checkpoint is missing from this installation."""
-
-
-def _no_bundled_weights_message() -> str:
-    return (
-        "PUICLClassifier needs trained weights, and the bundled checkpoint is missing from "
-        "this installation (looked for puicl_model/weights/model.safetensors). Pass "
-        "weights=PATH: a checkpoint directory or .safetensors file written by "
-        "`trainer export RUN --out DIR` or puicl_model.weights.save_weights."
-    )
 
 
 class PUICLClassifier(ClassifierMixin, BaseEstimator):
@@ -118,14 +109,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     categorical, missing, numeric : preprocessing strategies
         (:mod:`puicl_model.preprocessing`): categories one-hot encoded, missing numbers
         filled with the median, numeric columns mapped to normal scores of their ranks.
-    affine_copies : "keep" or "drop"
-        "drop" drops a numeric column that is an exact affine copy of an earlier one
-        (``a·x + b``, ``a ≠ 0``), reported with the other dropped columns
-        (:mod:`puicl_model.affine_copies`); "keep" (the default) keeps it.
-    few_valued_integers : "numeric" or "categorical"
-        "categorical" encodes a numeric column of whole numbers with 2 to
-        ``categorical_max_levels`` (default 10) distinct values as a categorical column;
-        "numeric" (the default) reads it as numbers.
     partner : "auto" or "none"
         "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PARTNER`` (600) labeled
         positives, where one pass sees only part of them, and ``MIN_POOL_FOR_PARTNER`` (100)
@@ -164,9 +147,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
         numeric: NumericStrategy = "quantile",
-        affine_copies: AffineCopies = InferenceSettings.affine_copies,
-        few_valued_integers: FewValuedIntegers = InferenceSettings.few_valued_integers,
-        categorical_max_levels: int = InferenceSettings.categorical_max_levels,
         partner: Partner = InferenceSettings.partner,
         random_state: int | None = 0,
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
@@ -184,9 +164,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.categorical = categorical
         self.missing = missing
         self.numeric = numeric
-        self.affine_copies = affine_copies
-        self.few_valued_integers = few_valued_integers
-        self.categorical_max_levels = categorical_max_levels
         self.partner = partner
         self.random_state = random_state
         self.precision = precision
@@ -198,19 +175,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     _member_catalogue: tuple[Member, ...] = MEMBERS
 
     # ------------------------------------------------------------------------------ fit
-    def _load_model(self, device: torch.device) -> torch.nn.Module:
-        from puicl_model.model import PUICLModel
-
-        if isinstance(self.weights, PUICLModel):
-            return self.weights.to(device).eval()
-        if isinstance(self.weights, torch.nn.Module):
-            raise TypeError(f"weights must be a path or a PUICLModel, got "
-                            f"{type(self.weights).__name__}")
-        path = self.weights if self.weights is not None else bundled_weights_path()
-        if path is None:
-            raise NoBundledWeightsError(_no_bundled_weights_message())
-        return load_weights(path, device=device)
-
     def _root_seed(self) -> int:
         """The root of every random draw of this fit (draws are keyed below it)."""
         state = self.random_state
@@ -228,20 +192,19 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         labeled = check_pu_table(X, s)
         ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
                                 numeric=self.numeric, categorical=self.categorical,
-                                missing=self.missing,
-                                column_options=settings.column_options())
+                                missing=self.missing)
         base = ensemble.views[0]
         if base.preprocessor.keep_.any():  # (else one zero column stands in: no leak)
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
         device = resolve_device(self.device, training=False)
-        model = self._load_model(device)
+        model = load_model(self.weights, device)
         entropy = self._root_seed()
         n_labeled = len(base.x_labeled)
         held = None
         if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PARTNER
                 and len(base.x_pool) >= MIN_POOL_FOR_PARTNER):
             held = held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
-            ensemble = _hold_out(ensemble, held)
+            ensemble = hold_out(ensemble, held)
 
         self.device_ = device
         self.model_ = model
@@ -297,38 +260,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         if hasattr(X, "shape") or isinstance(X, (list, tuple)):
             _check_n_features(self, X, reset=False)
 
-    def _score(self, planners: list[PassPlanner], views: list[ViewRows]) -> tuple[np.ndarray, int]:
-        """Mean P(y=1) of the scored rows (the views' new rows where given, else their pool)
-        over the passes of ``planners``, and how many passes ran."""
-        new = None if views[0].new is None else [view.new for view in views]
-        n_scored = len(views[0].pool) if new is None else len(new[0])
-        n_passes = sum(1 for _ in all_passes(planners, new))
-        show = self.progress if self.progress is not None else (
-            sys.stderr.isatty() and n_passes > 4
-        )
-        bar = None
-        if show:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=n_passes, unit="pass", desc="PUICL", leave=False)
-        try:
-            proba = run_passes(
-                self.model_,
-                views,
-                all_passes(planners, new),
-                n_scored=n_scored,
-                device=self.device_,
-                bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
-                # a few small passes per forward on CPU (fewer, larger ops; the [cells, e]
-                # matrices stay near the cache size); a GPU (CUDA or MPS) wants large batches
-                cells_per_forward=(1 << 15) if self.device_.type == "cpu" else (1 << 19),
-                n_threads=self.n_threads,
-                progress=None if bar is None else bar.update,
-            )
-            return proba, n_passes
-        finally:
-            if bar is not None:
-                bar.close()
+    @property
+    def scorer_(self) -> PassScorer:
+        """Scores rows of the fitted table by planned passes, with the fitted model and the
+        current ``precision``, ``n_threads`` and ``progress`` (:class:`PassScorer`): the
+        pool, new rows, and the class prior's cross-fitted folds are all scored by it."""
+        self._check_fitted()
+        return PassScorer(self.model_, self.device_,
+                          bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
+                          n_threads=self.n_threads, progress=self.progress)
 
     def _pool_probabilities(self) -> np.ndarray:
         """P(y=1) of every fitted unlabeled row (computed once)."""
@@ -336,7 +276,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         if self._pool_proba is None:
             views = [ViewRows(view.x_labeled, view.x_pool) for view in self.views_]
             started = time.perf_counter()
-            proba, self.n_passes_ = self._score(self.planners_, views)
+            proba, self.n_passes_ = self.scorer_(self.planners_, views)
             if self._x_held is None:
                 self._pool_proba = proba
             else:
@@ -370,7 +310,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self._pool_probabilities()  # the blend, where there is one, is chosen on the pool
         views = [ViewRows(view.x_labeled, view.x_pool, new)
                  for view, new in zip(self.views_, x_new, strict=True)]
-        proba = self._score(self.planners_, views)[0]
+        proba = self.scorer_(self.planners_, views)[0]
         if self._blend is None or self._partner_model is None:
             return proba
         return self._blend.proba(proba, self._partner_model.decision(x_new[0]))
@@ -415,11 +355,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def estimate_class_prior(self, n_folds: int = DEFAULT_FOLDS) -> float:
         """π̂: the estimated negative share of the fitted unlabeled pool.
 
-        The labeled positives are cross-fitted (:mod:`puicl_model.class_prior`): split in
+        The labeled positives are cross-fitted (:mod:`puicl_model.prior`): split in
         ``n_folds`` folds, each fold is scored as unlabeled rows next to the other folds, by
         the same passes that score the pool. The rule on those scores and the pool's is
         :func:`puicl_model.prior.class_prior_estimate` (docs/classifier.md measures it against
-        the other estimators of :mod:`puicl_model.prior`). With fewer than
+        other estimators). With fewer than
         ``MIN_LABELED_FOR_ESTIMATES`` labeled positives, the mean of P(y=0) over the pool.
         Costs ``n_folds`` extra scorings of the pool, computed once per ``n_folds``.
         """
@@ -435,7 +375,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def _held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
                          ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per fold of the labeled positives: (its P(y=1), the pool's P(y=1)), scored by the
-        same passes next to the other folds (:mod:`puicl_model.class_prior`); computed once
+        same passes next to the other folds (:mod:`puicl_model.prior`); computed once
         per ``n_folds``, so that ``class_prior_report`` reuses ``estimate_class_prior``'s.
         Where labeled positives were held out for the partner, they are the one fold: already
         scored with the pool, at no extra cost (``n_folds`` is then not used)."""
@@ -444,7 +384,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             assert self._held_proba is not None
             return [(self._held_proba, pool)]
         if n_folds not in self._held_out:
-            self._held_out[n_folds] = cross_fitted_scores(self, n_folds)
+            self._held_out[n_folds] = cross_fitted_scores(self.scorer_, self.planners_,
+                                                           self.views_, n_folds)
         return self._held_out[n_folds]
 
     def class_prior_report(self, level: float = DEFAULT_LEVEL,
@@ -488,11 +429,3 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
-
-def _hold_out(ensemble: Ensemble, held: np.ndarray) -> Ensemble:
-    """The ensemble with the ``held`` labeled rows moved out of every view's labeled rows (the
-    passes' context) to the end of its pool, where the passes score them."""
-    views = [View(view.preprocessor, np.ascontiguousarray(view.x_labeled[~held]),
-                  np.ascontiguousarray(np.concatenate([view.x_pool, view.x_labeled[held]])))
-             for view in ensemble.views]
-    return Ensemble(views, ensemble.members, ensemble.member_views)

@@ -101,19 +101,6 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--numeric", choices=("quantile", "standard", "power"),
                          default="quantile",
                          help="transform of numeric columns (docs/classifier.md)")
-    predict.add_argument("--affine-copies", choices=InferenceSettings.CHOICES["affine_copies"],
-                         default=defaults.affine_copies,
-                         help="drop a numeric column that is an exact affine copy of an earlier "
-                         f"one (default {defaults.affine_copies}; docs/classifier.md)")
-    predict.add_argument("--few-valued-integers",
-                         choices=InferenceSettings.CHOICES["few_valued_integers"],
-                         default=defaults.few_valued_integers,
-                         help="read integer columns with few distinct values as categorical "
-                         f"(default {defaults.few_valued_integers}; docs/classifier.md)")
-    predict.add_argument("--categorical-max-levels", type=int,
-                         default=defaults.categorical_max_levels,
-                         help="most distinct values of such a column (default "
-                         f"{defaults.categorical_max_levels})")
     predict.add_argument("--prior-json", type=Path, default=None, metavar="PATH",
                          help="also write π's bound, point and interval to this JSON file")
     predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
@@ -328,9 +315,6 @@ def _predict(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         categorical=args.categorical,
         numeric=args.numeric,
-        affine_copies=args.affine_copies,
-        few_valued_integers=args.few_valued_integers,
-        categorical_max_levels=args.categorical_max_levels,
         partner=args.partner,
         random_state=args.random_state,
         progress=False if args.no_progress else None,

@@ -24,10 +24,8 @@ __all__ = [
     "encode",
     "feature_labels",
     "fit_categorical",
-    "fit_numbered_categories",
     "fit_numeric",
     "missing_mask",
-    "reads_as_categories",
 ]
 
 CategoricalStrategy = Literal["onehot", "ordinal", "frequency"]
@@ -62,8 +60,6 @@ class ColumnEncoding:
     onehot: list[str] = field(default_factory=list)  # categorical: one feature per category
     quantiles: np.ndarray | None = None  # numeric, numeric="quantile": sorted fitted values
     power: float | None = None  # numeric="power": the Yeo-Johnson exponent
-    # categorical: the categories are the numbers of a numeric column (few_valued_integers)
-    numbers: bool = False
     # numeric: subtracted from an integer column of huge values before it becomes float64
     # (puicl_model.columns.integer_offset)
     offset: int = 0
@@ -185,21 +181,17 @@ def fit_numeric(name: str, values: np.ndarray, numeric: NumericStrategy,
                           quantiles=quantiles, power=power, offset=offset)
 
 
-def fit_categorical(name: str, values: np.ndarray, categorical: CategoricalStrategy, *,
-                    by_number: bool = False) -> ColumnEncoding:
-    """How the categorical column ``name`` becomes features, learned on its fitted ``values``.
-
-    The categories are ordered by their text, or with ``by_number`` (``values`` are floats) by
-    their value, so that the ordinal codes of numbers keep their order."""
+def fit_categorical(name: str, values: np.ndarray, categorical: CategoricalStrategy,
+                    ) -> ColumnEncoding:
+    """How the categorical column ``name`` becomes features, learned on its fitted ``values``;
+    the categories are ordered by their text."""
     missing = is_missing(values)
     keys = [_MISSING if gone else category_key(v) for v, gone in
             zip(values.tolist(), missing.tolist(), strict=True)]
     categories, counts = np.unique(np.asarray(keys, dtype=object), return_counts=True)
     known = [c for c in categories.tolist() if c != _MISSING]
-    if by_number:
-        known.sort(key=lambda key: float(key.split(":", 1)[1]))
     if categorical == "onehot" and 2 < len(known) <= MAX_ONEHOT_LEVELS:
-        return ColumnEncoding(name, "categorical", onehot=known, numbers=by_number)
+        return ColumnEncoding(name, "categorical", onehot=known)
     if categorical == "ordinal" or (categorical == "onehot" and len(known) <= 2):
         codes = {c: float(i) for i, c in enumerate(known)}
         missing_code = float(len(known))  # missing (and unseen) after the known ones
@@ -207,38 +199,7 @@ def fit_categorical(name: str, values: np.ndarray, categorical: CategoricalStrat
         shares = counts / counts.sum()
         codes = {c: float(s) for c, s in zip(categories.tolist(), shares, strict=True)}
         missing_code = codes.pop(_MISSING, 0.0)
-    return ColumnEncoding(name, "categorical", codes=codes, missing_code=missing_code,
-                          numbers=by_number)
-
-
-def reads_as_categories(values: np.ndarray, max_levels: int) -> bool:
-    """Whether the fitted ``values`` of a numeric column (float64, NaN missing) are whole
-    numbers of 2 to ``max_levels`` distinct values: few_valued_integers="categorical" encodes
-    such a column as categories (a column of one value is constant, dropped as such)."""
-    present = values[~np.isnan(values)]
-    if not (np.isfinite(present).all() and np.array_equal(present, np.round(present))):
-        return False  # (an infinity stays numeric, where it is refused by name)
-    return 2 <= len(np.unique(present)) <= max_levels
-
-
-def _numbers_as_categories(name: str, values: np.ndarray, missing: MissingStrategy,
-                           ) -> np.ndarray:
-    """The numbers of a column whose categories are numbers, as float64 (NaN: missing), read
-    by the rules of numeric columns (numbers written as text, missing-value tokens, no
-    infinity, missing='error'); -0.0 is 0.0."""
-    numeric = as_numeric(values)
-    if numeric is None:
-        raise ValueError(f"column {name!r} was numeric in fit but now holds non-numeric values")
-    gaps = missing_mask(name, numeric, missing)
-    return np.where(gaps, np.nan, numeric + 0.0)
-
-
-def fit_numbered_categories(name: str, values: np.ndarray, categorical: CategoricalStrategy,
-                            missing: MissingStrategy) -> ColumnEncoding:
-    """How a numeric column of few whole numbers (:func:`reads_as_categories`) becomes
-    features as categories, one per number, learned on its fitted ``values``."""
-    return fit_categorical(name, _numbers_as_categories(name, values, missing), categorical,
-                           by_number=True)
+    return ColumnEncoding(name, "categorical", codes=codes, missing_code=missing_code)
 
 
 def feature_labels(columns: list[ColumnEncoding]) -> list[str]:
@@ -273,8 +234,6 @@ def _encode_numeric(column: ColumnEncoding, values: np.ndarray, missing: Missing
 
 def _encode_categorical(column: ColumnEncoding, values: np.ndarray, missing: MissingStrategy,
                         ) -> list[np.ndarray]:
-    if column.numbers:
-        values = _numbers_as_categories(column.name, values, missing)
     absent = is_missing(values)
     if column.onehot:
         keys = np.asarray([_MISSING if gone else category_key(v) for v, gone in

@@ -2,13 +2,18 @@
 
 The passes of every member (the words are :mod:`puicl_model.planning`'s) are batched into as
 few forward passes of the model as a cell budget allows, and each scored row's probability is
-the mean over members of the member's mean P(y = +) over its passes.
+the mean over members of the member's mean P(y = +) over its passes. :class:`PassScorer` is
+that scoring bound to a fitted classifier's model and run settings: the classifier scores its
+pool and new rows with it, and the class-prior code (:mod:`puicl_model.prior`) its
+cross-fitted folds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -16,9 +21,9 @@ import torch
 
 from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.batch import collate_tasks
-from puicl_model.planning import Pass
+from puicl_model.planning import Pass, PassPlanner, all_passes
 
-__all__ = ["ViewRows", "run_passes"]
+__all__ = ["PassScorer", "ViewRows", "run_passes"]
 
 
 @contextlib.contextmanager
@@ -119,3 +124,52 @@ def run_passes(
         raise RuntimeError("internal error: some rows were not scored by every member")
     # (one member: its own mean, bit for bit)
     return np.mean([total[m] / count[m] for m in sorted(total)], axis=0)
+
+
+@dataclass(frozen=True)
+class PassScorer:
+    """Scores rows by the passes of some planners with one model: the mean P(y=1) of the
+    scored rows (the views' new rows where given, else their pool) and how many passes ran.
+
+    ``PUICLClassifier.scorer_`` builds one from its fitted model and its current settings,
+    so that code outside the classifier (the class prior's cross-fitting, the studies) scores
+    other splits of the fitted rows exactly as the classifier scores its pool."""
+
+    model: torch.nn.Module
+    device: torch.device
+    bfloat16: bool = False
+    n_threads: int | None = None
+    # tqdm bar over the passes; None shows it on a terminal when there are more than a few
+    progress: bool | None = None
+
+    def __call__(self, planners: Sequence[PassPlanner], views: Sequence[ViewRows],
+                 ) -> tuple[np.ndarray, int]:
+        new = None if views[0].new is None else [view.new for view in views]
+        n_scored = len(views[0].pool) if new is None else len(new[0])
+        n_passes = sum(1 for _ in all_passes(planners, new))
+        show = self.progress if self.progress is not None else (
+            sys.stderr.isatty() and n_passes > 4
+        )
+        bar = None
+        if show:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=n_passes, unit="pass", desc="PUICL", leave=False)
+        try:
+            proba = run_passes(
+                self.model,
+                views,
+                all_passes(planners, new),
+                n_scored=n_scored,
+                device=self.device,
+                bfloat16=self.bfloat16,
+                # a few small passes per forward on CPU (fewer, larger ops; the [cells, e]
+                # matrices stay near the cache size); a GPU (CUDA or MPS) wants large batches
+                cells_per_forward=(1 << 15) if self.device.type == "cpu" else (1 << 19),
+                n_threads=self.n_threads,
+                progress=None if bar is None else bar.update,
+            )
+            return proba, n_passes
+        finally:
+            if bar is not None:
+                bar.close()

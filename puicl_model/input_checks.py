@@ -148,9 +148,6 @@ def check_settings(estimator: Any) -> InferenceSettings:
         single_pass_limit=estimator.single_pass_limit,
         chunk_size=estimator.chunk_size,
         max_labeled=estimator.max_labeled,
-        affine_copies=estimator.affine_copies,
-        few_valued_integers=estimator.few_valued_integers,
-        categorical_max_levels=estimator.categorical_max_levels,
         partner=estimator.partner,
     )
     settings.validate()

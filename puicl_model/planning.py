@@ -71,7 +71,7 @@ from puicl_model.preprocessing import (
 from puicl_model.settings import InferenceSettings
 
 __all__ = ["MIN_FEATURES_FOR_SUBSET", "Ensemble", "Pass", "PassPlanner", "View", "all_passes",
-           "fit_ensemble", "plan_passes"]
+           "fit_ensemble", "hold_out", "plan_passes"]
 
 # spawn-key tags: what a random draw is for (11 is the classifier's split of the labeled rows)
 _FEATURES = 1
@@ -105,9 +105,8 @@ class Ensemble:
 
 
 def _fit_view(X: Any, labeled: np.ndarray, numeric: str, categorical: str, missing: str,
-              quiet: bool, column_options: dict[str, Any]) -> View:
-    preprocessor = TablePreprocessor(categorical=categorical, missing=missing, numeric=numeric,
-                                     **column_options)
+              quiet: bool) -> View:
+    preprocessor = TablePreprocessor(categorical=categorical, missing=missing, numeric=numeric)
     with warnings.catch_warnings():
         if quiet:  # fit warns about the columns once, for the configured view
             warnings.simplefilter("ignore")
@@ -118,15 +117,11 @@ def _fit_view(X: Any, labeled: np.ndarray, numeric: str, categorical: str, missi
 
 def fit_ensemble(X: Any, labeled: np.ndarray, n_estimators: int | None,
                  catalogue: tuple[Member, ...], *, numeric: NumericStrategy,
-                 categorical: CategoricalStrategy, missing: MissingStrategy,
-                 column_options: dict[str, Any] | None = None) -> Ensemble:
+                 categorical: CategoricalStrategy, missing: MissingStrategy) -> Ensemble:
     """The members of ``n_estimators`` and the views of the table ``X`` they read
-    (``labeled``: the mask of the labeled rows). ``column_options``: the settings of how
-    columns are read, the same in every view (``InferenceSettings.column_options``; None: the
-    defaults). Only the configured view warns about the table's columns."""
-    options = dict(column_options or {})
-    base = _fit_view(X, labeled, numeric, categorical, missing, quiet=False,
-                     column_options=options)
+    (``labeled``: the mask of the labeled rows). Only the configured view warns about the
+    table's columns."""
+    base = _fit_view(X, labeled, numeric, categorical, missing, quiet=False)
     # whether the table has categorical columns sets the default member count
     members = members_for(n_estimators, catalogue,
                           has_categorical=base.preprocessor.has_categorical_)
@@ -137,10 +132,18 @@ def fit_ensemble(X: Any, labeled: np.ndarray, n_estimators: int | None,
         encoding = (member.numeric or numeric, member.categorical or categorical)
         if encoding not in index:
             index[encoding] = len(views)
-            views.append(_fit_view(X, labeled, *encoding, missing, quiet=True,
-                                   column_options=options))
+            views.append(_fit_view(X, labeled, *encoding, missing, quiet=True))
         member_views.append(index[encoding])
     return Ensemble(views, members, member_views)
+
+
+def hold_out(ensemble: Ensemble, held: np.ndarray) -> Ensemble:
+    """The ensemble with the ``held`` labeled rows moved out of every view's labeled rows (the
+    passes' context) to the end of its pool, where the passes score them."""
+    views = [View(view.preprocessor, np.ascontiguousarray(view.x_labeled[~held]),
+                  np.ascontiguousarray(np.concatenate([view.x_pool, view.x_labeled[held]])))
+             for view in ensemble.views]
+    return Ensemble(views, ensemble.members, ensemble.member_views)
 
 
 # ----------------------------------------------------------------------------------- passes

@@ -42,14 +42,6 @@ warns, and scales; how one column is encoded is :mod:`puicl_model.column_encodin
 * **row numbers**: a numeric column that counts up by one from row to row (k, k + 1, …; at
   least 20 rows) is a saved index (``DataFrame.to_csv`` writes one by default), not a
   measurement, and is dropped the same way, with its reason.
-* **affine copies** (``affine_copies="drop"``; default ``"keep"``): a numeric column that
-  equals an earlier one after standardization, up to sign (``x_j = a·x_i + b``, ``a ≠ 0``), is
-  dropped the same way, with its reason (:mod:`puicl_model.affine_copies`).
-* **integer columns with few values** (``few_valued_integers="categorical"``; default
-  ``"numeric"``): a numeric column of whole numbers with 2 to ``categorical_max_levels``
-  distinct values over the fitted rows is encoded as categories, one per number (ordinal codes
-  in the numbers' order); a number first seen after ``fit`` is treated as missing. Its values
-  are read by the rules of numeric columns (infinities refused, ``missing="error"`` applies).
 * **dates and durations** (``datetime64``, with or without a time zone, ``timedelta64``,
   ``period``): read as numbers, seconds since 1970-01-01 (a period: its start) or seconds, so
   that their order is kept; missing dates (NaT) are missing values.
@@ -69,7 +61,6 @@ from typing import Any
 
 import numpy as np
 
-from puicl_model.affine_copies import find_affine_copies
 from puicl_model.column_encoding import (
     MAX_ONEHOT_LEVELS,
     CategoricalStrategy,
@@ -80,9 +71,7 @@ from puicl_model.column_encoding import (
     encode,
     feature_labels,
     fit_categorical,
-    fit_numbered_categories,
     fit_numeric,
-    reads_as_categories,
 )
 from puicl_model.columns import (
     MISSING_TOKENS,
@@ -93,7 +82,6 @@ from puicl_model.columns import (
     parse_numeric,
     read_columns,
 )
-from puicl_model.settings import AffineCopies, FewValuedIntegers, InferenceSettings
 
 __all__ = [
     "MAX_ONEHOT_LEVELS",
@@ -209,9 +197,6 @@ class TablePreprocessor:
         categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
         numeric: NumericStrategy = "quantile",
-        affine_copies: AffineCopies = InferenceSettings.affine_copies,
-        few_valued_integers: FewValuedIntegers = InferenceSettings.few_valued_integers,
-        categorical_max_levels: int = InferenceSettings.categorical_max_levels,
     ) -> None:
         if categorical not in ("onehot", "ordinal", "frequency"):
             raise ValueError(
@@ -228,21 +213,13 @@ class TablePreprocessor:
             )
         self.categorical = categorical
         self.missing = missing
-        # (validated with the classifier's other settings: InferenceSettings.validate)
-        InferenceSettings(affine_copies=affine_copies, few_valued_integers=few_valued_integers,
-                          categorical_max_levels=categorical_max_levels).validate()
-        self.affine_copies = affine_copies
-        self.few_valued_integers = few_valued_integers
-        self.categorical_max_levels = categorical_max_levels
 
     # ----------------------------------------------------------------------------- input
     # ------------------------------------------------------------------------------- fit
     @property
     def has_categorical_(self) -> bool:
-        """Whether the fitted table has a categorical column (declared, or read as text; a
-        numeric column encoded as categories by few_valued_integers does not count)."""
-        return any(column.kind == "categorical" and not column.numbers
-                   for column in self.columns_)
+        """Whether the fitted table has a categorical column (declared, or read as text)."""
+        return any(column.kind == "categorical" for column in self.columns_)
 
     def fit(self, X: Any, labeled: np.ndarray | None = None) -> TablePreprocessor:
         self._fit(X, labeled)
@@ -272,10 +249,7 @@ class TablePreprocessor:
                 parse_numeric(values, offset)
             )
             numbers.append(numeric)
-            if numeric is not None and not offset and self._as_categories(numeric):
-                columns.append(fit_numbered_categories(name, numeric, self.categorical,
-                                                       self.missing))
-            elif numeric is not None:
+            if numeric is not None:
                 columns.append(fit_numeric(name, numeric, self.numeric, self.missing, offset))
                 if _counts_rows(numeric):
                     row_number_starts[name] = float(numeric[0])
@@ -295,10 +269,7 @@ class TablePreprocessor:
                                 for column in columns for offset in range(column.width)],
                                dtype=bool)
         keep = (high > low) & ~row_numbers
-        copies = self._affine_copies(arrays, keep) if self.affine_copies == "drop" else {}
         features_of = self._feature_slices()
-        for name in copies:
-            keep[features_of[name]] = False
         one_sided = {} if labeled is None else _split_by_s(columns, arrays, numbers, labeled)
         for name in one_sided:
             keep[features_of[name]] = False
@@ -307,7 +278,7 @@ class TablePreprocessor:
             label for label, kept in zip(labels, keep, strict=True) if not kept
         ]
         self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep, row_number_starts,
-                                                   copies, one_sided)
+                                                   one_sided)
         # the names of the encoded table's features ("colour=red" for a one-hot feature)
         self.kept_features_ = [label for label, kept in zip(labels, keep, strict=True) if kept]
         self.keep_ = keep
@@ -347,53 +318,22 @@ class TablePreprocessor:
             self.center_, self.scale_, self.prescale_ = _moments(raw[:, keep])
         return raw
 
-    def _as_categories(self, numeric: np.ndarray) -> bool:
-        """Whether the numeric column ``numeric`` is encoded as categories."""
-        return (self.few_valued_integers == "categorical"
-                and reads_as_categories(numeric, self.categorical_max_levels))
-
     def _feature_slices(self) -> dict[str, slice]:
         """The features each fitted column becomes, by the column's name."""
         stops = np.cumsum([column.width for column in self.columns_]).tolist()
         return {column.name: slice(stop - column.width, stop)
                 for column, stop in zip(self.columns_, stops, strict=True)}
 
-    def _affine_copies(self, arrays: list[np.ndarray], keep: np.ndarray,
-                       ) -> dict[str, tuple[str, int]]:
-        """``{name: (name of the earlier column it copies, sign)}`` for each numeric column
-        that is an affine copy of another (:mod:`puicl_model.affine_copies`); columns whose
-        values were dropped already (constant, row numbers) take no part."""
-        names, values, gaps = [], [], []
-        features_of = self._feature_slices()
-        for column, array in zip(self.columns_, arrays, strict=True):
-            if column.kind != "numeric" or not keep[features_of[column.name].start]:
-                continue
-            numeric = as_numeric(array)  # (numeric in fit: as_numeric read it)
-            missing = np.isnan(numeric)
-            names.append(column.name)
-            values.append(np.where(missing, column.fill, numeric))
-            gaps.append(missing)
-        return {names[j]: (names[i], sign)
-                for j, (i, sign) in find_affine_copies(values, gaps).items()}
-
     def _drop_reasons(self, arrays: list[np.ndarray], labels: list[str], keep: np.ndarray,
                       row_number_starts: dict[str, float],
-                      copies: dict[str, tuple[str, int]],
                       one_sided: dict[str, str] | None = None) -> dict[str, str]:
         """Why each dropped feature carries no information, in words a user recognizes."""
         reasons: dict[str, str] = {}
         feature = 0
         for column, values in zip(self.columns_, arrays, strict=True):
-            if column.numbers:  # categories of numbers: their numbers, as in the encoding
-                values = as_numeric(values)
             for offset in range(column.width):
                 index = feature + offset
                 if keep[index]:
-                    continue
-                if column.name in copies:
-                    original, sign = copies[column.name]
-                    factor = "positive" if sign > 0 else "negative"
-                    reasons[labels[index]] = f"affine copy of {original!r}, {factor} factor"
                     continue
                 if offset == 0 and column.name in row_number_starts:
                     first = row_number_starts[column.name]
@@ -419,7 +359,7 @@ class TablePreprocessor:
                     distinct = len(set(present))
                     if distinct == 1:
                         why = f"constant: every value is {values[~missing][0]!r}"
-                    elif distinct == len(values) and not column.numbers:
+                    elif distinct == len(values):
                         why = "text with a different value in every row (an identifier?)"
                     else:
                         why = f"{distinct} categories, all equally frequent: their frequency " \

@@ -1,8 +1,16 @@
-"""Estimators of π, the negative share of the unlabeled pool, from the model's scores.
+"""π, the negative share of the unlabeled pool, estimated from the model's scores.
 
-Each reads the scores of one score function (the model's P(y=1), higher = more positive-like)
-on held-out labeled positives and on the pool: the cross-fitted scores of
-:mod:`puicl_model.class_prior`, one (held-out, pool) pair per fold. Positives are a share
+**Cross-fitted scores.** Every estimator compares how the model scores known positives with
+how it scores the pool. The labeled positives cannot be scored as context rows, so they are
+cross-fitted (:func:`cross_fitted_scores`): split at random into ``K`` folds, each fold ``k``
+is appended to the pool as if it were unlabeled and scored by a transductive pass (the same
+kind of pass that scores the pool) next to the other ``K − 1`` folds as labeled rows. One such
+scoring per fold gives, from the same passes, the held-out positives' P(y=1) and the pool's
+P(y=1), so the two samples an estimator compares differ only in their rows, never in how they
+were scored. Cost: ``K`` scorings of (pool + n_labeled/K) rows next to (K − 1)/K of the
+labeled rows, each about as long as the pool's own scoring, every ensemble member included.
+
+**Estimators.** Each reads one (held-out, pool) pair of scores per fold. Positives are a share
 α = 1 − π of the pool, so the pool's score density is f_U = α f_P + (1 − α) f_N.
 
 * :func:`best_bin_alpha`: Best Bin Estimation (BBE), Garg, Wu, Smola, Balakrishnan & Lipton,
@@ -15,47 +23,80 @@ on held-out labeled positives and on the pool: the cross-fitted scores of
       ĉ = argmin_c  q_U(c)/q_P(c) + (1+γ)/q_P(c) · ( √(log(1/δ)/(2 n_U)) + √(log(1/δ)/(2 n_P)) )
 
   with the authors' δ = 0.1, γ = 0.01. A cut needs at least two rows of each sample above it.
-* :func:`dedpul_alpha`: DEDPUL, Ivanov, "DEDPUL: Difference-of-Estimated-Densities-based
-  Positive-Unlabeled Learning" (NeurIPS 2020): the densities of the two samples' scores,
-  their ratio r = f_P / f_U at the pool's rows made monotone, and α from the posteriors
-  α·r (see the function).
+  BBE estimates α from the region where positives alone score (irreducibility): where the
+  classes' scores overlap everywhere it overestimates α, so π̂ falls short of π by about the
+  share of the pool's positives that no score separates from negatives.
 * :func:`mean_estimate`: the pool's mean P(y=0).
 
-Both BBE and DEDPUL estimate α from the region where positives alone score (irreducibility):
-where the classes' scores overlap everywhere they overestimate α, so π̂ falls short of π by
-about the share of the pool's positives that no score separates from negatives.
-
 :func:`class_prior_estimate` is the classifier's π̂ (``PUICLClassifier.estimate_class_prior``),
-read off the scores alone so that benchmarks/puicl_prior.py recomputes it from kept scores.
+read off the scores alone so that the class-prior study (``studies/puicl_prior.py``)
+recomputes it from kept scores.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["MIN_LABELED_FOR_ESTIMATES", "Folds", "best_bin_alpha", "best_bin_estimate",
-           "class_prior_estimate", "dedpul_alpha", "dedpul_estimate", "mean_estimate",
-           "prior_cut"]
+from puicl_model.inference import ViewRows
+from puicl_model.planning import PassPlanner, View
 
+__all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "PRIOR_FOLDS_TAG", "Folds",
+           "best_bin_alpha", "best_bin_estimate", "class_prior_estimate",
+           "cross_fitted_scores", "fold_of", "mean_estimate", "prior_cut"]
+
+# the labeled positives' folds for estimate_class_prior: K = 3 and 5 gave the same π̂ errors on
+# the development suite for 1.5x and 2.8x the time (docs/classifier.md)
+DEFAULT_FOLDS = 2
+# the spawn-key tag of the labeled rows' split in folds (puicl_model.planning's tags are 1-5)
+PRIOR_FOLDS_TAG = 11
 # the fewest labeled positives whose split in folds the score-based estimators run on
 MIN_LABELED_FOR_ESTIMATES = 20
 
 # per fold of the labeled positives: (the held-out fold's P(y=1), the pool's P(y=1)), both
-# scored by the same passes next to the other folds (puicl_model.class_prior)
+# scored by the same passes next to the other folds
 Folds = Sequence[tuple[np.ndarray, np.ndarray]]
 
-# DEDPUL: scores are compared on the logit scale, clipped to [ε, 1 − ε] (the model's
-# probabilities saturate); the kernel's least width there; the grid the densities are
-# evaluated on; and the largest density ratio kept (α ≥ 1/R)
-_LOGIT_EPS = 1e-6
-_MIN_BANDWIDTH = 0.1
-_GRID = 512
-_MAX_RATIO = 100.0
-# DEDPUL: the most the posteriors' clipped mass may move α (see dedpul_alpha)
-DEDPUL_TOLERANCE = 0.01
+# scores the rows of some views by the passes of some planners: (mean P(y=1), passes run)
+# (puicl_model.inference.PassScorer)
+Scorer = Callable[[Sequence[PassPlanner], Sequence[ViewRows]], tuple[np.ndarray, int]]
+
+
+def fold_of(n_labeled: int, n_folds: int, entropy: int) -> np.ndarray:
+    """Each labeled row's fold in 0..n_folds−1: near-equal folds, drawn under the key
+    ``(PRIOR_FOLDS_TAG, n_folds)`` of the fit's root seed."""
+    if not 2 <= n_folds <= n_labeled // 2:
+        raise ValueError(f"n_folds must be from 2 to half the labeled rows ({n_labeled // 2}), "
+                         f"got {n_folds}")
+    seed = np.random.SeedSequence(entropy, spawn_key=(PRIOR_FOLDS_TAG, n_folds))
+    return np.random.default_rng(seed).permutation(n_labeled) % n_folds
+
+
+def cross_fitted_scores(score: Scorer, planners: Sequence[PassPlanner], views: Sequence[View],
+                        n_folds: int = DEFAULT_FOLDS) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per fold of the fitted labeled positives: (the fold's P(y=1), the pool's P(y=1)), the
+    fold appended to the pool and scored by its passes next to the other folds (every member
+    of the ensemble, ``planners[i]`` reading ``views[planners[i].view]``, each view with its
+    own encoding of the rows). ``score`` is the fitted classifier's ``scorer_``."""
+    n_pool = planners[0].n_pool
+    fold = fold_of(len(views[0].x_labeled), n_folds, planners[0].entropy)
+    scores = []
+    for k in range(n_folds):
+        held = fold == k
+        rows = [ViewRows(np.ascontiguousarray(view.x_labeled[~held]),
+                         np.ascontiguousarray(np.concatenate([view.x_pool,
+                                                              view.x_labeled[held]])))
+                for view in views]
+        subs = [dataclasses.replace(p, n_labeled=int((~held).sum()),
+                                    n_pool=n_pool + int(held.sum()))
+                for p in planners]
+        proba, _ = score(subs, rows)
+        scores.append((proba[n_pool:], proba[:n_pool]))
+    return scores
+
 
 def best_bin_alpha(positive_scores: np.ndarray, unlabeled_scores: np.ndarray,
                    delta: float = 0.1, gamma: float = 0.01) -> float:
@@ -78,82 +119,6 @@ def best_bin_alpha(positive_scores: np.ndarray, unlabeled_scores: np.ndarray,
     return float(np.clip(ratio[best], 0.0, 1.0))
 
 
-def _logit(scores: np.ndarray) -> np.ndarray:
-    p = np.clip(np.asarray(scores, dtype=np.float64), _LOGIT_EPS, 1.0 - _LOGIT_EPS)
-    return np.log(p) - np.log1p(-p)
-
-
-def _bandwidth(z: np.ndarray, n: int) -> float:
-    """Silverman's rule of thumb for ``n`` rows of spread like ``z``'s, at least
-    ``_MIN_BANDWIDTH`` (saturated scores have no spread)."""
-    quartiles = np.subtract(*np.percentile(z, [75, 25]))
-    spread = min(float(np.std(z)), quartiles / 1.34) or float(np.std(z))
-    return max(0.9 * spread * n ** -0.2, _MIN_BANDWIDTH)
-
-
-def _density(sample: np.ndarray, grid: np.ndarray, bandwidth: float) -> np.ndarray:
-    """Gaussian kernel density of ``sample`` on ``grid`` (up to the kernel's constant)."""
-    density = np.zeros(len(grid))
-    for start in range(0, len(sample), 4096):  # [grid, 4096] blocks: memory stays small
-        part = sample[start : start + 4096]
-        density += np.exp(-0.5 * ((grid[:, None] - part[None, :]) / bandwidth) ** 2).sum(1)
-    return density / len(sample)
-
-
-def density_ratio(positive_scores: np.ndarray, unlabeled_scores: np.ndarray) -> np.ndarray:
-    """DEDPUL's r = f_P / f_U at each unlabeled row, made non-decreasing in the score.
-
-    Both densities are Gaussian kernel estimates of the logit scores with ONE bandwidth
-    (Silverman's, for the smaller sample on the two samples' spread): smoothing both with the
-    same kernel keeps f_U ≥ α f_P, so r ≤ 1/α still holds, with equality where only positives
-    score (a bandwidth per sample would bias r by their ratio where the scores saturate).
-    The paper smooths r and makes it monotone in the score (a higher score, the NTC's more
-    positive-like prediction, never lowers the positives' share); we fit it by isotonic
-    regression (equal weights, which keeps its mean over the pool), capped at ``_MAX_RATIO``.
-    """
-    from sklearn.isotonic import IsotonicRegression
-
-    z_p, z_u = _logit(positive_scores), _logit(unlabeled_scores)
-    both = np.concatenate([z_p, z_u])
-    bandwidth = _bandwidth(both, min(len(z_p), len(z_u)))
-    grid = np.linspace(both.min() - 3 * bandwidth, both.max() + 3 * bandwidth, _GRID)
-    f_p, f_u = _density(z_p, grid, bandwidth), _density(z_u, grid, bandwidth)
-    ratio = np.interp(z_u, grid, f_p / np.maximum(f_u, np.finfo(np.float64).tiny))
-    ratio = np.minimum(ratio, _MAX_RATIO)
-    return IsotonicRegression(increasing=True).fit_transform(z_u, ratio)
-
-
-def dedpul_alpha(positive_scores: np.ndarray, unlabeled_scores: np.ndarray,
-                 tolerance: float = DEDPUL_TOLERANCE) -> float:
-    """α̂ in [0, 1] by DEDPUL (Ivanov, NeurIPS 2020) on one score function.
-
-    The posterior of a pool row is P(+ | x) = α r(x) with r = f_P / f_U
-    (:func:`density_ratio`); it is at most 1, and α is the pool's mean posterior. DEDPUL's EM
-    step α ← mean_U min(1, α r) leaves the true α in place and lowers any larger α, whose
-    posteriors exceed 1 somewhere; with estimated densities it keeps lowering it towards 0, so
-    the paper stops where the step starts to move α. Here r is scaled to mean 1 over the pool
-    (E_U[f_P/f_U] = 1) and α̂ is the largest α whose step lowers it by at most ``tolerance``:
-    α − mean_U min(1, α r) ≤ tolerance. With no pure-positive region the posteriors of every α
-    up to 1 stay below 1 and α̂ = 1: nothing tells the pool's positives from the labeled ones.
-    """
-    positive = np.asarray(positive_scores, dtype=np.float64)
-    unlabeled = np.asarray(unlabeled_scores, dtype=np.float64)
-    if len(positive) < 2 or len(unlabeled) < 2:
-        raise ValueError("dedpul_alpha needs at least two positive and two unlabeled scores")
-    ratio = density_ratio(positive, unlabeled)
-    mean = float(ratio.mean())
-    if mean <= 0.0:
-        return 0.0  # no positive density anywhere in the pool
-    ratio = np.sort(ratio / mean)
-    prefix = np.concatenate([[0.0], np.cumsum(ratio)])
-    alphas = np.linspace(0.0, 1.0, 1001)
-    # mean_U min(1, α r): rows with α r < 1 count α r, the others 1
-    below = np.searchsorted(ratio, 1.0 / np.maximum(alphas, 1e-12), side="left")
-    step = (alphas * prefix[below] + (len(ratio) - below)) / len(ratio)
-    within = np.flatnonzero(alphas - step <= tolerance)
-    return float(alphas[within[-1]])
-
-
 def mean_estimate(pool_positive: np.ndarray) -> float:
     """π̂ as the mean of P(y=0) over the pool: pulled towards 0.5 where the model is unsure."""
     return float(np.mean(1.0 - np.asarray(pool_positive, dtype=np.float64)))
@@ -164,12 +129,6 @@ def best_bin_estimate(folds: Folds) -> float:
     pool's positive share from above where the model's top scores are pure positives, so this
     bounds π from below, and falls short where they are not."""
     return float(np.mean([1.0 - best_bin_alpha(held, pool) for held, pool in folds]))
-
-
-def dedpul_estimate(folds: Folds, tolerance: float = DEDPUL_TOLERANCE) -> float:
-    """π̂ as 1 − DEDPUL's α̂ on each fold's scores, averaged over the folds (a lower bound of
-    π where the classes' scores overlap, as BBE's)."""
-    return float(np.mean([1.0 - dedpul_alpha(held, pool, tolerance) for held, pool in folds]))
 
 
 def class_prior_estimate(pool_positive: np.ndarray, folds: Folds | None) -> float:

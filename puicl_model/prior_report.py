@@ -45,7 +45,7 @@ __all__ = [
     "prior_report",
 ]
 
-# the spawn-key tag of the bootstrap's draws (puicl_model.class_prior's folds are 11)
+# the spawn-key tag of the bootstrap's draws (puicl_model.prior's folds are 11)
 BOOTSTRAP_TAG = 12
 DEFAULT_LEVEL = 0.9
 DEFAULT_BOOTSTRAP = 400

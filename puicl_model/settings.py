@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -14,17 +15,15 @@ import numpy as np
 from puicl_common.configio import require, to_dict
 from puicl_common.versioning import drop_legacy_values
 
-__all__ = ["AffineCopies", "FewValuedIntegers", "InferenceSettings", "Partner"]
+__all__ = ["InferenceSettings", "Partner"]
 
-AffineCopies = Literal["keep", "drop"]
-FewValuedIntegers = Literal["numeric", "categorical"]
 Partner = Literal["auto", "none"]
 
 
 @dataclass(frozen=True)
 class InferenceSettings:
-    """How the classifier reads a fitted table's columns (:mod:`puicl_model.preprocessing`)
-    and splits the table into forward passes (:mod:`puicl_model.inference`).
+    """How the classifier splits a fitted table into forward passes
+    (:mod:`puicl_model.planning`) and whether it blends a partner with the model.
 
     The one place these defaults and their limits are written: ``PUICLClassifier``'s
     signature, ``puicl predict``'s options and the benchmark adapter's ``puicl:`` settings all
@@ -37,22 +36,14 @@ class InferenceSettings:
     # a moderate rise in time (docs/classifier.md, "Outside the trained range")
     chunk_size: int = 1000
     max_labeled: int = 300
-    # "drop": a numeric column that is an exact affine copy of an earlier one is dropped
-    affine_copies: AffineCopies = "keep"
-    # "categorical": an integer column with 2 to categorical_max_levels distinct values is
-    # encoded as the classifier encodes categorical columns
-    few_valued_integers: FewValuedIntegers = "numeric"
-    categorical_max_levels: int = 10
     # "auto": on tables with many labeled positives, a logistic partner fitted on every row is
     # blended with the model, the blend chosen on held-out labeled positives
     # (:mod:`puicl_model.partner`); "none": the model alone
     partner: Partner = "auto"
 
-    # the least value of each setting: a chunk must hold two labeled rows and two pool rows;
-    # a column of one value is constant (dropped), so two levels is the least that reads one
+    # the least value of each setting: a chunk must hold two labeled rows and two pool rows
     MINIMUM: ClassVar[dict[str, int]] = {
         "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
-        "categorical_max_levels": 2,
     }
 
     # the most of a setting that has a limit. Ensemble members repeat the few of
@@ -63,18 +54,25 @@ class InferenceSettings:
 
     # the words a setting of choices takes
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
-        "affine_copies": ("keep", "drop"),
-        "few_valued_integers": ("numeric", "categorical"),
         "partner": ("auto", "none"),
     }
 
     # settings added after results were stored, with the value that reproduces those results:
     # left out of the settings that identify results (:meth:`identity`) while they hold it, so
     # that the benchmark's cached replicates keep their keys
-    LEGACY_VALUES: ClassVar[dict[str, Any]] = {
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"partner": "none"}
+
+    # settings that were measured on the development suite and removed (docs/classifier.md,
+    # "Column options that were removed"), each with the default it had: a stored setting
+    # (a benchmark --method-config) that names one at that value loads as if it were absent,
+    # any other value is refused by name (puicl_common.configio.from_mapping). At their
+    # defaults they never entered the results' identity (they were LEGACY_VALUES), so cached
+    # replicates keep their keys.
+    REMOVED_KEYS: ClassVar[Mapping[str, Any]] = {
         "affine_copies": "keep", "few_valued_integers": "numeric", "categorical_max_levels": 10,
-        "partner": "none",
     }
+    REMOVED_WHY: ClassVar[str] = ("the column option did not beat the default on the "
+                                  "development suite (docs/classifier.md)")
 
     def validate(self) -> None:
         for name, minimum in self.MINIMUM.items():
@@ -92,12 +90,6 @@ class InferenceSettings:
             words = ", ".join(repr(word) for word in choices[:-1]) + f" or {choices[-1]!r}"
             require(isinstance(value, str) and value in choices, name,
                     f"must be {words}, got {value!r}")
-
-    def column_options(self) -> dict[str, Any]:
-        """The settings of how columns are read, as ``TablePreprocessor`` takes them."""
-        return {"affine_copies": self.affine_copies,
-                "few_valued_integers": self.few_valued_integers,
-                "categorical_max_levels": self.categorical_max_levels}
 
     def identity(self) -> dict[str, Any]:
         """The settings as they identify results: those at their legacy value left out."""

@@ -36,9 +36,11 @@ __all__ = [
     "CONFIG_FILE",
     "CONFIG_MAXIMA",
     "WEIGHTS_FILE",
+    "NoBundledWeightsError",
     "WeightsError",
     "bundled_weights_path",
     "check_config_against_tensors",
+    "load_model",
     "load_weights",
     "resolve_weights_path",
     "save_weights",
@@ -352,3 +354,29 @@ def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.
     state = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}
     model.load_state_dict(state, strict=True)
     return model.to(device).eval()
+
+
+class NoBundledWeightsError(FileNotFoundError):
+    """No weights were given and the bundled checkpoint is missing from this installation."""
+
+
+def load_model(weights: str | Path | torch.nn.Module | None,
+               device: str | torch.device = "cpu") -> torch.nn.Module:
+    """The model ``PUICLClassifier(weights=...)`` runs, in eval mode on ``device``: a loaded
+    ``PUICLModel`` as it is, a checkpoint path through :func:`load_weights`, or (None) the
+    bundled checkpoint, a :class:`NoBundledWeightsError` where none ships."""
+    from puicl_model.model import PUICLModel
+
+    if isinstance(weights, PUICLModel):
+        return weights.to(device).eval()
+    if isinstance(weights, torch.nn.Module):
+        raise TypeError(f"weights must be a path or a PUICLModel, got {type(weights).__name__}")
+    path = weights if weights is not None else bundled_weights_path()
+    if path is None:
+        raise NoBundledWeightsError(
+            "PUICLClassifier needs trained weights, and the bundled checkpoint is missing from "
+            "this installation (looked for puicl_model/weights/model.safetensors). Pass "
+            "weights=PATH: a checkpoint directory or .safetensors file written by "
+            "`trainer export RUN --out DIR` or puicl_model.weights.save_weights."
+        )
+    return load_weights(path, device=device)

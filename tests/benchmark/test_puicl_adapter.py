@@ -97,13 +97,11 @@ def test_categorical_flags_reach_the_classifier_as_categories(random_weights):
     assert not np.allclose(plain.scores, coded.scores)  # one-hot features, not the codes
 
 
-def test_column_options_reach_the_classifier_and_enter_the_settings_only_when_set(
-        random_weights):
+def test_settings_enter_the_cache_key_only_away_from_their_legacy_value(random_weights):
     from benchmark.methods import method_settings
-    from puicl_common.configio import ConfigError
 
     default = method_settings(make_method("puicl", weights=random_weights))
-    # the keys cached replicates were stored under before the options existed, and the
+    # the keys cached replicates were stored under before later settings existed, and the
     # partner, whose default ("auto") is not the value those replicates were computed with
     assert sorted(default) == ["_version", "chunk_size", "max_labeled", "n_estimators",
                                "partner", "single_pass_limit", "threshold", "weights_sha256"]
@@ -111,20 +109,21 @@ def test_column_options_reach_the_classifier_and_enter_the_settings_only_when_se
     before_partner = method_settings(make_method("puicl", weights=random_weights,
                                                  overrides={"partner": "none"}))
     assert sorted(before_partner) == sorted(set(default) - {"partner"})
-    options = {"affine_copies": "drop", "few_valued_integers": "categorical",
-               "categorical_max_levels": 4}
-    method = make_method("puicl", weights=random_weights, overrides=options)
-    assert method_settings(method) == {**default, **options}
-    with pytest.raises(ConfigError, match=r"^puicl\.affine_copies: must be one of 'keep', "
-                                          r"'drop', got 'remove'$"):
-        make_method("puicl", weights=random_weights, overrides={"affine_copies": "remove"})
 
-    rng = np.random.default_rng(3)
-    X = np.column_stack([rng.normal(size=80), rng.integers(0, 3, 80)]).astype(float)
-    s = (np.arange(80) < 25).astype(int)
-    with_copy = np.column_stack([X, 5.0 - 2.0 * X[:, 0]])
-    with pytest.warns(UserWarning, match=r"'2' \(affine copy of '0', negative factor\)"):
-        dropped = method.fit_predict(with_copy, s, seed=2)
-    np.testing.assert_array_equal(dropped.scores, method.fit_predict(X, s, seed=2).scores)
-    kept = make_method("puicl", weights=random_weights).fit_predict(with_copy, s, seed=2)
-    assert not np.array_equal(kept.scores, dropped.scores)
+
+def test_removed_column_options_load_at_their_old_default_and_are_refused_otherwise(
+        random_weights):
+    from benchmark.methods import method_settings
+    from puicl_common.configio import ConfigError
+
+    default = method_settings(make_method("puicl", weights=random_weights))
+    # a --method-config written while the options existed, at their defaults: same replicates
+    old = {"affine_copies": "keep", "few_valued_integers": "numeric",
+           "categorical_max_levels": 10}
+    assert method_settings(make_method("puicl", weights=random_weights,
+                                       overrides=old)) == default
+    for key, value in {"affine_copies": "drop", "few_valued_integers": "categorical",
+                       "categorical_max_levels": 4}.items():
+        with pytest.raises(ConfigError, match=rf"^puicl\.{key}: removed: the column option "
+                                              r"did not beat the default"):
+            make_method("puicl", weights=random_weights, overrides={key: value})

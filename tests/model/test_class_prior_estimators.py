@@ -1,10 +1,10 @@
 """The class-prior estimators of puicl_model.prior on synthetic score mixtures of known π, and
-the cross-fitted scores they read (puicl_model.class_prior).
+the cross-fitted scores they read.
 
 Scores are drawn as a model's P(y=1) would be: held-out positives from Beta(a, b), the pool a
 mixture of positives from the same Beta and negatives from another, with a known negative
-share π. Where the two Betas barely overlap both BBE and DEDPUL recover π; where they overlap
-everywhere they fall short of π, by more the more they overlap (docs/classifier.md).
+share π. Where the two Betas barely overlap BBE recovers π; where they overlap everywhere it
+falls short of π, by more the more they overlap (docs/classifier.md).
 """
 
 from __future__ import annotations
@@ -13,21 +13,18 @@ import numpy as np
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.class_prior import cross_fitted_scores, fold_of
 from puicl_model.prior import (
     best_bin_alpha,
     best_bin_estimate,
     class_prior_estimate,
-    dedpul_alpha,
-    dedpul_estimate,
-    density_ratio,
+    cross_fitted_scores,
+    fold_of,
     mean_estimate,
 )
 
 SEPARATED = ((8, 1), (1, 8))  # (positives' Beta, negatives' Beta)
 OVERLAPPING = ((3, 2), (2, 3))
 IDENTICAL = ((2, 2), (2, 2))
-ESTIMATORS = {"best_bin": best_bin_alpha, "dedpul": dedpul_alpha}
 
 
 def mixture(pi: float, laws: tuple, seed: int, n_held: int = 200, n_pool: int = 1000,
@@ -45,19 +42,16 @@ def errors(estimator, pi: float, laws: tuple, seeds: range = range(5)) -> np.nda
     return np.array([1.0 - estimator(*mixture(pi, laws, seed)) - pi for seed in seeds])
 
 
-@pytest.mark.parametrize("name", sorted(ESTIMATORS))
 @pytest.mark.parametrize("pi", [0.2, 0.5, 0.8])
-def test_separated_scores_give_pi_within_three_points(name: str, pi: float) -> None:
-    # 10 draws: the median miss is at most 0.02 (measured), the mean at most 0.044 (DEDPUL at
-    # π = 0.2, where 2 of the 10 draws overshoot by 0.13 and 0.29: the top bin's few rows)
-    miss = errors(ESTIMATORS[name], pi, SEPARATED, seeds=range(10))
+def test_separated_scores_give_pi_within_three_points(pi: float) -> None:
+    # 10 draws: the median miss is at most 0.02 (measured)
+    miss = errors(best_bin_alpha, pi, SEPARATED, seeds=range(10))
     assert np.median(np.abs(miss)) < 0.03
     assert abs(miss.mean()) < 0.05
 
 
-@pytest.mark.parametrize("name", sorted(ESTIMATORS))
-def test_overlapping_scores_fall_short_of_pi_and_more_so_the_more_they_overlap(name) -> None:
-    estimator = ESTIMATORS[name]
+def test_overlapping_scores_fall_short_of_pi_and_more_so_the_more_they_overlap() -> None:
+    estimator = best_bin_alpha
     for pi in (0.5, 0.8):
         separated = errors(estimator, pi, SEPARATED).mean()
         overlapping = errors(estimator, pi, OVERLAPPING).mean()
@@ -68,29 +62,10 @@ def test_overlapping_scores_fall_short_of_pi_and_more_so_the_more_they_overlap(n
         assert identical == pytest.approx(-pi, abs=0.06)
 
 
-def test_density_ratio_is_monotone_and_near_one_over_alpha_where_positives_alone_score(
-) -> None:
-    held, pool = mixture(0.5, SEPARATED, seed=0)
-    ratio = density_ratio(held, pool)
-    order = np.argsort(pool)
-    assert (np.diff(ratio[order]) >= -1e-12).all()
-    assert ratio[order][-100:].mean() == pytest.approx(2.0, rel=0.15)  # 1/α with α = 0.5
-    assert ratio[order][:100].mean() < 0.05  # where the negatives score
-
-
-def test_dedpul_tolerance_trades_alpha_up() -> None:
-    held, pool = mixture(0.5, OVERLAPPING, seed=1)
-    assert dedpul_alpha(held, pool, 0.001) <= dedpul_alpha(held, pool, 0.05)
-    with pytest.raises(ValueError, match="at least two positive"):
-        dedpul_alpha([0.5], [0.1, 0.2])
-
-
 def test_fold_estimates_average_the_folds_and_the_rule_needs_enough_positives() -> None:
     folds = [mixture(0.5, SEPARATED, seed) for seed in (0, 1)]
     assert best_bin_estimate(folds) == pytest.approx(
         np.mean([1 - best_bin_alpha(h, p) for h, p in folds]))
-    assert dedpul_estimate(folds) == pytest.approx(
-        np.mean([1 - dedpul_alpha(h, p) for h, p in folds]))
     pool = folds[0][1]
     few = [(held[:5], part) for held, part in folds]  # 10 < MIN_LABELED_FOR_ESTIMATES
     assert class_prior_estimate(pool, few) == mean_estimate(pool)
@@ -110,7 +85,7 @@ def test_cross_fitted_scores_score_each_fold_with_the_pool(small_weights, rng) -
     X = rng.normal(size=(90, 4))
     s = np.r_[np.ones(30, dtype=int), np.zeros(60, dtype=int)]
     clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
-    folds = cross_fitted_scores(clf, 3)
+    folds = cross_fitted_scores(clf.scorer_, clf.planners_, clf.views_, 3)
     assert [len(held) for held, _ in folds] == [10, 10, 10]
     assert all(pool.shape == (60,) for _, pool in folds)
     # the pool is scored next to fewer labeled rows, and with the fold among it: close to,
@@ -122,6 +97,7 @@ def test_cross_fitted_scores_score_each_fold_with_the_pool(small_weights, rng) -
     with pytest.raises(ValueError, match="n_folds must be an integer >= 2"):
         clf.estimate_class_prior(1)
     again = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
-    for (held, pool), (held2, pool2) in zip(folds, cross_fitted_scores(again, 3), strict=True):
+    repeated = cross_fitted_scores(again.scorer_, again.planners_, again.views_, 3)
+    for (held, pool), (held2, pool2) in zip(folds, repeated, strict=True):
         np.testing.assert_array_equal(held, held2)
         np.testing.assert_array_equal(pool, pool2)

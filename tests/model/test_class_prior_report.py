@@ -130,13 +130,13 @@ def test_bad_options_get_one_line_errors(options: dict, message: str) -> None:
 
 
 def test_classifier_report_reuses_the_prior_scores(small_weights, monkeypatch) -> None:
-    from puicl_model import class_prior
+    from puicl_model import prior
 
     rng = np.random.default_rng(6)
     X = rng.normal(size=(120, 4))
     s = np.r_[np.ones(40, dtype=int), np.zeros(80, dtype=int)]
     calls = []
-    real = class_prior.cross_fitted_scores
+    real = prior.cross_fitted_scores
     monkeypatch.setattr("puicl_model.classifier.cross_fitted_scores",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)

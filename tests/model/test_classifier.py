@@ -231,9 +231,9 @@ def test_model_object_as_weights_and_sklearn_clone(small_model, table, rng) -> N
 
 
 def test_without_a_bundled_checkpoint_it_says_so(monkeypatch) -> None:
-    import puicl_model.classifier as classifier_module
+    import puicl_model.weights as weights_module
 
-    monkeypatch.setattr(classifier_module, "bundled_weights_path", lambda: None)
+    monkeypatch.setattr(weights_module, "bundled_weights_path", lambda: None)
     clf = PUICLClassifier()  # the constructor only stores its arguments; fit says it
     with pytest.raises(NoBundledWeightsError, match="bundled checkpoint is missing") as caught:
         clf.fit(np.arange(8.0).reshape(4, 2), [1, 1, 0, 0])

@@ -15,7 +15,6 @@ from benchmark.methods.puicl import PUICLConfig
 from puicl_common.configio import ConfigError, from_mapping
 from puicl_model import PUICLClassifier
 from puicl_model.cli import _parser
-from puicl_model.preprocessing import TablePreprocessor
 from puicl_model.settings import InferenceSettings
 
 
@@ -77,13 +76,10 @@ def test_inference_defaults_are_written_once() -> None:
     settings = InferenceSettings()
     # every setting is a parameter of the classifier and an option of puicl predict
     names = [field.name for field in dataclasses.fields(InferenceSettings)]
-    assert {"n_estimators", "max_labeled", "affine_copies", "few_valued_integers"} <= set(names)
+    assert {"n_estimators", "max_labeled", "partner"} <= set(names)
     for name in names:
         assert signature[name].default == getattr(settings, name)
         assert getattr(cli, name) == getattr(settings, name)
-    reader = inspect.signature(TablePreprocessor).parameters
-    for name in settings.column_options():
-        assert reader[name].default == getattr(settings, name)
     # the benchmark adapter's settings: the classifier's, plus its threshold
     assert issubclass(PUICLConfig, InferenceSettings)
     assert PUICLConfig().threshold == signature["threshold"].default

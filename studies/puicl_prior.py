@@ -3,13 +3,14 @@
 The π̂ tables of docs/classifier.md come from this script. For each task it fits
 ``PUICLClassifier`` as the benchmark adapter does, keeps the model's scores that the estimators
 read — the pool's P(y=1) and, for each fold count K of ``--folds``, the cross-fitted scores of
-:mod:`puicl_model.class_prior` (per fold: the held-out positives' and the pool's P(y=1) from the
+:mod:`puicl_model.prior` (per fold: the held-out positives' and the pool's P(y=1) from the
 same passes) — and computes every estimate of π, the pool's negative share, from them, next to
 the realized π (``task.pi``) and the task's AUC. With ``--legacy`` (on by default) it also keeps
 the scores of the rule before cross-fitting: two halves of the labeled positives, each scored
 as new rows next to the other half, and the pool scored next to that half.
 
-Estimates (``puicl_model.prior``; each rule but ``mean`` is computed per K, as ``rule/K``):
+Estimates (:mod:`puicl_model.prior`, :mod:`studies.dedpul`; each rule but ``mean`` is computed
+per K, as ``rule/K``):
 
 * ``mean``: the mean of P(y=0) over the pool;
 * ``best_bin``: Best Bin Estimation (Garg et al., NeurIPS 2021), averaged over the folds;
@@ -27,12 +28,12 @@ Tasks are those of ``puicl-bench --suite dev --pi P`` (same tables, repetitions 
 suite's AUC figures), or with ``--synthetic DIR`` the validation tasks of a shard directory.
 The benchmark's 20 datasets are never scored here: every choice is made on the suite.
 
-    python benchmarks/puicl_prior.py --pis 0.2,0.5,0.8 --repeats 2 --folds 2,3,5 --jobs 2 \\
+    python -m studies.puicl_prior --pis 0.2,0.5,0.8 --repeats 2 --folds 2,3,5 --jobs 2 \\
         --out dev.csv --scores-out dev_scores
-    python benchmarks/puicl_prior.py --from-scores dev_scores     # no model: seconds
-    python benchmarks/puicl_prior.py --synthetic runs/recipe/val_paper_prior --jobs 2 \\
+    python -m studies.puicl_prior --from-scores dev_scores     # no model: seconds
+    python -m studies.puicl_prior --synthetic runs/recipe/val_paper_prior --jobs 2 \\
         --out synthetic.csv
-    python benchmarks/puicl_prior.py --from dev.csv --calibrate-on synthetic.csv
+    python -m studies.puicl_prior --from dev.csv --calibrate-on synthetic.csv
 
 Printed: the mean |π̂ − π| of each estimate per target π (``oracle(mean|best_bin)``: the better
 of the two per task, chosen knowing π), the mean π̂ itself, and the pool's accuracy and F1
@@ -65,14 +66,15 @@ from benchmark.protocol import make_task, method_seed
 from benchmark.suites import get_suite
 from puicl_model.inference import ViewRows
 from puicl_model.prior import (
+    DEFAULT_FOLDS,
     Folds,
     best_bin_alpha,
     best_bin_estimate,
     class_prior_estimate,
-    dedpul_estimate,
     mean_estimate,
     prior_cut,
 )
+from studies.dedpul import dedpul_estimate
 
 MIN_HELD_OUT_MEAN = 0.55  # below it the held-out positives' mean says too little to invert
 MIN_SEPARATION = 0.05  # adjusted_mean: below this gap between the two means, the plain mean
@@ -160,8 +162,6 @@ def row(identity: dict, pool: np.ndarray, by_folds: dict[int, Folds], y_pool: np
     """One task's line of the table: who it is, its π and AUC, every estimate, and the pool's
     accuracy and F1 at each decision threshold (the prior cut with the classifier's π̂ at
     ``default_folds``, the default fold count when None; the legacy rule's without folds)."""
-    from puicl_model.class_prior import DEFAULT_FOLDS
-
     auc = float(roc_auc_score(y_pool, pool)) if 0 < y_pool.sum() < len(y_pool) else None
     values = estimates(pool, by_folds, legacy)
     k = default_folds or (DEFAULT_FOLDS if DEFAULT_FOLDS in by_folds else min(by_folds, default=0))
@@ -186,10 +186,10 @@ def legacy_halves(clf) -> Folds:
         context = [np.ascontiguousarray(v.x_labeled[half != k]) for v in clf.views_]
         held = [np.ascontiguousarray(v.x_labeled[half == k]) for v in clf.views_]
         subs = [dataclasses.replace(p, n_labeled=len(context[0])) for p in clf.planners_]
-        pool, _ = clf._score(subs, [ViewRows(c, v.x_pool)
-                                    for c, v in zip(context, clf.views_, strict=True)])
-        held_scores, _ = clf._score(subs, [ViewRows(c, v.x_pool, h) for c, h, v
-                                           in zip(context, held, clf.views_, strict=True)])
+        pool, _ = clf.scorer_(subs, [ViewRows(c, v.x_pool)
+                                     for c, v in zip(context, clf.views_, strict=True)])
+        held_scores, _ = clf.scorer_(subs, [ViewRows(c, v.x_pool, h) for c, h, v
+                                            in zip(context, held, clf.views_, strict=True)])
         scores.append((held_scores, pool))
     return scores
 

@@ -1,22 +1,14 @@
-"""benchmarks/puicl_prior.py's rules and its kept scores: the adjusted mean recovers π where the
-model separates the classes but is soft, the classifier's rule is the script's, every rule is
-computed per fold count, and the estimates recomputed from ``--scores-out`` files equal the ones
-computed when scoring."""
+"""The class-prior study's rules (studies/puicl_prior.py) and its kept scores: the adjusted
+mean recovers π where the model separates the classes but is soft, the classifier's rule is
+the script's, every rule is computed per fold count, and the estimates recomputed from
+``--scores-out`` files equal the ones computed when scoring."""
 
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "puicl_prior.py"
-
-# a script, not a module of the package: loaded from its file
-_spec = importlib.util.spec_from_file_location("puicl_prior", SCRIPT)
-puicl_prior = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(puicl_prior)
+from studies import puicl_prior
 
 
 def _soft_separable(pi: float, n_pool: int = 800, n_held: int = 400, seed: int = 0):
