@@ -170,7 +170,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.n_threads = n_threads
         self.progress = progress
 
-    # the ensemble members n_estimators takes from (benchmarks/ensemble_members.py measures
+    # the ensemble members n_estimators takes from (studies/ensemble_members.py measures
     # other lists through a subclass)
     _member_catalogue: tuple[Member, ...] = MEMBERS
 

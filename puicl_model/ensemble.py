@@ -52,7 +52,7 @@ class Member:
 # The members, in the order n_estimators takes them. Member 0 must stay the classifier as
 # configured (n_estimators=1 is the single pass). The others are ordered by the mean AUC gain
 # each gave paired with member 0 on 12 benchmark tasks with the bundled checkpoint
-# (docs/performance.md, "Ensemble members"); benchmarks/ensemble_members.py re-measures it.
+# (docs/performance.md, "Ensemble members"); studies/ensemble_members.py re-measures it.
 MEMBERS: tuple[Member, ...] = (
     Member("base"),
     Member("power-ordinal", numeric="power", categorical="ordinal"),

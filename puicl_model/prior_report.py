@@ -55,7 +55,7 @@ DEFAULT_DELTA = 0.025
 # the upper end's allowance for the point's own error, beyond its sampling noise: π̂ leans on the
 # model's prior and rises about half as fast as π (docs/classifier.md), so π exceeded the
 # bootstrap's upper end by up to this much on 94 % of the development suite's tasks (40 tables
-# x 2 repetitions x π = 0.2 / 0.5 / 0.8; measured by benchmarks/class_prior_interval.py)
+# x 2 repetitions x π = 0.2 / 0.5 / 0.8; measured by studies/class_prior_interval.py)
 MODEL_ERROR_ALLOWANCE = 0.2
 # the flag: π is poorly identified when the point sits this far above the bound, or its
 # interval is this wide: a threshold="prior" cut anywhere in that range labels this share of

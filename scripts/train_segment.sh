@@ -18,7 +18,7 @@
 #    them on both yardsticks of docs/recipe.md (the fixed validation split and the
 #    20-dataset dev subset) into runs/recipe/NAME_step<N>/reference.json, and appends those
 #    scores to checkpoints/NAME-run/scores.jsonl (scripts/segment.py record), the run's curve
-#    (benchmarks/plot_run_curve.py).
+#    (studies/plot_run_curve.py).
 set -euo pipefail
 if [[ $# -ne 3 ]]; then
     echo "usage: $0 CONFIG NAME MINUTES" >&2
@@ -55,6 +55,6 @@ OMP_NUM_THREADS=1 .venv/bin/torchrun --standalone --nproc_per_node 2 trainer/mai
 STEP=$($PY scripts/segment.py save "$RUN" "$SAVED")
 WEIGHTS=runs/$NAME/weights_step$STEP
 .venv/bin/trainer export "$RUN" --out "$WEIGHTS"
-$PY benchmarks/recipe_sweep.py --reference "${NAME}_step$STEP=$WEIGHTS"
+$PY -m studies.recipe_sweep --reference "${NAME}_step$STEP=$WEIGHTS"
 $PY scripts/segment.py record "$SAVED" "runs/recipe/${NAME}_step$STEP/reference.json"
 echo "segment done at step $STEP: commit $SAVED; scores in runs/recipe/${NAME}_step$STEP"

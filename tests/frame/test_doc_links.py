@@ -30,7 +30,7 @@ NUMBERED_HEADING = re.compile(r"^#{1,6}[ \t]+§?(\d+)\.?[ \t]", re.M)
 SOURCES = sorted(
     path
     for folder in ("puicl_common", "puicl_model", "prior_gen", "trainer", "benchmark", "tests",
-                   "benchmarks", "scripts", "examples", "configs")
+                   "speed", "studies", "scripts", "examples", "configs")
     for path in (ROOT / folder).rglob("*")
     if path.suffix in {".py", ".yaml", ".sh", ".c"} and "__pycache__" not in path.parts
     and path != Path(__file__).resolve()  # this file's examples name pages that do not exist

@@ -1,6 +1,6 @@
 """scripts/segment.py's save and record: the committed state of a long run keeps its segment
 scores across saves, a score is recorded only for a step the saved run has reached, and
-benchmarks/plot_run_curve.py draws the curve from that state."""
+studies/plot_run_curve.py draws the curve from that state."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from studies import plot_run_curve
 
 from .conftest import ROOT, run_inprocess
 
@@ -21,7 +23,6 @@ def _load(name: str, path: Path):
 
 
 segment = _load("segment", ROOT / "scripts" / "segment.py")
-plot_run_curve = _load("plot_run_curve", ROOT / "benchmarks" / "plot_run_curve.py")
 
 
 def _reference(tmp_path: Path, step: int, bench_auc: float) -> Path:

@@ -2,7 +2,7 @@
 # The configuration study behind the bundled checkpoint (docs/model_card/v0.md): for each config
 # under configs/study/, generate its shards, train it, export it and score it on the quick
 # benchmark subset (10 datasets x 2 repetitions). Summaries: runs/study/<config>/{run,bench}.
-#   bash benchmarks/model_study.sh a_small_model_small_tasks b_small_model_paper_tasks ...
+#   bash studies/model_study.sh a_small_model_small_tasks b_small_model_paper_tasks ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=.venv/bin

@@ -7,7 +7,7 @@ baselines of a run keep their names. Only the first ``--repetitions`` repetition
 enter the table (default: the most that every run has), so that every row is measured on the
 same tasks. Writes the merged per-table CSV and prints the markdown table.
 
-    python benchmarks/devsuite_table.py --run puicl-v1.1=results/dev_v11 \\
+    python -m studies.devsuite_table --run puicl-v1.1=results/dev_v11 \\
         --run puicl-v1=results/dev_v1 --run baselines=results/dev_baselines \\
         --csv docs/benchmark/devsuite/per_table.csv --figure docs/benchmark/devsuite/auc.png
 """

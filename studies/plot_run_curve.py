@@ -2,7 +2,7 @@
 state: the training loss against the step, and each segment's scores on the two yardsticks of
 docs/recipe.md against the training minutes.
 
-    python benchmarks/plot_run_curve.py checkpoints/puicl-v1-run \
+    python -m studies.plot_run_curve checkpoints/puicl-v1-run \
         --reference "v0 (bundled)=docs/recipe/summaries/v0_bundled.json" \
         --out docs/model_card/puicl-v1_run.png
 

@@ -2,9 +2,9 @@
 "Ensembles"): the numbers to choose ``ensemble.DEFAULT_N_ESTIMATORS`` and the order of
 ``ensemble.MEMBERS`` with a given checkpoint.
 
-    .venv/bin/python benchmarks/ensemble_members.py --weights DIR
+    .venv/bin/python -m studies.ensemble_members --weights DIR
     # a few datasets, and two-member sets that pair the configured view with each member:
-    .venv/bin/python benchmarks/ensemble_members.py --datasets diabetes,rice,car \\
+    .venv/bin/python -m studies.ensemble_members --datasets diabetes,rice,car \\
         --settings 1,2,3,4,5,base+half-labeled,base+standard-frequency
 
 A setting is either a number ``k`` (``n_estimators=k``: the first ``k`` members of

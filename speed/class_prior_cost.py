@@ -11,8 +11,8 @@ bootstrap) and after ``estimate_class_prior()`` (``interval only``: the bootstra
 on the kept scores). Rounds interleave the calls; the medians and their ratio to
 ``predict_proba``'s are printed (docs/classifier.md, docs/performance.md).
 
-    python -m benchmarks.class_prior_cost --folds 2,3,5 --rounds 5
-    python -m benchmarks.class_prior_cost --folds 2 --no-legacy --report --rounds 5
+    python -m speed.class_prior_cost --folds 2,3,5 --rounds 5
+    python -m speed.class_prior_cost --folds 2 --no-legacy --report --rounds 5
 """
 
 from __future__ import annotations

@@ -21,13 +21,13 @@ minimum taken over the cuts with at least ``--top-share`` of the positives above
 with a handful of positives above it is noise, not a law). A PU method's scores separate the
 classes less than these supervised ones, so its shortfall can only be larger.
 
-    python benchmarks/devsuite_ceiling.py --out ceiling.csv [--repetitions 1] [--top-share 0.1]
+    python -m studies.devsuite_ceiling --out ceiling.csv [--repetitions 1] [--top-share 0.1]
 
 ``--shards DIR`` measures the same on the pools of stored prior tasks instead (the first step
 of every ``--every``-th stored stage of ``--split``, and the tail): whether the prior's tasks are
 as hard for a supervised learner as the suite's tables (docs/recipe.md, "Prior v2").
 
-    python benchmarks/devsuite_ceiling.py --out prior.csv --shards runs/prior_study/shards/HASH
+    python -m studies.devsuite_ceiling --out prior.csv --shards runs/prior_study/shards/HASH
 """
 
 from __future__ import annotations

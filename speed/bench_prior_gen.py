@@ -1,6 +1,6 @@
 """Benchmark of the prior generator (figures for docs/performance.md, "Prior generator").
 
-    .venv/bin/python benchmarks/bench_prior_gen.py [--config configs/paper.yaml] [--quick]
+    .venv/bin/python -m speed.bench_prior_gen [--config configs/paper.yaml] [--quick]
                                                    [--json results/bench_prior_gen.json]
                                                    [--arithmetic native|portable]
                                                    [--compare arithmetic|noise_sampler]

@@ -1,20 +1,17 @@
-"""benchmarks/devsuite_ceiling.py's bound on π̂: the shortfall of an estimator that takes the
+"""studies/devsuite_ceiling.py's bound on π̂: the shortfall of an estimator that takes the
 top scores for pure positives, computed from scores with known class laws."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "devsuite_ceiling.py"
+from studies import devsuite_ceiling
 
-# a script, not a module of the package: loaded from its file
-_spec = importlib.util.spec_from_file_location("devsuite_ceiling", SCRIPT)
-devsuite_ceiling = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(devsuite_ceiling)
+ROOT = Path(__file__).resolve().parents[2]
+
 gap = devsuite_ceiling.irreducibility_gap
 
 
@@ -53,7 +50,7 @@ def test_prior_tasks_are_read_from_every_nth_stage_and_the_tail(tmp_path: Path) 
     from prior_gen.runner import run_generation
     from prior_gen.shards import open_shards
 
-    config = load_generation_config(SCRIPT.parents[1] / "configs" / "smoke.yaml")
+    config = load_generation_config(ROOT / "configs" / "smoke.yaml")
     run_generation(config, "train", [1, 2, 3, "tail"], tmp_path / "shards", workers=1)
     rows = devsuite_ceiling.prior_rows(tmp_path / "shards", "train", every=2, top_share=0.1)
     assert sorted({row["stage"] for row in rows}) == ["1", "3", "tail"]

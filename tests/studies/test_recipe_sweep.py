@@ -1,4 +1,4 @@
-"""benchmarks/recipe_sweep.py's yardstick: the development suite at three π, never the
+"""studies/recipe_sweep.py's yardstick: the development suite at three π, never the
 benchmark; a plan's ``dev_settings`` reach ``puicl-bench`` as its ``--method-config``; the
 table reports each variant's paired difference from the base next to the measured seed noise;
 a plan's ``dev_labelings`` score the suite again under biased labelings, also for variants
@@ -6,7 +6,6 @@ trained before (``--rescore``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,15 +16,10 @@ import torch
 import yaml
 
 from puicl_common.configio import ConfigError
+from studies import recipe_sweep
 from trainer.config import run_config_from_mapping
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "recipe_sweep.py"
-
-# a script, not a module of the package: loaded from its file
-_spec = importlib.util.spec_from_file_location("recipe_sweep", SCRIPT)
-recipe_sweep = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(recipe_sweep)
 
 
 def _fake_bench(calls: list[list[str]]):

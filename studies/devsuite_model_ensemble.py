@@ -10,13 +10,13 @@ paired difference by table against the first model is printed for each model and
 Two seeds of one prior next to two different priors tell the gain of averaging from the gain
 of diversity:
 
-    python benchmarks/devsuite_model_ensemble.py --out ensemble.csv \\
+    python -m studies.devsuite_model_ensemble --out ensemble.csv \\
         --weights v1=runs/prior_study/v1_prior_seed1/weights \\
         --weights eta=runs/prior_study/eta_wide/weights \\
         --weights eta_seed1=runs/prior_study/eta_wide_seed1/weights \\
         --weights families=runs/prior_study/families/weights \\
         --mean seeds=eta+eta_seed1 --mean priors=eta+families
-    python benchmarks/devsuite_model_ensemble.py --summarize ensemble.csv   # the table again
+    python -m studies.devsuite_model_ensemble --summarize ensemble.csv   # the table again
 
 The cost of the mean is the sum of its members' passes: a diagnostic of what the priors hold
 between them, not a default.

@@ -39,7 +39,7 @@ Inference is timed as the classifier runs it (``backends.packed_inference.infere
 The machine may be shared: compare the ratios (measured side by side); absolute seconds are
 as good as the machine was quiet. Timings are the minimum over ``--repeats`` runs.
 
-    .venv/bin/python benchmarks/bench_model.py --json /tmp/bench_model.json
+    .venv/bin/python -m speed.bench_model --json /tmp/bench_model.json
 """
 
 from __future__ import annotations

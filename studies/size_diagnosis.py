@@ -18,7 +18,7 @@ For each table with at least ``--min-rows`` rows, the task with every row at tar
 
 Usage::
 
-    python -m benchmarks.size_diagnosis --out results/size_diagnosis.csv
+    python -m studies.size_diagnosis --out results/size_diagnosis.csv
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def measure_table(slug: str, pi: float, data_dir: Path | None) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.size_diagnosis")
+    parser = argparse.ArgumentParser(prog="python -m studies.size_diagnosis")
     parser.add_argument("--out", type=Path, required=True, help="CSV of every measurement")
     parser.add_argument("--pi", type=float, default=0.5)
     parser.add_argument("--min-rows", type=int, default=4000)

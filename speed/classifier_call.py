@@ -1,18 +1,18 @@
 """Seconds of one (P, n_u, d) classifier call: fit + predict_proba of the pool, with the
 bundled checkpoint, best of N in this process (docs/performance.md, Trainer / backends).
 
-    .venv/bin/python benchmarks/classifier_call.py --repeats 10
+    .venv/bin/python -m speed.classifier_call --repeats 10
     # the same task with another checkout's code, to compare two versions side by side:
-    PYTHONPATH=/path/to/other/checkout .venv/bin/python benchmarks/classifier_call.py
+    PYTHONPATH=/path/to/other/checkout .venv/bin/python -m speed.classifier_call
     # ensembles of 1-4 members, taking turns call by call (their ratios to the first):
-    .venv/bin/python benchmarks/classifier_call.py --n-estimators 1,2,3,4 --repeats 10
+    .venv/bin/python -m speed.classifier_call --n-estimators 1,2,3,4 --repeats 10
     # the default (n_estimators=None) against the single pass, on a table whose last 5
     # columns are categorical (the default adds a member there):
-    .venv/bin/python benchmarks/classifier_call.py --n-estimators 1,default --categorical 5
+    .venv/bin/python -m speed.classifier_call --n-estimators 1,default --categorical 5
     # a pool larger than single_pass_limit, scored in chunks of 200 and of 1,000 rows:
-    .venv/bin/python benchmarks/classifier_call.py --shape 200,8000,20 --chunk-size 200,1000
+    .venv/bin/python -m speed.classifier_call --shape 200,8000,20 --chunk-size 200,1000
     # a large table with and without the partner, π̂ included (what puicl-bench times):
-    .venv/bin/python benchmarks/classifier_call.py --shape 3000,12000,20 --partner auto,none \
+    .venv/bin/python -m speed.classifier_call --shape 3000,12000,20 --partner auto,none \
         --class-prior
 
 Prints the best time and the first three probabilities (equal across versions that compute

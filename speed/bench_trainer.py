@@ -34,10 +34,10 @@ Peak memory is measured in a fresh child process per strategy, one step on the h
 as the rise of the peak resident set (``ru_maxrss``) over the resident memory before the step,
 and as the process peak.
 
-    .venv/bin/python benchmarks/bench_trainer.py
-    .venv/bin/python benchmarks/bench_trainer.py --steps 1 --strategies per_task,cells_60000
-    .venv/bin/python benchmarks/bench_trainer.py --layouts 1x2,2x1 --strategies cells_12000
-    .venv/bin/python benchmarks/bench_trainer.py --layouts 2x1,2x1+trim2.5 --strategies cells_12000
+    .venv/bin/python -m speed.bench_trainer
+    .venv/bin/python -m speed.bench_trainer --steps 1 --strategies per_task,cells_60000
+    .venv/bin/python -m speed.bench_trainer --layouts 1x2,2x1 --strategies cells_12000
+    .venv/bin/python -m speed.bench_trainer --layouts 2x1,2x1+trim2.5 --strategies cells_12000
 
 Batches timed: steps 0..N-1 of stage 100 (P and d are drawn per step, so each step has its own
 sizes) and the heaviest (most table cells) of the stage's first 20 steps; one untimed warm-up

@@ -9,9 +9,9 @@ variant paired by table (± the standard error across tables). The figures of
 docs/classifier.md ("Table preprocessing") come from the first command; those of
 docs/model_card/v0.md (chosen on the benchmark, before the suite existed) from the last.
 
-    python benchmarks/puicl_preprocessing.py --n-estimators 1 --repeats 2 \\
+    python -m studies.puicl_preprocessing --n-estimators 1 --repeats 2 \\
         --variants onehot/quantile,onehot/power,onehot/standard
-    python benchmarks/puicl_preprocessing.py --suite benchmark --repeats 3
+    python -m studies.puicl_preprocessing --suite benchmark --repeats 3
 """
 
 from __future__ import annotations

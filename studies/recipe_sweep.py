@@ -38,10 +38,10 @@ plan's ``dev_labelings`` that its summary lacks, without training it again.
 ``dev_settings`` give with the current defaults: a classifier default that changed between two
 variants would otherwise enter their difference.
 
-    .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml v0 ema_0.99
-    .venv/bin/python benchmarks/recipe_sweep.py --plan configs/recipe_study/plan.yaml --table \\
+    .venv/bin/python -m studies.recipe_sweep --plan configs/recipe_study/plan.yaml v0 ema_0.99
+    .venv/bin/python -m studies.recipe_sweep --plan configs/recipe_study/plan.yaml --table \\
         --figure docs/recipe/val_auc_vs_cpu.png
-    .venv/bin/python benchmarks/recipe_sweep.py --plan configs/prior_study/plan.yaml \\
+    .venv/bin/python -m studies.recipe_sweep --plan configs/prior_study/plan.yaml \\
         --out runs/prior_study --rescore v1_prior
 """
 

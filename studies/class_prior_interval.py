@@ -20,11 +20,11 @@ target π, against the realized π (``task.pi``):
 
 The benchmark's 20 datasets are never read here.
 
-    python benchmarks/class_prior_interval.py --scores-out dev_prior_scores
-    python benchmarks/class_prior_interval.py --from-scores dev_prior_scores   # seconds
-    python benchmarks/class_prior_interval.py --repeats 1 --max-positives 3000 \\
+    python -m studies.class_prior_interval --scores-out dev_prior_scores
+    python -m studies.class_prior_interval --from-scores dev_prior_scores   # seconds
+    python -m studies.class_prior_interval --repeats 1 --max-positives 3000 \\
         --scores-out dev_prior_scores_3000
-    python benchmarks/class_prior_interval.py --repeats 1 --max-positives 3000 \\
+    python -m studies.class_prior_interval --repeats 1 --max-positives 3000 \\
         --partner none --scores-out dev_prior_scores_3000_alone
 """
 
