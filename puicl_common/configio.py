@@ -15,7 +15,9 @@ Range checks live on the dataclasses themselves: a config class may define
 ``validate(self) -> None`` and raise :class:`ConfigError` with the *field name* as ``key``;
 :func:`from_mapping` prefixes the path of the enclosing section. A class may also list keys it
 no longer has (``REMOVED_KEYS``, :func:`from_mapping`): files written while they existed still
-load, where they hold the value that meant "as today".
+load, where they hold the value that meant "as today" (the versioning rule of
+:mod:`puicl_common.versioning`; every part declares its removed keys this way, on the class
+of the section that held them, so that one pass of :func:`from_mapping` applies them all).
 
 This module imports neither torch nor numpy, so the prior generator's worker processes can use
 it cheaply.
@@ -47,6 +49,7 @@ __all__ = [
     "load_yaml",
     "merge_mappings",
     "require",
+    "strip_removed_keys",
     "to_dict",
 ]
 
@@ -193,21 +196,40 @@ def from_mapping(cls: type[T], data: Any, path: str = "") -> T:
     return obj
 
 
-def _without_removed_keys(cls: type, data: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+def _without_removed_keys(cls: type, data: Mapping[str, Any], path: str, *,
+                          refuse: bool = True) -> Mapping[str, Any]:
     """``data`` less the keys that ``cls`` no longer has, by the rule for removed options
     (:func:`puicl_common.versioning.drop_removed_keys`).
 
     ``cls.REMOVED_KEYS`` maps a removed key to its old default (the one value that meant
-    what the class now does), and ``cls.REMOVED_WHY`` says why the keys went. Stored configs
-    that name a key at that value load as if it were absent; any other value is refused.
+    what the class now does), and ``cls.REMOVED_WHY`` says why the keys went: one reason for
+    all of them, or one per key. Stored configs that name a key at that value load as if it
+    were absent; any other value is refused (without ``refuse``: dropped too).
     """
     removed: Mapping[str, Any] = getattr(cls, "REMOVED_KEYS", {})
     if not any(key in removed for key in data):
         return data
 
     why = getattr(cls, "REMOVED_WHY", "an option this config no longer has")
-    return drop_removed_keys(data, {key: (old, why) for key, old in removed.items()},
-                             prefix=path)
+    return drop_removed_keys(
+        data,
+        {key: (old, why if isinstance(why, str) else why[key]) for key, old in removed.items()},
+        refuse=refuse, prefix=path)
+
+
+def strip_removed_keys(cls: type, data: Any) -> Any:
+    """``data``, a mapping stored for ``cls`` (a run directory's config, a checkpoint's),
+    less every removed key of ``cls`` and of the config classes nested in it, at any value:
+    what an old file recorded, read for comparison with today's config, never refused.
+    Anything that is not a mapping where a section is expected is left as it is."""
+    if not isinstance(data, Mapping) or not dataclasses.is_dataclass(cls):
+        return data
+    result = dict(_without_removed_keys(cls, data, "", refuse=False))
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        if field.name in result and isinstance(hints[field.name], type):
+            result[field.name] = strip_removed_keys(hints[field.name], result[field.name])
+    return result
 
 
 def to_dict(obj: Any) -> Any:

@@ -2,17 +2,23 @@
 
 Config hashes name shards, checkpoints and weights, so adding or removing an option must not
 change the hash of a config that keeps today's behaviour. Two rules, each written once here
-and used by the prior generator (``prior_gen.config.LEGACY_VALUES``), the model
-(``puicl_model.config``) and the trainer (``trainer.removed_options``):
+and used by every part alike:
 
 * **An added option** has a *legacy value*, the one that reproduces what was done before it
   existed. :func:`drop_legacy_values` drops a key that holds its legacy value before a config
-  is hashed or stored, so such a config keeps its bytes and its hash.
+  is hashed or stored, so such a config keeps its bytes and its hash. The table sits beside
+  the code that computes the identity: ``prior_gen.config.LEGACY_VALUES`` for the prior's
+  hash, ``InferenceSettings.LEGACY_VALUES`` for the benchmark's cache keys (the trainer's
+  ``training_identity`` names the fields it hashes, so a new one is out by construction).
 * **A removed option** has its *old default*, the value under which the code did what it does
   today. :func:`drop_removed_keys` drops a key at its old default (configs and checkpoints
   written while it existed still load, as before its removal they never entered a hash at
   that value) and refuses any other value with a :class:`~puicl_common.configio.ConfigError`
-  naming the key and why the option went.
+  naming the key and why the option went. One wiring for every part: the class of the
+  section that held the key lists it (``REMOVED_KEYS``: key -> old default, ``REMOVED_WHY``)
+  and :func:`puicl_common.configio.from_mapping` applies it while it builds that section
+  (``ModelConfig``, the prior's sections, the trainer's ``TrainingConfig`` and
+  ``OptimizerConfig``, ``InferenceSettings``).
 
 Both tables map a key to its value: a top-level key by its name, a nested one by its path
 (``("prior", "scm", "noise_sampler")``). Values compare by :func:`is_legacy_value`.

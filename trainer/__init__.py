@@ -6,8 +6,9 @@ Training runs as a script, ``torchrun --nproc_per_node N trainer/main.py --confi
 ``python trainer/main.py ...``; ``trainer export``, ``trainer interpolate`` and ``trainer plot``
 (``trainer.cli``) work on a finished or running run directory. The modules, one job each:
 
-* ``trainer.config``          -- the whole run configuration (``RunConfig``) and its loading
-* ``trainer.removed_options`` -- keys of removed options: refused, or dropped at legacy values
+* ``trainer.config``          -- the whole run configuration (``RunConfig``), its loading and
+                                 the keys of removed options (refused, or dropped at their
+                                 legacy values)
 * ``trainer.schedule``        -- the learning-rate schedule (the paper's two phases)
 * ``trainer.optimizers``      -- AdamW and the scheduled learning rate
 * ``trainer.sampler``         -- which stored step (phase, stage, step in stage) a global step reads

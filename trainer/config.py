@@ -5,6 +5,14 @@
 ``validation`` are defined here. Every section goes through ``puicl_common.configio``, so an
 unknown key, a wrong type or an out-of-range value is a ``ConfigError`` naming the dotted key.
 Defaults are the paper's (§5); ``configs/paper.yaml`` spells them out anyway.
+
+Options taken out after the recipe study (docs/recipe.md: the Muon optimizer, the
+warmup-stable-decay schedule, the mean of the last checkpoints; none beat AdamW at a higher
+rate) are listed on the sections that held them (``REMOVED_KEYS``, with the value under which
+the trainer did what it does today): ``from_mapping`` drops such a key at that value, so run
+directories and checkpoints written before the removal still load and resume, and refuses any
+other value in one line naming the key (the versioning rule, :mod:`puicl_common.versioning`).
+Their training hashes never held these keys at these values (:func:`training_identity`).
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from prior_gen.config import CurriculumConfig, GenerationConfig, PriorConfig, ShardConfig
 from puicl_common.configio import (
@@ -25,7 +33,6 @@ from puicl_common.configio import (
 )
 from puicl_common.runtime import PRECISION_ALIASES
 from puicl_model.config import ModelConfig
-from trainer.removed_options import without_removed_options
 
 SamplerName = Literal["sequential", "shuffled", "uniform", "final_stage"]
 StageName = int | Literal["tail"]
@@ -50,9 +57,22 @@ class PhaseSchedule:
         require(self.decay_power > 0, "decay_power", f"must be positive, got {self.decay_power}")
 
 
+_STUDY = "which was taken out after the recipe study (docs/recipe.md)"
+_MUON = f"this key belonged to the Muon optimizer (the trainer uses AdamW), {_STUDY}"
+_WSD = (f"this key belonged to the warmup-stable-decay schedule (the trainer uses the "
+        f"phase1/phase2 schedules), {_STUDY}")
+_AVERAGE = f"this key belonged to checkpoint averaging (export writes the EMA weights), {_STUDY}"
+
+
 @dataclass(frozen=True)
 class OptimizerConfig:
     """The optimizer (paper §5: AdamW) and gradient clipping."""
+
+    REMOVED_KEYS: ClassVar[dict[str, Any]] = {
+        "name": "adamw", "muon_lr": 1e-3, "muon_momentum": 0.95, "muon_nesterov": True,
+        "muon_weight_decay": 0.01, "muon_ns_steps": 5, "muon_adjust_lr": "match_rms_adamw",
+    }
+    REMOVED_WHY: ClassVar[str] = _MUON
 
     beta1: float = 0.9
     beta2: float = 0.95
@@ -79,6 +99,17 @@ def _phase2_default() -> PhaseSchedule:
 @dataclass(frozen=True)
 class TrainingConfig:
     """How the model is trained: data order, optimizer, schedule, EMA, batching, bookkeeping."""
+
+    REMOVED_KEYS: ClassVar[dict[str, Any]] = {
+        "schedule": "warmup_power",
+        "wsd": {"peak_lr": 1e-3, "floor_lr": 0.0, "warmup_steps": 100, "decay_fraction": 0.2,
+                "decay_shape": "linear"},
+        "average": "ema",
+        "average_last": 10,
+    }
+    REMOVED_WHY: ClassVar[dict[str, str]] = {
+        "schedule": _WSD, "wsd": _WSD, "average": _AVERAGE, "average_last": _AVERAGE,
+    }
 
     # how global steps map to stored steps: "sequential" is the paper's curriculum; the others
     # are ablations on the same shards (see trainer.sampler)
@@ -275,7 +306,7 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
     Versioning rule (as prior_gen's ``LEGACY_VALUES``): an option added after runs were made
     enters the identity only when it leaves today's behaviour, so every config that keeps it
     keeps its hash and can resume its checkpoints. Options since removed never entered it at
-    the values that remain (``trainer.removed_options``), so removing them changed no hash.
+    the values that remain (the sections' ``REMOVED_KEYS``), so removing them changed no hash.
     """
     identity: dict[str, Any] = {
         "sampler": training.sampler,
@@ -304,8 +335,8 @@ def init_weights_digest(path: str | Path) -> str:
 
 def run_config_from_mapping(data: Any) -> RunConfig:
     """Build and validate a ``RunConfig`` from a parsed YAML mapping; a key of a removed
-    option is refused, or dropped at its legacy value (``trainer.removed_options``)."""
-    return from_mapping(RunConfig, without_removed_options(data))
+    option is refused, or dropped at its legacy value (the sections' ``REMOVED_KEYS``)."""
+    return from_mapping(RunConfig, data)
 
 
 def load_run_config(path: str | Path) -> RunConfig:

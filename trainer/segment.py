@@ -31,7 +31,7 @@ import yaml
 from torch.nn.parallel import DistributedDataParallel
 
 from prior_gen.shards import ShardReader
-from puicl_common.configio import ConfigError
+from puicl_common.configio import ConfigError, strip_removed_keys
 from trainer.attention import choose_attention
 from trainer.batching import assemble_micro_batches, plan_micro_batches, rank_slice
 from trainer.checkpoint import (
@@ -46,7 +46,6 @@ from trainer.dist_env import DistEnv
 from trainer.faults import clock_from_env
 from trainer.loader import StepData, StepLoader
 from trainer.metrics_log import SegmentLog
-from trainer.removed_options import without_removed_options
 from trainer.sampler import StepSampler
 from trainer.shard_check import (
     ShardPlanError,
@@ -148,7 +147,7 @@ class Segment:
         if payload["training_hash"] != self.training_hash:
             # a checkpoint written before an option's removal still names it (at its legacy
             # value): not a difference of this run's configuration
-            saved = without_removed_options(payload["config"], refuse=False)
+            saved = strip_removed_keys(RunConfig, payload["config"])
             diffs = _config_differences(saved, run_config_to_dict(self.config))
             raise ConfigError(
                 "",

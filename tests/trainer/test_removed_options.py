@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from puicl_common.configio import ConfigError
+from puicl_common.configio import ConfigError, strip_removed_keys
 from trainer.checkpoint import CheckpointError, CheckpointStore
-from trainer.config import load_run_config, run_config_from_mapping
+from trainer.config import RunConfig, load_run_config, run_config_from_mapping
 from trainer.export import exported_model
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -69,6 +69,18 @@ def test_removed_keys_at_their_legacy_values_load_with_the_same_hash() -> None:
     }
     assert _config(legacy) == _config({})
     assert _config(legacy).training_hash() == _config({}).training_hash()
+
+
+def test_a_stored_config_is_read_without_its_removed_keys_at_any_value() -> None:
+    # what a checkpoint of a run that used the options recorded: compared with today's config
+    # when a resume is refused, never refused itself
+    stored = {"seed": 3, "model": {"norm": "pre_rmsnorm", "embed_dim": 64},
+              "training": {"average": "last_checkpoints", "ema_decay": 0.9,
+                           "optimizer": {"name": "muon", "beta1": 0.8}}}
+    assert strip_removed_keys(RunConfig, stored) == {
+        "seed": 3, "model": {"embed_dim": 64},
+        "training": {"ema_decay": 0.9, "optimizer": {"beta1": 0.8}}}
+    assert stored["training"]["optimizer"]["name"] == "muon"  # the caller's mapping is kept
 
 
 def test_export_refuses_a_run_that_asked_for_checkpoint_averaging(tmp_path) -> None:
