@@ -13,20 +13,30 @@ CPU (docs/performance.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import torch.nn.functional as F
 from torch import Tensor
 
 from puicl_model.backends.base import join, split
 
-if TYPE_CHECKING:
-    from puicl_model.backends.packed import PackedCells
-
 __all__ = ["attend_features_from_label_cells"]
 
 
-def attend_features_from_label_cells(cells: PackedCells, query: Tensor, key_value: Tensor,
+class PackedGroups(Protocol):
+    """What this needs of a packed layout (``puicl_model.backends.packed.PackedCells``): its
+    groups of tasks with one column count (``rows``, ``columns``) and each group's cells.
+    Named by its parts, so that this module does not import the layout that imports it."""
+
+    @property
+    def groups(self) -> Sequence[Any]: ...
+
+    @property
+    def group_cells(self) -> list[int]: ...
+
+
+def attend_features_from_label_cells(cells: PackedGroups, query: Tensor, key_value: Tensor,
                                      num_heads: int) -> Tensor:
     """Each row's label cell attends to the cells of its row: ``query`` [n_rows, e] (the
     label cells, group by group), ``key_value`` [n_cells, 2e] -> [n_rows, e]."""
