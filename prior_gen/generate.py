@@ -13,7 +13,6 @@ actually used. Attempt ``MAX_ATTEMPTS`` failing too is an error.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 
 import numpy as np
@@ -22,15 +21,17 @@ from prior_gen.categorical import discretise_task
 from prior_gen.config import GenerationConfig
 from prior_gen.factors import TaskPlan, plan_step
 from prior_gen.pu import NonFiniteOutput, build_task
-from prior_gen.scm import RawTask, forward_group
+from prior_gen.reference import (
+    MAX_ATTEMPTS,
+    REDRAW_ACTIVATIONS_FROM,
+    RawTask,
+    redraw_activations,
+)
+from prior_gen.scm import forward_group
 from prior_gen.seeding import Stage
 from prior_gen.task import Task
 
-__all__ = ["MAX_ATTEMPTS", "generate_step", "generate_tasks"]
-
-MAX_ATTEMPTS = 20
-REDRAW_ACTIVATIONS_FROM = 4
-
+__all__ = ["generate_step", "generate_tasks"]
 
 def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
     """Tasks for ``plans`` (in the same order): the SCM's, or, under ``prior.real_tables``,
@@ -76,13 +77,6 @@ def _synthetic_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Ta
     return tasks  # type: ignore[return-value]
 
 
-def _redraw_activations(plan: TaskPlan, bank: tuple[str, ...]) -> TaskPlan:
-    picks = plan.rng.integers(0, len(bank), size=plan.depth - 1)
-    if plan.activation_schedule == "shared":
-        picks[:] = picks[0]
-    return dataclasses.replace(plan, activations=tuple(bank[i] for i in picks))
-
-
 def _forward(plans: list[TaskPlan], config: GenerationConfig) -> list[RawTask]:
     """The raw SCM outputs of ``plans`` (equal forward signatures): one batched pass."""
     scm = config.prior.scm
@@ -96,7 +90,7 @@ def _build_with_retries(plan: TaskPlan, raw: RawTask, config: GenerationConfig) 
             return build_task(plan, raw, scm.clip, attempt, scm.arithmetic)
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
-                plan = _redraw_activations(plan, scm.activations)
+                plan = redraw_activations(plan, scm.activations)
             (raw,) = _forward([plan], config)
     raise RuntimeError(
         f"task {plan.index} of stage {plan.stage}: the SCM overflowed float32 "

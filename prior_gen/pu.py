@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from prior_gen.factors import TaskPlan, n_negatives
-from prior_gen.scm import RawTask
+from prior_gen.reference import RawTask
 from prior_gen.task import Task
 
 __all__ = [

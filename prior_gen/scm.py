@@ -25,53 +25,9 @@ from prior_gen.activations import apply_activation
 from prior_gen.factors import TaskPlan
 from prior_gen.gaussian import box_muller, draw_words, place_normals
 from prior_gen.noise_table import TABLE_BITS, noise_adder, scaled_table
+from prior_gen.reference import CausalSelection, RawTask, select_causal_nodes
 
-__all__ = [
-    "CausalSelection",
-    "PortableDraws",
-    "RawTask",
-    "forward_group",
-    "forward_portable",
-    "select_causal_nodes",
-    "table_normals",
-]
-
-
-@dataclass
-class CausalSelection:
-    label_node: int  # index into the pool of (L_g − 1)·h hidden nodes
-    feature_nodes: np.ndarray  # int64 [d], in feature-column order
-
-
-@dataclass
-class RawTask:
-    """SCM output of one task before standardization: features [n, d] and score [n]."""
-
-    x: np.ndarray
-    score: np.ndarray
-    label_node: int | None = None
-
-
-def select_causal_nodes(plan: TaskPlan) -> CausalSelection:
-    """Pick the label node and the feature nodes of a causal SCM (§2.2)."""
-    rng = plan.rng
-    h, d = plan.width, plan.n_features
-    total = (plan.depth - 1) * h
-    first = 0 if plan.label_block == "first" else total - h
-    label = first + int(rng.integers(0, h))
-    if plan.feature_selection == "clique":
-        # d + 1 contiguous nodes that include the label node
-        lo = max(0, label - d)
-        hi = min(label, total - d - 1)
-        start = int(rng.integers(lo, hi + 1))
-        nodes = np.arange(start, start + d + 1, dtype=np.int64)
-        features = nodes[nodes != label]
-    else:
-        drawn = rng.permutation(total - 1)[:d].astype(np.int64)
-        features = drawn + (drawn >= label)  # skip the label node
-    if plan.feature_order == "sorted":
-        features = np.sort(features)
-    return CausalSelection(label_node=label, feature_nodes=features)
+__all__ = ["PortableDraws", "forward_group", "forward_portable", "table_normals"]
 
 
 CHUNK_ELEMENTS = 1 << 16  # hidden values processed together (a chunk and its scratch fit L2)
