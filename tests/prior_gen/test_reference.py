@@ -1,34 +1,34 @@
-"""Every fast path of the generator computes the reference SCM (prior_gen.reference).
+"""Every fast path of the generator computes the reference SCM (prior_gen.paper.reference).
 
 Task by task, for the same seed: the batched native pass (Box–Muller or table noise) and the
 compiled portable pass give the reference's raw SCM output bit for bit, and the generator's
 tasks are the reference's tasks (labels, rows, attempts, activations, label node), on the smoke
 prior, on the paper's prior and on SCMs that overflow and are drawn again.
 
-The reference takes the statistics of the standardization as float64 sums row by row, as the
-portable path does, so portable tasks are compared bit for bit. The native path takes the same
-sums in BLAS's order; its standardized values may then differ from the reference's by what two
-float64 sums of n terms in different orders can differ by, carried through the division, plus
-one float32 rounding each (:func:`native_tolerance`). Where that could reorder the two rows on
-either side of the label threshold (or they tie, which the native path breaks in an unspecified
-order), a native task is compared on what the split guarantees instead (``undecided``).
+Each path's arithmetic (how it draws normals and rounds products and φ) is handed to the
+reference by ``fast_path_arithmetic``. The reference takes the statistics of the
+standardization as float64 sums row by row, as the portable path does, so portable tasks are
+compared bit for bit. The native path takes the same sums in BLAS's order; its standardized
+values may then differ from the reference's by what two float64 sums of n terms in different
+orders can differ by, carried through the division, plus one float32 rounding each
+(:func:`native_tolerance`). Where that could reorder the two rows on either side of the label
+threshold (or they tie, which the native path breaks in an unspecified order), a native task is
+compared on what the split guarantees instead (``undecided``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from fast_path_arithmetic import arithmetic_for
 from prior_gen_testlib import PAPER, tiny_config
 
-from prior_gen import scm
-from prior_gen.arithmetic import arithmetic_for
 from prior_gen.config import GenerationConfig, load_generation_config
-from prior_gen.factors import TaskPlan, n_negatives, plan_step
+from prior_gen.engine import forward
 from prior_gen.generate import generate_tasks
-from prior_gen.pu import rank_labels_by_index
-from prior_gen.reference import (
+from prior_gen.paper.factors import TaskPlan, n_negatives, plan_step
+from prior_gen.paper.reference import (
     STD_FLOOR,
-    negatives_by_rank,
     reference_pu_task,
     reference_raw,
     reference_scm,
@@ -173,7 +173,7 @@ def test_each_task_of_a_batched_pass_has_the_reference_output(
 ) -> None:
     """One pass over a group, cut into many chunks: every task's raw output is the reference's
     bit for bit (what a task draws and computes does not depend on its group or chunk)."""
-    monkeypatch.setattr(scm, "CHUNK_ELEMENTS", 256)
+    monkeypatch.setattr(forward, "CHUNK_ELEMENTS", 256)
     config = smoke_config(path)
     settings = config.prior.scm
     fast_plans = step_plans(config, 3, 1)
@@ -181,7 +181,7 @@ def test_each_task_of_a_batched_pass_has_the_reference_output(
     group = [i for i, plan in enumerate(fast_plans) if plan.forward_signature() == signature]
     assert len(group) >= 4
     with np.errstate(over="ignore", invalid="ignore"):
-        raws = scm.forward_group([fast_plans[i] for i in group], settings.init_std,
+        raws = forward.forward_group([fast_plans[i] for i in group], settings.init_std,
                                  settings.noise_sampler, settings.arithmetic)
         reference_plans = step_plans(config, 3, 1)
         for i, raw in zip(group, raws, strict=True):
@@ -190,15 +190,6 @@ def test_each_task_of_a_batched_pass_has_the_reference_output(
             np.testing.assert_array_equal(raw.x, expected.x)
             np.testing.assert_array_equal(raw.score, expected.score)
             assert raw.label_node == expected.label_node
-
-
-def test_the_reference_ranks_ties_as_the_portable_path() -> None:
-    rng = np.random.default_rng(5)
-    for _ in range(200):
-        score = rng.integers(0, 6, size=int(rng.integers(1, 40))).astype(np.float32)
-        pi = float(rng.uniform(0.05, 0.95))
-        np.testing.assert_array_equal(negatives_by_rank(score, pi),
-                                      rank_labels_by_index(score, pi))
 
 
 def test_the_native_tolerance_is_tight() -> None:
@@ -212,3 +203,21 @@ def test_the_native_tolerance_is_tight() -> None:
         z = standardize(raw.x, settings.clip)
         widest = max(widest, float((native_tolerance(raw.x, z) / np.maximum(np.abs(z), 1)).max()))
     assert widest < 1e-5
+
+
+def test_the_reference_alone_makes_tasks_of_the_pu_construction() -> None:
+    """Under its own arithmetic (numpy's normals, φ as the paper writes it) the reference is a
+    sample of the prior: the plan's sizes, labeled positives, ⌈π·n⌉ negatives by score, clipped
+    standardized features, and another draw than the fast paths' (other normals)."""
+    config = smoke_config("native-box_muller")
+    settings = config.prior.scm
+    fast = generate_tasks(step_plans(config, 3, 2), config)
+    for plan, other in zip(step_plans(config, 3, 2), fast, strict=True):
+        task = reference_task(plan, settings)
+        assert task.x.shape == (plan.n_labeled + plan.n_unlabeled, plan.n_features)
+        assert task.x.dtype == np.float32 and task.y.dtype == np.int8
+        assert np.all(task.y[: plan.n_labeled] == 1)
+        negatives = int(np.count_nonzero(task.y == 0))
+        assert abs(negatives - plan.pi * plan.n_unlabeled) < 1
+        assert np.isfinite(task.x).all() and np.abs(task.x).max() <= settings.clip
+        assert not np.array_equal(task.x, other.x)

@@ -5,9 +5,9 @@ batched numpy pass (``arithmetic: native``) or one compiled pass per task whose 
 depend on the CPU (``arithmetic: portable``); ``tests/prior_gen/test_reference.py`` checks,
 task by task, that both give what :func:`reference_task` gives for the same seed.
 
-A task's plan (:class:`~prior_gen.factors.TaskPlan`) comes from the curriculum (paper §5): depth
-L_g, width h, k causes, d features, P labeled positives, η, π, one activation function per
-hidden layer, the mode, and the task's own random stream. From the plan, in this order:
+A task's plan (:class:`~prior_gen.paper.factors.TaskPlan`) comes from the curriculum (paper
+§5): depth L_g, width h, k causes, d features, P labeled positives, η, π, one activation
+function per hidden layer, the mode, and the task's own random stream. From the plan, in this order:
 
 1. Weights (§2.1): W₀ [k, h], W₁ … W_{L_g−1} [h, h] and, for a non-causal task, the label
    readout r_y [h] and (``noncausal_features: head``) the feature readout R_x [h, d]; every
@@ -32,7 +32,7 @@ from the continuing stream; from attempt ``REDRAW_ACTIVATIONS_FROM`` on with new
 functions as well, since the step's functions may make every weight draw overflow.
 
 Values are float32 as in the fast paths. Three things are left to an :class:`Arithmetic`, the
-one of the path being checked (:mod:`prior_gen.arithmetic`): how N(0, σ²) values are drawn
+one of the path being checked (:mod:`prior_gen.engine.arithmetic`): how N(0, σ²) values are drawn
 from the stream (Box–Muller or a quantile table), how a product is summed, and how φ is rounded.
 With them the reference makes the same IEEE operations as the fast paths, so the raw SCM output
 is compared bit for bit. The statistics of step 6 are float64 sums taken row by row here; the
@@ -43,21 +43,24 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
+from scipy.special import erf
 
 from prior_gen.config import SCMConfig
-from prior_gen.factors import TaskPlan, n_negatives
+from prior_gen.paper.factors import TaskPlan, n_negatives
 from prior_gen.task import Task
 
 __all__ = [
+    "ACTIVATIONS",
     "MAX_ATTEMPTS",
+    "PLAIN",
     "REDRAW_ACTIVATIONS_FROM",
     "STD_FLOOR",
     "Arithmetic",
     "CausalSelection",
     "RawTask",
+    "dropped_negatives",
     "negatives_by_rank",
     "pu_split",
     "redraw_activations",
@@ -74,21 +77,43 @@ REDRAW_ACTIVATIONS_FROM = 4
 STD_FLOOR = 1e-6  # a constant column is divided by this instead of 0
 
 
-class Arithmetic(Protocol):
-    """How the path being checked draws normals and rounds its float32 operations."""
+class Arithmetic:
+    """How numbers are drawn from the stream and rounded: here numpy's normals and products
+    and φ as the paper defines it, so the reference is a sample of the prior of its own. The
+    tests substitute each fast path's arithmetic, which draws and rounds as that path does
+    (``tests/prior_gen/fast_path_arithmetic.py``)."""
 
     def normals(self, rng: np.random.Generator, count: int, scale: float) -> np.ndarray:
         """``count`` float32 draws of N(0, scale²) from ``rng``."""
+        return rng.standard_normal(count, dtype=np.float32) * np.float32(scale)
 
     def layer_noise(self, rng: np.random.Generator, n_rows: int, width: int,
                     sigma: float) -> np.ndarray:
         """One hidden layer's noise εˡ, float32 [n_rows, width] of N(0, sigma²) from ``rng``."""
+        return self.normals(rng, n_rows * width, sigma).reshape(n_rows, width)
 
     def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """float32 ``a @ b`` for ``a`` [n, p] and ``b`` [p, m] or [p]."""
+        return a @ b
 
     def activation(self, name: str, x: np.ndarray) -> np.ndarray:
         """φ_name(x), float32, elementwise."""
+        return np.asarray(ACTIVATIONS[name](x), np.float32)
+
+
+PLAIN = Arithmetic()  # the reference's own (it holds no state)
+ACTIVATIONS = {  # the bank of §2.1
+    "tanh": np.tanh,
+    "relu": lambda x: np.maximum(x, 0),
+    "gelu": lambda x: x * 0.5 * (1 + erf(x / np.sqrt(2))),  # x·Φ(x)
+    "identity": lambda x: x,
+    "sign": np.sign,  # ∈ {−1, 0, 1}
+    "heaviside": lambda x: x > 0,
+    "rbf": lambda x: np.exp(-x * x),
+    "sine": np.sin,
+    "square": np.square,
+    "abs": np.abs,
+}
 
 
 @dataclass
@@ -129,7 +154,7 @@ def select_causal_nodes(plan: TaskPlan) -> CausalSelection:
     return CausalSelection(label_node=label, feature_nodes=features)
 
 
-def reference_scm(plan: TaskPlan, init_std: float, arithmetic: Arithmetic) -> RawTask:
+def reference_scm(plan: TaskPlan, init_std: float, arithmetic: Arithmetic = PLAIN) -> RawTask:
     """Steps 1–5: one draw of the task's SCM and its raw output."""
     k, h, d, n, depth = plan.n_causes, plan.width, plan.n_features, plan.n_rows, plan.depth
     rng = plan.rng
@@ -197,9 +222,15 @@ def pu_split(labels: np.ndarray, plan: TaskPlan) -> tuple[np.ndarray, np.ndarray
     positives = order[labels[order] == 1]
     negatives = order[labels[order] == 0]
     labeled = positives[: plan.n_labeled]
-    dropped = negatives[: min(plan.n_train - plan.n_labeled, negatives.shape[0])]
+    dropped = negatives[: dropped_negatives(plan, negatives.shape[0])]
     unlabeled = order[~np.isin(order, np.concatenate([labeled, dropped]))]
     return labeled, unlabeled
+
+
+def dropped_negatives(plan: TaskPlan, n_negative: int) -> int:
+    """How many of the ``n_negative`` negatives leave with the training portion: its rows
+    beyond the P labeled positives, as far as the negatives go."""
+    return min(plan.n_train - plan.n_labeled, n_negative)
 
 
 def redraw_activations(plan: TaskPlan, bank: tuple[str, ...]) -> TaskPlan:
@@ -211,7 +242,7 @@ def redraw_activations(plan: TaskPlan, bank: tuple[str, ...]) -> TaskPlan:
 
 
 def reference_raw(plan: TaskPlan, init_std: float, bank: tuple[str, ...],
-                  arithmetic: Arithmetic) -> tuple[RawTask, TaskPlan, int]:
+                  arithmetic: Arithmetic = PLAIN) -> tuple[RawTask, TaskPlan, int]:
     """Steps 1–5, drawn again while the output is not finite: (the raw output, the plan as
     finally used, the number of attempts)."""
     for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -232,7 +263,7 @@ def reference_pu_task(plan: TaskPlan, raw: RawTask, clip: float) -> Task:
     return Task(x=standardize(raw.x, clip)[rows], y=y_all[rows], n_labeled=plan.n_labeled)
 
 
-def reference_task(plan: TaskPlan, scm: SCMConfig, arithmetic: Arithmetic) -> Task:
+def reference_task(plan: TaskPlan, scm: SCMConfig, arithmetic: Arithmetic = PLAIN) -> Task:
     """The PU task of ``plan`` (steps 1–7) under ``prior.scm``. ``meta`` holds what the fast
     paths record beyond the arrays: ``attempts``, the ``activations`` used and, for a causal
     task, its ``label_node``."""

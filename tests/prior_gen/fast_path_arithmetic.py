@@ -1,15 +1,17 @@
-"""The arithmetic of each fast path, for the reference SCM (:mod:`prior_gen.reference`).
+"""The arithmetic of each fast path of the generator, for the reference SCM
+(``prior_gen.paper.reference``): with it, the reference gives that path's bytes.
 
 Each class makes, one task at a time and in the reference's plain layout, the same float32
-operations as the path it stands for, so that the reference gives that path's bytes:
+operations as the path it stands for:
 
-* :class:`NativeArithmetic` (``arithmetic: native``, :mod:`prior_gen.scm`): weights and causes
-  by the Box–Muller transform of :mod:`prior_gen.gaussian`, products by numpy (BLAS), φ by the
-  numpy kernels of :mod:`prior_gen.activations`; the layer noise by Box–Muller too or, under
-  ``noise_sampler: table``, from :mod:`prior_gen.noise_table` laid out [row, node];
-* :class:`PortableArithmetic` (``arithmetic: portable``, :mod:`prior_gen.portable`): every
-  normal by table lookup, the layer noise laid out [node, row] (the compiled pass's layout),
-  products summed term by term in the order of the inner index, φ by the compiled kernels.
+* :class:`NativeArithmetic` (``arithmetic: native``, ``prior_gen.engine.forward.forward_group``):
+  weights and causes by the Box–Muller transform of ``prior_gen.engine.gaussian``, products by
+  numpy (BLAS), φ by the numpy kernels of ``prior_gen.engine.activations``; the layer noise by
+  Box–Muller too or, under ``noise_sampler: table``, from ``prior_gen.engine.noise_table``,
+  laid out [row, node];
+* :class:`PortableArithmetic` (``arithmetic: portable``, ``forward_portable``): every normal by
+  table lookup, the layer noise laid out [node, row] (the compiled pass's layout), products
+  summed term by term in the order of the inner index, φ by the compiled kernels.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prior_gen.activations import apply_activation
 from prior_gen.config import SCMConfig
-from prior_gen.gaussian import fill_normals
-from prior_gen.noise_table import scaled_table, table_noise
-from prior_gen.reference import Arithmetic
+from prior_gen.engine.activations import apply_activation
+from prior_gen.engine.gaussian import fill_normals
+from prior_gen.engine.noise_table import scaled_table, table_noise, table_normals
+from prior_gen.paper.reference import Arithmetic
 
 __all__ = ["NativeArithmetic", "PortableArithmetic", "arithmetic_for"]
 
@@ -33,7 +35,7 @@ def _table_seeded_noise(rng: np.random.Generator, count: int, sigma: float) -> n
 
 
 @dataclass(frozen=True)
-class NativeArithmetic:
+class NativeArithmetic(Arithmetic):
     noise_sampler: str = "box_muller"  # or "table"
 
     def normals(self, rng: np.random.Generator, count: int, scale: float) -> np.ndarray:
@@ -56,11 +58,9 @@ class NativeArithmetic:
         return out
 
 
-class PortableArithmetic:
+class PortableArithmetic(Arithmetic):
     def normals(self, rng: np.random.Generator, count: int, scale: float) -> np.ndarray:
-        # the 16-bit slices of the next ⌈count / 4⌉ words, lowest first, index the table
-        words = rng.bit_generator.random_raw(-(-count // 4))
-        return scaled_table(scale)[words.view(np.dtype("<u2"))[:count]]
+        return table_normals(rng.bit_generator, scaled_table(scale), count)
 
     def layer_noise(self, rng: np.random.Generator, n_rows: int, width: int,
                     sigma: float) -> np.ndarray:
@@ -75,7 +75,7 @@ class PortableArithmetic:
         return out.reshape(a.shape[0], *b.shape[1:])
 
     def activation(self, name: str, x: np.ndarray) -> np.ndarray:
-        from prior_gen import portable
+        from prior_gen.engine import portable
 
         x = np.ascontiguousarray(x)
         out = np.empty_like(x)
