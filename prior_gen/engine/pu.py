@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from prior_gen.paper.factors import TaskPlan, n_negatives
-from prior_gen.paper.reference import STD_FLOOR, RawTask, negatives_by_rank, pu_split
+from prior_gen.paper.reference import STD_FLOOR, RawTask, pu_split
 from prior_gen.task import Task
 
-__all__ = ["NonFiniteOutput", "build_task", "plan_meta", "rank_labels"]
+__all__ = ["NonFiniteOutput", "build_task", "plan_meta", "rank_labels", "rank_labels_by_index"]
 
 
 class NonFiniteOutput(ArithmeticError):
@@ -81,6 +81,22 @@ def rank_labels(score: np.ndarray, pi: float) -> np.ndarray:
     return labels
 
 
+def rank_labels_by_index(score: np.ndarray, pi: float) -> np.ndarray:
+    """:func:`rank_labels` with its ties specified as the reference's ranking: of the scores
+    equal to the threshold, the ones at the lowest rows are negatives (a partition, not the
+    reference's sort: the same labels, faster)."""
+    n = score.shape[0]
+    labels = np.ones(n, np.int8)
+    n_neg = n_negatives(n, pi)
+    if n_neg > 0:
+        threshold = np.partition(score, n - n_neg)[n - n_neg]  # the value is unique
+        above = score > threshold
+        labels[above] = 0
+        ties = np.flatnonzero(score == threshold)
+        labels[ties[: n_neg - int(np.count_nonzero(above))]] = 0
+    return labels
+
+
 def build_task(
     plan: TaskPlan,
     raw: RawTask,
@@ -94,9 +110,9 @@ def build_task(
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
     x_centered, _, x_std = _centered_stats(raw.x, portable)
     score_centered, _, score_std = _centered_stats(raw.score[:, None], portable)
-    # the reference's ranking specifies ties (the lowest rows first); numpy's partition,
+    # the portable ranking specifies ties (the lowest rows first); numpy's partition alone,
     # kept for the native path's bytes, leaves their order to its SIMD kernel
-    ranker = negatives_by_rank if portable else rank_labels
+    ranker = rank_labels_by_index if portable else rank_labels
     labels = ranker(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
     n_labeled = plan.n_labeled
     labeled, unlabeled = pu_split(labels, plan)

@@ -219,12 +219,12 @@ def negatives_by_rank(score: np.ndarray, pi: float) -> np.ndarray:
 def pu_split(labels: np.ndarray, plan: TaskPlan) -> tuple[np.ndarray, np.ndarray]:
     """Step 7: the row indices of the labeled positives and of the unlabeled pool."""
     order = plan.rng.permutation(labels.shape[0])
-    positives = order[labels[order] == 1]
-    negatives = order[labels[order] == 0]
-    labeled = positives[: plan.n_labeled]
-    dropped = negatives[: dropped_negatives(plan, negatives.shape[0])]
-    unlabeled = order[~np.isin(order, np.concatenate([labeled, dropped]))]
-    return labeled, unlabeled
+    positive = labels[order] == 1  # in permutation order
+    labeled = np.flatnonzero(positive)[: plan.n_labeled]
+    dropped = np.flatnonzero(~positive)[: dropped_negatives(plan, int(np.count_nonzero(~positive)))]
+    pool = np.ones(order.shape[0], bool)
+    pool[labeled] = pool[dropped] = False
+    return order[labeled], order[pool]
 
 
 def dropped_negatives(plan: TaskPlan, n_negative: int) -> int:

@@ -15,10 +15,9 @@ from prior_gen_testlib import PAPER, REPO, SMOKE, data_digest, tiny_config
 from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping, load_generation_config
 from prior_gen.engine import portable
 from prior_gen.engine.activations import apply_activation
-from prior_gen.engine.pu import rank_labels
+from prior_gen.engine.pu import rank_labels, rank_labels_by_index
 from prior_gen.generate import generate_step, generate_tasks
 from prior_gen.paper.factors import plan_step, pu_sizes
-from prior_gen.paper.reference import negatives_by_rank
 from puicl_common.configio import ConfigError, load_yaml
 
 # the config hash of configs/smoke.yaml before prior.scm.arithmetic existed (2026-11-22)
@@ -141,12 +140,12 @@ def test_column_sums_run_row_by_row() -> None:
 
 def test_ties_at_the_threshold_go_to_the_lowest_rows() -> None:
     score = np.array([0.0, 2.0, 1.0, 1.0, 3.0, 1.0, 1.0, 0.5], F32)
-    labels = negatives_by_rank(score, 0.5)  # 4 negatives: rows 4, 1, then ties 2, 3
+    labels = rank_labels_by_index(score, 0.5)  # 4 negatives: rows 4, 1, then ties 2, 3
     assert labels.tolist() == [1, 0, 0, 0, 0, 1, 1, 1]
     rng = np.random.default_rng(3)
     distinct = rng.permutation(1000).astype(F32)
     for pi in (0.1, 0.37, 0.9):
-        assert np.array_equal(negatives_by_rank(distinct, pi), rank_labels(distinct, pi))
+        assert np.array_equal(rank_labels_by_index(distinct, pi), rank_labels(distinct, pi))
 
 
 # -- the config key ------------------------------------------------------------------------------

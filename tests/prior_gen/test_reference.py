@@ -25,10 +25,12 @@ from prior_gen_testlib import PAPER, tiny_config
 
 from prior_gen.config import GenerationConfig, load_generation_config
 from prior_gen.engine import forward
+from prior_gen.engine.pu import rank_labels_by_index
 from prior_gen.generate import generate_tasks
 from prior_gen.paper.factors import TaskPlan, n_negatives, plan_step
 from prior_gen.paper.reference import (
     STD_FLOOR,
+    negatives_by_rank,
     reference_pu_task,
     reference_raw,
     reference_scm,
@@ -190,6 +192,15 @@ def test_each_task_of_a_batched_pass_has_the_reference_output(
             np.testing.assert_array_equal(raw.x, expected.x)
             np.testing.assert_array_equal(raw.score, expected.score)
             assert raw.label_node == expected.label_node
+
+
+def test_the_portable_ranking_is_the_reference_ranking_with_ties() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(200):  # few distinct values: ties at the threshold in most draws
+        score = rng.integers(0, 6, size=int(rng.integers(1, 40))).astype(np.float32)
+        pi = float(rng.uniform(0.05, 0.95))
+        np.testing.assert_array_equal(rank_labels_by_index(score, pi),
+                                      negatives_by_rank(score, pi))
 
 
 def test_the_native_tolerance_is_tight() -> None:
