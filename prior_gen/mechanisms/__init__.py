@@ -32,6 +32,8 @@ __all__ = ["MECHANISMS", "Mechanism"]
 
 @dataclass(frozen=True)
 class Mechanism:
+    """A mechanism's name, where its config sits in ``prior`` and its hooks (None: none)."""
+
     name: str
     section: Callable[[PriorConfig], Any]  # the mechanism's config; None: off
     instead_of_scm: Callable[[TaskPlan, Any], Task | None] | None = None
