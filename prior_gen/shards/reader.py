@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from prior_gen.config import GenerationConfig
+from prior_gen.paper.seeding import TAIL, Stage
 from prior_gen.shards.errors import ShardCorruptError, ShardError, ShardMismatchError
 from prior_gen.shards.manifest import (
     MANIFEST_NAME,
@@ -30,7 +31,6 @@ from prior_gen.shards.manifest import (
     shard_relpath,
     stage_key,
 )
-from prior_gen.paper.seeding import TAIL, Stage
 from prior_gen.shards.storage import digest_path, stored_bytes
 from prior_gen.task import Task
 
