@@ -21,22 +21,26 @@ function per hidden layer, the mode, and the task's own random stream. From the 
 5. The readout: non-causal, x = h^{L_g−1} R_x (or x = u) and s = h^{L_g−1} r_y; causal, the
    hidden layers h¹ … h^{L_g−1} side by side are the pool of nodes, x its feature nodes and s
    its label node.
-6. The labels: every column of x and s standardized over the n rows and clipped to ±20; the
+6. The labels: every column of x and s standardized over the n rows and clipped to ±clip (20); the
    ⌈π·n⌉ rows with the highest standardized score are negatives (y = 0), the others positives.
 7. The PU split (§2.3): of one random permutation of the rows, the first P positives are the
    labeled rows, the first min(n_tr − P, ⌈π·n⌉) negatives leave with the training portion, and
-   the remaining rows, in permutation order, are the unlabeled pool (negative share ≈ π).
+   the remaining rows, in permutation order, are the unlabeled pool (negative share ≈ π; the
+   same distribution as the paper's shuffling of each class apart).
 
 An SCM whose output is not finite (float32 overflow: chains of square activations) is drawn again
 from the continuing stream; from attempt ``REDRAW_ACTIVATIONS_FROM`` on with new activation
 functions as well, since the step's functions may make every weight draw overflow.
 
-Values are float32 as in the fast paths. Three things are left to an :class:`Arithmetic`, the
-one of the path being checked (:mod:`prior_gen.engine.arithmetic`): how N(0, σ²) values are drawn
-from the stream (Box–Muller or a quantile table), how a product is summed, and how φ is rounded.
-With them the reference makes the same IEEE operations as the fast paths, so the raw SCM output
-is compared bit for bit. The statistics of step 6 are float64 sums taken row by row here; the
-native path takes them in BLAS's order, which moves the last bits (the test says by how much).
+Values are float32 as in the fast paths. Three things are left to an :class:`Arithmetic`: how
+N(0, σ²) values are drawn from the stream, how a product is summed and how φ is rounded. The
+reference's own (:data:`PLAIN`) is numpy's normals and products and φ as the paper writes it;
+with a fast path's (Box–Muller or a quantile table, BLAS or sums in a fixed order, numpy's or
+compiled kernels: ``tests/prior_gen/fast_path_arithmetic.py``) it makes that path's IEEE
+operations, so the raw SCM output is compared bit for bit. The statistics of step 6 are float64
+sums taken row by row here; the native path takes them in BLAS's order, which can move the last
+bits (the test says by how much). The cheap steps (the causal choice, the split, the redraw
+rule) are the generator's too: written once, here.
 """
 
 from __future__ import annotations
