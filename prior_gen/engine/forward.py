@@ -1,17 +1,13 @@
-"""Random MLP SCMs of paper §2.1–2.2, run for a group of tasks in one batched pass.
+"""The SCM passes of the generator: the reference SCM (:mod:`prior_gen.paper.reference`,
+paper §2.1–2.2) computed fast, with the same draws from each task's stream.
 
-For one task with k causes, width h and L_g layers:
-
-    h⁰ = W₀ u,   hˡ = W_l φ_l(hˡ⁻¹) + εˡ  (l = 1 .. L_g − 1),   εˡ ~ N(0, σ²_noise I)
-
-with every weight ~ N(0, σ²_init) and zero biases. Non-causal SCMs read the features with a
-head R_x (or take the causes themselves) and the score with r_y from the last hidden state;
-causal SCMs take the label node and the d feature nodes from the hidden blocks h¹ .. h^{L_g−1}.
-
-Tasks whose :meth:`TaskPlan.forward_signature` match (the default scopes give every task of a
-step the same k, h, L_g, activations and noise level) have their rows stacked, so each
-activation is one array pass for the whole group; the per-task matrix products and all random
-draws use the task's own stream, so a task's values do not depend on the rest of its group.
+``native`` (:func:`forward_group`): tasks whose :meth:`TaskPlan.forward_signature` match (the
+default scopes give every task of a step the same k, h, L_g, activations and noise level) have
+their rows stacked, so each activation is one array pass for the whole group, and the depth
+runs a few tasks at a time so that their hidden states stay in cache; the per-task matrix
+products and all random draws use the task's own stream, so a task's values do not depend on
+the rest of its group. ``portable`` (:func:`forward_portable`): one compiled pass per task in
+the arithmetic of :mod:`prior_gen.engine.portable`, the same bytes on every CPU.
 """
 
 from __future__ import annotations

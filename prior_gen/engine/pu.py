@@ -1,12 +1,10 @@
-"""From SCM output to a PU task: standardize, rank-threshold labels, PU split (§2.2–2.3).
+"""From SCM output to a PU task (paper §2.2–2.3, as :mod:`prior_gen.paper.reference` states
+it): standardize, rank-threshold labels, split, metadata, fast.
 
-1. Each feature column and the score are standardized over the n rows (population std, floor
-   1e-6) and clipped to ±clip.
-2. The ⌈π·n⌉ rows with the highest score are negatives (y = 0), the others positives.
-3. Class-stratified split: the positives and the negatives are shuffled separately; the
-   pre-removal training portion takes P positives and n_tr − P negatives, so its negative
-   share is ≈ π; its negatives are dropped and its P positives become the labeled rows. The
-   remaining n_u rows form the unlabeled pool (negative share ≈ π), shuffled.
+The statistics run over all n generated rows, but only the kept rows are transformed; the sums
+are BLAS's (``native``: the original bytes) or row by row (``portable``: the same bytes on every
+CPU); the label threshold's ties go to numpy's partition (``native``) or to the lowest rows
+(``portable``, the reference's rule). The split is the reference's.
 """
 
 from __future__ import annotations
