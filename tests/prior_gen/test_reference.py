@@ -63,8 +63,9 @@ def native_tolerance(raw: np.ndarray, z: np.ndarray) -> np.ndarray:
 
     Each path sums n float64 terms for a column's mean and again for its variance; a sum of n
     terms is within n·2⁻⁵³·Σ|terms| of the exact one whatever the order, so the two means differ
-    by at most 2·n·2⁻⁵³·mean|v| (divided by σ in standardized units) and the two σ relatively by
-    about 2·n·2⁻⁵³ (times |z|). Each path then rounds z to float32 (2⁻²⁴·|z| each).
+    by at most 2·n·2⁻⁵³·mean|v| (divided by σ in standardized units), and the two σ relatively
+    by less than 4·n·2⁻⁵³ (the variances by 2·n·2⁻⁵³ each way, the centering's error adding
+    less), times |z|. Each path then rounds z to float32: 2⁻²⁴·|z| each.
     """
     v = raw.astype(np.float64)
     n = v.shape[0]
@@ -204,16 +205,19 @@ def test_the_portable_ranking_is_the_reference_ranking_with_ties() -> None:
 
 
 def test_the_native_tolerance_is_tight() -> None:
-    """The tolerance is a few float32 ulps for the smoke prior's columns, not a loose bound."""
+    """On the smoke prior the tolerance is two float32 ulps at most (relative to max(|z|, 1)),
+    so the native comparison checks the values, not just their order of magnitude."""
     config = smoke_config("native-box_muller")
     settings = config.prior.scm
     widest = 0.0
-    for plan in step_plans(config, 3, 0):
-        raw, _, _ = reference_raw(plan, settings.init_std, settings.activations,
-                                  arithmetic_for(settings))
-        z = standardize(raw.x, settings.clip)
-        widest = max(widest, float((native_tolerance(raw.x, z) / np.maximum(np.abs(z), 1)).max()))
-    assert widest < 1e-5
+    for stage in (1, 2, 3, "tail"):
+        for plan in step_plans(config, stage, 0):
+            raw, _, _ = reference_raw(plan, settings.init_std, settings.activations,
+                                      arithmetic_for(settings))
+            z = standardize(raw.x, settings.clip)
+            relative = native_tolerance(raw.x, z) / np.maximum(np.abs(z), 1.0)
+            widest = max(widest, float(relative.max()))
+    assert widest <= 2 * FLOAT32_ULP_AT_1
 
 
 def test_the_reference_alone_makes_tasks_of_the_pu_construction() -> None:
