@@ -2,8 +2,11 @@
 
 The paper: Liu, Chang, Cheng, Tian, Li, "In-Context Positive-Unlabeled Learning", arXiv:2605.05591.
 
-Public entry points: ``prior-gen`` (:mod:`prior_gen.cli`), :func:`prior_gen.shards.open_shards`
-(the one reader of stored tasks), :func:`prior_gen.curriculum.locate`, and
+``paper/`` is what a task is (``paper/reference.py``: §2 for one task, plainly), ``engine/``
+computes the same tasks fast and the same on every CPU, ``mechanisms/`` holds what goes beyond
+the paper, ``shards/`` the tasks on disk (docs/architecture.md §6). Public entry points:
+``prior-gen`` (:mod:`prior_gen.cli`), :func:`prior_gen.shards.open_shards` (the one reader of
+stored tasks), :func:`prior_gen.paper.curriculum.locate`, and
 :func:`prior_gen.generate.generate_step` (tasks of one step, in memory). Submodules are imported
 on demand so that ``import prior_gen`` stays cheap.
 """
@@ -17,13 +20,13 @@ _LAZY = {
     "GenerationConfig": "prior_gen.config",
     "load_generation_config": "prior_gen.config",
     "KNOWN_SECTIONS": "prior_gen.config",
-    "locate": "prior_gen.curriculum",
-    "StepAddress": "prior_gen.curriculum",
+    "locate": "prior_gen.paper.curriculum",
+    "StepAddress": "prior_gen.paper.curriculum",
     "generate_step": "prior_gen.generate",
     "open_shards": "prior_gen.shards",
     "ShardReader": "prior_gen.shards",
-    "ShardMismatchError": "prior_gen.errors",
-    "ShardCorruptError": "prior_gen.errors",
+    "ShardMismatchError": "prior_gen.shards",
+    "ShardCorruptError": "prior_gen.shards",
     "Task": "prior_gen.task",
 }
 

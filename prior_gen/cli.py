@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from prior_gen.config import GenerationConfig, generation_config_from_mapping
-from prior_gen.curriculum import all_stages
-from prior_gen.errors import ShardError
-from prior_gen.seeding import SPLIT_CODES, TAIL, Stage
-from prior_gen.storage import WriterLockedError
+from prior_gen.paper.curriculum import all_stages
+from prior_gen.paper.seeding import SPLIT_CODES, TAIL, Stage
+from prior_gen.shards.errors import ShardError
+from prior_gen.shards.storage import WriterLockedError
 from puicl_common.configio import ConfigError, load_yaml
 from puicl_common.output_paths import (
     OutputPathError,
@@ -210,7 +210,7 @@ def _announcer(
 ) -> Callable[[list[ShardJob], int], None]:
     """What ``run_generation`` will write, as one line on stderr before it writes anything."""
     from prior_gen.runner import estimated_bytes
-    from prior_gen.shards import format_ranges
+    from prior_gen.shards.reader import format_ranges
 
     def announce(jobs: list[ShardJob], reused: int) -> None:
         if not jobs:
@@ -232,18 +232,18 @@ def _announcer(
     return announce
 
 
-def _check_corpus(config: GenerationConfig) -> None:
-    """Load and check the real-table corpus the config names, once, before any shard is
-    planned: a corpus that cannot be used ends the command in one line with nothing written."""
-    spec = config.prior.real_tables
-    if spec is None:
-        return
-    from prior_gen.real_tables import CorpusError, load_corpus
+def _check_mechanisms(config: GenerationConfig) -> None:
+    """What the config's mechanisms read (a corpus of real tables) checked once, before any
+    shard is planned: one that cannot be used ends the command in one line, nothing written."""
+    from prior_gen.mechanisms import MECHANISMS
 
-    try:
-        load_corpus(spec.corpus, spec.sha256)
-    except CorpusError as err:
-        _fail(str(err))
+    for mechanism in MECHANISMS:
+        spec = mechanism.section(config.prior)
+        if spec is not None and mechanism.check is not None:
+            try:
+                mechanism.check(spec)
+            except ValueError as err:
+                _fail(str(err))
 
 
 def _generate(argv: Sequence[str]) -> int:
@@ -252,12 +252,12 @@ def _generate(argv: Sequence[str]) -> int:
     parser = _generate_parser()
     args = parser.parse_args(argv)
     config = _load_config(parser, args)
-    _check_corpus(config)
+    _check_mechanisms(config)
     try:
         stages = parse_stages(args.stages, config, args.config)
         steps = parse_steps(args.steps) if args.steps else None
         if steps is not None:
-            from prior_gen.curriculum import steps_in_stage
+            from prior_gen.paper.curriculum import steps_in_stage
 
             for stage in stages:
                 n = steps_in_stage(stage, config.curriculum)
@@ -316,7 +316,7 @@ def _generate(argv: Sequence[str]) -> int:
 
 
 def _inspect(argv: Sequence[str]) -> int:
-    from prior_gen.inspection import inspect_directory
+    from prior_gen.shards.inspection import inspect_directory
 
     parser = _inspect_parser()
     args = parser.parse_args(argv)

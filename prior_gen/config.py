@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from prior_gen.mechanisms_config import RealTablesConfig
 from puicl_common.configio import (
     ConfigError,
     config_hash,
@@ -38,6 +37,7 @@ __all__ = [
     "GenerationConfig",
     "ModeConfig",
     "PriorConfig",
+    "RealTablesConfig",
     "SCMConfig",
     "ScopeConfig",
     "ShardConfig",
@@ -65,7 +65,7 @@ ACTIVATION_NAMES = (
 
 Scope = Literal["stage", "step", "task"]
 
-# Every factor that the curriculum draws, in slot order (prior_gen.factors). The position of a
+# Every factor that the curriculum draws, in slot order (prior_gen.paper.factors). The position of a
 # name is its slot in each scope's block of uniforms: append new factors, never reorder.
 FACTORS = (
     "depth",
@@ -112,6 +112,14 @@ def _int_range(value: tuple[int, int], key: str, minimum: int) -> None:
     require(lo <= hi, key, f"lower bound {lo} is above upper bound {hi}")
 
 
+def _at_least(value: float, key: str, minimum: float) -> None:
+    require(value >= minimum, key, f"must be >= {minimum}, got {value}")
+
+
+def _fraction(value: float, key: str) -> None:
+    require(0.0 <= value <= 1.0, key, f"must lie in [0, 1], got {value}")
+
+
 def _choices(values: tuple[Any, ...], key: str) -> None:
     require(len(values) > 0, key, "needs at least one choice")
     require(len(set(values)) == len(values), key, f"has a repeated choice: {list(values)}")
@@ -131,14 +139,13 @@ class SCMConfig:
     # per_layer: each hidden block draws its own function; shared: one function for all blocks
     activation_schedule: tuple[Literal["per_layer", "shared"], ...] = ("per_layer",)
     clip: float = 20.0  # standardized features and score are clipped to ±clip
-    # how the per-layer noise is drawn: box_muller (the original bytes; the default) or table
-    # (normal quantile table, ~4× faster per draw: prior_gen.noise_table). Added after shards
-    # existed: enters the config hash only when not box_muller (LEGACY_VALUES).
+    # the per-layer noise: box_muller (the original bytes; the default) or table (a normal
+    # quantile table, ~4× faster: prior_gen.engine.noise_table). Hashed only when table.
     noise_sampler: Literal["box_muller", "table"] = "box_muller"
-    # float arithmetic: native (numpy + OpenBLAS: the original bytes, which differ between CPU
-    # models) or portable (fixed-order numba kernels, the same bytes on every CPU:
-    # prior_gen.portable; weights and normal causes from the noise table too, so it needs
-    # noise_sampler: table). Added after shards existed: enters the hash only when portable.
+    # native (numpy + OpenBLAS: the original bytes, which differ between CPU models) or
+    # portable (fixed-order kernels, the same bytes on every CPU: prior_gen.engine.portable;
+    # every normal from the noise table, so it needs noise_sampler: table). Hashed only when
+    # portable.
     arithmetic: Literal["native", "portable"] = "native"
 
     REMOVED_KEYS: ClassVar[dict[str, Any]] = {"families": None}
@@ -147,7 +154,7 @@ class SCMConfig:
     def validate(self) -> None:
         _int_range(self.depth, "depth", 2)
         _int_range(self.width, "width", 1)
-        require(self.n_causes >= 1, "n_causes", f"must be >= 1, got {self.n_causes}")
+        _at_least(self.n_causes, "n_causes", 1)
         require(self.init_std > 0, "init_std", f"must be positive, got {self.init_std}")
         _choices(self.noise_std, "noise_std")
         for value in self.noise_std:
@@ -211,7 +218,7 @@ class AnnealedRange:
 class CategoricalConfig:
     """Categorical features (``prior.dataset.categorical``, beyond the paper; TabPFN's prior
     has them): each task discretises a share of its feature columns into a few levels,
-    stored as the codes 0..m-1 (prior_gen.categorical, docs/architecture.md §6)."""
+    stored as the codes 0..m-1 (prior_gen.mechanisms.categorical, docs/architecture.md §6)."""
 
     share: tuple[float, float] = (0.0, 0.5)  # per task: P(a column is categorical) ~ U(share)
     levels: tuple[int, int] = (2, 10)  # per categorical column: levels ~ U{lo..hi}
@@ -222,11 +229,30 @@ class CategoricalConfig:
         lo, hi = self.share
         require(0.0 <= lo <= hi <= 1.0, "share", f"needs 0 <= lo <= hi <= 1, got [{lo}, {hi}]")
         _int_range(self.levels, "levels", 2)
-        require(
-            0.0 <= self.shuffle_levels <= 1.0,
-            "shuffle_levels",
-            f"must lie in [0, 1], got {self.shuffle_levels}",
-        )
+        _fraction(self.shuffle_levels, "shuffle_levels")
+
+
+@dataclass(frozen=True)
+class RealTablesConfig:
+    """``prior.real_tables`` (beyond the paper; prior_gen.mechanisms.real_tables): with
+    probability ``probability`` a task is cut from an entry of the corpus at ``corpus``
+    (``scripts/build_real_corpus.py``), whose SHA-256 must be ``sha256``: the digest, not the
+    path, is what the config's hash covers the corpus by."""
+
+    corpus: str = "data/real_corpus.npz"
+    sha256: str = ""
+    probability: float = 0.5
+    # True: a replaced task is cut from the corpus and its SCM does not run (faster; its
+    # metadata holds the plan's factors alone). False: its SCM runs, as in older shards.
+    skip_scm: bool = False
+
+    def validate(self) -> None:
+        _fraction(self.probability, "probability")
+        require(isinstance(self.skip_scm, bool), "skip_scm", "must be true or false")
+        require(bool(self.corpus), "corpus", "must name the corpus file")
+        require(len(self.sha256) == 64 and all(c in "0123456789abcdef" for c in self.sha256),
+                "sha256", "must be the corpus file's SHA-256 (64 lower-case hex digits), as "
+                "scripts/build_real_corpus.py prints it")
 
 
 @dataclass(frozen=True)
@@ -297,7 +323,7 @@ class PriorConfig:
     modes: ModeConfig = field(default_factory=ModeConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     scopes: ScopeConfig = field(default_factory=ScopeConfig)
-    # some tasks cut from a corpus of real tables (prior_gen.real_tables)
+    # some tasks cut from a corpus of real tables (prior_gen.mechanisms.real_tables)
     real_tables: RealTablesConfig | None = None
 
     REMOVED_KEYS: ClassVar[dict[str, Any]] = {"label_rule": None, "labeling": None,
@@ -336,23 +362,14 @@ class CurriculumConfig:
     causal_final: float = 0.5
 
     def validate(self) -> None:
-        require(self.stages >= 1, "stages", f"must be >= 1, got {self.stages}")
-        require(
-            self.steps_per_stage >= 1,
-            "steps_per_stage",
-            f"must be >= 1, got {self.steps_per_stage}",
-        )
-        require(self.tail_steps >= 0, "tail_steps", f"must be >= 0, got {self.tail_steps}")
-        require(self.global_batch >= 1, "global_batch", f"must be >= 1, got {self.global_batch}")
+        for key, minimum in (("stages", 1), ("steps_per_stage", 1), ("tail_steps", 0),
+                             ("global_batch", 1)):
+            _at_least(getattr(self, key), key, minimum)
         for bound in (*self.eta.start, *self.eta.end):
             require(bound > 0, "eta", f"bounds must be positive, got {bound}")
         for bound in (*self.pi.start, *self.pi.end):
             require(0 < bound < 1, "pi", f"bounds must lie in (0, 1), got {bound}")
-        require(
-            0 <= self.causal_final <= 1,
-            "causal_final",
-            f"must lie in [0, 1], got {self.causal_final}",
-        )
+        _fraction(self.causal_final, "causal_final")
 
     @property
     def phase1_steps(self) -> int:
@@ -375,11 +392,7 @@ class ShardConfig:
     shuffle: Literal["byte", "bit", "none"] = "byte"
 
     def validate(self) -> None:
-        require(
-            self.steps_per_shard >= 1,
-            "steps_per_shard",
-            f"must be >= 1, got {self.steps_per_shard}",
-        )
+        _at_least(self.steps_per_shard, "steps_per_shard", 1)
         require(0 <= self.level <= 9, "level", f"must lie in 0..9, got {self.level}")
 
 

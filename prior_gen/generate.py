@@ -1,8 +1,8 @@
 """Generate the tasks of one step: plan factors, run the SCMs batched, build the PU tasks.
 
 A step is the unit of generation: its tasks are produced together, the tasks sharing a forward
-signature in one batched pass (:mod:`prior_gen.scm`). Every draw comes from the task's own
-stream, so the bytes of a task depend only on (config, split, stage, index).
+signature in one batched pass (:mod:`prior_gen.engine.forward`). Every draw comes from the
+task's own stream, so the bytes of a task depend only on (config, split, stage, index).
 
 An SCM whose output overflows float32 (chains of square activations) is drawn again from the
 continuing stream of the same task: new weights, causes and noise; from attempt
@@ -13,54 +13,48 @@ actually used. Attempt ``MAX_ATTEMPTS`` failing too is an error.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 
 import numpy as np
 
-from prior_gen.categorical import discretise_task
 from prior_gen.config import GenerationConfig
-from prior_gen.factors import TaskPlan, plan_step
-from prior_gen.pu import NonFiniteOutput, build_task
-from prior_gen.scm import RawTask, forward_group
-from prior_gen.seeding import Stage
+from prior_gen.engine.forward import forward_group
+from prior_gen.engine.pu import NonFiniteOutput, build_task
+from prior_gen.mechanisms import MECHANISMS
+from prior_gen.paper.factors import TaskPlan, plan_step
+from prior_gen.paper.reference import (
+    MAX_ATTEMPTS,
+    REDRAW_ACTIVATIONS_FROM,
+    RawTask,
+    redraw_activations,
+)
+from prior_gen.paper.seeding import Stage
 from prior_gen.task import Task
 
-__all__ = ["MAX_ATTEMPTS", "generate_step", "generate_tasks"]
-
-MAX_ATTEMPTS = 20
-REDRAW_ACTIVATIONS_FROM = 4
+__all__ = ["generate_step", "generate_tasks"]
 
 
 def generate_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
-    """Tasks for ``plans`` (in the same order): the SCM's, or, under ``prior.real_tables``,
-    some of them cut from real tables instead (:func:`_with_real_tables`)."""
-    if config.prior.real_tables is not None:
-        return _with_real_tables(plans, config)
-    return _synthetic_tasks(plans, config)
+    """Tasks for ``plans`` (in the same order): the SCM's, through the hooks of the mechanisms
+    that the config switches on (:mod:`prior_gen.mechanisms`)."""
+    active = [(mechanism, spec) for mechanism in MECHANISMS
+              if (spec := mechanism.section(config.prior)) is not None]
+    tasks: list[Task | None] = [None] * len(plans)
+    for i, plan in enumerate(plans):
+        for mechanism, spec in active:
+            if mechanism.instead_of_scm is not None and tasks[i] is None:
+                tasks[i] = mechanism.instead_of_scm(plan, spec)
+    synthetic = [i for i, task in enumerate(tasks) if task is None]
+    for i, task in zip(synthetic, _scm_tasks([plans[i] for i in synthetic], config), strict=True):
+        for mechanism, spec in active:
+            if mechanism.after_scm is not None:
+                task = mechanism.after_scm(task, spec)
+        tasks[i] = task
+    return tasks  # type: ignore[return-value]
 
 
-def _with_real_tables(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
-    """The one hook of real-table tasks (``prior_gen.real_tables``): with ``skip_scm`` the
-    replaced tasks are cut from their plans and only the others' SCMs run; without, every SCM
-    runs and the finished tasks are replaced (as in shards made before ``skip_scm``)."""
-    from prior_gen.real_tables import real_task, real_task_from_plan
-
-    real_tables = config.prior.real_tables
-    assert real_tables is not None
-    cut: dict[int, Task] = {}
-    if real_tables.skip_scm:
-        for i, plan in enumerate(plans):
-            task = real_task_from_plan(plan, real_tables)
-            if task is not None:
-                cut[i] = task
-    rest = [plan for i, plan in enumerate(plans) if i not in cut]
-    synthetic = iter([real_task(task, real_tables) for task in _synthetic_tasks(rest, config)])
-    return [cut[i] if i in cut else next(synthetic) for i in range(len(plans))]
-
-
-def _synthetic_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
-    """The SCM's tasks for ``plans``, categorical features included."""
+def _scm_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Task]:
+    """The SCM's tasks for ``plans``: one batched pass per forward signature."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, plan in enumerate(plans):
         groups[plan.forward_signature()].append(i)
@@ -70,17 +64,7 @@ def _synthetic_tasks(plans: list[TaskPlan], config: GenerationConfig) -> list[Ta
             raws = _forward([plans[i] for i in members], config)
             for i, raw in zip(members, raws, strict=True):
                 tasks[i] = _build_with_retries(plans[i], raw, config)
-    categorical = config.prior.dataset.categorical
-    if categorical is not None:
-        tasks = [discretise_task(task, categorical) for task in tasks]  # type: ignore[arg-type]
     return tasks  # type: ignore[return-value]
-
-
-def _redraw_activations(plan: TaskPlan, bank: tuple[str, ...]) -> TaskPlan:
-    picks = plan.rng.integers(0, len(bank), size=plan.depth - 1)
-    if plan.activation_schedule == "shared":
-        picks[:] = picks[0]
-    return dataclasses.replace(plan, activations=tuple(bank[i] for i in picks))
 
 
 def _forward(plans: list[TaskPlan], config: GenerationConfig) -> list[RawTask]:
@@ -96,7 +80,7 @@ def _build_with_retries(plan: TaskPlan, raw: RawTask, config: GenerationConfig) 
             return build_task(plan, raw, scm.clip, attempt, scm.arithmetic)
         except NonFiniteOutput:
             if attempt + 1 >= REDRAW_ACTIVATIONS_FROM:
-                plan = _redraw_activations(plan, scm.activations)
+                plan = redraw_activations(plan, scm.activations)
             (raw,) = _forward([plan], config)
     raise RuntimeError(
         f"task {plan.index} of stage {plan.stage}: the SCM overflowed float32 "

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from prior_gen.config import GenerationConfig
-from prior_gen.curriculum import annealing_stage, steps_in_stage
-from prior_gen.faults import crash_if_planned, kill_after_from_env
-from prior_gen.manifest import (
+from prior_gen.paper.curriculum import annealing_stage, steps_in_stage
+from prior_gen.paper.seeding import Stage
+from prior_gen.shards.faults import crash_if_planned, kill_after_from_env
+from prior_gen.shards.manifest import (
     check_compatible,
     load_manifest,
     new_manifest,
@@ -36,8 +37,7 @@ from prior_gen.manifest import (
     task_stats,
     write_manifest,
 )
-from prior_gen.seeding import Stage
-from prior_gen.storage import (
+from prior_gen.shards.storage import (
     WriterLock,
     digest_path,
     publish,
@@ -164,11 +164,11 @@ def write_shard(config: GenerationConfig, job: ShardJob, directory: str) -> dict
     }
     try:
         if fmt == "zarr":
-            from prior_gen.shard_zarr import write_zarr_shard
+            from prior_gen.shards.zarr_format import write_zarr_shard
 
             extra = write_zarr_shard(tmp, steps, config.shards, attributes)
         else:
-            from prior_gen.shard_tar import write_tar_shard
+            from prior_gen.shards.tar_format import write_tar_shard
 
             extra = write_tar_shard(tmp, steps, config.shards, attributes)
         sha256, size = digest_path(tmp)

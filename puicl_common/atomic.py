@@ -4,7 +4,7 @@ Every writer of a result the project keeps (shard manifests, checkpoints, weight
 results, predictions, compiled kernels) goes through here: the data is written to a temporary
 file in the target's folder, flushed to disk, renamed over the target, and the rename itself
 is made durable. A process killed at any moment leaves either the previous file or the new
-one, plus at most a temporary file named ``.NAME.tmp-*`` (``prior_gen.storage`` cleans
+one, plus at most a temporary file named ``.NAME.tmp-*`` (``prior_gen.shards.storage`` cleans
 those up).
 
 What the target already is decides how it is written, so that a write never changes what kind

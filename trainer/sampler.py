@@ -5,7 +5,7 @@ A run has ``K * S`` phase-1 steps (the curriculum: stages 1..K of S steps each) 
 is always decided by the position of the global step; the policy decides which stored step of
 the shards feeds it:
 
-* ``sequential``  -- the paper's curriculum: step t reads ``prior_gen.curriculum.locate(t)``.
+* ``sequential``  -- the paper's curriculum: step t reads ``prior_gen.paper.curriculum.locate(t)``.
 * ``shuffled``    -- phase 1 reads the same K*S stored steps, each exactly once, in a random
                      order (the curriculum's data without its order).
 * ``uniform``     -- phase 1 step t reads a stage drawn uniformly from 1..K and a step drawn
@@ -29,7 +29,7 @@ from functools import cached_property
 import numpy as np
 
 from prior_gen.config import CurriculumConfig
-from prior_gen.curriculum import StepAddress, locate
+from prior_gen.paper.curriculum import StepAddress, locate
 
 # second word of every sampler seed key: keeps these draws apart from the prior generator's
 SAMPLER_KEY = 0x5A3D1E

@@ -21,9 +21,9 @@ import shlex
 from collections import defaultdict
 from pathlib import Path
 
-from prior_gen.errors import ShardMismatchError
-from prior_gen.manifest import MANIFEST_NAME, load_manifest
 from prior_gen.shards import ShardReader, format_ranges, open_shards
+from prior_gen.shards.errors import ShardMismatchError
+from prior_gen.shards.manifest import MANIFEST_NAME, load_manifest
 from trainer.config import RunConfig, ValidationConfig
 from trainer.sampler import StepSampler
 

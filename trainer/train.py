@@ -13,7 +13,7 @@ import gc
 import sys
 import time
 
-from prior_gen.errors import ShardError
+from prior_gen.shards.errors import ShardError
 from puicl_common.configio import ConfigError
 from puicl_common.output_paths import os_error_message
 from trainer import hooks

@@ -51,7 +51,7 @@ def with_format(config: GenerationConfig, fmt: str) -> GenerationConfig:
 
 def shard_digests(directory: Path, split: str = "train") -> dict[str, str]:
     """{relative path: sha256} of every shard listed in the manifest (checked against disk)."""
-    from prior_gen.storage import digest_path
+    from prior_gen.shards.storage import digest_path
 
     manifest = json.loads((directory / "manifest.json").read_text())
     digests = {}

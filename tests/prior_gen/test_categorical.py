@@ -1,5 +1,5 @@
-"""Categorical features (prior.dataset.categorical, prior_gen.categorical): levels, shares,
-keys, versioning and determinism."""
+"""Categorical features (prior.dataset.categorical, prior_gen.mechanisms.categorical): levels,
+shares, keys, versioning and determinism."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from prior_gen_testlib import REPO, SMOKE, data_digest, shard_digests, tiny_config
 
-from prior_gen.categorical import discretise_task
 from prior_gen.config import (
     LEGACY_VALUES,
     CategoricalConfig,
     generation_config_from_mapping,
     load_generation_config,
 )
-from prior_gen.factors import plan_step
 from prior_gen.generate import generate_step, generate_tasks
+from prior_gen.mechanisms.categorical import discretise_task
+from prior_gen.paper.factors import plan_step
 from prior_gen.runner import run_generation
 from prior_gen.shards import open_shards
 from puicl_common.configio import ConfigError, load_yaml

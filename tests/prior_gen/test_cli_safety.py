@@ -18,10 +18,10 @@ from prior_gen_testlib import PAPER, REPO, SMOKE
 from prior_gen import runner
 from prior_gen.cli import main
 from prior_gen.config import load_generation_config
-from prior_gen.curriculum import all_stages
-from prior_gen.errors import ShardCorruptError
+from prior_gen.paper.curriculum import all_stages
 from prior_gen.runner import plan_jobs, run_generation
 from prior_gen.shards import open_shards
+from prior_gen.shards.errors import ShardCorruptError
 
 
 def _only_line(text: str) -> str:
@@ -214,7 +214,7 @@ def test_a_temporary_that_becomes_a_directory_while_it_is_removed_is_removed(
     """An interrupt unwinds the main thread while a store's writer thread still creates the
     shard's temporary directory: the cleanup sees no directory, then unlink meets one. It
     removes the tree instead of raising, which would replace the interrupt (exit 1, not 130)."""
-    from prior_gen import storage
+    from prior_gen.shards import storage
 
     tmp = tmp_path / ".shard-000002.zarr.tmp-1-abcd"
     tmp.mkdir()

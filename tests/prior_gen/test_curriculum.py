@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prior_gen_testlib import tiny_config
 
-from prior_gen.curriculum import (
+from prior_gen.paper.curriculum import (
     StepAddress,
     all_stages,
     causal_probability,

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from prior_gen_testlib import REPO, SMOKE, shard_digests, tiny_config, with_format
 
-from prior_gen.faults import ENV_VAR, parse_kill_after
 from prior_gen.runner import run_generation
-from prior_gen.storage import TEMP_MARK
+from prior_gen.shards.faults import ENV_VAR, parse_kill_after
+from prior_gen.shards.storage import TEMP_MARK
 from puicl_common.configio import load_yaml
 
 STAGES = [1, 2, 3, "tail"]

@@ -14,11 +14,9 @@ import numpy as np
 import pytest
 from prior_gen_testlib import PAPER, REPO, SMOKE, data_digest, shard_digests, tiny_config
 
-from prior_gen import noise_table
 from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping, load_generation_config
-from prior_gen.factors import plan_step
-from prior_gen.generate import generate_step, generate_tasks
-from prior_gen.noise_table import (
+from prior_gen.engine.forward import forward_group
+from prior_gen.engine.noise_table import (
     TABLE_SIZE,
     add_table_noise,
     normal_table,
@@ -26,8 +24,9 @@ from prior_gen.noise_table import (
     splitmix_words,
     table_noise,
 )
+from prior_gen.generate import generate_step, generate_tasks
+from prior_gen.paper.factors import plan_step
 from prior_gen.runner import run_generation
-from prior_gen.scm import forward_group
 from puicl_common.configio import ConfigError, load_yaml
 
 HASHES_BEFORE_THE_KEY = {
@@ -129,23 +128,6 @@ def test_compiled_kernel_gives_the_bytes_of_the_numpy_reference(count: int) -> N
         add_table_noise(kernel, table, seed)
         assert np.array_equal(kernel, reference)
         assert count == 0 or not np.array_equal(kernel, base)
-
-
-def test_without_numba_the_numpy_reference_gives_the_same_tasks(monkeypatch) -> None:
-    config = _table_config(curriculum={"global_batch": 6})
-    compiled = data_digest(generate_step(config, "train", 2, 1))
-
-    def no_numba():
-        raise ImportError("No module named 'numba'")
-
-    noise_table._kernel.cache_clear()
-    monkeypatch.setattr(noise_table, "_compile_kernel", no_numba)
-    try:
-        with pytest.warns(RuntimeWarning, match="numba is not installed"):
-            fallback = data_digest(generate_step(config, "train", 2, 1))
-    finally:
-        noise_table._kernel.cache_clear()
-    assert fallback == compiled
 
 
 def test_table_draws_have_normal_moments() -> None:

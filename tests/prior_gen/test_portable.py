@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from prior_gen_testlib import PAPER, REPO, SMOKE, data_digest, tiny_config
 
-from prior_gen import portable
-from prior_gen.activations import apply_activation
 from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping, load_generation_config
-from prior_gen.factors import plan_step, pu_sizes
+from prior_gen.engine import portable
+from prior_gen.engine.activations import apply_activation
+from prior_gen.engine.pu import rank_labels, rank_labels_by_index
 from prior_gen.generate import generate_step, generate_tasks
-from prior_gen.pu import rank_labels, rank_labels_by_index
+from prior_gen.paper.factors import plan_step, pu_sizes
 from puicl_common.configio import ConfigError, load_yaml
 
 # the config hash of configs/smoke.yaml before prior.scm.arithmetic existed (2026-11-22)
@@ -107,8 +107,9 @@ def test_matrix_product_sums_term_by_term_without_fma(k: int, m: int, n: int) ->
 
 def test_forward_adds_the_table_noise_in_node_row_order_and_picks_nodes() -> None:
     """Identity weights and activations leave the causes; each block then adds
-    ``table_noise(seed)`` over the [node, row] values, as prior_gen.noise_table defines it."""
-    from prior_gen.noise_table import scaled_table, table_noise
+    ``table_noise(seed)`` over the [node, row] values, as prior_gen.engine.noise_table defines
+    it."""
+    from prior_gen.engine.noise_table import scaled_table, table_noise
 
     h, n, depth = 3, 7, 2
     rng = np.random.default_rng(1)
@@ -238,8 +239,7 @@ def test_portable_overflowing_scms_are_redrawn() -> None:
 
 def test_portable_weights_and_causes_are_table_normals() -> None:
     """Weights N(0, σ²_init) and normal causes N(0, 1), both from the quantile table."""
-    from prior_gen.noise_table import normal_table
-    from prior_gen.scm import table_normals
+    from prior_gen.engine.noise_table import normal_table, table_normals
 
     bit_generator = np.random.PCG64DXSM(11)
     draws = table_normals(bit_generator, normal_table(), 400_001).astype(np.float64)

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from prior_gen_testlib import data_digest, tiny_config
 
-from prior_gen.activations import apply_activation
-from prior_gen.factors import n_negatives, plan_step, pu_sizes
-from prior_gen.gaussian import box_muller, fill_normals
-from prior_gen.generate import REDRAW_ACTIVATIONS_FROM, generate_step, generate_tasks
-from prior_gen.pu import rank_labels, standardize
-from prior_gen.scm import forward_group
+from prior_gen.engine.activations import apply_activation
+from prior_gen.engine.forward import forward_group
+from prior_gen.engine.gaussian import box_muller, fill_normals
+from prior_gen.engine.pu import rank_labels
+from prior_gen.generate import generate_step, generate_tasks
+from prior_gen.paper.factors import n_negatives, plan_step, pu_sizes
+from prior_gen.paper.reference import REDRAW_ACTIVATIONS_FROM, standardize
 
 
 @pytest.mark.parametrize(
@@ -239,7 +240,7 @@ def test_standardize_and_clip() -> None:
 def test_causal_node_selection() -> None:
     import dataclasses
 
-    from prior_gen.scm import select_causal_nodes
+    from prior_gen.paper.reference import select_causal_nodes
 
     config = tiny_config(curriculum={"global_batch": 40})
     seen = set()

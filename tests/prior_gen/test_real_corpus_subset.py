@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from prior_gen_testlib import load_script
 
-from prior_gen.real_tables import load_corpus, write_corpus
+from prior_gen.mechanisms.real_tables import load_corpus, write_corpus
 
 
 @pytest.fixture(scope="module")

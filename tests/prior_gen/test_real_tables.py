@@ -1,9 +1,9 @@
-"""Real-table tasks (prior.real_tables, prior_gen.real_tables): off by default and out of the
-hash; the corpus is checked by its digest and written atomically; a real task keeps the
-synthetic task's sizes and class shares where the entry has the rows, holds only the entry's
-rows with their own labels and only varying columns; the other tasks keep their bytes; the
-draws are the task's own; skip_scm makes the same tasks without the replaced tasks' SCMs; 1
-and 2 workers, and other CPU kernels, write the same shards."""
+"""Real-table tasks (prior.real_tables, prior_gen.mechanisms.real_tables): off by default and out
+of the hash; the corpus is checked by its digest and written atomically; a real task keeps the
+synthetic task's sizes and class shares where the entry has the rows, holds only the entry's rows
+with their own labels and only varying columns; the other tasks keep their bytes; the draws are the
+task's own; skip_scm makes the same tasks without the replaced tasks' SCMs; 1 and 2 workers, and
+other CPU kernels, write the same shards."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from test_portable_golden import VARIANTS  # the CPU kernel variants of the gold
 import prior_gen.generate as generate_module
 from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping
 from prior_gen.generate import generate_step
-from prior_gen.real_tables import load_corpus, write_corpus
+from prior_gen.mechanisms.real_tables import load_corpus, write_corpus
 from prior_gen.runner import run_generation
-from prior_gen.storage import digest_path
+from prior_gen.shards.storage import digest_path
 from puicl_common.configio import ConfigError
 
 SMOKE_HASH = "83e1f40f3dc44c7592e021a284aad85e148dceada6b229cabef232c0ef16c2e9"

@@ -66,7 +66,7 @@ def test_a_retired_key_set_in_a_test_config_is_refused_too() -> None:
 
 
 def test_the_retired_scope_codes_are_not_reused() -> None:
-    from prior_gen.seeding import SCOPE_CODES
+    from prior_gen.paper.seeding import SCOPE_CODES
 
     assert not set(SCOPE_CODES.values()) & set(range(4, 10))
     assert SCOPE_CODES["categorical"] == 3 and SCOPE_CODES["real_tables"] == 10

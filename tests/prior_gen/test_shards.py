@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from prior_gen_testlib import data_digest, shard_digests, tiny_config, with_format
 
-from prior_gen.errors import ShardCorruptError, ShardMismatchError
 from prior_gen.generate import generate_step
 from prior_gen.runner import plan_jobs, run_generation
 from prior_gen.shards import open_shards
-from prior_gen.storage import WriterLock, WriterLockedError
+from prior_gen.shards.errors import ShardCorruptError, ShardMismatchError
+from prior_gen.shards.storage import WriterLock, WriterLockedError
 
 FORMATS = ("zarr", "webdataset")
 
@@ -168,7 +168,7 @@ def test_a_failed_zarr_read_leaves_no_pending_read_behind() -> None:
     import asyncio
     from types import SimpleNamespace
 
-    from prior_gen.shard_zarr import _read_concurrently
+    from prior_gen.shards.zarr_format import _read_concurrently
 
     cancelled = []
 

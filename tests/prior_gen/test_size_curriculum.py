@@ -6,7 +6,7 @@ import pytest
 from prior_gen_testlib import SMOKE, tiny_config
 
 from prior_gen.config import generation_config_from_mapping
-from prior_gen.factors import plan_step
+from prior_gen.paper.factors import plan_step
 from puicl_common.configio import ConfigError, load_yaml
 
 GROWING = {"start": [10, 20], "end": [100, 300]}

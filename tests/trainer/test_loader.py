@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prior_gen.errors import ShardError
+from prior_gen.shards.errors import ShardError
 from trainer.loader import THREAD_NAME, StepData, StepLoader
 from trainer.metrics_log import read_metrics
 from trainer.segment import Segment

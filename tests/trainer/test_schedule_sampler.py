@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from prior_gen.config import CurriculumConfig
-from prior_gen.curriculum import locate
+from prior_gen.paper.curriculum import locate
 from trainer.config import PhaseSchedule, TrainingConfig
 from trainer.sampler import RunPlan, StepSampler
 from trainer.schedule import learning_rate, phase_learning_rate

@@ -28,10 +28,10 @@ __all__ = [
 
 SPLIT_CODES = {"train": 0, "val": 1}
 # A task's other streams, keyed like the task with their own scope code: categorical
-# (discretising its features, prior_gen.categorical), real_tables (its rows from a corpus of
-# real tables, prior_gen.real_tables). Codes 4-9 belonged to mechanisms that lost the prior
-# study (docs/recipe.md, git tag prior-study-2026-11) and are never reused. Append new codes,
-# never renumber.
+# (discretising its features, prior_gen.mechanisms.categorical), real_tables (its rows from a
+# corpus of real tables, prior_gen.mechanisms.real_tables). Codes 4-9 belonged to mechanisms
+# that lost the prior study (docs/recipe.md, git tag prior-study-2026-11) and are never
+# reused. Append new codes, never renumber.
 SCOPE_CODES = {"stage": 0, "step": 1, "task": 2, "categorical": 3, "real_tables": 10}
 TAIL = "tail"  # the stage identifier of phase 2
 _TAIL_CODE = 0

@@ -1,17 +1,13 @@
-"""Random MLP SCMs of paper §2.1–2.2, run for a group of tasks in one batched pass.
+"""The SCM passes of the generator: the reference SCM (:mod:`prior_gen.paper.reference`,
+paper §2.1–2.2) computed fast, with the same draws from each task's stream.
 
-For one task with k causes, width h and L_g layers:
-
-    h⁰ = W₀ u,   hˡ = W_l φ_l(hˡ⁻¹) + εˡ  (l = 1 .. L_g − 1),   εˡ ~ N(0, σ²_noise I)
-
-with every weight ~ N(0, σ²_init) and zero biases. Non-causal SCMs read the features with a
-head R_x (or take the causes themselves) and the score with r_y from the last hidden state;
-causal SCMs take the label node and the d feature nodes from the hidden blocks h¹ .. h^{L_g−1}.
-
-Tasks whose :meth:`TaskPlan.forward_signature` match (the default scopes give every task of a
-step the same k, h, L_g, activations and noise level) have their rows stacked, so each
-activation is one array pass for the whole group; the per-task matrix products and all random
-draws use the task's own stream, so a task's values do not depend on the rest of its group.
+``native`` (:func:`forward_group`): tasks whose :meth:`TaskPlan.forward_signature` match (the
+default scopes give every task of a step the same k, h, L_g, activations and noise level) have
+their rows stacked, so each activation is one array pass for the whole group, and the depth
+runs a few tasks at a time so that their hidden states stay in cache; the per-task matrix
+products and all random draws use the task's own stream, so a task's values do not depend on
+the rest of its group. ``portable`` (:func:`forward_portable`): one compiled pass per task in
+the arithmetic of :mod:`prior_gen.engine.portable`, the same bytes on every CPU.
 """
 
 from __future__ import annotations
@@ -21,57 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prior_gen.activations import apply_activation
-from prior_gen.factors import TaskPlan
-from prior_gen.gaussian import box_muller, draw_words, place_normals
-from prior_gen.noise_table import TABLE_BITS, noise_adder, scaled_table
+from prior_gen.engine.activations import apply_activation
+from prior_gen.engine.gaussian import box_muller, draw_words, place_normals
+from prior_gen.engine.noise_table import add_table_noise, scaled_table, table_normals
+from prior_gen.paper.factors import TaskPlan
+from prior_gen.paper.reference import CausalSelection, RawTask, select_causal_nodes
 
-__all__ = [
-    "CausalSelection",
-    "PortableDraws",
-    "RawTask",
-    "forward_group",
-    "forward_portable",
-    "select_causal_nodes",
-    "table_normals",
-]
-
-
-@dataclass
-class CausalSelection:
-    label_node: int  # index into the pool of (L_g − 1)·h hidden nodes
-    feature_nodes: np.ndarray  # int64 [d], in feature-column order
-
-
-@dataclass
-class RawTask:
-    """SCM output of one task before standardization: features [n, d] and score [n]."""
-
-    x: np.ndarray
-    score: np.ndarray
-    label_node: int | None = None
-
-
-def select_causal_nodes(plan: TaskPlan) -> CausalSelection:
-    """Pick the label node and the feature nodes of a causal SCM (§2.2)."""
-    rng = plan.rng
-    h, d = plan.width, plan.n_features
-    total = (plan.depth - 1) * h
-    first = 0 if plan.label_block == "first" else total - h
-    label = first + int(rng.integers(0, h))
-    if plan.feature_selection == "clique":
-        # d + 1 contiguous nodes that include the label node
-        lo = max(0, label - d)
-        hi = min(label, total - d - 1)
-        start = int(rng.integers(lo, hi + 1))
-        nodes = np.arange(start, start + d + 1, dtype=np.int64)
-        features = nodes[nodes != label]
-    else:
-        drawn = rng.permutation(total - 1)[:d].astype(np.int64)
-        features = drawn + (drawn >= label)  # skip the label node
-    if plan.feature_order == "sorted":
-        features = np.sort(features)
-    return CausalSelection(label_node=label, feature_nodes=features)
+__all__ = ["forward_group", "forward_portable"]
 
 
 CHUNK_ELEMENTS = 1 << 16  # hidden values processed together (a chunk and its scratch fit L2)
@@ -178,7 +130,7 @@ def forward_group(
 
     ``noise_sampler`` (``prior.scm.noise_sampler``) picks how the per-layer noise is drawn,
     in both cases from the task's stream when its block is computed: ``box_muller`` (the
-    original bytes) or ``table`` (:mod:`prior_gen.noise_table`: one word of the task's stream
+    original bytes) or ``table`` (:mod:`prior_gen.engine.noise_table`: one word of the task's stream
     seeds the block's noise, looked up in a normal quantile table).
 
     ``arithmetic`` (``prior.scm.arithmetic``): ``native`` (numpy and OpenBLAS: the original
@@ -233,7 +185,7 @@ def forward_group(
         ]
         table_noise = sigma > 0 and noise_sampler == "table"
         if table_noise:
-            table, add_noise = scaled_table(sigma), noise_adder()
+            table = scaled_table(sigma)
             targets = [
                 (out.reshape(-1), plans[i].rng.bit_generator)
                 for i, (_, out, _) in zip(members, products, strict=True)
@@ -245,7 +197,7 @@ def forward_group(
             if table_noise:
                 for flat, bit_generator in targets:
                     # one word of the task's stream seeds this block's noise
-                    add_noise(flat, table, np.uint64(bit_generator.random_raw()))
+                    add_table_noise(flat, table, bit_generator.random_raw())
             elif sigma > 0:
                 words = [
                     draw_words(plans[i].rng.bit_generator, count)
@@ -292,114 +244,47 @@ def _readouts(
     return outputs
 
 
-_DRAWS_PER_WORD = 64 // TABLE_BITS
+def forward_portable(plan: TaskPlan, init_std: float) -> RawTask:
+    """The SCM of one task in the arithmetic of :mod:`prior_gen.engine.portable` (the same
+    bytes on every CPU).
 
+    Draws from the task's stream in the native pass's order (weights, causal choices, causes,
+    then one word per hidden block seeding its table noise), but every normal is a lookup in
+    the quantile table of :mod:`prior_gen.engine.noise_table` (scaled by σ_init for weights),
+    not a Box–Muller transform, whose logarithm and sine would need more portable functions
+    than the activations and cost 3× (docs/performance.md). The hidden states are laid out
+    [node, row]; one compiled call runs the whole depth, the readouts are portable products.
+    """
+    from prior_gen.engine import portable
 
-def table_normals(bit_generator: np.random.BitGenerator, table: np.ndarray, count: int):
-    """``count`` draws from ``table`` (float32), indexed by the 16-bit slices of the next
-    ⌈count / 4⌉ words of ``bit_generator`` (lowest slice first)."""
-    words = bit_generator.random_raw(-(-count // _DRAWS_PER_WORD))
-    indices = words.view(np.dtype("<u2"))[:count]  # little-endian: the lowest slice first
-    return table[indices]
-
-
-@dataclass
-class PortableDraws:
-    """What a task's main stream gives the portable forward pass, in the order drawn."""
-
-    weights: np.ndarray  # all N(0, σ²_init) weights: W₀ [k·h], W_1.. [(L_g − 1)·h·h], heads
-    selection: CausalSelection | None
-    causes: np.ndarray  # [n, k]
-    seeds: np.ndarray  # uint64 [L_g − 1]: each block's noise seed (empty: no noise)
-    table: np.ndarray  # the noise table, scaled by σ_noise
-
-    def input_weights(self, plan: TaskPlan) -> np.ndarray:
-        return self.weights[: plan.n_causes * plan.width].reshape(plan.n_causes, plan.width)
-
-    def hidden_weights(self, plan: TaskPlan) -> np.ndarray:
-        k, h = plan.n_causes, plan.width
-        return self.weights[k * h : k * h + (plan.depth - 1) * h * h].reshape(-1, h, h)
-
-    def nodes(self) -> np.ndarray:
-        """int64 [d + 1]: the causal feature nodes then the label node (empty: non-causal)."""
-        if self.selection is None:
-            return np.empty(0, np.int64)
-        return np.append(self.selection.feature_nodes, self.selection.label_node).astype(
-            np.int64
-        )
-
-
-def draw_portable(plan: TaskPlan, init_std: float) -> PortableDraws:
-    """The portable pass's draws from the task's stream: weights, causal choices, causes, then
-    one word per hidden block seeding its table noise (see :func:`forward_portable`)."""
-    h, depth, sigma, k, n = plan.width, plan.depth, plan.noise_std, plan.n_causes, plan.n_rows
+    k, h, d, n, depth = plan.n_causes, plan.width, plan.n_features, plan.n_rows, plan.depth
     bit_generator = plan.rng.bit_generator
     n_core = k * h + (depth - 1) * h * h
-    n_head = 0 if plan.causal else h * (1 + (plan.noncausal_features == "head") * plan.n_features)
+    n_head = 0 if plan.causal else h * (1 + (plan.noncausal_features == "head") * d)
     weights = table_normals(bit_generator, scaled_table(init_std), n_core + n_head)
     selection = select_causal_nodes(plan) if plan.causal else None
     if plan.cause_dist == "normal":
         causes = table_normals(bit_generator, scaled_table(1.0), n * k).reshape(n, k)
     else:
         causes = plan.rng.random((n, k), dtype=np.float32)
-    if sigma > 0:
-        seeds = bit_generator.random_raw(depth - 1)  # one word per block, in block order
-        table = scaled_table(sigma)
-    else:
-        seeds, table = np.empty(0, np.uint64), scaled_table(1.0)
-    return PortableDraws(weights, selection, causes, seeds, table)
-
-
-def readout_portable(
-    plan: TaskPlan, draws: PortableDraws, picked: np.ndarray, last: np.ndarray
-) -> RawTask:
-    """The task's raw output from its picked causal nodes ``picked`` [d + 1, n] or, if
-    non-causal, from its last block ``last`` [h, n] (the readout heads, portable products)."""
-    from prior_gen import portable
-
-    n = plan.n_rows
-    if draws.selection is not None:
-        d = plan.n_features
-        x = np.ascontiguousarray(picked[:d].T)
-        return RawTask(x=x, score=picked[d], label_node=draws.selection.label_node)
-    h, k = plan.width, plan.n_causes
-    head = draws.weights[k * h + (plan.depth - 1) * h * h :]
+    noisy = plan.noise_std > 0
+    seeds = bit_generator.random_raw(depth - 1) if noisy else np.empty(0, np.uint64)
+    nodes = (np.empty(0, np.int64) if selection is None  # causal: features, then the label
+             else np.append(selection.feature_nodes, selection.label_node).astype(np.int64))
+    picked = np.empty((nodes.shape[0], n), np.float32)
+    last = np.empty((h, n), np.float32)
+    codes = np.array([portable.ACTIVATION_CODES[name] for name in plan.activations], np.int64)
+    portable.forward(np.ascontiguousarray(causes.T), weights[: k * h].reshape(k, h),
+                     weights[k * h : n_core].reshape(-1, h, h), codes, seeds,
+                     scaled_table(plan.noise_std if noisy else 1.0), nodes, picked, last)
+    if selection is not None:
+        return RawTask(x=np.ascontiguousarray(picked[:d].T), score=picked[d],
+                       label_node=selection.label_node)
+    head = weights[n_core:]
     score = np.empty((1, n), np.float32)
     portable.matmul_t(head[:h].reshape(h, 1), last, score)
     if plan.noncausal_features == "causes":
-        return RawTask(x=draws.causes, score=score[0])
-    x_t = np.empty((plan.n_features, n), np.float32)
-    portable.matmul_t(head[h:].reshape(h, plan.n_features), last, x_t)
+        return RawTask(x=causes, score=score[0])
+    x_t = np.empty((d, n), np.float32)
+    portable.matmul_t(head[h:].reshape(h, d), last, x_t)
     return RawTask(x=np.ascontiguousarray(x_t.T), score=score[0])
-
-
-def forward_portable(plan: TaskPlan, init_std: float) -> RawTask:
-    """The SCM of one task in the arithmetic of :mod:`prior_gen.portable` (the same bytes on
-    every CPU).
-
-    Draws from the task's stream in the native pass's order (weights, causal choices, causes,
-    then one word per hidden block seeding its table noise), but every normal comes from the
-    quantile table of :mod:`prior_gen.noise_table` (N(0, σ²_init) weights: the table scaled by
-    σ_init; normal causes: the table), not from a Box–Muller transform, whose logarithm and
-    sine would need more portable transcendental functions than the activations and cost 3×
-    (docs/performance.md). The hidden states are laid out [node, row]; one compiled call runs
-    the whole depth.
-    """
-    from prior_gen import portable
-
-    draws = draw_portable(plan, init_std)
-    nodes = draws.nodes()
-    picked = np.empty((nodes.shape[0], plan.n_rows), np.float32)
-    last = np.empty((plan.width, plan.n_rows), np.float32)
-    portable.forward(
-        np.ascontiguousarray(draws.causes.T),
-        draws.input_weights(plan),
-        draws.hidden_weights(plan),
-        np.array([portable.ACTIVATION_CODES[name] for name in plan.activations], np.int64),
-        draws.seeds,
-        draws.table,
-        nodes,
-        picked,
-        last,
-    )
-    return readout_portable(plan, draws, picked, last)

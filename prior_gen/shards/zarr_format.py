@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from prior_gen.config import ShardConfig
-from prior_gen.errors import ShardCorruptError
+from prior_gen.shards.errors import ShardCorruptError
 from prior_gen.task import Task
 
 __all__ = ["SUFFIX", "ZarrShard", "write_zarr_shard"]

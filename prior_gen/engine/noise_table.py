@@ -1,8 +1,9 @@
 """Per-layer SCM noise from an inverse-CDF lookup table (``prior.scm.noise_sampler: table``).
 
 The per-layer Gaussian noise of §2.2 is most of the generator's random numbers (n·h per
-hidden block and task) and, drawn with the Box–Muller transform (:mod:`prior_gen.gaussian`),
-about half of the generation time. This sampler replaces, for the noise only:
+hidden block and task) and, drawn with the Box–Muller transform
+(:mod:`prior_gen.engine.gaussian`), about half of the generation time. This sampler
+replaces, for the noise only:
 
 * the transform: each draw is one of ``TABLE_SIZE`` equally likely values, the standard-normal
   quantiles at the bin midpoints, q_i = Φ⁻¹((i + ½) / 65536), rescaled so that the table's
@@ -13,11 +14,10 @@ about half of the generation time. This sampler replaces, for the noise only:
   16-bit slices, lowest first). Word c (c = 1, 2, …) is the SplitMix64 finaliser of
   seed + c·γ, so words are independent of each other's computation and the kernel vectorises.
 
-``noise_adder()`` (and ``add_table_noise``) run a numba kernel (one pass: words, lookup,
-add) when numba is installed, else the numpy reference :func:`table_noise`; both give the same
-bytes (integer arithmetic, an exact lookup, one float32 addition per value; tested), so the
-data never depend on which ran. The kernel is ~2.4× faster than numpy's raw words +
-``np.take`` + add, and ~4× faster than the Box–Muller (docs/performance.md).
+:func:`add_table_noise` runs a numba kernel (one pass: words, lookup, add) that gives the bytes
+of the numpy reference :func:`table_noise` (integer arithmetic, an exact lookup, one float32
+addition per value; tested). It is ~2.4× faster than numpy's raw words + ``np.take`` + add,
+and ~4× faster than the Box–Muller (docs/performance.md).
 
 What it costs in distribution (tested in tests/prior_gen/test_noise_table.py): the draws are a
 discretised normal with exact mean 0 (the table is symmetric) and variance 1, kurtosis 2.9992
@@ -32,8 +32,6 @@ float32 (``scipy.special.ndtri`` gives the same float32 table); its sha256 is pi
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
 from functools import lru_cache
 from statistics import NormalDist
 
@@ -43,11 +41,11 @@ __all__ = [
     "TABLE_BITS",
     "TABLE_SIZE",
     "add_table_noise",
-    "noise_adder",
     "normal_table",
     "scaled_table",
     "splitmix_words",
     "table_noise",
+    "table_normals",
 ]
 
 TABLE_BITS = 16
@@ -100,50 +98,18 @@ def table_noise(seed: int | np.uint64, table: np.ndarray, count: int) -> np.ndar
     return np.take(table, words.view(np.uint16)[:count], mode="clip")
 
 
-def _add_table_noise_numpy(flat: np.ndarray, table: np.ndarray, seed: np.uint64) -> None:
-    np.add(flat, table_noise(seed, table, flat.shape[0]), out=flat)
-
-
-def _compile_kernel() -> Callable[[np.ndarray, np.ndarray, np.uint64], None]:
-    import numba
-
-    @numba.njit(cache=True, nogil=True, boundscheck=False, fastmath=False)
-    def add_table_noise_kernel(flat, table, seed):  # pragma: no cover - compiled
-        n = flat.shape[0]
-        for c in range((n + 3) // 4):
-            z = seed + np.uint64(c + 1) * np.uint64(0x9E3779B97F4A7C15)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            z ^= z >> np.uint64(31)
-            for j in range(4):
-                i = 4 * c + j
-                if i < n:
-                    flat[i] += table[(z >> np.uint64(16 * j)) & np.uint64(0xFFFF)]
-
-    return add_table_noise_kernel
-
-
-@lru_cache(maxsize=1)
-def _kernel() -> Callable[[np.ndarray, np.ndarray, np.uint64], None]:
-    """The numba kernel, or the numpy reference (same bytes, slower) without numba."""
-    try:
-        return _compile_kernel()
-    except ImportError:
-        warnings.warn(
-            "numba is not installed: the table noise sampler falls back to numpy (same bytes, "
-            "about 1.5x slower generation); pip install numba",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return _add_table_noise_numpy
-
-
-def noise_adder() -> Callable[[np.ndarray, np.ndarray, np.uint64], None]:
-    """``add(flat, table, seed)``: ``flat += table_noise(seed, table, len(flat))`` in place, for
-    contiguous float32 ``flat`` and a ``np.uint64`` seed (the compiled kernel when available)."""
-    return _kernel()
+def table_normals(bit_generator: np.random.BitGenerator, table: np.ndarray,
+                  count: int) -> np.ndarray:
+    """``count`` draws from ``table`` (float32), indexed by the 16-bit slices of the next
+    ⌈count / 4⌉ words of ``bit_generator``, lowest slice first (the portable arithmetic's
+    normals: weights and causes)."""
+    words = bit_generator.random_raw(-(-count // _DRAWS_PER_WORD))
+    return table[words.view(np.dtype("<u2"))[:count]]  # little-endian: the lowest slice first
 
 
 def add_table_noise(flat: np.ndarray, table: np.ndarray, seed: int | np.uint64) -> None:
-    """``flat += table_noise(seed, table, len(flat))`` in place (contiguous float32 ``flat``)."""
-    _kernel()(flat, table, np.uint64(seed))
+    """``flat += table_noise(seed, table, len(flat))`` in place (contiguous float32 ``flat``),
+    by the compiled kernel of :mod:`prior_gen.engine.portable` (the same bytes, tested)."""
+    from prior_gen.engine import portable
+
+    portable.add_noise(flat, table, np.uint64(seed))

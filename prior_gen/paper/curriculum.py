@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prior_gen.config import CurriculumConfig
-from prior_gen.seeding import TAIL, Stage
+from prior_gen.paper.seeding import TAIL, Stage
 
 __all__ = [
     "TAIL",

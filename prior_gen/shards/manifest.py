@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from prior_gen.config import GenerationConfig
-from prior_gen.errors import ShardCorruptError, ShardMismatchError
-from prior_gen.seeding import SPLIT_CODES, TAIL, Stage
-from prior_gen.storage import atomic_write_json
+from prior_gen.paper.seeding import SPLIT_CODES, TAIL, Stage
+from prior_gen.shards.errors import ShardCorruptError, ShardMismatchError
+from prior_gen.shards.storage import atomic_write_json
 from prior_gen.task import Task
 from puicl_common.configio import to_dict
 

@@ -1,12 +1,10 @@
-"""From SCM output to a PU task: standardize, rank-threshold labels, PU split (§2.2–2.3).
+"""From SCM output to a PU task (paper §2.2–2.3, as :mod:`prior_gen.paper.reference` states
+it): standardize, rank-threshold labels, split, metadata, fast.
 
-1. Each feature column and the score are standardized over the n rows (population std, floor
-   1e-6) and clipped to ±clip.
-2. The ⌈π·n⌉ rows with the highest score are negatives (y = 0), the others positives.
-3. Class-stratified split: the positives and the negatives are shuffled separately; the
-   pre-removal training portion takes P positives and n_tr − P negatives, so its negative
-   share is ≈ π; its negatives are dropped and its P positives become the labeled rows. The
-   remaining n_u rows form the unlabeled pool (negative share ≈ π), shuffled.
+The statistics run over all n generated rows, but only the kept rows are transformed; the sums
+are BLAS's (``native``: the original bytes) or row by row (``portable``: the same bytes on every
+CPU); the label threshold's ties go to numpy's partition (``native``) or to the lowest rows
+(``portable``, the reference's rule). The split is the reference's.
 """
 
 from __future__ import annotations
@@ -15,15 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from prior_gen.factors import TaskPlan, n_negatives
-from prior_gen.scm import RawTask
+from prior_gen.paper.factors import TaskPlan, n_negatives
+from prior_gen.paper.reference import STD_FLOOR, RawTask, pu_split
 from prior_gen.task import Task
 
-__all__ = [
-    "NonFiniteOutput", "build_task", "dropped_negatives", "plan_meta", "rank_labels", "standardize",
-]
-
-_STD_FLOOR = 1e-6
+__all__ = ["NonFiniteOutput", "build_task", "plan_meta", "rank_labels", "rank_labels_by_index"]
 
 
 class NonFiniteOutput(ArithmeticError):
@@ -47,11 +41,11 @@ def _centered_stats(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values − mean in float64, mean, std floored at 1e-6) of float32 ``values`` [n, d], by
     column; raises NonFiniteOutput when the SCM overflowed. ``portable``: the sums run row by
-    row (prior_gen.portable) instead of in BLAS's CPU-dependent order."""
+    row (prior_gen.engine.portable) instead of in BLAS's CPU-dependent order."""
     n = values.shape[0]
     centered = values.astype(np.float64)
     if portable:
-        from prior_gen.portable import column_mean_squares, column_means
+        from prior_gen.engine.portable import column_mean_squares, column_means
 
         mean = column_means(centered)
         centered -= mean
@@ -64,32 +58,14 @@ def _centered_stats(
     # a non-finite mean makes the std non-finite too, so one test covers both
     if not np.isfinite(std).all():
         raise NonFiniteOutput("SCM output is not finite")
-    return centered, mean, np.maximum(std, _STD_FLOOR, out=std)
+    return centered, mean, np.maximum(std, STD_FLOOR, out=std)
 
 
 def _scaled(centered: np.ndarray, std: np.ndarray, clip: float) -> np.ndarray:
-    """float32 of centered / std clipped to ±clip (= apply_stats on the original values)."""
+    """float32 of centered / std, clipped to ±clip."""
     out = np.divide(centered, std)
     np.clip(out, -clip, clip, out=out)
     return out.astype(np.float32)
-
-
-def column_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float64 column means and population stds (floor 1e-6) of float32 ``values`` [n, d];
-    raises NonFiniteOutput when the SCM overflowed."""
-    return _centered_stats(values)[1:]
-
-
-def apply_stats(values: np.ndarray, mean: np.ndarray, std: np.ndarray, clip: float) -> np.ndarray:
-    out = np.subtract(values, mean)
-    np.divide(out, std, out=out)
-    np.clip(out, -clip, clip, out=out)
-    return out.astype(np.float32)
-
-
-def standardize(values: np.ndarray, clip: float) -> np.ndarray:
-    """Column-wise standardization over the rows of ``values`` and clipping to ±clip."""
-    return apply_stats(values, *column_stats(values), clip)
 
 
 def rank_labels(score: np.ndarray, pi: float) -> np.ndarray:
@@ -104,9 +80,9 @@ def rank_labels(score: np.ndarray, pi: float) -> np.ndarray:
 
 
 def rank_labels_by_index(score: np.ndarray, pi: float) -> np.ndarray:
-    """:func:`rank_labels` with its ties specified: of the scores equal to the threshold, the
-    ones at the lowest row indices are negatives. The result no longer depends on how numpy's
-    partition (SIMD-dispatched) orders equal values."""
+    """:func:`rank_labels` with its ties specified as the reference's ranking: of the scores
+    equal to the threshold, the ones at the lowest rows are negatives (a partition, not the
+    reference's sort: the same labels, faster)."""
     n = score.shape[0]
     labels = np.ones(n, np.int8)
     n_neg = n_negatives(n, pi)
@@ -117,28 +93,6 @@ def rank_labels_by_index(score: np.ndarray, pi: float) -> np.ndarray:
         ties = np.flatnonzero(score == threshold)
         labels[ties[: n_neg - int(np.count_nonzero(above))]] = 0
     return labels
-
-
-def pu_split(
-    labels: np.ndarray,
-    n_labeled: int,
-    n_dropped: int,
-    rng: np.random.Generator,
-):
-    """Row indices (labeled, unlabeled) of the class-stratified split.
-
-    One uniform permutation of all rows: the first ``n_labeled`` positives in it are labeled,
-    the first ``n_dropped`` negatives are the training portion's negatives (dropped), and the
-    other rows, in permutation order, are the unlabeled pool. This is the same distribution as
-    shuffling each class separately and then shuffling the unlabeled pool (§2.3).
-    """
-    order = rng.permutation(labels.shape[0])
-    positive = labels[order].view(bool)  # labels are 0 / 1
-    positions = np.flatnonzero(positive)
-    keep = np.ones(order.shape[0], bool)
-    keep[positions[:n_labeled]] = False
-    keep[np.flatnonzero(~positive)[:n_dropped]] = False
-    return order[positions[:n_labeled]], order[keep]
 
 
 def build_task(
@@ -154,13 +108,12 @@ def build_task(
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
     x_centered, _, x_std = _centered_stats(raw.x, portable)
     score_centered, _, score_std = _centered_stats(raw.score[:, None], portable)
+    # the portable ranking specifies ties (the lowest rows first); numpy's partition alone,
+    # kept for the native path's bytes, leaves their order to its SIMD kernel
     ranker = rank_labels_by_index if portable else rank_labels
     labels = ranker(_scaled(score_centered, score_std, clip)[:, 0], plan.pi)
-    n_negative = n_negatives(labels.shape[0], plan.pi)  # rank_labels made exactly these 0
-
     n_labeled = plan.n_labeled
-    dropped = dropped_negatives(plan, n_negative)
-    labeled, unlabeled = pu_split(labels, n_labeled, dropped, plan.rng)
+    labeled, unlabeled = pu_split(labels, plan)
     rows = np.concatenate([labeled, unlabeled])
 
     y = labels[rows]
@@ -171,12 +124,6 @@ def build_task(
         meta["label_node"] = raw.label_node
     x = _scaled(x_centered[rows], x_std, clip)
     return Task(x=x, y=y, n_labeled=n_labeled, meta=meta)
-
-
-def dropped_negatives(plan: TaskPlan, n_negative: int) -> int:
-    """How many of a task's ``n_negative`` negatives leave with its training portion: all
-    of its rows beyond the labeled positives, as far as the negatives go (§2.2)."""
-    return min(plan.n_train - plan.n_labeled, n_negative)
 
 
 def plan_meta(plan: TaskPlan, n_rows: int, n_unlabeled: int, unlabeled_negatives: int,

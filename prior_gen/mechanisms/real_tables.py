@@ -4,7 +4,7 @@ Every synthetic prior leaves a gap to real tables that no mechanism added to it 
 development suite (docs/recipe.md, "Prior v2"). Real-TabPFN continued TabPFN's pre-training
 on real tables and gained on real benchmarks (Garg et al., arXiv 2507.03971); TabDPT trains on
 real tables alone (Ma et al., arXiv 2410.18164). With probability ``probability`` per task
-(first draw of the task's ``real_tables`` stream, ``prior_gen.seeding.task_stream``) the
+(first draw of the task's ``real_tables`` stream, ``prior_gen.paper.seeding.task_stream``) the
 synthetic task's rows are replaced by rows of one entry of a corpus of real tables, built by
 ``scripts/build_real_corpus.py`` (an entry: one table's features, encoded as the classifier
 encodes a user's table, and one binary target). The task keeps its sizes and its class
@@ -34,16 +34,17 @@ from typing import Any
 
 import numpy as np
 
-from prior_gen.factors import TaskPlan, n_negatives
-from prior_gen.mechanisms_config import RealTablesConfig
-from prior_gen.pu import dropped_negatives, plan_meta
-from prior_gen.seeding import task_stream
-from prior_gen.storage import digest_path
+from prior_gen.config import RealTablesConfig
+from prior_gen.engine.pu import plan_meta
+from prior_gen.paper.factors import TaskPlan, n_negatives
+from prior_gen.paper.reference import dropped_negatives
+from prior_gen.paper.seeding import task_stream
+from prior_gen.shards.storage import digest_path
 from prior_gen.task import Task
 from puicl_common.atomic import atomic_output
 
 __all__ = ["CorpusError", "RealCorpus", "load_corpus", "real_task", "real_task_from_plan",
-           "write_corpus"]
+           "real_task_instead_of_scm", "write_corpus"]
 
 _CORPUS_KEYS = ("values", "labels", "shapes", "tables", "names")
 
@@ -238,6 +239,11 @@ def real_task(task: Task, spec: RealTablesConfig) -> Task:
     return cut
 
 
+def real_task_instead_of_scm(plan: TaskPlan, spec: RealTablesConfig) -> Task | None:
+    """The mechanism's hook before the SCM: under ``skip_scm`` the task cut for ``plan``."""
+    return real_task_from_plan(plan, spec) if spec.skip_scm else None
+
+
 def real_task_from_plan(plan: TaskPlan, spec: RealTablesConfig) -> Task | None:
     """Under ``spec.skip_scm``: the task cut from the corpus for ``plan`` without running its
     SCM, or None when the task stays synthetic: not drawn for replacement, or no varying column
@@ -248,7 +254,7 @@ def real_task_from_plan(plan: TaskPlan, spec: RealTablesConfig) -> Task | None:
     if rng is None:
         return None
     # the paper's labeling: ⌈π·n⌉ of the n generated rows are negatives, less those that
-    # leave with the training portion (prior_gen.pu.build_task)
+    # leave with the training portion (prior_gen.paper.reference)
     generated_negatives = n_negatives(plan.n_rows, plan.pi)
     pool_negatives = generated_negatives - dropped_negatives(plan, generated_negatives)
     counts = (plan.n_labeled, plan.n_unlabeled - pool_negatives, pool_negatives)

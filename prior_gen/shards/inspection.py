@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prior_gen.errors import ShardMismatchError
-from prior_gen.manifest import MANIFEST_NAME, load_manifest, summarize
-from prior_gen.seeding import TAIL
-from prior_gen.shards import ShardReader
+from prior_gen.paper.seeding import TAIL
+from prior_gen.shards.errors import ShardMismatchError
+from prior_gen.shards.manifest import MANIFEST_NAME, load_manifest, summarize
+from prior_gen.shards.reader import ShardReader
 from puicl_common.output_paths import save_figure
 
 __all__ = ["inspect_directory", "stage_rows"]

@@ -1,7 +1,7 @@
 """Resolve the curriculum's factors for the tasks of one step (paper §2.3, §5).
 
 Each scope object (stage, step, task) draws one fixed block of uniforms from its own stream
-(:mod:`prior_gen.seeding`): slot ``i`` belongs to factor ``FACTORS[i]``, followed by one slot
+(:mod:`prior_gen.paper.seeding`): slot ``i`` belongs to factor ``FACTORS[i]``, followed by one slot
 per hidden block for the activation functions. A factor configured at scope X takes its value
 from X's block; the other blocks' slots for it go unused. Because every block is always drawn
 in full, moving one factor to another scope never changes the value of any other factor, and a
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from prior_gen.config import FACTORS, GenerationConfig
-from prior_gen.curriculum import annealing_stage, causal_probability, steps_in_stage
-from prior_gen.seeding import Stage, generator_for_key, scope_generator, seed_key
+from prior_gen.paper.curriculum import annealing_stage, causal_probability, steps_in_stage
+from prior_gen.paper.seeding import Stage, generator_for_key, scope_generator, seed_key
 
 __all__ = ["TaskPlan", "plan_step", "pu_sizes"]
 

@@ -23,7 +23,7 @@ the labeled rows' statistics, so any affine coding is the same to it, and the co
 number of columns (the model reads at most ``max_features``).
 
 Every draw comes from the task's own categorical stream, keyed by what is drawn: the task's
-seed key with scope ``categorical`` (prior_gen.seeding), independent of the task's main
+seed key with scope ``categorical`` (prior_gen.paper.seeding), independent of the task's main
 stream, its redraws and the batch. The arithmetic is comparisons only (a sort, whose result
 does not depend on the algorithm, then ``searchsorted``): the codes are the same on every CPU,
 so ``arithmetic: portable`` stays portable.
@@ -36,16 +36,10 @@ import dataclasses
 import numpy as np
 
 from prior_gen.config import CategoricalConfig
-from prior_gen.seeding import SCOPE_CODES, generator_for_key
+from prior_gen.paper.seeding import task_stream
 from prior_gen.task import Task
 
-__all__ = ["categorical_key", "cut_positions", "discretise_task"]
-
-
-def categorical_key(task_key: tuple[int, ...] | list[int]) -> list[int]:
-    """The seed key of a task's categorical stream: its task key with scope ``categorical``."""
-    seed, split, stage, _, index = task_key
-    return [int(seed), int(split), int(stage), SCOPE_CODES["categorical"], int(index)]
+__all__ = ["cut_positions", "discretise_task"]
 
 
 def cut_positions(n: int, count: int, rng: np.random.Generator) -> list[int]:
@@ -78,7 +72,7 @@ def discretise_task(task: Task, spec: CategoricalConfig) -> Task:
     """``task`` with some feature columns replaced by level codes (see the module docstring);
     its metadata gains ``categorical_features`` (column indices) and ``categorical_levels``
     (m of each). The input task is not modified."""
-    rng = generator_for_key(categorical_key(task.meta["seed_key"]))
+    rng = task_stream(task.meta["seed_key"], "categorical")
     n_rows, n_features = task.x.shape
     lo, hi = spec.share
     share = lo + float(rng.random()) * (hi - lo)

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from prior_gen.config import GenerationConfig
-from prior_gen.errors import ShardCorruptError, ShardError, ShardMismatchError
-from prior_gen.manifest import (
+from prior_gen.paper.seeding import TAIL, Stage
+from prior_gen.shards.errors import ShardCorruptError, ShardError, ShardMismatchError
+from prior_gen.shards.manifest import (
     MANIFEST_NAME,
     SUFFIXES,
     config_differences,
@@ -30,8 +31,7 @@ from prior_gen.manifest import (
     shard_relpath,
     stage_key,
 )
-from prior_gen.seeding import TAIL, Stage
-from prior_gen.storage import digest_path, stored_bytes
+from prior_gen.shards.storage import digest_path, stored_bytes
 from prior_gen.task import Task
 
 __all__ = [
@@ -186,11 +186,11 @@ class ShardReader:
         if not path.exists():
             raise ShardCorruptError(path, "the file listed in the manifest is missing")
         if self.format == "zarr":
-            from prior_gen.shard_zarr import ZarrShard
+            from prior_gen.shards.zarr_format import ZarrShard
 
             shard = ZarrShard(path)
         else:
-            from prior_gen.shard_tar import TarShard
+            from prior_gen.shards.tar_format import TarShard
 
             shard = TarShard(path, record["index"], self.global_batch)
         self._open[relpath] = shard

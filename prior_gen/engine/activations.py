@@ -22,14 +22,6 @@ _A = tuple(_F(a) for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027,
 _INV_SQRT2 = _F(1.0 / np.sqrt(2.0))
 
 
-def _tanh(src: np.ndarray, dst: np.ndarray) -> None:
-    np.tanh(src, out=dst)
-
-
-def _relu(src: np.ndarray, dst: np.ndarray) -> None:
-    np.maximum(src, _F(0.0), out=dst)
-
-
 def _gelu(src: np.ndarray, dst: np.ndarray) -> None:
     # x·Φ(x) = 0.5·x + |x|·(0.5 − q),  q = 0.5·(1 − erf(|x|/√2)) = 0.5·poly(t)·exp(−z²)
     z = np.abs(src)
@@ -53,47 +45,23 @@ def _gelu(src: np.ndarray, dst: np.ndarray) -> None:
     np.add(dst, z, out=dst)
 
 
-def _identity(src: np.ndarray, dst: np.ndarray) -> None:
-    np.copyto(dst, src)
-
-
-def _sign(src: np.ndarray, dst: np.ndarray) -> None:
-    np.sign(src, out=dst)
-
-
-def _heaviside(src: np.ndarray, dst: np.ndarray) -> None:
-    np.copyto(dst, np.greater(src, _F(0.0)))
-
-
 def _rbf(src: np.ndarray, dst: np.ndarray) -> None:
     np.multiply(src, src, out=dst)
     np.negative(dst, out=dst)
     np.exp(dst, out=dst)
 
 
-def _sine(src: np.ndarray, dst: np.ndarray) -> None:
-    np.sin(src, out=dst)
-
-
-def _square(src: np.ndarray, dst: np.ndarray) -> None:
-    np.multiply(src, src, out=dst)
-
-
-def _abs(src: np.ndarray, dst: np.ndarray) -> None:
-    np.abs(src, out=dst)
-
-
-ACTIVATIONS: dict[str, Callable[[np.ndarray, np.ndarray], None]] = {
-    "tanh": _tanh,
-    "relu": _relu,
+ACTIVATIONS: dict[str, Callable[[np.ndarray, np.ndarray], object]] = {
+    "tanh": lambda src, dst: np.tanh(src, out=dst),
+    "relu": lambda src, dst: np.maximum(src, _F(0.0), out=dst),
     "gelu": _gelu,
-    "identity": _identity,
-    "sign": _sign,
-    "heaviside": _heaviside,
+    "identity": lambda src, dst: np.copyto(dst, src),
+    "sign": lambda src, dst: np.sign(src, out=dst),
+    "heaviside": lambda src, dst: np.copyto(dst, np.greater(src, _F(0.0))),
     "rbf": _rbf,
-    "sine": _sine,
-    "square": _square,
-    "abs": _abs,
+    "sine": lambda src, dst: np.sin(src, out=dst),
+    "square": lambda src, dst: np.multiply(src, src, out=dst),
+    "abs": lambda src, dst: np.abs(src, out=dst),
 }
 
 

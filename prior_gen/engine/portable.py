@@ -80,7 +80,7 @@ PIO2_2 = 6.07710050630396597660e-11
 PIO2_3 = 2.02226624879595063154e-21
 TWO_OVER_PI = 6.36619772367581382433e-01
 TWO_PI = 2.0 * math.pi
-# GELU's Φ by Abramowitz & Stegun 7.1.26, as in prior_gen.activations
+# GELU's Φ by Abramowitz & Stegun 7.1.26, as in prior_gen.engine.activations
 GELU_P = 0.3275911
 GELU_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
@@ -339,7 +339,7 @@ mix2 = np.uint64(0x94D049BB133111EB)
 
 
 @inline
-def add_table_noise(flat, table, seed):  # as prior_gen.noise_table's kernel
+def add_table_noise(flat, table, seed):  # the SplitMix64 table noise of noise_table
     n = flat.shape[0]
     for w in range((n + 3) // 4):
         z = seed + np.uint64(w + 1) * gamma
@@ -353,11 +353,17 @@ def add_table_noise(flat, table, seed):  # as prior_gen.noise_table's kernel
 
 
 @jit
+def add_noise(flat, table, seed):
+    """flat += the table noise seeded by ``seed`` (prior_gen.engine.noise_table), in place."""
+    add_table_noise(flat, table, seed)
+
+
+@jit
 def forward(causes, w_in, w_hidden, codes, seeds, table, nodes, picked, last):
     """The SCM of one task in layout [node, row].
 
     causes [k, n]; w_in [k, h]; w_hidden [L, h, h]; codes [L] activation codes; each block's
-    noise is the SplitMix64 table noise of prior_gen.noise_table seeded by ``seeds[block]``,
+    noise is the SplitMix64 table noise of prior_gen.engine.noise_table seeded by ``seeds[block]``,
     added to the block's values in [node, row] order (``seeds`` empty: no noise). ``nodes``
     [d + 1] hidden-node indices (block·h + column) are copied into ``picked`` [d + 1, n] as
     their block is computed; the last block goes to ``last`` [h, n].
