@@ -386,7 +386,7 @@ class ShardConfig:
 
     format: Literal["zarr", "webdataset"] = "zarr"
     steps_per_shard: int = 25  # a shard = this many consecutive steps of one stage
-    # Blosc inner compressor, level and shuffle (chosen by benchmarks/bench_prior_gen.py)
+    # Blosc inner compressor, level and shuffle (chosen by speed/bench_prior_gen.py)
     compressor: Literal["zstd", "lz4", "lz4hc", "blosclz", "zlib"] = "lz4hc"
     level: int = 1
     shuffle: Literal["byte", "bit", "none"] = "byte"

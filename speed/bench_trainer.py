@@ -97,7 +97,7 @@ def generate_batches(stage: int, steps: int, tasks: int, out: Path, heaviest: bo
     measure do not carry the generator's memory peak; returns the steps saved."""
     import numpy as np
 
-    from prior_gen.factors import plan_step
+    from prior_gen.paper.factors import plan_step
     from prior_gen.generate import generate_step
 
     config = paper_generation_config()
@@ -339,7 +339,7 @@ def stage_step_sizes(stage: int, tasks: int):
     generated)."""
     import numpy as np
 
-    from prior_gen.factors import plan_step
+    from prior_gen.paper.factors import plan_step
 
     config = paper_generation_config()
     sizes = []

@@ -3,7 +3,7 @@
 Most of the generator's random numbers are the per-layer Gaussian noise of §2.2 (n·h per
 hidden block). numpy's ``Generator.standard_normal`` draws them one at a time; transforming
 whole arrays of raw 64-bit draws with vectorised float32 ufuncs is ~3× faster on our machine
-(benchmarks/bench_prior_gen.py). A 64-bit word holds two 32-bit uniforms; each becomes a
+(speed/bench_prior_gen.py). A 64-bit word holds two 32-bit uniforms; each becomes a
 23-bit uniform f in [1, 2) by writing its top bits into a float32 mantissa. With u1 from one
 array of words and u2 from a second array,
 

@@ -104,7 +104,7 @@ def test_kill_and_resume_gives_the_same_bytes(tmp_path: Path) -> None:
     }
     assert len(before) == 4
     # the fault hook SIGKILLs prior-gen right after its 3rd new shard is published, before
-    # that shard's record reaches the manifest (prior_gen/faults.py): no race with a poll
+    # that shard's record reaches the manifest (prior_gen/shards/faults.py): no race with a poll
     command = [sys.executable, "-m", "prior_gen.cli", "--config", str(config_path),
                "--out", str(killed), "--workers", "1"]  # fmt: skip
     done = subprocess.run(command, cwd=REPO, capture_output=True,
