@@ -57,6 +57,7 @@ from puicl_model.partner import (
     held_out_rows,
 )
 from puicl_model.planning import Ensemble, PassPlanner, View, all_passes, fit_ensemble, plan_passes
+from puicl_model.pool_sample import fitted_table
 from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
 from puicl_model.prior import MIN_LABELED_FOR_ESTIMATES, class_prior_estimate, prior_cut
 from puicl_model.prior_report import (
@@ -66,6 +67,7 @@ from puicl_model.prior_report import (
     ClassPriorReport,
     prior_report,
 )
+from puicl_model.query_rows import count_contexts, score_new_rows
 from puicl_model.settings import AffineCopies, FewValuedIntegers, InferenceSettings, Partner
 from puicl_model.weights import bundled_weights_path, load_weights
 
@@ -137,6 +139,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         After ``fit``: ``partner_`` ("logistic" or "none"), ``n_held_out_`` and, once the pool
         is scored, ``blend_weight_`` (1.0: the model alone). Smaller tables are scored by the
         model alone, as with "none".
+    pool_sample : int or None
+        A pool of more than ``pool_sample`` (20,000) unlabeled rows is fitted on a seeded
+        sample of that many (:mod:`puicl_model.pool_sample`): the chunks, the partner and π̂
+        come from the sample, and every pool row is still scored, the others as new rows, by
+        ``predict_proba``. ``n_pool_in_`` counts the unlabeled rows given to ``fit``. None
+        fits the whole pool (docs/classifier.md, "Large tables").
     random_state : int, numpy RandomState or Generator, or None
         Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
         gives the same predictions on every machine; a RandomState or Generator gives
@@ -168,6 +176,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         few_valued_integers: FewValuedIntegers = InferenceSettings.few_valued_integers,
         categorical_max_levels: int = InferenceSettings.categorical_max_levels,
         partner: Partner = InferenceSettings.partner,
+        pool_sample: int | None = InferenceSettings.pool_sample,
         random_state: int | None = 0,
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
         n_threads: int | None = None,
@@ -188,6 +197,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.few_valued_integers = few_valued_integers
         self.categorical_max_levels = categorical_max_levels
         self.partner = partner
+        self.pool_sample = pool_sample
         self.random_state = random_state
         self.precision = precision
         self.n_threads = n_threads
@@ -226,6 +236,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
         settings = check_settings(self)
         labeled = check_pu_table(X, s)
+        entropy = self._root_seed()
+        self.n_pool_in_ = int((~labeled).sum())
+        sampled = fitted_table(X, labeled, settings.pool_sample, entropy)
+        if sampled is not None:  # a large pool: fitted on its seeded sample
+            X, labeled = sampled
         ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
                                 numeric=self.numeric, categorical=self.categorical,
                                 missing=self.missing,
@@ -235,7 +250,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
         device = resolve_device(self.device, training=False)
         model = self._load_model(device)
-        entropy = self._root_seed()
         n_labeled = len(base.x_labeled)
         held = None
         if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PARTNER
@@ -297,20 +311,24 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         if hasattr(X, "shape") or isinstance(X, (list, tuple)):
             _check_n_features(self, X, reset=False)
 
+    def _progress_bar(self, total: int, unit: str) -> Any:
+        """A tqdm bar over ``total`` steps, or None (``progress``; None: on a terminal, for
+        more than a few steps)."""
+        show = self.progress if self.progress is not None else (
+            sys.stderr.isatty() and total > 4)
+        if not show:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, unit=unit, desc="PUICL", leave=False)
+
     def _score(self, planners: list[PassPlanner], views: list[ViewRows]) -> tuple[np.ndarray, int]:
         """Mean P(y=1) of the scored rows (the views' new rows where given, else their pool)
         over the passes of ``planners``, and how many passes ran."""
         new = None if views[0].new is None else [view.new for view in views]
         n_scored = len(views[0].pool) if new is None else len(new[0])
         n_passes = sum(1 for _ in all_passes(planners, new))
-        show = self.progress if self.progress is not None else (
-            sys.stderr.isatty() and n_passes > 4
-        )
-        bar = None
-        if show:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=n_passes, unit="pass", desc="PUICL", leave=False)
+        bar = self._progress_bar(n_passes, "pass")
         try:
             proba = run_passes(
                 self.model_,
@@ -370,7 +388,14 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self._pool_probabilities()  # the blend, where there is one, is chosen on the pool
         views = [ViewRows(view.x_labeled, view.x_pool, new)
                  for view, new in zip(self.views_, x_new, strict=True)]
-        proba = self._score(self.planners_, views)[0]
+        bar = self._progress_bar(count_contexts(self.planners_, x_new), "context")
+        try:
+            proba = score_new_rows(self.model_, views, self.planners_, device=self.device_,
+                                   n_threads=self.n_threads,
+                                   progress=None if bar is None else bar.update)
+        finally:
+            if bar is not None:
+                bar.close()
         if self._blend is None or self._partner_model is None:
             return proba
         return self._blend.proba(proba, self._partner_model.decision(x_new[0]))
@@ -399,6 +424,17 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                 new.append(np.ascontiguousarray(view.preprocessor.transform(X)[~known]))
             proba[~known] = self._new_probabilities(new)
         return proba, match
+
+    def prepare(self) -> PUICLClassifier:
+        """Score the fitted pool, choose the partner's blend and, with ``threshold="prior"``,
+        estimate π̂, which the first scoring does otherwise. A copy sent to other processes
+        (:mod:`puicl_model.dask_scoring`) then carries them and scores rows as this one does,
+        instead of computing them again, where other thread counts may change their last
+        bits."""
+        self._pool_probabilities()
+        if self.threshold == "prior":
+            self.estimate_class_prior()
+        return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2])."""
@@ -470,7 +506,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``."""
+        return self._labels(*self._positive_probability(X))
+
+    def predict_and_proba(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(predict_proba(X), predict(X))`` from one scoring of ``X``."""
         positive, match = self._positive_probability(X)
+        return np.stack([1.0 - positive, positive], axis=1), self._labels(positive, match)
+
+    def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
+        """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
         if self.threshold != "prior":
             return (positive > float(self.threshold)).astype(np.int64)
         pool_labels, cut = self._prior_cut()

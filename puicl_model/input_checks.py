@@ -26,8 +26,9 @@ except ImportError:  # older: the same checks were BaseEstimator methods
         estimator._check_n_features(X, reset=reset)
 
 __all__ = [
-    "THRESHOLD_RULE", "check_pu_labels", "check_pu_table", "check_settings", "has_mixed_names",
-    "is_valid_threshold", "warn_about_leaks",
+    "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels", "check_pu_table",
+    "check_settings", "has_mixed_names", "is_valid_threshold", "warn_about_leaks",
+    "warn_if_inverted",
 ]
 
 # A feature separating the labeled rows from the pool is reported as a leak when so clean a
@@ -118,7 +119,7 @@ def check_pu_table(X: Any, s: Any) -> np.ndarray:
         raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
                          "and one unlabeled row")
     labeled = check_pu_labels(s, n_rows)
-    _warn_if_inverted(labeled)
+    warn_if_inverted(int(labeled.sum()), int((~labeled).sum()))
     return labeled
 
 
@@ -152,6 +153,7 @@ def check_settings(estimator: Any) -> InferenceSettings:
         few_valued_integers=estimator.few_valued_integers,
         categorical_max_levels=estimator.categorical_max_levels,
         partner=estimator.partner,
+        pool_sample=estimator.pool_sample,
     )
     settings.validate()
     if estimator.n_threads is not None:
@@ -172,19 +174,21 @@ def check_settings(estimator: Any) -> InferenceSettings:
     return settings
 
 
-def _warn_if_inverted(labeled: np.ndarray) -> None:
+class InvertedLabelsWarning(UserWarning):
+    """``s`` marks more rows labeled than unlabeled (:func:`warn_if_inverted`)."""
+
+
+def warn_if_inverted(n_labeled: int, n_unlabeled: int, stacklevel: int = 4) -> None:
     """Warn when ``s`` marks more rows labeled than unlabeled: PU data rarely looks like that,
     and a flipped ``s`` (some PU packages mark the labeled rows 0) does."""
-    n_labeled = int(labeled.sum())
-    n_unlabeled = len(labeled) - n_labeled
     if n_labeled > n_unlabeled:
         warnings.warn(
             f"s marks more rows labeled positive ({n_labeled} rows with s = 1) than unlabeled "
             f"({n_unlabeled} with s = 0); in PU data the labeled positives are usually the "
             "fewer. Check that s is not inverted: 1 = labeled positive, 0 = unlabeled (some PU "
             "packages mark the labeled rows 0)",
-            UserWarning,
-            stacklevel=4,  # the caller of fit
+            InvertedLabelsWarning,
+            stacklevel=stacklevel,  # the caller of fit
         )
 
 

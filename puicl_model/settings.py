@@ -47,12 +47,16 @@ class InferenceSettings:
     # blended with the model, the blend chosen on held-out labeled positives
     # (:mod:`puicl_model.partner`); "none": the model alone
     partner: Partner = "auto"
+    # pools of more unlabeled rows are fitted on a seeded sample of this many, every pool row
+    # still scored (:mod:`puicl_model.pool_sample`, docs/classifier.md "Large tables"); None:
+    # the whole pool, whatever its size
+    pool_sample: int | None = 20_000
 
     # the least value of each setting: a chunk must hold two labeled rows and two pool rows;
     # a column of one value is constant (dropped), so two levels is the least that reads one
     MINIMUM: ClassVar[dict[str, int]] = {
         "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
-        "categorical_max_levels": 2,
+        "categorical_max_levels": 2, "pool_sample": 2,
     }
 
     # the most of a setting that has a limit. Ensemble members repeat the few of
@@ -73,13 +77,13 @@ class InferenceSettings:
     # that the benchmark's cached replicates keep their keys
     LEGACY_VALUES: ClassVar[dict[str, Any]] = {
         "affine_copies": "keep", "few_valued_integers": "numeric", "categorical_max_levels": 10,
-        "partner": "none",
+        "partner": "none", "pool_sample": None,
     }
 
     def validate(self) -> None:
         for name, minimum in self.MINIMUM.items():
             value = getattr(self, name)
-            if value is None and name == "n_estimators":
+            if value is None and name in ("n_estimators", "pool_sample"):
                 continue
             is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
             require(is_int and value >= minimum, name,

@@ -87,6 +87,7 @@ class PUICL:
                               max_labeled=self.config.max_labeled,
                               threshold=self.config.threshold,
                               partner=self.config.partner,
+                              pool_sample=self.config.pool_sample,
                               **self.config.column_options())
         clf.fit(table, labeled.astype(np.int8))
         x_u = table[~labeled]
