@@ -9,7 +9,9 @@ predictions come from forward passes of the pretrained model over the whole tabl
   unlabeled row gets that row's transductive prediction (so passing exactly the fitted
   unlabeled rows returns the predictions of the fitted task — one forward pass when the table
   is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
-  next to the fitted pool (see :mod:`puicl_model.planning`).
+  next to the fitted pool (:mod:`puicl_model.query_rows`), the same bytes in any batch.
+* A pool of more than ``pool_sample`` rows is fitted on a seeded sample of them; every row
+  is still scored (:mod:`puicl_model.pool_sample`).
 * On tables with many labeled positives (``partner="auto"``, :mod:`puicl_model.partner`), some
   labeled positives are held out of the passes' context and scored with the pool, a logistic
   partner is fitted on every row, and the pool's probabilities are those of the blend of the
@@ -34,14 +36,13 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puicl_common.runtime import resolve_device, resolve_precision
-from puicl_model.columns import is_dataframe
 from puicl_model.ensemble import MEMBERS, Member
 from puicl_model.inference import PassScorer, ViewRows
 from puicl_model.input_checks import (
     _check_feature_names,
-    _check_n_features,
     check_pu_table,
     check_settings,
+    check_table_after_fit,
     has_mixed_names,
     warn_about_leaks,
 )
@@ -55,6 +56,7 @@ from puicl_model.partner import (
     held_out_rows,
 )
 from puicl_model.planning import fit_ensemble, hold_out, plan_passes
+from puicl_model.pool_sample import fitted_table
 from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
 from puicl_model.prior import (
     DEFAULT_FOLDS,
@@ -70,6 +72,7 @@ from puicl_model.prior_report import (
     ClassPriorReport,
     prior_report,
 )
+from puicl_model.query_rows import score_new_rows
 from puicl_model.settings import InferenceSettings, Partner
 from puicl_model.weights import NoBundledWeightsError, load_model
 
@@ -120,6 +123,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         After ``fit``: ``partner_`` ("logistic" or "none"), ``n_held_out_`` and, once the pool
         is scored, ``blend_weight_`` (1.0: the model alone). Smaller tables are scored by the
         model alone, as with "none".
+    pool_sample : int or None
+        A pool of more than ``pool_sample`` (20,000) unlabeled rows is fitted on a seeded
+        sample of that many (:mod:`puicl_model.pool_sample`): the chunks, the partner and π̂
+        come from the sample, and every pool row is still scored, the others as new rows, by
+        ``predict_proba``. ``n_pool_in_`` counts the unlabeled rows given to ``fit``. None
+        fits the whole pool (docs/classifier.md, "Large tables").
     random_state : int, numpy RandomState or Generator, or None
         Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
         gives the same predictions on every machine; a RandomState or Generator gives
@@ -148,6 +157,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         missing: MissingStrategy = "median",
         numeric: NumericStrategy = "quantile",
         partner: Partner = InferenceSettings.partner,
+        pool_sample: int | None = InferenceSettings.pool_sample,
         random_state: int | None = 0,
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
         n_threads: int | None = None,
@@ -165,6 +175,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.missing = missing
         self.numeric = numeric
         self.partner = partner
+        self.pool_sample = pool_sample
         self.random_state = random_state
         self.precision = precision
         self.n_threads = n_threads
@@ -190,6 +201,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
         settings = check_settings(self)
         labeled = check_pu_table(X, s)
+        entropy = self._root_seed()
+        self.n_pool_in_ = int((~labeled).sum())
+        sampled = fitted_table(X, labeled, settings.pool_sample, entropy)
+        if sampled is not None:  # a large pool: fitted on its seeded sample
+            X, labeled = sampled
         ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
                                 numeric=self.numeric, categorical=self.categorical,
                                 missing=self.missing)
@@ -198,7 +214,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
         device = resolve_device(self.device, training=False)
         model = load_model(self.weights, device)
-        entropy = self._root_seed()
         n_labeled = len(base.x_labeled)
         held = None
         if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PARTNER
@@ -244,21 +259,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             from sklearn.exceptions import NotFittedError
 
             raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
-
-    def _check_columns(self, X: Any) -> None:
-        """scikit-learn's checks of a table passed after fit: a warning when one of the fit
-        table and X has column names and the other has not (the columns are then taken by
-        position), and its error for another number of columns. When both have names the
-        preprocessor matches them by name (another order is accepted) or names the missing
-        and unexpected ones."""
-        if is_dataframe(X) and self.preprocessor_.is_dataframe_:
-            return
-        if np.ndim(X) != 2:
-            return  # the preprocessor says how to reshape it
-        if not has_mixed_names(X):
-            _check_feature_names(self, X, reset=False)
-        if hasattr(X, "shape") or isinstance(X, (list, tuple)):
-            _check_n_features(self, X, reset=False)
 
     @property
     def scorer_(self) -> PassScorer:
@@ -310,7 +310,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self._pool_probabilities()  # the blend, where there is one, is chosen on the pool
         views = [ViewRows(view.x_labeled, view.x_pool, new)
                  for view, new in zip(self.views_, x_new, strict=True)]
-        proba = self.scorer_(self.planners_, views)[0]
+        proba = score_new_rows(self.model_, views, self.planners_, device=self.device_,
+                               n_threads=self.n_threads, progress=self.progress)
         if self._blend is None or self._partner_model is None:
             return proba
         return self._blend.proba(proba, self._partner_model.decision(x_new[0]))
@@ -318,7 +319,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
         self._check_fitted()
-        self._check_columns(X)
+        check_table_after_fit(self, X)
         table = self.preprocessor_.transform(X)
         pool_proba = self._pool_probabilities()
         if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):
@@ -339,6 +340,16 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                 new.append(np.ascontiguousarray(view.preprocessor.transform(X)[~known]))
             proba[~known] = self._new_probabilities(new)
         return proba, match
+
+    def prepare(self) -> PUICLClassifier:
+        """Score the fitted pool, choose the blend and (``threshold="prior"``) estimate π̂
+        now, not at the first scoring: a copy sent to other processes then carries them and
+        scores as this one does (:mod:`puicl_model.dask_scoring`); computed there again, with
+        other thread counts, their last bits could differ."""
+        self._pool_probabilities()
+        if self.threshold == "prior":
+            self.estimate_class_prior()
+        return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2])."""
@@ -411,7 +422,15 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``."""
+        return self._labels(*self._positive_probability(X))
+
+    def predict_and_proba(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(predict_proba(X), predict(X))`` from one scoring of ``X``."""
         positive, match = self._positive_probability(X)
+        return np.stack([1.0 - positive, positive], axis=1), self._labels(positive, match)
+
+    def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
+        """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
         if self.threshold != "prior":
             return (positive > float(self.threshold)).astype(np.int64)
         pool_labels, cut = self._prior_cut()

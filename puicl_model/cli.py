@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import os
 import signal
 import stat
 import sys
 import warnings
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from puicl_common.atomic import atomic_write_json, atomic_write_text
+from puicl_common.atomic import atomic_write_json
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from puicl_model.prior_report import ClassPriorReport
 
@@ -56,8 +53,19 @@ def _threshold(text: str) -> float | str:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     # the inference defaults and their limits are written once, with the classifier
+    from puicl_model.large_tables import DEFAULT_BATCH_ROWS
     from puicl_model.settings import InferenceSettings
 
     parser = argparse.ArgumentParser(prog="puicl", description=__doc__.split("\n\n")[0])
@@ -109,117 +117,22 @@ def _parser() -> argparse.ArgumentParser:
                          "model with a logistic partner fitted on every row, the blend chosen "
                          "on held-out labeled positives; none: the model alone "
                          "(docs/classifier.md, \"Tables of every size\")")
-    predict.add_argument("--random-state", type=int, default=0)
+    predict.add_argument("--pool-sample", type=_count, default=defaults.pool_sample,
+                         help="a pool of more unlabeled rows is fitted on a seeded sample of "
+                         f"this many; every row is still scored (default {defaults.pool_sample}; "
+                         "0: the whole pool; docs/classifier.md, \"Large tables\")")
+    predict.add_argument("--batch-rows", type=_count, default=DEFAULT_BATCH_ROWS,
+                         help="rows read and scored at a time; the scores do not depend on it "
+                         f"(default {DEFAULT_BATCH_ROWS})")
+    predict.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                         help="score the pool by partitions on the dask cluster at ADDRESS "
+                         "(e.g. tcp://host:8786); the same scores as on one process")
+    predict.add_argument("--random-state", type=_count, default=0)
     predict.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     info = commands.add_parser("info", help="print a checkpoint's model config")
     info.add_argument("weights", type=Path)
     return parser
-
-
-def _read_csv(path: Path, label_column: str | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """(the table of ``path``, the names of the saved-index columns left out of it).
-
-    A column whose header cell is empty (pandas names it ``Unnamed: N``) and whose values are
-    distinct whole numbers is what ``DataFrame.to_csv()`` writes for the index: row numbers,
-    not a feature. Kept as one, it can tell the labeled positives from the unlabeled rows by
-    where they were numbered, and wreck the scores; it is left out, with a note on stderr.
-    """
-    import pandas as pd
-
-    try:
-        # the header as written: pandas renames a repeated name (a, a.1) and an empty one
-        # (Unnamed: N), hiding both; the same parser reads both, so the cells line up
-        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
-        table = pd.read_csv(path)
-    except FileNotFoundError:
-        raise CliError(f"input file not found: {path}") from None
-    except (OSError, ValueError) as err:  # pandas' parser errors are ValueErrors
-        raise CliError(f"cannot read {path} as CSV: {err}") from None
-    names = [str(name) for name in header.iloc[0]] if len(header) else []
-    repeated = sorted(name for name, count in Counter(names).items() if name and count > 1)
-    if repeated:
-        # the Python API refuses such a table; reading it renamed would accept it here
-        raise CliError(f"{path} has duplicate column names {repeated}; give each column its "
-                       "own name")
-    if len(table) == 0:
-        raise CliError(f"{path} has no data rows")
-    saved_index: list[str] = []
-    if len(names) == len(table.columns):  # the two reads agree unless the file is ragged
-        for position, (name, column) in enumerate(zip(names, table.columns, strict=True)):
-            values = table[column]
-            if (name == "" and column != label_column
-                    and pd.api.types.is_integer_dtype(values.dtype) and values.is_unique):
-                saved_index.append(column)
-                print(f"puicl predict: note: {path}: column {position + 1} has no header and "
-                      "holds distinct whole numbers: a saved index; not used as a feature",
-                      file=sys.stderr)
-    return table.drop(columns=saved_index), saved_index
-
-
-def _load_table(args: argparse.Namespace):
-    """(features DataFrame, s array, row numbers of the unlabeled rows)."""
-    import numpy as np
-    import pandas as pd
-
-    one_table = args.input is not None or args.label_column is not None
-    two_tables = args.positives is not None or args.unlabeled is not None
-    if one_table == two_tables:
-        raise CliError("give either --input with --label-column, or --positives with --unlabeled")
-    if one_table:
-        if args.input is None or args.label_column is None:
-            raise CliError("--input and --label-column go together")
-        table, saved_index = _read_csv(args.input, args.label_column)
-        if args.label_column not in table.columns:
-            raise CliError(f"{args.input} has no column {args.label_column!r}; its columns are "
-                           f"{list(table.columns)}")
-        if args.label_column in args.drop_columns:
-            raise CliError(f"--drop-columns: {args.label_column!r} is the label column "
-                           "(--label-column); it is read as the label and cannot be dropped")
-        labels = table[args.label_column]
-        if labels.isna().any():
-            raise CliError(f"column {args.label_column!r} has empty entries; mark every row 1 "
-                           f"(labeled positive) or 0 (unlabeled)")
-        features = table.drop(columns=[args.label_column])
-        s = labels.to_numpy()
-        unlabeled_rows = None  # known after s has been validated by the classifier
-    else:
-        if args.positives is None or args.unlabeled is None:
-            raise CliError("--positives and --unlabeled go together")
-        positives, saved_index = _read_csv(args.positives)
-        unlabeled, unlabeled_index = _read_csv(args.unlabeled)
-        saved_index += unlabeled_index
-        # columns are matched by name: the same columns in another order are the same table
-        lacking = [c for c in positives.columns if c not in unlabeled.columns]
-        extra = [c for c in unlabeled.columns if c not in positives.columns]
-        if lacking or extra:
-            raise CliError(
-                f"{args.positives} and {args.unlabeled} must have the same columns (in any "
-                f"order); {args.unlabeled} "
-                + "; ".join(
-                    ([f"lacks {lacking}"] if lacking else [])
-                    + ([f"has {extra}, which {args.positives} lacks"] if extra else [])
-                )
-            )
-        unlabeled = unlabeled[list(positives.columns)]
-        features = pd.concat([positives, unlabeled], ignore_index=True)
-        s = np.concatenate([np.ones(len(positives), np.int64), np.zeros(len(unlabeled), np.int64)])
-        unlabeled_rows = np.arange(len(unlabeled))
-    # a saved index named here (as users did before it was left out) is gone already
-    missing = [c for c in args.drop_columns if c not in features.columns and c not in saved_index]
-    if missing:
-        raise CliError(f"--drop-columns: no such column(s) {missing}")
-    dropped = [c for c in args.drop_columns if c in features.columns]
-    features = features.drop(columns=dropped)
-    if features.shape[1] == 0:
-        # said here, in the table's terms, rather than as the classifier's "X has 0 features"
-        source = args.input if one_table else f"{args.positives} and {args.unlabeled}"
-        besides = (([f"the label column {args.label_column!r}"] if one_table else [])
-                   + ([f"a saved index {saved_index}"] if saved_index else [])
-                   + ([f"--drop-columns {dropped}"] if dropped else []))
-        raise CliError(f"{source} has no feature columns"
-                       + (" besides " + " and ".join(besides) if besides else ""))
-    return features, s, unlabeled_rows
 
 
 def _check_output(output: str) -> None:
@@ -295,17 +208,10 @@ def _prior_lines(report: ClassPriorReport) -> list[str]:
             report.note]  # says whether π is identified, and what that means for the cut
 
 
-def _predict(args: argparse.Namespace) -> int:
-    import numpy as np
-    import pandas as pd
-
+def _classifier(args: argparse.Namespace):
     from puicl_model.classifier import PUICLClassifier
 
-    _check_output(args.output)
-    _check_output_is_no_input(args)
-    _check_prior_json(args)
-    features, s, unlabeled_rows = _load_table(args)
-    classifier = PUICLClassifier(
+    return PUICLClassifier(
         weights=args.weights,
         device=args.device,
         n_estimators=args.n_estimators,
@@ -316,12 +222,22 @@ def _predict(args: argparse.Namespace) -> int:
         categorical=args.categorical,
         numeric=args.numeric,
         partner=args.partner,
+        pool_sample=None if args.pool_sample == 0 else args.pool_sample,
         random_state=args.random_state,
         progress=False if args.no_progress else None,
     )
+
+
+def _fit(classifier, X, s, source) -> None:
+    from puicl_model.input_checks import InvertedLabelsWarning, warn_if_inverted
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        classifier.fit(features, s)
+        classifier.fit(X, s)
+        if len(X) < len(source.labeled_rows) + len(source.pool_rows):
+            # a sampled pool: whether s looks inverted is a question about the whole table
+            caught[:] = [w for w in caught if not issubclass(w.category, InvertedLabelsWarning)]
+            warn_if_inverted(len(source.labeled_rows), len(source.pool_rows))
     # columns read as numeric or dropped, and why: said on stderr, never silently
     for warning in caught:
         if issubclass(warning.category, UserWarning):
@@ -329,35 +245,50 @@ def _predict(args: argparse.Namespace) -> int:
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                    warning.lineno)
-    is_unlabeled = np.asarray(s).astype(np.float64) == 0
-    if unlabeled_rows is None:
-        unlabeled_rows = np.flatnonzero(is_unlabeled)
-    pool = features[is_unlabeled]
-    proba = classifier.predict_proba(pool)[:, 1]
-    labels = classifier.predict(pool)
-    report = classifier.class_prior_report()  # π̂ with its bound and interval (no new pass)
-    pi_hat = report.estimate
-    result = pd.DataFrame({"row": unlabeled_rows, "p_positive": proba, "label": labels})
-    buffer = io.StringIO()
-    result.to_csv(buffer, index=False, float_format="%.6f")
-    message = (
-        f"π̂ (estimated negative share of the {len(pool)} unlabeled rows): {pi_hat:.4f}; "
-        f"predicted negative: {int((labels == 0).sum())}"
-    )
-    message = "\n".join([message, *_prior_lines(report)])
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from puicl_model.large_tables import fitted_rows, open_input, score_pool
+    from puicl_model.table_io import BatchWriter
+
+    _check_output(args.output)
+    _check_output_is_no_input(args)
+    _check_prior_json(args)
+    source = open_input(input_path=args.input, label_column=args.label_column,
+                        positives=args.positives, unlabeled=args.unlabeled,
+                        drop_columns=args.drop_columns, batch_rows=args.batch_rows)
+    classifier = _classifier(args)
+    X, s, sampled = fitted_rows(source, classifier.pool_sample, args.random_state,
+                                args.batch_rows)
+    _fit(classifier, X, s, source)
+    del X
+    n_pool = len(source.pool_rows)
+    writer = BatchWriter(args.output)
+    try:
+        with writer.open():
+            if args.scheduler is not None:
+                from puicl_model.dask_scoring import score_pool_on_dask
+
+                negative = score_pool_on_dask(classifier, source, writer.write,
+                                              args.scheduler, args.batch_rows)
+            else:
+                negative = score_pool(classifier, source, writer.write, args.batch_rows,
+                                      progress=False if args.no_progress else None)
+            report = classifier.class_prior_report()  # π̂, bound and interval (no new pass)
+    except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
+        raise CliError(f"cannot write --output {args.output}: {err}") from None
+    read = f", read on a seeded sample of {len(classifier.x_pool_)}" if sampled else ""
+    message = "\n".join([
+        f"π̂ (estimated negative share of the {n_pool} unlabeled rows{read}): "
+        f"{report.estimate:.4f}; predicted negative: {negative}", *_prior_lines(report)])
     if args.output == "-":
-        sys.stdout.write(buffer.getvalue())
         print(message, file=sys.stderr)
     else:
-        try:
-            atomic_write_text(args.output, buffer.getvalue())
-        except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
-            raise CliError(f"cannot write --output {args.output}: {err}") from None
-        print(f"wrote {len(result)} rows to {args.output}")
+        print(f"wrote {writer.rows} rows to {args.output}")
         print(message)
-    if args.prior_json is not None:  # after the scores: a failed CSV write leaves no JSON
+    if args.prior_json is not None:  # after the scores: a failed write leaves no JSON
         try:
-            atomic_write_json(args.prior_json, {**report.to_dict(), "n_unlabeled": len(pool)})
+            atomic_write_json(args.prior_json, {**report.to_dict(), "n_unlabeled": n_pool})
         except OSError as err:
             raise CliError(f"cannot write --prior-json {args.prior_json}: {err}") from None
         print(f"wrote π's report to {args.prior_json}", file=sys.stderr)

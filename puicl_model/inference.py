@@ -23,11 +23,11 @@ from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.batch import collate_tasks
 from puicl_model.planning import Pass, PassPlanner, all_passes
 
-__all__ = ["PassScorer", "ViewRows", "run_passes"]
+__all__ = ["PassScorer", "ViewRows", "run_passes", "threads"]
 
 
 @contextlib.contextmanager
-def _threads(count: int | None) -> Iterator[None]:
+def threads(count: int | None) -> Iterator[None]:
     """Run the block with ``count`` torch threads (restoring the previous count after)."""
     if count is None:
         yield
@@ -108,7 +108,7 @@ def run_passes(
         if progress is not None:
             progress(len(group))
 
-    with _threads(n_threads), torch.inference_mode():
+    with threads(n_threads), torch.inference_mode():
         group: list[Pass] = []
         cells = 0
         for item in passes:

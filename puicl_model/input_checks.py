@@ -26,8 +26,9 @@ except ImportError:  # older: the same checks were BaseEstimator methods
         estimator._check_n_features(X, reset=reset)
 
 __all__ = [
-    "THRESHOLD_RULE", "check_pu_labels", "check_pu_table", "check_settings", "has_mixed_names",
-    "is_valid_threshold", "warn_about_leaks",
+    "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels", "check_pu_table",
+    "check_settings", "check_table_after_fit", "has_mixed_names", "is_valid_threshold",
+    "warn_about_leaks", "warn_if_inverted",
 ]
 
 # A feature separating the labeled rows from the pool is reported as a leak when so clean a
@@ -118,7 +119,7 @@ def check_pu_table(X: Any, s: Any) -> np.ndarray:
         raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
                          "and one unlabeled row")
     labeled = check_pu_labels(s, n_rows)
-    _warn_if_inverted(labeled)
+    warn_if_inverted(int(labeled.sum()), int((~labeled).sum()))
     return labeled
 
 
@@ -149,6 +150,7 @@ def check_settings(estimator: Any) -> InferenceSettings:
         chunk_size=estimator.chunk_size,
         max_labeled=estimator.max_labeled,
         partner=estimator.partner,
+        pool_sample=estimator.pool_sample,
     )
     settings.validate()
     if estimator.n_threads is not None:
@@ -169,19 +171,21 @@ def check_settings(estimator: Any) -> InferenceSettings:
     return settings
 
 
-def _warn_if_inverted(labeled: np.ndarray) -> None:
+class InvertedLabelsWarning(UserWarning):
+    """``s`` marks more rows labeled than unlabeled (:func:`warn_if_inverted`)."""
+
+
+def warn_if_inverted(n_labeled: int, n_unlabeled: int, stacklevel: int = 4) -> None:
     """Warn when ``s`` marks more rows labeled than unlabeled: PU data rarely looks like that,
     and a flipped ``s`` (some PU packages mark the labeled rows 0) does."""
-    n_labeled = int(labeled.sum())
-    n_unlabeled = len(labeled) - n_labeled
     if n_labeled > n_unlabeled:
         warnings.warn(
             f"s marks more rows labeled positive ({n_labeled} rows with s = 1) than unlabeled "
             f"({n_unlabeled} with s = 0); in PU data the labeled positives are usually the "
             "fewer. Check that s is not inverted: 1 = labeled positive, 0 = unlabeled (some PU "
             "packages mark the labeled rows 0)",
-            UserWarning,
-            stacklevel=4,  # the caller of fit
+            InvertedLabelsWarning,
+            stacklevel=stacklevel,  # the caller of fit
         )
 
 
@@ -223,3 +227,19 @@ def warn_about_leaks(x_labeled: np.ndarray, x_pool: np.ndarray, labels: list[str
             UserWarning,
             stacklevel=3,
         )
+
+
+def check_table_after_fit(estimator: Any, X: Any) -> None:
+    """scikit-learn's checks of a table passed after fit: a warning when one of the fit
+    table and X has column names and the other has not (the columns are then taken by
+    position), and its error for another number of columns. When both have names the
+    preprocessor matches them by name (another order is accepted) or names the missing
+    and unexpected ones."""
+    if is_dataframe(X) and estimator.preprocessor_.is_dataframe_:
+        return
+    if np.ndim(X) != 2:
+        return  # the preprocessor says how to reshape it
+    if not has_mixed_names(X):
+        _check_feature_names(estimator, X, reset=False)
+    if hasattr(X, "shape") or isinstance(X, (list, tuple)):
+        _check_n_features(estimator, X, reset=False)

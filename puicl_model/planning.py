@@ -56,7 +56,7 @@ import math
 import warnings
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -274,9 +274,10 @@ class PassPlanner:
                 yield Pass(group, self.labeled_of(group, chunk), rows, features,
                            member=self.member, view=self.view)
 
-    def new_row_passes(self, x_new: np.ndarray) -> Iterator[Pass]:
-        """Passes that score the rows ``x_new``: each once per feature group, as query rows
-        next to the chunk its values pick."""
+    def new_row_contexts(self, x_new: np.ndarray) -> Iterator[Pass]:
+        """The contexts that score the rows ``x_new``: per feature group and chunk, one pass
+        whose ``new`` are all the new rows that join that chunk (each row once per feature
+        group, next to the chunk its values pick). A context without new rows is left out."""
         hashes = [zlib.crc32(row.tobytes()) for row in np.ascontiguousarray(x_new)]
         for group in range(self.n_feature_groups):
             features = self.features_of(group)
@@ -286,11 +287,17 @@ class PassPlanner:
                              for h in hashes], dtype=np.int64)
             for chunk, rows in enumerate(chunks):
                 joining = np.flatnonzero(home == chunk)
-                labeled = self.labeled_of(group, chunk)
-                for start in range(0, len(joining), self.max_scored_per_pass):
-                    new = joining[start : start + self.max_scored_per_pass]
-                    yield Pass(group, labeled, rows, features, new, member=self.member,
-                               view=self.view)
+                if len(joining):
+                    yield Pass(group, self.labeled_of(group, chunk), rows, features, joining,
+                               member=self.member, view=self.view)
+
+    def new_row_passes(self, x_new: np.ndarray) -> Iterator[Pass]:
+        """:meth:`new_row_contexts` split into passes of at most ``max_scored_per_pass`` new
+        rows (query rows scored inside one forward pass with their context)."""
+        for context in self.new_row_contexts(x_new):
+            assert context.new is not None
+            for start in range(0, len(context.new), self.max_scored_per_pass):
+                yield replace(context, new=context.new[start : start + self.max_scored_per_pass])
 
 
 def plan_passes(ensemble: Ensemble, settings: InferenceSettings, max_features: int,

@@ -40,10 +40,15 @@ class InferenceSettings:
     # blended with the model, the blend chosen on held-out labeled positives
     # (:mod:`puicl_model.partner`); "none": the model alone
     partner: Partner = "auto"
+    # pools of more unlabeled rows are fitted on a seeded sample of this many, every pool row
+    # still scored (:mod:`puicl_model.pool_sample`, docs/classifier.md "Large tables"); None:
+    # the whole pool, whatever its size
+    pool_sample: int | None = 20_000
 
     # the least value of each setting: a chunk must hold two labeled rows and two pool rows
     MINIMUM: ClassVar[dict[str, int]] = {
         "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
+        "pool_sample": 2,
     }
 
     # the most of a setting that has a limit. Ensemble members repeat the few of
@@ -60,7 +65,7 @@ class InferenceSettings:
     # settings added after results were stored, with the value that reproduces those results:
     # left out of the settings that identify results (:meth:`identity`) while they hold it, so
     # that the benchmark's cached replicates keep their keys
-    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"partner": "none"}
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"partner": "none", "pool_sample": None}
 
     # settings that were measured on the development suite and removed (docs/classifier.md,
     # "Column options that were removed"), each with the default it had: a stored setting
@@ -77,7 +82,7 @@ class InferenceSettings:
     def validate(self) -> None:
         for name, minimum in self.MINIMUM.items():
             value = getattr(self, name)
-            if value is None and name == "n_estimators":
+            if value is None and name in ("n_estimators", "pool_sample"):
                 continue
             is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
             require(is_int and value >= minimum, name,

@@ -86,7 +86,8 @@ class PUICL:
                               chunk_size=self.config.chunk_size,
                               max_labeled=self.config.max_labeled,
                               threshold=self.config.threshold,
-                              partner=self.config.partner)
+                              partner=self.config.partner,
+                              pool_sample=self.config.pool_sample)
         clf.fit(table, labeled.astype(np.int8))
         x_u = table[~labeled]
         proba = np.asarray(clf.predict_proba(x_u), dtype=np.float64)[:, 1]

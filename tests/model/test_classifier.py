@@ -10,7 +10,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 import puicl_model.inference
-from puicl_model import PUICLClassifier
+from puicl_model import PUICLClassifier, query_rows
 from puicl_model.batch import collate_tasks
 from puicl_model.classifier import NoBundledWeightsError
 
@@ -77,18 +77,20 @@ def test_new_rows_are_query_rows_next_to_the_fitted_pool(
     x_new = rng.normal(size=(15, 5))
     log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(x_new)[:, 1]
-    # the pool's transductive pass, then one pass with the 15 new rows as query rows
-    assert log.tasks == [(30, 70, 5), (30, 85, 5)]
+    # the pool's transductive pass; the new rows are query rows over its cached context
+    # (puicl_model.query_rows), not another forward pass of the whole task
+    assert log.tasks == [(30, 70, 5)]
     table_new = clf.preprocessor_.transform(x_new)
     one = np.vstack([clf.x_labeled_, clf.x_pool_, table_new[4:5]]).astype(np.float32)
     with torch.no_grad():
         logits = clf.model_(collate_tasks([one], [30], n_context=[70]))
     assert proba[4] == pytest.approx(torch.softmax(logits, -1)[0, 70, 1].item(), abs=1e-6)
-    # a new row's prediction depends neither on the other rows passed nor on their order
+    # a new row's prediction depends neither on the other rows passed nor on their order,
+    # to the last bit
     mixed = np.vstack([x_new[7:8], X[s == 0][:2], x_new[::-1]])
     mixed_proba = clf.predict_proba(mixed)[:, 1]
-    np.testing.assert_allclose(mixed_proba[0], proba[7], rtol=0, atol=1e-6)
-    np.testing.assert_allclose(mixed_proba[3:], proba[::-1], rtol=0, atol=1e-6)
+    assert mixed_proba[0] == proba[7]
+    np.testing.assert_array_equal(mixed_proba[3:], proba[::-1])
     # known rows keep their transductive prediction
     np.testing.assert_array_equal(mixed_proba[1:3], clf.predict_proba(X[s == 0])[:2, 1])
 
@@ -185,14 +187,25 @@ def test_large_pool_is_chunked_with_bounded_passes(
         expected = direct_proba(clf.model_, labeled, clf.x_pool_[chunk])
         np.testing.assert_allclose(proba[chunk], expected, rtol=0, atol=1e-6)
     assert len({tuple(planner.labeled_of(0, i)) for i in range(7)}) > 1  # bagging
-    # new rows join one chunk each, at most chunk_size per pass: bounded as well
-    log.calls.clear()
-    log.contexts.clear()
+    # new rows join one chunk each, scored next to that chunk's context (its 8 labeled rows
+    # and at most 16 pool rows) in blocks of a fixed size: bounded as well
+    contexts: list[tuple[int, int]] = []
+    blocks: list[int] = []
+    context_cache, query_logits = query_rows.context_cache, query_rows._query_logits
+
+    def logged_context(model, x, n_labeled):
+        contexts.append((n_labeled, x.shape[0]))
+        return context_cache(model, x, n_labeled)
+
+    def logged_block(model, cache, x):
+        blocks.append(x.shape[0])
+        return query_logits(model, cache, x)
+
+    monkeypatch.setattr(query_rows, "context_cache", logged_context)
+    monkeypatch.setattr(query_rows, "_query_logits", logged_block)
     clf.predict_proba(rng.normal(size=(70, 3)))
-    assert max(rows for _, rows, _ in log.tasks) <= 8 + 16 + 16
-    pairs = zip(log.tasks, log.contexts, strict=True)
-    queries = [rows - context for (_, rows, _), context in pairs]
-    assert sum(queries) == 70 and max(queries) <= 16
+    assert 1 <= len(contexts) <= 7 and all(n == 8 and 8 < rows <= 8 + 16 for n, rows in contexts)
+    assert set(blocks) == {query_rows.QUERY_BLOCK_ROWS} and len(blocks) == len(contexts)
     # one row more than the limit, not less, is what switches chunking on
     single = PUICLClassifier(weights=small_weights, single_pass_limit=100).fit(X, s)
     assert not single.planner_.chunked and not single.planner_.random_choices

@@ -117,10 +117,10 @@ def test_output_under_a_file_is_refused_before_the_model_runs(table, small_weigh
 
 def test_an_error_while_writing_the_output_is_a_one_line_error(table, small_weights, tmp_path,
                                                                capsys, monkeypatch) -> None:
-    def refuse(path, text):
+    def refuse(path, suffix=""):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr("puicl_model.cli.atomic_write_text", refuse)
+    monkeypatch.setattr("puicl_model.table_io.atomic_output", refuse)
     table.to_csv(tmp_path / "table.csv", index=False)
     out = tmp_path / "out.csv"
     assert main(one_table(tmp_path / "table.csv", small_weights, "-o", str(out))) == 2

@@ -97,7 +97,7 @@ def test_ctrl_c_prints_one_line_and_exits_130(table_csv, small_weights, tmp_path
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(PUICLClassifier, "predict_proba", interrupted)
+    monkeypatch.setattr(PUICLClassifier, "predict_and_proba", interrupted)
     try:
         code = predict(table_csv, small_weights, "-o", str(tmp_path / "out.csv"))
     except KeyboardInterrupt:  # caught here, or it would stop the whole test session
@@ -120,7 +120,7 @@ def test_sigterm_prints_one_line_and_restores_the_handler(table_csv, small_weigh
     def outer_handler(signum, frame):  # what a SIGTERM that main leaves unhandled reaches
         raise SigtermReachedTheTest
 
-    monkeypatch.setattr(PUICLClassifier, "predict_proba", terminated)
+    monkeypatch.setattr(PUICLClassifier, "predict_and_proba", terminated)
     original = signal.signal(signal.SIGTERM, outer_handler)
     try:
         assert predict(table_csv, small_weights, "-o", str(tmp_path / "out.csv")) == 143

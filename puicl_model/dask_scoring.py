@@ -1,0 +1,120 @@
+"""Scoring a pool on dask, partition by partition, with the scores of one process.
+
+A fitted :class:`~puicl_model.classifier.PUICLClassifier` scores any row alone: its
+probability does not depend on the rows it is scored with (:mod:`puicl_model.query_rows`). So a
+pool in a ``dask.dataframe`` is scored by ``map_partitions``, each partition by the fitted
+classifier on the worker that holds it, and the scores are the bytes one process computes,
+for any number of partitions and workers:
+
+* :func:`predict_proba` and :func:`predict` take a fitted classifier and a dask DataFrame and
+  return dask arrays, as scikit-learn's methods return numpy arrays (the convention of
+  dask-ml's ``ParallelPostFit``);
+* :func:`score_pool_on_dask` is ``puicl predict --scheduler ADDRESS``: the pool file is read
+  by the workers (``dask.dataframe.read_parquet`` / ``read_csv``), and the scores come back
+  partition by partition, in file order, to be written as they arrive.
+
+The classifier enters the graph once, as one ``dask.delayed`` value: each worker receives it
+once, whatever the number of partitions it scores. It is sent prepared
+(:meth:`PUICLClassifier.prepare <puicl_model.classifier.PUICLClassifier.prepare>`): the fitted
+pool's scores, the blend and π̂ travel with it rather than being computed again by each
+worker. The fit itself (labeled rows and the
+pool's sample, :mod:`puicl_model.large_tables`) runs where the command runs. Dask is an extra
+(``pip install "puicl[distributed]"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["predict", "predict_proba", "score_pool_on_dask"]
+
+
+def _import_dask() -> Any:
+    try:
+        import dask
+        import dask.dataframe
+    except ImportError:
+        raise ImportError("scoring on dask needs dask: pip install \"puicl[distributed]\"") \
+            from None
+    return dask
+
+
+def _proba(frame: pd.DataFrame, classifier: Any) -> np.ndarray:
+    return classifier.predict_proba(frame)
+
+
+def _labels(frame: pd.DataFrame, classifier: Any) -> np.ndarray:
+    return classifier.predict(frame)
+
+
+def predict_proba(classifier: Any, X: Any) -> Any:
+    """``classifier.predict_proba`` of every row of the dask DataFrame ``X``: a dask array
+    [n, 2], partitioned as ``X``."""
+    dask = _import_dask()
+    fitted = dask.delayed(classifier.prepare(), pure=False)
+    return X.map_partitions(_proba, fitted, meta=np.empty((0, 2), dtype=np.float64))
+
+
+def predict(classifier: Any, X: Any) -> Any:
+    """``classifier.predict`` of every row of the dask DataFrame ``X``: a dask array [n]."""
+    dask = _import_dask()
+    fitted = dask.delayed(classifier.prepare(), pure=False)
+    return X.map_partitions(_labels, fitted, meta=np.empty(0, dtype=np.int64))
+
+
+def _score_partition(frame: pd.DataFrame, classifier: Any, start: int, features: list[str],
+                     label_column: str | None) -> pd.DataFrame:
+    """``row``, ``p_positive`` and ``label`` of a partition's pool rows; ``start``: the
+    position of its first row in the file."""
+    rows = np.arange(start, start + len(frame), dtype=np.int64)
+    if label_column is not None:
+        unlabeled = frame[label_column].to_numpy().astype(np.float64) == 0
+        frame, rows = frame[unlabeled], rows[unlabeled]
+    if len(frame) == 0:
+        return pd.DataFrame({"row": rows, "p_positive": np.empty(0), "label": rows})
+    proba, labels = classifier.predict_and_proba(frame[features].reset_index(drop=True))
+    return pd.DataFrame({"row": rows, "p_positive": proba[:, 1], "label": labels})
+
+
+def _read_pool(source: Any, dd: Any, blocksize: int | None) -> Any:
+    scan = source.pool_scan
+    if scan.format == "parquet":
+        return dd.read_parquet(scan.path)
+    dtypes = {column: str for column in scan.text_columns}
+    return dd.read_csv(scan.path, dtype=dtypes, blocksize=blocksize or "default")
+
+
+def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFrame], None],
+                       address: str, batch_rows: int | None = None) -> int:
+    """``puicl predict --scheduler ADDRESS``: score the pool of ``source``
+    (:class:`puicl_model.large_tables.PUInput`) on the cluster at ``address`` and ``write``
+    each partition's scores in file order; returns the rows predicted negative.
+    ``batch_rows`` (rows per batch) sets the CSV partitions' size, about 100 bytes a row."""
+    dask = _import_dask()
+    import dask.dataframe as dd
+    from distributed import Client
+
+    with Client(address) as client:
+        pool = _read_pool(source, dd, None if batch_rows is None else 100 * batch_rows)
+        lengths = pool.map_partitions(len).compute()
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        if int(np.sum(lengths)) != source.pool_scan.n_rows:
+            raise ValueError(f"{source.pool_scan.path}: dask read {int(np.sum(lengths))} rows, "
+                             f"the scan {source.pool_scan.n_rows}")
+        fitted = dask.delayed(classifier.prepare(), pure=False)
+        label_column = source.label_column
+        parts = [dask.delayed(_score_partition)(part, fitted, int(start), source.features,
+                                                label_column)
+                 for part, start in zip(pool.to_delayed(), starts, strict=True)]
+        negative = 0
+        for future in client.compute(parts):
+            scores = future.result()
+            write(scores)
+            negative += int((scores["label"] == 0).sum())
+            future.release()
+    return negative
+
