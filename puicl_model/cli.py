@@ -1,19 +1,21 @@
 """``puicl``: command-line access to the PUICL classifier.
 
-``puicl predict`` reads a PU table from CSV in one of two layouts
+``puicl predict`` reads a PU table from CSV or Parquet files (by extension) in one of two
+layouts
 
 * one table with a 0/1 label column: ``--input table.csv --label-column s``
   (1 = labeled positive, 0 = unlabeled), or
 * two tables with the same columns (matched by name, in any order):
-  ``--positives pos.csv --unlabeled unl.csv``,
+  ``--positives pos.parquet --unlabeled unl.parquet``,
 
-fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one CSV row per unlabeled row
+fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one row per unlabeled row
 (``row``: its 0-based position among the data rows of its input file; ``p_positive``;
-``label``: 1 = positive, 0 = negative), then prints π̂, the estimated negative share of the
+``label``: 1 = positive, 0 = negative), reading and writing a batch of rows at a time
+(:mod:`puicl_model.large_tables`; ``--scheduler``: on dask,
+:mod:`puicl_model.dask_scoring`), then prints π̂, the estimated negative share of the
 unlabeled rows, with what the data identify about it (``class_prior_report``: a lower bound,
 π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``. ``puicl info WEIGHTS``
-prints a checkpoint's config and parameter counts.
-"""
+prints a checkpoint's config and parameter counts."""
 
 from __future__ import annotations
 
@@ -60,6 +62,13 @@ def _count(text: str) -> int:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _at_least_one(text: str) -> int:
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
 
 
@@ -121,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
                          help="a pool of more unlabeled rows is fitted on a seeded sample of "
                          f"this many; every row is still scored (default {defaults.pool_sample}; "
                          "0: the whole pool; docs/classifier.md, \"Large tables\")")
-    predict.add_argument("--batch-rows", type=_count, default=DEFAULT_BATCH_ROWS,
+    predict.add_argument("--batch-rows", type=_at_least_one, default=DEFAULT_BATCH_ROWS,
                          help="rows read and scored at a time; the scores do not depend on it "
                          f"(default {DEFAULT_BATCH_ROWS})")
     predict.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -144,11 +153,12 @@ def _check_output(output: str) -> None:
         raise CliError("--output must be a file path, got an empty string")
     path = Path(output)
     if path.is_dir():
-        raise CliError(f"--output {output} is a directory; give the path of a CSV file")
+        raise CliError(f"--output {output} is a directory; give the path of a CSV or Parquet "
+                       "file")
     if path.is_block_device() or path.is_socket():
         # (a character device or a FIFO is written to, as by the shell's ">")
         raise CliError(f"--output {output} is a block device or a socket; give the path of a "
-                       "CSV file")
+                       "CSV or Parquet file")
     # missing parent directories are created when the CSV is written; the nearest existing
     # ancestor must be a directory for that to work (a farther one then is too)
     for ancestor in path.parents:
@@ -248,8 +258,15 @@ def _fit(classifier, X, s, source) -> None:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from puicl_model.large_tables import fitted_rows, open_input, score_pool
+    from puicl_model.large_tables import (
+        bound_process_memory,
+        fitted_rows,
+        open_input,
+        score_pool,
+    )
     from puicl_model.table_io import BatchWriter
+
+    bound_process_memory()
 
     _check_output(args.output)
     _check_output_is_no_input(args)

@@ -32,8 +32,8 @@ from puicl_model.input_checks import check_pu_labels
 from puicl_model.pool_sample import sampled_pool_rows
 from puicl_model.table_io import TableError, TableScan, read_batches, scan_table
 
-__all__ = ["DEFAULT_BATCH_ROWS", "PUInput", "fitted_rows", "open_input", "pool_batches",
-           "score_pool"]
+__all__ = ["DEFAULT_BATCH_ROWS", "PUInput", "bound_process_memory", "fitted_rows", "open_input",
+           "pool_batches", "score_pool"]
 
 # rows per batch: large enough that the contexts computed per batch (one per pool chunk of
 # the fitted table, :mod:`puicl_model.query_rows`) cost little beside the rows scored, small
@@ -123,6 +123,28 @@ def open_input(*, input_path=None, label_column: str | None = None, positives=No
                          + (" besides " + " and ".join(besides) if besides else ""))
     return PUInput(labeled_scan, pool_scan, features, labeled_rows, pool_rows,
                    label_column if one_table else None)
+
+
+def bound_process_memory() -> None:
+    """Let this process give freed memory back while it scores a pool batch by batch.
+
+    Two allocators otherwise keep what they freed: pyarrow's default pool (mimalloc) keeps the
+    pages of every batch read, and glibc's malloc, once a large block has been freed, serves
+    blocks of up to 32 MB from its heap, which the query path's per-context tensors of a few
+    MB fragment. Reading through the system allocator and serving blocks of 4 MB or more by
+    ``mmap`` (returned on free) keeps the peak near that of one batch (measured in
+    docs/classifier.md, "Large tables"). A no-op where glibc is not the C library."""
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_mmap_threshold = -3  # glibc's mallopt parameter (malloc.h)
+    libc.mallopt(m_mmap_threshold, 4 << 20)
 
 
 def _gather(scan: TableScan, rows: np.ndarray, columns: list[str],

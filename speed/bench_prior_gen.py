@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 
 from prior_gen.config import GenerationConfig, load_generation_config
-from prior_gen.paper.factors import TaskPlan, n_negatives, plan_step
 from prior_gen.generate import generate_step
+from prior_gen.paper.factors import TaskPlan, n_negatives, plan_step
 from prior_gen.runner import ShardJob, run_generation, write_shard
 from prior_gen.shards import open_shards
 

@@ -97,8 +97,8 @@ def generate_batches(stage: int, steps: int, tasks: int, out: Path, heaviest: bo
     measure do not carry the generator's memory peak; returns the steps saved."""
     import numpy as np
 
-    from prior_gen.paper.factors import plan_step
     from prior_gen.generate import generate_step
+    from prior_gen.paper.factors import plan_step
 
     config = paper_generation_config()
 

@@ -102,13 +102,15 @@ def test_settings_enter_the_cache_key_only_away_from_their_legacy_value(random_w
 
     default = method_settings(make_method("puicl", weights=random_weights))
     # the keys cached replicates were stored under before later settings existed, and the
-    # partner, whose default ("auto") is not the value those replicates were computed with
+    # partner and the pool's sample, whose defaults ("auto", 20,000) are not the values those
+    # replicates were computed with ("none", the whole pool)
     assert sorted(default) == ["_version", "chunk_size", "max_labeled", "n_estimators",
-                               "partner", "single_pass_limit", "threshold", "weights_sha256"]
-    assert default["partner"] == "auto"
-    before_partner = method_settings(make_method("puicl", weights=random_weights,
-                                                 overrides={"partner": "none"}))
-    assert sorted(before_partner) == sorted(set(default) - {"partner"})
+                               "partner", "pool_sample", "single_pass_limit", "threshold",
+                               "weights_sha256"]
+    assert default["partner"] == "auto" and default["pool_sample"] == 20_000
+    before = method_settings(make_method("puicl", weights=random_weights,
+                                         overrides={"partner": "none", "pool_sample": None}))
+    assert sorted(before) == sorted(set(default) - {"partner", "pool_sample"})
 
 
 def test_removed_column_options_load_at_their_old_default_and_are_refused_otherwise(

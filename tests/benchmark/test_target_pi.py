@@ -1,5 +1,5 @@
 """``puicl-bench --pi``: the target negative share of the unlabeled pool (paper §6.1 fixes it
-at 0.5), so that class-prior estimates can be measured across π (issue 17)."""
+at 0.5), so that class-prior estimates can be measured across π."""
 
 from __future__ import annotations
 

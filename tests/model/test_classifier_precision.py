@@ -1,6 +1,6 @@
 """The classifier's precision setting: "auto" is float32 on the CPU and bfloat16 autocast on
 CUDA; probabilities come back as float64 numpy whatever the precision, and large pools are
-chunked the same way on every device (issue 14 item 6). CUDA tests skip without a GPU."""
+chunked the same way on every device. CUDA tests skip without a GPU."""
 
 from __future__ import annotations
 

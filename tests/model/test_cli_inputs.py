@@ -1,5 +1,5 @@
 """``puicl predict``: the output path, the two-file layout's columns, and columns that are
-read as numeric or dropped (issue 17); a saved index, duplicate names, empty tables and
+read as numeric or dropped; a saved index, duplicate names, empty tables and
 one-line errors (a new user's walkthrough)."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_output_to_an_existing_directory_is_a_one_line_error(table, small_weight
     assert code == 2
     error = capsys.readouterr().err
     assert error == (f"puicl predict: error: --output {tmp_path / 'results'} is a directory; "
-                     "give the path of a CSV file\n")
+                     "give the path of a CSV or Parquet file\n")
 
 
 def test_two_files_with_the_same_columns_in_another_order(table, small_weights, tmp_path,

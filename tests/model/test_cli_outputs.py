@@ -53,7 +53,8 @@ def test_output_to_a_socket_is_refused_before_the_model_runs(table_csv, small_we
     finally:
         server.close()
     assert capsys.readouterr().err == (f"puicl predict: error: --output {where} is a block "
-                                       "device or a socket; give the path of a CSV file\n")
+                                       "device or a socket; give the path of a CSV or "
+                                       "Parquet file\n")
 
 
 @pytest.mark.parametrize("spelling", ["same", "dot", "link", "hard link"])

@@ -1,5 +1,5 @@
 """Columns are never dropped or re-typed silently: stray missing-value tokens in numeric
-columns, all-missing, constant and identifier-like columns (issue 17)."""
+columns, all-missing, constant and identifier-like columns."""
 
 from __future__ import annotations
 

@@ -337,7 +337,7 @@ def _provenance(suite_dir: Path, chunk_size: int) -> None:
         (suite_dir / f"pi_{pi}").mkdir(parents=True, exist_ok=True)
         settings = {"weights_sha256": "ab" * 32, "_version": 6, "chunk_size": chunk_size,
                     "max_labeled": 300, "n_estimators": 1, "partner": "auto",
-                    "single_pass_limit": 1024, "threshold": 0.5}
+                    "pool_sample": 20_000, "single_pass_limit": 1024, "threshold": 0.5}
         (suite_dir / f"pi_{pi}" / "provenance.json").write_text(
             json.dumps({"method_settings": {"puicl": settings}}))
 

@@ -1,0 +1,64 @@
+"""Scoring on dask (puicl_model.dask_scoring): by partition on a 2-worker LocalCluster, the bytes
+of one process, for any number of partitions, through the API and ``puicl predict
+--scheduler``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from puicl_model import PUICLClassifier
+from puicl_model.cli import main
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield cluster, client
+
+
+@pytest.fixture
+def frame(table, rng) -> pd.DataFrame:
+    X, s = table(rng, 30, 700, 3)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["kind"] = pd.Categorical(rng.choice(["x", "y"], len(frame)))
+    frame["s"] = s
+    return frame
+
+
+def test_partitions_score_the_bytes_of_one_process(cluster, frame, small_weights) -> None:
+    from puicl_model import dask_scoring
+
+    features, s = frame.drop(columns="s"), frame["s"].to_numpy()
+    clf = PUICLClassifier(weights=small_weights, pool_sample=200, threshold="prior")
+    clf.fit(features, s)
+    pool = features[s == 0].reset_index(drop=True)
+    expected = clf.predict_proba(pool)
+    for partitions in (1, 4):
+        X = dd.from_pandas(pool, npartitions=partitions)
+        np.testing.assert_array_equal(dask_scoring.predict_proba(clf, X).compute(), expected)
+        np.testing.assert_array_equal(dask_scoring.predict(clf, X).compute(), clf.predict(pool))
+
+
+def test_puicl_predict_on_a_scheduler_writes_the_local_scores(cluster, frame, small_weights,
+                                                                tmp_path) -> None:
+    frame.to_parquet(tmp_path / "t.parquet", row_group_size=150)  # five partitions
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    address = cluster[0].scheduler_address
+    for name in ("t.parquet", "t.csv"):
+        args = ["predict", "--input", str(tmp_path / name), "--label-column", "s", "--weights",
+                str(small_weights), "--pool-sample", "200", "--no-progress", "--batch-rows",
+                "100"]
+        assert main([*args, "-o", str(tmp_path / "local.parquet")]) == 0
+        assert main([*args, "--scheduler", address, "-o", str(tmp_path / "dask.parquet")]) == 0
+        local, spread = (pd.read_parquet(tmp_path / f"{k}.parquet") for k in ("local", "dask"))
+        pd.testing.assert_frame_equal(spread, local, check_exact=True)
+        assert len(local) == int((frame.s == 0).sum())

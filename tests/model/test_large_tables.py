@@ -1,0 +1,114 @@
+"""``puicl predict`` on files, a batch at a time: Parquet and CSV, scores that do not depend on
+the batch size and equal the in-memory classifier's, and nothing half-written on failure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from puicl_model import PUICLClassifier
+from puicl_model.cli import main
+
+
+@pytest.fixture
+def frame(table, rng) -> pd.DataFrame:
+    X, s = table(rng, 25, 400, 3)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["kind"] = pd.Categorical(rng.choice(["x", "y", "z"], len(frame)))
+    frame["s"] = s
+    return frame.sample(frac=1.0, random_state=0).reset_index(drop=True)  # labeled rows spread
+
+
+def predict(path, weights, out, *extra: str) -> int:
+    return main(["predict", "--input", str(path), "--label-column", "s", "--weights",
+                 str(weights), "-o", str(out), "--no-progress", *extra])
+
+
+def test_parquet_scores_do_not_depend_on_the_batch_and_equal_the_in_memory_path(
+        frame, small_weights, tmp_path) -> None:
+    frame.to_parquet(tmp_path / "t.parquet", row_group_size=97)
+    outputs = []
+    for rows in ("7", "150", "100000"):
+        out = tmp_path / f"scores_{rows}.parquet"
+        assert predict(tmp_path / "t.parquet", small_weights, out, "--batch-rows", rows,
+                       "--pool-sample", "120") == 0
+        outputs.append(pd.read_parquet(out))
+    for other in outputs[1:]:
+        pd.testing.assert_frame_equal(other, outputs[0], check_exact=True)
+    features, s = frame.drop(columns=["s"]), frame["s"].to_numpy()
+    clf = PUICLClassifier(weights=small_weights, pool_sample=120, random_state=0).fit(features, s)
+    result = outputs[0]
+    np.testing.assert_array_equal(result["row"], np.flatnonzero(s == 0))
+    np.testing.assert_array_equal(result["p_positive"],
+                                  clf.predict_proba(features[s == 0])[:, 1])
+    np.testing.assert_array_equal(result["label"], clf.predict(features[s == 0]))
+    assert result.dtypes.tolist() == [np.int64, np.float64, np.int64]
+
+
+def test_csv_in_batches_reads_a_column_as_one_read_does(small_weights, tmp_path, table,
+                                                        rng) -> None:
+    X, s = table(rng, 20, 60, 2)
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    frame["code"] = rng.integers(0, 3, len(frame)).astype(str)
+    frame.loc[len(frame) - 3, "code"] = "unknown"  # text only in the last batch
+    frame["s"] = s
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    for rows in ("10", "1000"):
+        assert predict(tmp_path / "t.csv", small_weights, tmp_path / f"o{rows}.csv",
+                       "--batch-rows", rows) == 0
+    small, large = ((tmp_path / f"o{rows}.csv").read_bytes() for rows in ("10", "1000"))
+    assert small == large
+    whole = pd.read_csv(tmp_path / "t.csv")
+    clf = PUICLClassifier(weights=small_weights, random_state=0).fit(whole.drop(columns="s"), s)
+    expected = clf.predict_proba(whole.drop(columns="s")[s == 0])[:, 1]
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "o10.csv")["p_positive"], expected,
+                               rtol=0, atol=5e-7)  # CSV keeps 6 digits
+
+
+def test_two_tables_in_parquet_and_csv_give_the_same_scores(frame, small_weights,
+                                                             tmp_path) -> None:
+    positives = frame[frame.s == 1].drop(columns="s")
+    unlabeled = frame[frame.s == 0].drop(columns="s")
+    positives.to_parquet(tmp_path / "p.parquet")
+    unlabeled.to_parquet(tmp_path / "u.pq")
+    positives.to_csv(tmp_path / "p.csv", index=False)
+    unlabeled[["kind", "c", "a", "b"]].to_csv(tmp_path / "u.csv", index=False)  # any order
+    for kind, (p, u) in {"parquet": ("p.parquet", "u.pq"), "csv": ("p.csv", "u.csv")}.items():
+        assert main(["predict", "--positives", str(tmp_path / p), "--unlabeled",
+                     str(tmp_path / u), "--weights", str(small_weights), "--no-progress",
+                     "--batch-rows", "64", "-o", str(tmp_path / f"{kind}.parquet")]) == 0
+    parquet, csv = (pd.read_parquet(tmp_path / f"{k}.parquet") for k in ("parquet", "csv"))
+    np.testing.assert_array_equal(parquet["row"], np.arange(len(unlabeled)))
+    pd.testing.assert_frame_equal(parquet, csv, check_exact=True)
+
+
+def test_a_failure_mid_way_leaves_no_output(frame, small_weights, tmp_path, monkeypatch,
+                                            capsys) -> None:
+    frame.to_parquet(tmp_path / "t.parquet")
+    scored = []
+
+    def fails_on_the_third_batch(self, X):
+        scored.append(len(X))
+        if len(scored) == 3:
+            raise OSError(28, "No space left on device")
+        return original(self, X)
+
+    original = PUICLClassifier.predict_and_proba
+    monkeypatch.setattr(PUICLClassifier, "predict_and_proba", fails_on_the_third_batch)
+    out = tmp_path / "out" / "scores.parquet"
+    assert predict(tmp_path / "t.parquet", small_weights, out, "--batch-rows", "50") == 2
+    assert len(scored) == 3
+    assert capsys.readouterr().err.strip().endswith("No space left on device")
+    assert not out.exists() and list(out.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize(("option", "value"), [("--batch-rows", "0"), ("--pool-sample", "-1")])
+def test_bad_batch_and_sample_sizes_are_refused(frame, small_weights, tmp_path, capsys, option,
+                                                value) -> None:
+    frame.to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(SystemExit) as stop:
+        predict(tmp_path / "t.parquet", small_weights, tmp_path / "o.csv", option, value)
+    assert stop.value.code == 2
+    assert f"{option}: expected a whole number" in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()
