@@ -13,18 +13,9 @@ import time
 # --time-limit counts from here: the imports and checks before the first step take time too
 STARTED_AT = time.monotonic()
 
+import argparse  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
-
-if __name__ == "__main__":
-    # Run as a script, Python puts trainer/ itself first on sys.path, where its modules would
-    # shadow top-level modules of the same name. Put the repository root there instead, so
-    # that ``import trainer`` works from a checkout without installation, and nothing shadows.
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
-
-import argparse  # noqa: E402
 
 # with no arguments, the paper's run on prior-gen's default output (README, docs/training.md)
 DEFAULT_CONFIG = "configs/paper.yaml"

@@ -1,8 +1,8 @@
 """Shared helpers of the prior-generator tests: small configs, shard-directory digests and the
 project's scripts as modules.
 
-Imported by name: conftest.py puts this directory on sys.path (the suite runs with
---import-mode=importlib, which does not).
+Imported by name: pytest puts this directory on the path (``pythonpath`` in pyproject.toml;
+the suite runs with --import-mode=importlib, which does not).
 """
 
 from __future__ import annotations
