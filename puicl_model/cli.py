@@ -266,7 +266,6 @@ def _predict(args: argparse.Namespace) -> int:
     )
     from puicl_model.table_io import BatchWriter
 
-    bound_process_memory()
 
     _check_output(args.output)
     _check_output_is_no_input(args)
@@ -274,6 +273,8 @@ def _predict(args: argparse.Namespace) -> int:
     source = open_input(input_path=args.input, label_column=args.label_column,
                         positives=args.positives, unlabeled=args.unlabeled,
                         drop_columns=args.drop_columns, batch_rows=args.batch_rows)
+    if len(source.pool_rows) > args.batch_rows:  # read in several batches: keep memory flat
+        bound_process_memory()
     classifier = _classifier(args)
     X, s, sampled = fitted_rows(source, classifier.pool_sample, args.random_state,
                                 args.batch_rows)

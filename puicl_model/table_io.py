@@ -163,7 +163,9 @@ def read_batches(scan: TableScan, batch_rows: int) -> Iterator[pd.DataFrame]:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            file = pq.ParquetFile(scan.path)
+            # pre-buffering keeps every column chunk it read for the reader's lifetime: memory
+            # would grow with the file
+            file = pq.ParquetFile(scan.path, pre_buffer=False)
             batches = (pa.Table.from_batches([part]).to_pandas()
                        for part in file.iter_batches(batch_size=batch_rows,
                                                      columns=scan.columns))
