@@ -13,13 +13,15 @@ for any number of partitions and workers:
   by the workers (``dask.dataframe.read_parquet`` / ``read_csv``), and the scores come back
   partition by partition, in file order, to be written as they arrive.
 
-The classifier enters the graph once, as one ``dask.delayed`` value: each worker receives it
-once, whatever the number of partitions it scores. It is sent prepared
-(:meth:`PUICLClassifier.prepare <puicl_model.classifier.PUICLClassifier.prepare>`): the fitted
-pool's scores, the blend and π̂ travel with it rather than being computed again by each
-worker. The fit itself (labeled rows and the
-pool's sample, :mod:`puicl_model.large_tables`) runs where the command runs. Dask is an extra
-(``pip install "puicl[distributed]"``).
+The classifier is sent to each worker once, whatever the number of partitions it scores: the
+API puts it in the graph as one ``dask.delayed`` value (dask moves it to a worker that needs
+it, and tends to keep the partitions there); ``puicl predict --scheduler`` scatters it to every
+worker first (``Client.scatter(..., broadcast=True)``), so that the partitions spread. It is
+sent prepared (:meth:`PUICLClassifier.prepare
+<puicl_model.classifier.PUICLClassifier.prepare>`): the fitted pool's scores, the blend and π̂
+travel with it rather than being computed again by each worker. The fit itself (labeled rows
+and the pool's sample, :mod:`puicl_model.large_tables`) runs where the command runs. Dask is
+an extra (``pip install "puicl[distributed]"``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ def _import_dask() -> Any:
     return dask
 
 
+def _shared(classifier: Any) -> Any:
+    """The prepared classifier as one ``dask.delayed`` value of the graph."""
+    dask = _import_dask()
+    return dask.delayed(classifier.prepare(), pure=False)
+
+
 def _proba(frame: pd.DataFrame, classifier: Any) -> np.ndarray:
     return classifier.predict_proba(frame)
 
@@ -54,16 +62,12 @@ def _labels(frame: pd.DataFrame, classifier: Any) -> np.ndarray:
 def predict_proba(classifier: Any, X: Any) -> Any:
     """``classifier.predict_proba`` of every row of the dask DataFrame ``X``: a dask array
     [n, 2], partitioned as ``X``."""
-    dask = _import_dask()
-    fitted = dask.delayed(classifier.prepare(), pure=False)
-    return X.map_partitions(_proba, fitted, meta=np.empty((0, 2), dtype=np.float64))
+    return X.map_partitions(_proba, _shared(classifier), meta=np.empty((0, 2), dtype=np.float64))
 
 
 def predict(classifier: Any, X: Any) -> Any:
     """``classifier.predict`` of every row of the dask DataFrame ``X``: a dask array [n]."""
-    dask = _import_dask()
-    fitted = dask.delayed(classifier.prepare(), pure=False)
-    return X.map_partitions(_labels, fitted, meta=np.empty(0, dtype=np.int64))
+    return X.map_partitions(_labels, _shared(classifier), meta=np.empty(0, dtype=np.int64))
 
 
 def _score_partition(frame: pd.DataFrame, classifier: Any, start: int, features: list[str],
@@ -105,7 +109,7 @@ def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFra
         if int(np.sum(lengths)) != source.pool_scan.n_rows:
             raise ValueError(f"{source.pool_scan.path}: dask read {int(np.sum(lengths))} rows, "
                              f"the scan {source.pool_scan.n_rows}")
-        fitted = dask.delayed(classifier.prepare(), pure=False)
+        fitted = client.scatter(classifier.prepare(), broadcast=True)  # once per worker
         label_column = source.label_column
         parts = [dask.delayed(_score_partition)(part, fitted, int(start), source.features,
                                                 label_column)
