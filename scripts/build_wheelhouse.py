@@ -47,9 +47,18 @@ except ImportError:  # a bare venv: pip carries its own copy
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "puicl"
-# what the copy of the checkout that the wheel is built from leaves out
-NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache",
-              "shards", "runs", "results", "wheelhouse")
+# what the copy of the checkout that the wheel is built from leaves out: caches anywhere, and
+# the output folders at the root only (prior_gen/shards is a package, not generated shards)
+NOT_SOURCE_ANYWHERE = ("*.egg-info", "__pycache__", ".*_cache")
+NOT_SOURCE_AT_ROOT = (".git", ".venv", "build", "dist", "shards", "runs", "results", "wheelhouse")
+
+
+def not_source(directory: str, names: list[str]) -> set[str]:
+    """``shutil.copytree``'s ``ignore``: the names in ``directory`` the wheel's source lacks."""
+    ignored = set(shutil.ignore_patterns(*NOT_SOURCE_ANYWHERE)(directory, names))
+    if Path(directory).resolve() == ROOT:
+        ignored |= {name for name in names if name in NOT_SOURCE_AT_ROOT}
+    return ignored
 
 
 def target_environment(python_version: str, platform: str) -> dict[str, str]:
@@ -222,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         # from a clean copy: setuptools would package what a stale build/ holds
         source = Path(scratch) / PROJECT
-        shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
+        shutil.copytree(ROOT, source, ignore=not_source)
         run([*pip, "wheel", "--no-deps", "--wheel-dir", str(out), str(source)])
     wheels = sorted(out.glob(f"{PROJECT}-*.whl"), key=lambda p: p.stat().st_mtime)
     requirements, known = wheel_metadata(wheels[-1])
