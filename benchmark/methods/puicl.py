@@ -2,7 +2,7 @@
 
 ``PUICLClassifier(weights=..., device="cpu", random_state=seed)``
 is fitted on all rows with ``s`` (1 = labeled positive, 0 = unlabeled); the unlabeled rows'
-P(y = +) and hard labels come from ``predict_proba`` / ``predict`` on exactly the fitted
+P(y = +) and hard labels come from one ``predict_and_proba`` on exactly the fitted
 unlabeled rows (the classifier's transductive path: one forward pass inside the trained
 range), and ``estimate_class_prior()`` gives π̂ (two more scorings of the pool, each with one
 of two folds of the labeled positives held out and scored beside it, docs/classifier.md).
@@ -90,8 +90,10 @@ class PUICL:
                               pool_sample=self.config.pool_sample)
         clf.fit(table, labeled.astype(np.int8))
         x_u = table[~labeled]
-        proba = np.asarray(clf.predict_proba(x_u), dtype=np.float64)[:, 1]
-        labels = np.asarray(clf.predict(x_u)).astype(np.int8)
+        # one scoring for both (rows beyond a pool sample are scored as new rows, at a cost)
+        both, hard = clf.predict_and_proba(x_u)
+        proba = np.asarray(both, dtype=np.float64)[:, 1]
+        labels = np.asarray(hard).astype(np.int8)
         pi_hat = clf.estimate_class_prior()
         return MethodOutput(
             scores=proba, labels=labels, pi_hat=None if pi_hat is None else float(pi_hat)
