@@ -152,11 +152,8 @@ class SCMConfig:
         _choices(self.cause_dist, "cause_dist")
         _choices(self.activations, "activations")
         for name in self.activations:
-            require(
-                name in ACTIVATION_NAMES,
-                "activations",
-                f"unknown activation {name!r} (known: {', '.join(ACTIVATION_NAMES)})",
-            )
+            require(name in ACTIVATION_NAMES, "activations",
+                    f"unknown activation {name!r} (known: {', '.join(ACTIVATION_NAMES)})")
         _choices(self.activation_schedule, "activation_schedule")
         require(self.clip > 0, "clip", f"must be positive, got {self.clip}")
         require(
@@ -346,12 +343,8 @@ class CurriculumConfig:
     steps_per_stage: int = 750  # S
     tail_steps: int = 25_000  # T
     global_batch: int = 48  # tasks per step
-    eta: AnnealedRange = field(
-        default_factory=lambda: AnnealedRange(start=(1.0, 1.0), end=(0.5, 2.0))
-    )
-    pi: AnnealedRange = field(
-        default_factory=lambda: AnnealedRange(start=(0.5, 0.5), end=(0.1, 0.9))
-    )
+    eta: AnnealedRange = AnnealedRange(start=(1.0, 1.0), end=(0.5, 2.0))  # frozen: shareable
+    pi: AnnealedRange = AnnealedRange(start=(0.5, 0.5), end=(0.1, 0.9))
     # P(causal) at stage s = causal_final * s / K  (paper: s / (2K), i.e. causal_final = 0.5)
     causal_final: float = 0.5
 

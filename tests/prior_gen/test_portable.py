@@ -135,7 +135,7 @@ def test_column_sums_run_row_by_row() -> None:
     in_order = np.add.accumulate(values, axis=0)[-1]  # sequential, row 0 first
     assert np.array_equal(portable.column_means(values), in_order / n)
     squares = np.add.accumulate(values * values, axis=0)[-1]
-    assert np.array_equal(portable.column_mean_squares(values), squares / n)
+    assert np.array_equal(portable.column_means(values * values), squares / n)
 
 
 def test_ties_at_the_threshold_go_to_the_lowest_rows() -> None:
