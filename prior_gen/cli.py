@@ -20,11 +20,12 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from prior_gen.config import GenerationConfig, generation_config_from_mapping
-from prior_gen.paper.curriculum import all_stages
+from prior_gen.paper.curriculum import all_stages, steps_in_stage
 from prior_gen.paper.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.shards.errors import ShardError
 from prior_gen.shards.storage import WriterLockedError
@@ -44,6 +45,12 @@ __all__ = ["main", "parse_stages", "parse_steps"]
 DEFAULT_CONFIG = "configs/paper.yaml"
 
 
+def _bounds(text: str) -> tuple[int, int]:
+    """'A-B' or 'A' -> (A, B); a ValueError unless both are integers."""
+    lo, _, hi = text.partition("-")
+    return int(lo), int(hi or lo)
+
+
 def parse_stages(spec: str, config: GenerationConfig, config_name: str) -> list[Stage]:
     """'1-100', '7', '1-3,9', 'tail', 'all', '1-3,tail' -> stages in curriculum order."""
     curriculum = config.curriculum
@@ -59,10 +66,8 @@ def parse_stages(spec: str, config: GenerationConfig, config_name: str) -> list[
                 raise ValueError(f"{config_name} has no tail (curriculum.tail_steps is 0)")
             chosen.add(TAIL)
             continue
-        lo_text, _, hi_text = part.partition("-")
         try:
-            lo = int(lo_text)
-            hi = int(hi_text) if hi_text else lo
+            lo, hi = _bounds(part)
         except ValueError:
             raise ValueError(
                 f"bad stage {part!r} in --stages (use e.g. 1-100, 7, 1-3,9, tail or all)"
@@ -80,10 +85,8 @@ def parse_stages(spec: str, config: GenerationConfig, config_name: str) -> list[
 
 def parse_steps(spec: str) -> tuple[int, int]:
     """'A-B' or 'A' (0-based, inclusive)."""
-    lo_text, _, hi_text = spec.partition("-")
     try:
-        lo = int(lo_text)
-        hi = int(hi_text) if hi_text else lo
+        lo, hi = _bounds(spec)
     except ValueError:
         raise ValueError(
             f"bad --steps {spec!r} (use A-B, 0-based and inclusive, e.g. 0-24)"
@@ -169,33 +172,10 @@ def _load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> G
         if args.seed is not None:
             config = config.with_seed(args.seed)
         if args.format is not None:
-            import dataclasses
-
-            config = dataclasses.replace(
-                config, shards=dataclasses.replace(config.shards, format=args.format)
-            )
+            config = replace(config, shards=replace(config.shards, format=args.format))
     except ConfigError as err:
         parser.error(f"{args.config}: {err}")
     return config
-
-
-class _ProgressBar:
-    """A tqdm bar over tasks on a terminal (stderr); nothing otherwise."""
-
-    def __init__(self) -> None:
-        self.bar = None
-
-    def __call__(self, total: int, done: int):
-        if not sys.stderr.isatty():
-            return None
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=total, initial=done, unit="task")
-        return self.bar.update
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def _size(n_bytes: float) -> str:
@@ -210,14 +190,12 @@ def _announcer(
 ) -> Callable[[list[ShardJob], int], None]:
     """What ``run_generation`` will write, as one line on stderr before it writes anything."""
     from prior_gen.runner import estimated_bytes
-    from prior_gen.shards.reader import format_ranges
+    from prior_gen.shards.reader import format_stages
 
     def announce(jobs: list[ShardJob], reused: int) -> None:
         if not jobs:
             return
-        numbered = format_ranges(j.stage for j in jobs if j.stage != TAIL)
-        tail = [TAIL] if any(j.stage == TAIL for j in jobs) else []
-        stages = ",".join([numbered, *tail] if numbered else tail)
+        stages = format_stages(job.stage for job in jobs)
         steps = sum(j.n_steps for j in jobs)
         tasks = steps * config.curriculum.global_batch
         present = f"; {reused} already present" if reused else ""
@@ -256,15 +234,11 @@ def _generate(argv: Sequence[str]) -> int:
     try:
         stages = parse_stages(args.stages, config, args.config)
         steps = parse_steps(args.steps) if args.steps else None
-        if steps is not None:
-            from prior_gen.paper.curriculum import steps_in_stage
-
-            for stage in stages:
-                n = steps_in_stage(stage, config.curriculum)
-                if steps[1] >= n:
-                    parser.error(
-                        f"--steps {args.steps}: stage {stage} of {args.config} has steps 0..{n - 1}"
-                    )
+        for stage in stages if steps else ():
+            n = steps_in_stage(stage, config.curriculum)
+            if steps[1] >= n:
+                parser.error(f"--steps {args.steps}: stage {stage} of {args.config} has steps "
+                             f"0..{n - 1}")
     except ValueError as err:
         parser.error(str(err))
     workers = args.workers if args.workers is not None else default_workers()
@@ -277,7 +251,16 @@ def _generate(argv: Sequence[str]) -> int:
         _fail(str(err))
     backend = "dask" if args.scheduler else args.backend
     command = shlex.join(["prior-gen", *argv])
-    progress = _ProgressBar()
+    bars = []  # a tqdm bar over tasks on a terminal (stderr), none otherwise
+
+    def progress(total: int, done: int) -> Callable[[int], object] | None:
+        if not sys.stderr.isatty():
+            return None
+        from tqdm import tqdm
+
+        bars.append(tqdm(total=total, initial=done, unit="task"))
+        return bars[-1].update
+
     try:
         summary = run_generation(
             config,
@@ -301,7 +284,8 @@ def _generate(argv: Sequence[str]) -> int:
         print(f"prior-gen: error: {os_error_message(err)}", file=sys.stderr)
         return 1
     finally:
-        progress.close()
+        for bar in bars:
+            bar.close()
     rate = summary.tasks_written / summary.seconds if summary.seconds > 0 else 0.0
     regenerated = (
         f", {len(summary.regenerated)} damaged/missing regenerated" if summary.regenerated else ""

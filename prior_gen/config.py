@@ -19,17 +19,15 @@ from puicl_common.configio import (
     ConfigError,
     config_hash,
     from_mapping,
+    identity_dict,
     load_yaml,
     require,
-    to_dict,
 )
-from puicl_common.versioning import drop_legacy_values
 
 __all__ = [
     "ACTIVATION_NAMES",
     "FACTORS",
     "KNOWN_SECTIONS",
-    "LEGACY_VALUES",
     "AnnealedRange",
     "CategoricalConfig",
     "CurriculumConfig",
@@ -85,18 +83,6 @@ FACTORS = (
 )
 
 
-# Keys added after shards existed, with the value that reproduces the bytes made before them.
-# GenerationConfig.identity() leaves such a key out while it holds that value (the versioning
-# rule, puicl_common.versioning, docs/architecture.md §6): old configs, shards and checkpoints
-# keep their hash.
-LEGACY_VALUES: dict[tuple[str, ...], Any] = {
-    ("prior", "scm", "noise_sampler"): "box_muller",
-    ("prior", "scm", "arithmetic"): "native",
-    ("prior", "dataset", "categorical"): None,
-    ("prior", "real_tables"): None,
-    ("prior", "real_tables", "skip_scm"): False,
-}
-
 # Mechanisms of the prior that lost the prior study (docs/recipe.md, "Prior v2") and were taken
 # out; their code is at the git tag prior-study-2026-11. Each was absent (None) by default,
 # which never entered a hash: a stored config that names one at None still loads with its
@@ -140,14 +126,18 @@ class SCMConfig:
     activation_schedule: tuple[Literal["per_layer", "shared"], ...] = ("per_layer",)
     clip: float = 20.0  # standardized features and score are clipped to ±clip
     # the per-layer noise: box_muller (the original bytes; the default) or table (a normal
-    # quantile table, ~4× faster: prior_gen.engine.noise_table). Hashed only when table.
+    # quantile table, ~4× faster: prior_gen.engine.noise_table)
     noise_sampler: Literal["box_muller", "table"] = "box_muller"
     # native (numpy + OpenBLAS: the original bytes, which differ between CPU models) or
     # portable (fixed-order kernels, the same bytes on every CPU: prior_gen.engine.portable;
-    # every normal from the noise table, so it needs noise_sampler: table). Hashed only when
-    # portable.
+    # every normal from the noise table, so it needs noise_sampler: table)
     arithmetic: Literal["native", "portable"] = "native"
 
+    # Keys added after shards existed, each with the value that reproduces the bytes made
+    # before it: left out of the hash while they hold it (puicl_common.versioning), so old
+    # configs, shards and checkpoints keep their hash.
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"noise_sampler": "box_muller",
+                                               "arithmetic": "native"}
     REMOVED_KEYS: ClassVar[dict[str, Any]] = {"families": None}
     REMOVED_WHY: ClassVar[str] = REMOVED_WHY
 
@@ -162,11 +152,8 @@ class SCMConfig:
         _choices(self.cause_dist, "cause_dist")
         _choices(self.activations, "activations")
         for name in self.activations:
-            require(
-                name in ACTIVATION_NAMES,
-                "activations",
-                f"unknown activation {name!r} (known: {', '.join(ACTIVATION_NAMES)})",
-            )
+            require(name in ACTIVATION_NAMES, "activations",
+                    f"unknown activation {name!r} (known: {', '.join(ACTIVATION_NAMES)})")
         _choices(self.activation_schedule, "activation_schedule")
         require(self.clip > 0, "clip", f"must be positive, got {self.clip}")
         require(
@@ -246,6 +233,8 @@ class RealTablesConfig:
     # metadata holds the plan's factors alone). False: its SCM runs, as in older shards.
     skip_scm: bool = False
 
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"skip_scm": False}  # added after shards existed
+
     def validate(self) -> None:
         _fraction(self.probability, "probability")
         require(isinstance(self.skip_scm, bool), "skip_scm", "must be true or false")
@@ -269,6 +258,7 @@ class DatasetConfig:
     n_labeled: tuple[int, int] | AnnealedRange = (100, 300)
     categorical: CategoricalConfig | None = None
 
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"categorical": None}  # added after shards existed
     REMOVED_KEYS: ClassVar[dict[str, Any]] = {"columns": None, "wide": None}
     REMOVED_WHY: ClassVar[str] = REMOVED_WHY
 
@@ -326,6 +316,7 @@ class PriorConfig:
     # some tasks cut from a corpus of real tables (prior_gen.mechanisms.real_tables)
     real_tables: RealTablesConfig | None = None
 
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"real_tables": None}  # added after shards existed
     REMOVED_KEYS: ClassVar[dict[str, Any]] = {"label_rule": None, "labeling": None,
                                               "label_noise": None}
     REMOVED_WHY: ClassVar[str] = REMOVED_WHY
@@ -352,12 +343,8 @@ class CurriculumConfig:
     steps_per_stage: int = 750  # S
     tail_steps: int = 25_000  # T
     global_batch: int = 48  # tasks per step
-    eta: AnnealedRange = field(
-        default_factory=lambda: AnnealedRange(start=(1.0, 1.0), end=(0.5, 2.0))
-    )
-    pi: AnnealedRange = field(
-        default_factory=lambda: AnnealedRange(start=(0.5, 0.5), end=(0.1, 0.9))
-    )
+    eta: AnnealedRange = AnnealedRange(start=(1.0, 1.0), end=(0.5, 2.0))  # frozen: shareable
+    pi: AnnealedRange = AnnealedRange(start=(0.5, 0.5), end=(0.1, 0.9))
     # P(causal) at stage s = causal_final * s / K  (paper: s / (2K), i.e. causal_final = 0.5)
     causal_final: float = 0.5
 
@@ -409,19 +396,11 @@ class GenerationConfig:
         require(0 <= self.seed < 2**63, "seed", f"must lie in 0..2**63-1, got {self.seed}")
 
     def identity(self) -> dict[str, Any]:
-        """The part of the config that determines task bytes (seed, prior, curriculum).
-
-        Versioning rule: a key added to these sections after shards were made enters the
-        identity only when its value differs from its legacy value (``LEGACY_VALUES``), so
-        every config that keeps the old behaviour keeps its hash, and with it its shards and
-        checkpoints.
-        """
-        identity = {
-            "seed": self.seed,
-            "prior": to_dict(self.prior),
-            "curriculum": to_dict(self.curriculum),
-        }
-        return drop_legacy_values(identity, LEGACY_VALUES)
+        """The part of the config that determines task bytes (seed, prior, curriculum), less
+        the keys at their legacy value (the sections' ``LEGACY_VALUES``), so that every
+        config that keeps the old behaviour keeps its hash, its shards and checkpoints."""
+        return {"seed": self.seed, "prior": identity_dict(self.prior),
+                "curriculum": identity_dict(self.curriculum)}
 
     def hash(self) -> str:
         return config_hash(self.identity())

@@ -4,11 +4,8 @@ A step is the unit of generation: its tasks are produced together, the tasks sha
 signature in one batched pass (:mod:`prior_gen.engine.forward`). Every draw comes from the
 task's own stream, so the bytes of a task depend only on (config, split, stage, index).
 
-An SCM whose output overflows float32 (chains of square activations) is drawn again from the
-continuing stream of the same task: new weights, causes and noise; from attempt
-``REDRAW_ACTIVATIONS_FROM`` on also new activation functions for that task alone (the step's
-functions may make every weight draw overflow). Metadata records ``attempts`` and the functions
-actually used. Attempt ``MAX_ATTEMPTS`` failing too is an error.
+An SCM whose output overflows float32 is drawn again as :mod:`prior_gen.paper.reference`
+says; metadata records ``attempts`` and the functions actually used.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Plan and run a generation: which shards to write, by which workers, and the bookkeeping.
 
-The unit of parallel work is a whole shard (``steps_per_shard`` steps of one stage): a worker
-generates its steps, writes the shard under a temporary name and renames it into place, then
-returns the shard's record. The one process that holds the directory's writer lock adds the
-records to ``manifest.json`` (at most once a second, and at the end). On a rerun, shards whose
-record is in the manifest and whose bytes still match their sha256 are kept; the others (never
-written, killed before their record reached the manifest, or damaged) are generated again,
-byte for byte the same.
+A worker generates a whole shard, renames it into place and returns its record; the process
+that holds the writer lock adds the records to ``manifest.json``, and a rerun keeps the listed
+shards whose sha256 still matches (docs/architecture.md §6, "Integrity and resume").
 """
 
 from __future__ import annotations
@@ -73,13 +69,11 @@ class ShardJob:
 
 @dataclass
 class RunSummary:
-    planned: int = 0  # shards covering the request
     reused: int = 0  # already present and verified
     written: int = 0
     tasks_written: int = 0
     bytes_written: int = 0
     seconds: float = 0.0
-    removed_temporaries: int = 0
     regenerated: list[str] = field(default_factory=list)  # listed but missing or damaged
 
 
@@ -124,44 +118,27 @@ def estimated_bytes(config: GenerationConfig, jobs: Iterable[ShardJob]) -> int:
     return int(total)
 
 
-def _limit_threads() -> Any:
-    """Single-threaded BLAS inside a worker: the workers already use every core."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional (comes with scikit-learn); only a speed matter
-        return None
-    return threadpool_limits(1)
-
-
 def _write_shard_from(arguments: tuple[GenerationConfig, ShardJob, str]) -> dict[str, Any]:
     return write_shard(*arguments)
 
 
 def write_shard(config: GenerationConfig, job: ShardJob, directory: str) -> dict[str, Any]:
     """Generate the steps of ``job``, write its shard atomically and return its record."""
+    from threadpoolctl import threadpool_limits
+
     from prior_gen.generate import generate_step
 
-    limiter = _limit_threads()
-    try:
-        steps = [
-            generate_step(config, job.split, job.stage, step)
-            for step in range(job.first_step, job.first_step + job.n_steps)
-        ]
-    finally:
-        if limiter is not None:
-            limiter.restore_original_limits()
+    with threadpool_limits(1):  # single-threaded BLAS: the workers already use every core
+        steps = [generate_step(config, job.split, job.stage, step)
+                 for step in range(job.first_step, job.first_step + job.n_steps)]
     fmt = config.shards.format
     final = Path(directory) / job.relpath(fmt)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(final)
-    attributes = {
-        "split": job.split,
-        "stage": stage_key(job.stage),
-        "first_step": job.first_step,
-        "n_steps": job.n_steps,
-        "global_batch": config.curriculum.global_batch,
-        "config_hash": config.hash(),
-    }
+    where = {"split": job.split, "stage": stage_key(job.stage), "first_step": job.first_step,
+             "n_steps": job.n_steps}
+    attributes = {**where, "global_batch": config.curriculum.global_batch,
+                  "config_hash": config.hash()}
     try:
         if fmt == "zarr":
             from prior_gen.shards.zarr_format import write_zarr_shard
@@ -180,25 +157,15 @@ def write_shard(config: GenerationConfig, job: ShardJob, directory: str) -> dict
             remove_path(tmp)
         raise
     tasks = [task for step in steps for task in step]
-    return {
-        "path": job.relpath(fmt),
-        "split": job.split,
-        "stage": stage_key(job.stage),
-        "first_step": job.first_step,
-        "n_steps": job.n_steps,
-        "n_tasks": len(tasks),
-        "sha256": sha256,
-        "bytes": size,
-        "stats": task_stats(tasks),
-        **extra,
-    }
+    return {"path": job.relpath(fmt), **where, "n_tasks": len(tasks), "sha256": sha256,
+            "bytes": size, "stats": task_stats(tasks), **extra}
 
 
-def _verified(directory: Path, record: dict[str, Any], verify: bool) -> bool:
-    path = directory / record["path"]
-    if not path.exists():
+def _verified(directory: Path, record: dict[str, Any] | None, verify: bool) -> bool:
+    """Whether the shard of ``record`` (None: not listed) is there, and (``verify``) intact."""
+    if record is None or not (directory / record["path"]).exists():
         return False
-    return not verify or digest_path(path)[0] == record["sha256"]
+    return not verify or digest_path(directory / record["path"])[0] == record["sha256"]
 
 
 def _leave_signals_to_the_parent() -> None:
@@ -292,14 +259,9 @@ def _execute(
         raise RuntimeError(
             "the dask backend needs dask.distributed: pip install 'puicl[distributed]'"
         ) from err
-    if scheduler:
-        client = Client(scheduler)
-        cluster = None
-    else:
-        cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-        client = Client(cluster)
+    cluster = None if scheduler else LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(scheduler or cluster)
     try:
         with parallel_config(backend="dask"):
             yield from Parallel(n_jobs=-1, return_as="generator_unordered")(calls)
@@ -335,10 +297,9 @@ def run_generation(
     started = time.perf_counter()
     summary = RunSummary()
     jobs = plan_jobs(config, split, stages, steps)
-    summary.planned = len(jobs)
     out.mkdir(parents=True, exist_ok=True)
     with WriterLock(out):
-        summary.removed_temporaries = remove_temporaries(out)
+        remove_temporaries(out)
         manifest = load_manifest(out)
         if manifest is None:
             manifest = new_manifest(config, config_path)
@@ -353,11 +314,7 @@ def run_generation(
             for job in jobs
         ]
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            checks = list(
-                pool.map(
-                    lambda pair: pair[1] is not None and _verified(out, pair[1], verify), listed
-                )
-            )
+            checks = list(pool.map(lambda pair: _verified(out, pair[1], verify), listed))
         todo = []
         for (job, record), ok in zip(listed, checks, strict=True):
             if ok:

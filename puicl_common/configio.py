@@ -18,6 +18,8 @@ no longer has (``REMOVED_KEYS``, :func:`from_mapping`): files written while they
 load, where they hold the value that meant "as today" (the versioning rule of
 :mod:`puicl_common.versioning`; every part declares its removed keys this way, on the class
 of the section that held them, so that one pass of :func:`from_mapping` applies them all).
+A key added after configs were stored has a legacy value, listed the same way (``LEGACY_VALUES``)
+and left out of the dict that is hashed while it holds it (:func:`identity_dict`).
 
 This module imports neither torch nor numpy, so the prior generator's worker processes can use
 it cheaply.
@@ -38,7 +40,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from puicl_common.config_errors import ConfigError
 from puicl_common.config_errors import describe as _describe
-from puicl_common.versioning import drop_removed_keys
+from puicl_common.versioning import drop_removed_keys, is_legacy_value
 
 T = TypeVar("T")
 
@@ -46,6 +48,7 @@ __all__ = [
     "ConfigError",
     "config_hash",
     "from_mapping",
+    "identity_dict",
     "load_yaml",
     "merge_mappings",
     "require",
@@ -234,12 +237,28 @@ def strip_removed_keys(cls: type, data: Any) -> Any:
 
 def to_dict(obj: Any) -> Any:
     """A plain JSON/YAML-serialisable structure (tuples become lists, paths strings)."""
+    return _plain(obj, identity=False)
+
+
+def identity_dict(obj: Any) -> Any:
+    """:func:`to_dict` of a config as it identifies what it makes (the dict that is hashed):
+    each section leaves out the keys that its class lists in ``LEGACY_VALUES`` (key -> legacy
+    value) while they hold their legacy value, the versioning rule for added options
+    (:mod:`puicl_common.versioning`). A section is compared with its legacy value after its
+    own such keys are left out."""
+    return _plain(obj, identity=True)
+
+
+def _plain(obj: Any, identity: bool) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        legacy: Mapping[str, Any] = getattr(obj, "LEGACY_VALUES", {}) if identity else {}
+        items = ((f.name, _plain(getattr(obj, f.name), identity)) for f in dataclasses.fields(obj))
+        return {name: value for name, value in items
+                if not (name in legacy and is_legacy_value(value, legacy[name]))}
     if isinstance(obj, Mapping):
-        return {str(k): to_dict(v) for k, v in obj.items()}
+        return {str(k): _plain(v, identity) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_dict(v) for v in obj]
+        return [_plain(v, identity) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
     return obj

@@ -1,27 +1,28 @@
 """The versioning rule of every stored config: options come and go, old hashes stay.
 
 Config hashes name shards, checkpoints and weights, so adding or removing an option must not
-change the hash of a config that keeps today's behaviour. Two rules, each written once here
-and used by every part alike:
+change the hash of a config that keeps today's behaviour. Two rules, each written once and
+wired the same way for every part: the class of the section that holds (or held) the key
+lists it, and one function of :mod:`puicl_common.configio` applies the lists of every
+section of a config.
 
 * **An added option** has a *legacy value*, the one that reproduces what was done before it
-  existed. :func:`drop_legacy_values` drops a key that holds its legacy value before a config
-  is hashed or stored, so such a config keeps its bytes and its hash. The table sits beside
-  the code that computes the identity: ``prior_gen.config.LEGACY_VALUES`` for the prior's
-  hash, ``InferenceSettings.LEGACY_VALUES`` for the benchmark's cache keys (the trainer's
-  ``training_identity`` names the fields it hashes, so a new one is out by construction).
+  existed. The section's class lists it (``LEGACY_VALUES``: key -> legacy value), and
+  :func:`puicl_common.configio.identity_dict`, the dict that is hashed, leaves the key out
+  while it holds that value, so such a config keeps its hash (``GenerationConfig.identity()``
+  for the prior's hash, ``InferenceSettings.identity()`` for the benchmark's cache keys; the
+  trainer's ``training_identity`` names the fields it hashes, so a new one is out by
+  construction).
 * **A removed option** has its *old default*, the value under which the code did what it does
   today. :func:`drop_removed_keys` drops a key at its old default (configs and checkpoints
   written while it existed still load, as before its removal they never entered a hash at
   that value) and refuses any other value with a :class:`~puicl_common.configio.ConfigError`
-  naming the key and why the option went. One wiring for every part: the class of the
-  section that held the key lists it (``REMOVED_KEYS``: key -> old default, ``REMOVED_WHY``)
-  and :func:`puicl_common.configio.from_mapping` applies it while it builds that section
-  (``ModelConfig``, the prior's sections, the trainer's ``TrainingConfig`` and
-  ``OptimizerConfig``, ``InferenceSettings``).
+  naming the key and why the option went. The section's class lists it (``REMOVED_KEYS``:
+  key -> old default, ``REMOVED_WHY``) and :func:`puicl_common.configio.from_mapping` applies
+  it while it builds that section (``ModelConfig``, the prior's sections, the trainer's
+  ``TrainingConfig`` and ``OptimizerConfig``, ``InferenceSettings``).
 
-Both tables map a key to its value: a top-level key by its name, a nested one by its path
-(``("prior", "scm", "noise_sampler")``). Values compare by :func:`is_legacy_value`.
+Values compare by :func:`is_legacy_value`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 
 from puicl_common.config_errors import ConfigError, describe
 
-__all__ = ["drop_legacy_values", "drop_removed_keys", "is_legacy_value"]
+__all__ = ["drop_removed_keys", "is_legacy_value"]
 
 KeyPath = str | tuple[str, ...]
 
@@ -71,20 +72,11 @@ def _drop_at(mapping: dict[str, Any], path: tuple[str, ...],
     _drop_at(mapping[head], tuple(rest), drop, (*where, head))
 
 
-def drop_legacy_values(mapping: Mapping[str, Any], legacy: Mapping[KeyPath, Any],
-                       ) -> dict[str, Any]:
-    """``mapping`` less every key of ``legacy`` that holds its legacy value (module
-    docstring); ``mapping`` itself is not changed."""
-    result = dict(mapping)
-    for key, value in legacy.items():
-        _drop_at(result, _path(key), lambda _, held, value=value: is_legacy_value(held, value))
-    return result
-
-
 def drop_removed_keys(mapping: Mapping[str, Any], removed: Mapping[KeyPath, tuple[Any, str]],
                       *, refuse: bool = True, prefix: str = "") -> dict[str, Any]:
-    """``mapping`` less the keys of ``removed`` options, each mapped to ``(old default, why it
-    was removed)``; ``mapping`` itself is not changed.
+    """``mapping`` less the keys of ``removed`` options (a key by its name, a nested one by its
+    path), each mapped to ``(old default, why it was removed)``; ``mapping`` itself is not
+    changed.
 
     With ``refuse``, a removed key at any value but its old default is a ``ConfigError``
     naming the key (under ``prefix``, the dotted path of ``mapping`` in its file); without,

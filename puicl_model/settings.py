@@ -12,8 +12,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from puicl_common.configio import require, to_dict
-from puicl_common.versioning import drop_legacy_values
+from puicl_common.configio import identity_dict, require
 
 __all__ = ["InferenceSettings", "Partner"]
 
@@ -64,7 +63,7 @@ class InferenceSettings:
 
     # settings added after results were stored, with the value that reproduces those results:
     # left out of the settings that identify results (:meth:`identity`) while they hold it, so
-    # that the benchmark's cached replicates keep their keys
+    # that the benchmark's cached replicates keep their keys (puicl_common.versioning)
     LEGACY_VALUES: ClassVar[dict[str, Any]] = {"partner": "none", "pool_sample": None}
 
     # settings that were measured on the development suite and removed (docs/classifier.md,
@@ -98,4 +97,4 @@ class InferenceSettings:
 
     def identity(self) -> dict[str, Any]:
         """The settings as they identify results: those at their legacy value left out."""
-        return drop_legacy_values(to_dict(self), self.LEGACY_VALUES)
+        return identity_dict(self)

@@ -303,10 +303,11 @@ _HASHED_PRECISION = {canonical: alias for alias, canonical in PRECISION_ALIASES.
 def training_identity(training: TrainingConfig) -> dict[str, Any]:
     """The training fields that decide the weights, for ``RunConfig.training_hash``.
 
-    Versioning rule (as prior_gen's ``LEGACY_VALUES``): an option added after runs were made
-    enters the identity only when it leaves today's behaviour, so every config that keeps it
-    keeps its hash and can resume its checkpoints. Options since removed never entered it at
-    the values that remain (the sections' ``REMOVED_KEYS``), so removing them changed no hash.
+    Versioning rule (as the ``LEGACY_VALUES`` of the prior's sections): an option added after
+    runs were made enters the identity only when it leaves today's behaviour, so every config
+    that keeps it keeps its hash and can resume its checkpoints. Options since removed never
+    entered it at the values that remain (the sections' ``REMOVED_KEYS``), so removing them
+    changed no hash.
     """
     identity: dict[str, Any] = {
         "sampler": training.sampler,

@@ -21,7 +21,7 @@ import shlex
 from collections import defaultdict
 from pathlib import Path
 
-from prior_gen.shards import ShardReader, format_ranges, open_shards
+from prior_gen.shards import ShardReader, format_ranges, format_stages, open_shards
 from prior_gen.shards.errors import ShardMismatchError
 from prior_gen.shards.manifest import MANIFEST_NAME, load_manifest
 from trainer.config import RunConfig, ValidationConfig
@@ -30,14 +30,6 @@ from trainer.sampler import StepSampler
 
 class ShardPlanError(ValueError):
     """The shards cannot feed this run; the message says what to generate."""
-
-
-def _stage_spec(stages: list) -> str:
-    numbers = [s for s in stages if s != "tail"]
-    parts = [format_ranges(numbers)] if numbers else []
-    if "tail" in stages:
-        parts.append("tail")
-    return ",".join(parts)
 
 
 def generate_commands(
@@ -56,7 +48,7 @@ def generate_commands(
             parts += ["--split", split]
         if fmt is not None:
             parts += ["--format", fmt]
-        parts += ["--stages", _stage_spec(stages), "--steps", f"{first}-{last}"]
+        parts += ["--stages", format_stages(stages), "--steps", f"{first}-{last}"]
         parts += ["--out", str(out)]
         commands.append(shlex.join(parts))
     return commands

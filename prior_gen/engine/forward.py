@@ -128,14 +128,9 @@ def forward_group(
 ) -> list[RawTask]:
     """Run the SCMs of ``plans`` (equal forward signatures) and return their raw outputs.
 
-    ``noise_sampler`` (``prior.scm.noise_sampler``) picks how the per-layer noise is drawn,
-    in both cases from the task's stream when its block is computed: ``box_muller`` (the
-    original bytes) or ``table`` (:mod:`prior_gen.engine.noise_table`: one word of the task's stream
-    seeds the block's noise, looked up in a normal quantile table).
-
-    ``arithmetic`` (``prior.scm.arithmetic``): ``native`` (numpy and OpenBLAS: the original
-    bytes, which depend on the CPU) or ``portable`` (:func:`forward_portable`: the same bytes
-    on every CPU; requires the table noise sampler).
+    ``noise_sampler`` and ``arithmetic`` are ``prior.scm``'s. Either sampler draws a block's
+    noise from the task's stream when the block is computed: ``box_muller``, or ``table`` (one
+    word of the stream seeds the block's noise, :mod:`prior_gen.engine.noise_table`).
     """
     if arithmetic == "portable":
         return [forward_portable(plan, init_std) for plan in plans]
@@ -157,9 +152,6 @@ def forward_group(
         for selection in params.selections
     ]
 
-    def rows_of(i: int) -> slice:
-        return slice(bounds[i], bounds[i + 1])
-
     # Run the whole depth on a few tasks at a time so that their hidden states stay in cache.
     for members in _chunks(rows, h):
         lo_chunk, hi_chunk = bounds[members[0]], bounds[members[-1] + 1]
@@ -167,7 +159,8 @@ def forward_group(
         scratch = activated[: hi_chunk - lo_chunk]
         params.fill_causes(members, bounds)
         for i in members:
-            np.matmul(params.causes[rows_of(i)], params.weights_in[i], out=hidden[rows_of(i)])
+            rows_i = slice(bounds[i], bounds[i + 1])
+            np.matmul(params.causes[rows_i], params.weights_in[i], out=hidden[rows_i])
         counts = [rows[i] * h for i in members]
         # per member: (activated rows, hidden rows, its weights), views made once per chunk
         products = [

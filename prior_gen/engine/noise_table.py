@@ -52,9 +52,9 @@ TABLE_BITS = 16
 TABLE_SIZE = 1 << TABLE_BITS
 _DRAWS_PER_WORD = 64 // TABLE_BITS
 # SplitMix64: Weyl increment (golden ratio) and the finaliser's multipliers (Stafford's Mix13)
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
+GAMMA = np.uint64(0x9E3779B97F4A7C15)
+MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 @lru_cache(maxsize=1)
@@ -82,12 +82,12 @@ def splitmix_words(seed: int | np.uint64, count: int) -> np.ndarray:
     """The first ``count`` SplitMix64 outputs after ``seed`` (uint64; numpy reference)."""
     with np.errstate(over="ignore"):  # uint64 arithmetic wraps modulo 2**64, as intended
         z = np.arange(1, count + 1, dtype=np.uint64)
-        z *= _GAMMA
+        z *= GAMMA
         z += np.uint64(seed)
         z ^= z >> np.uint64(30)
-        z *= _MIX1
+        z *= MIX1
         z ^= z >> np.uint64(27)
-        z *= _MIX2
+        z *= MIX2
         z ^= z >> np.uint64(31)
     return z
 
@@ -112,4 +112,4 @@ def add_table_noise(flat: np.ndarray, table: np.ndarray, seed: int | np.uint64) 
     by the compiled kernel of :mod:`prior_gen.engine.portable` (the same bytes, tested)."""
     from prior_gen.engine import portable
 
-    portable.add_noise(flat, table, np.uint64(seed))
+    portable.add_table_noise(flat, table, np.uint64(seed))

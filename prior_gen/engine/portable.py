@@ -20,12 +20,8 @@ same operations to several elements at once, in the same order for each element.
   meaningless that far out anyway);
 * column sums of the standardization run row by row in float64.
 
-Limits (docs/architecture.md §6): the guarantee holds for one version of this code; a numba or
-LLVM release that broke the IEEE semantics of unflagged float operations would break it
-(tests/prior_gen/test_portable.py fails if a product is fused or a sum reordered). It also
-assumes the default rounding and subnormal modes (no flush-to-zero set by another library in
-the process). Only numba compiles these kernels; there is no numpy fallback (numba is a
-dependency of the package).
+The limits of the guarantee (a numba or LLVM release, rounding modes) are in
+docs/architecture.md §6, "Determinism across machines".
 """
 
 from __future__ import annotations
@@ -36,11 +32,11 @@ import numba
 import numpy as np
 
 from prior_gen.config import ACTIVATION_NAMES
+from prior_gen.engine.noise_table import GAMMA, MIX1, MIX2
 
 __all__ = [
     "ACTIVATION_CODES",
     "activate",
-    "column_mean_squares",
     "column_means",
     "forward",
     "matmul_t",
@@ -333,29 +329,19 @@ def matmul_t(weights, act, out):
 
 
 # ---- SCM forward pass of one task --------------------------------------------------------
-gamma = np.uint64(0x9E3779B97F4A7C15)
-mix1 = np.uint64(0xBF58476D1CE4E5B9)
-mix2 = np.uint64(0x94D049BB133111EB)
-
-
-@inline
-def add_table_noise(flat, table, seed):  # the SplitMix64 table noise of noise_table
+@jit
+def add_table_noise(flat, table, seed):
+    """flat += the SplitMix64 table noise seeded by ``seed`` (prior_gen.engine.noise_table)."""
     n = flat.shape[0]
     for w in range((n + 3) // 4):
-        z = seed + np.uint64(w + 1) * gamma
-        z = (z ^ (z >> np.uint64(30))) * mix1
-        z = (z ^ (z >> np.uint64(27))) * mix2
+        z = seed + np.uint64(w + 1) * GAMMA
+        z = (z ^ (z >> np.uint64(30))) * MIX1
+        z = (z ^ (z >> np.uint64(27))) * MIX2
         z ^= z >> np.uint64(31)
         for j in range(4):
             i = 4 * w + j
             if i < n:
                 flat[i] += table[(z >> np.uint64(16 * j)) & np.uint64(0xFFFF)]
-
-
-@jit
-def add_noise(flat, table, seed):
-    """flat += the table noise seeded by ``seed`` (prior_gen.engine.noise_table), in place."""
-    add_table_noise(flat, table, seed)
 
 
 @jit
@@ -396,19 +382,6 @@ def column_means(values):
     for i in range(n):
         for j in range(d):
             total[j] += values[i, j]
-    for j in range(d):
-        total[j] /= n
-    return total
-
-
-@jit
-def column_mean_squares(values):
-    """Float64 means of the squares of the columns of ``values`` [n, d], rows in order."""
-    n, d = values.shape
-    total = np.zeros(d, np.float64)
-    for i in range(n):
-        for j in range(d):
-            total[j] += values[i, j] * values[i, j]
     for j in range(d):
         total[j] /= n
     return total

@@ -36,29 +36,25 @@ def _ones(n: int) -> np.ndarray:
 _ONES = np.ones(0)
 
 
-def _centered_stats(
-    values: np.ndarray, portable: bool = False
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(values − mean in float64, mean, std floored at 1e-6) of float32 ``values`` [n, d], by
+def _centered_stats(values: np.ndarray, portable: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(values − mean in float64, std floored at 1e-6) of float32 ``values`` [n, d], by
     column; raises NonFiniteOutput when the SCM overflowed. ``portable``: the sums run row by
     row (prior_gen.engine.portable) instead of in BLAS's CPU-dependent order."""
     n = values.shape[0]
     centered = values.astype(np.float64)
     if portable:
-        from prior_gen.engine.portable import column_mean_squares, column_means
+        from prior_gen.engine.portable import column_means
 
-        mean = column_means(centered)
-        centered -= mean
-        std = np.sqrt(column_mean_squares(centered))
+        centered -= column_means(centered)
+        std = np.sqrt(column_means(np.multiply(centered, centered)))
     else:
         ones = _ones(n)
-        mean = ones @ centered / n
-        centered -= mean
+        centered -= ones @ centered / n
         std = np.sqrt(ones @ np.multiply(centered, centered) / n)
     # a non-finite mean makes the std non-finite too, so one test covers both
     if not np.isfinite(std).all():
         raise NonFiniteOutput("SCM output is not finite")
-    return centered, mean, np.maximum(std, STD_FLOOR, out=std)
+    return centered, np.maximum(std, STD_FLOOR, out=std)
 
 
 def _scaled(centered: np.ndarray, std: np.ndarray, clip: float) -> np.ndarray:
@@ -95,19 +91,13 @@ def rank_labels_by_index(score: np.ndarray, pi: float) -> np.ndarray:
     return labels
 
 
-def build_task(
-    plan: TaskPlan,
-    raw: RawTask,
-    clip: float,
-    attempts: int,
-    arithmetic: str = "native",
-) -> Task:
+def build_task(plan: TaskPlan, raw: RawTask, clip: float, attempts: int, arithmetic: str) -> Task:
     """Standardize, label and PU-split one task's SCM output (uses the task's stream).
     ``arithmetic``: ``prior.scm.arithmetic`` (``portable``: fixed-order sums, specified ties)."""
     portable = arithmetic == "portable"
     # statistics over all n generated rows (§2.2); only the kept rows are transformed
-    x_centered, _, x_std = _centered_stats(raw.x, portable)
-    score_centered, _, score_std = _centered_stats(raw.score[:, None], portable)
+    x_centered, x_std = _centered_stats(raw.x, portable)
+    score_centered, score_std = _centered_stats(raw.score[:, None], portable)
     # the portable ranking specifies ties (the lowest rows first); numpy's partition alone,
     # kept for the native path's bytes, leaves their order to its SIMD kernel
     ranker = rank_labels_by_index if portable else rank_labels

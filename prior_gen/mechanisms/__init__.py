@@ -2,7 +2,7 @@
 
 A mechanism is one module here and one entry in :data:`MECHANISMS`; its config dataclass is a
 section of :class:`~prior_gen.config.PriorConfig` (absent, ``None``, by default and as its
-legacy value: ``prior_gen.config.LEGACY_VALUES``), and any stream it draws from is a scope code
+legacy value: ``PriorConfig.LEGACY_VALUES``), and any stream it draws from is a scope code
 of its own (``prior_gen.paper.seeding.SCOPE_CODES``). :func:`prior_gen.generate.generate_tasks`
 calls the hooks, and nothing else in the generator knows a mechanism:
 

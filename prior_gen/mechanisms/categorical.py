@@ -55,11 +55,7 @@ def cut_positions(n: int, count: int, rng: np.random.Generator) -> list[int]:
 def _levels(values: np.ndarray, n_levels: int, rng: np.random.Generator) -> np.ndarray:
     """Dense level codes 0..m-1 (int64) of one column, by ``n_levels - 1`` random cuts."""
     ordered = np.sort(values)
-    thresholds = ordered[cut_positions(values.shape[0], n_levels - 1, rng)]  # non-decreasing
-    distinct = np.empty(thresholds.shape[0], bool)
-    distinct[0] = True
-    np.not_equal(thresholds[1:], thresholds[:-1], out=distinct[1:])
-    thresholds = thresholds[distinct]
+    thresholds = np.unique(ordered[cut_positions(values.shape[0], n_levels - 1, rng)])
     codes = np.searchsorted(thresholds, values, side="right")
     # each threshold is some row's value, so codes 1..len(thresholds) all occur; code 0 is
     # empty when the column's minimum is the first threshold (ties): shift to keep them dense

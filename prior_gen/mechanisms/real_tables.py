@@ -43,8 +43,8 @@ from prior_gen.shards.storage import digest_path
 from prior_gen.task import Task
 from puicl_common.atomic import atomic_output
 
-__all__ = ["CorpusError", "RealCorpus", "load_corpus", "real_task", "real_task_from_plan",
-           "real_task_instead_of_scm", "write_corpus"]
+__all__ = ["CorpusError", "RealCorpus", "load_corpus", "real_task", "real_task_instead_of_scm",
+           "write_corpus"]
 
 _CORPUS_KEYS = ("values", "labels", "shapes", "tables", "names")
 
@@ -240,17 +240,13 @@ def real_task(task: Task, spec: RealTablesConfig) -> Task:
 
 
 def real_task_instead_of_scm(plan: TaskPlan, spec: RealTablesConfig) -> Task | None:
-    """The mechanism's hook before the SCM: under ``skip_scm`` the task cut for ``plan``."""
-    return real_task_from_plan(plan, spec) if spec.skip_scm else None
-
-
-def real_task_from_plan(plan: TaskPlan, spec: RealTablesConfig) -> Task | None:
-    """Under ``spec.skip_scm``: the task cut from the corpus for ``plan`` without running its
-    SCM, or None when the task stays synthetic: not drawn for replacement, or no varying column
-    left (then its SCM runs, and :func:`real_task` draws the same and leaves it synthetic). The
-    sizes are those the synthetic task would have under the paper's labeling; the metadata
-    holds the plan's factors, with ``attempts`` and ``n_generated`` 0 and no ``label_node``."""
-    rng = _replaced(plan.seed_key, spec)
+    """The mechanism's hook before the SCM, under ``spec.skip_scm``: the task cut from the
+    corpus for ``plan`` without running its SCM, or None when the task stays synthetic: not
+    drawn for replacement, or no varying column left (then its SCM runs, and :func:`real_task`
+    draws the same and leaves it synthetic). The sizes are those the synthetic task would have
+    under the paper's labeling; the metadata holds the plan's factors, with ``attempts`` and
+    ``n_generated`` 0 and no ``label_node``."""
+    rng = _replaced(plan.seed_key, spec) if spec.skip_scm else None
     if rng is None:
         return None
     # the paper's labeling: ⌈π·n⌉ of the n generated rows are negatives, less those that

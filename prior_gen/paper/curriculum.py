@@ -13,7 +13,6 @@ from prior_gen.config import CurriculumConfig
 from prior_gen.paper.seeding import TAIL, Stage
 
 __all__ = [
-    "TAIL",
     "StepAddress",
     "all_stages",
     "annealing_stage",

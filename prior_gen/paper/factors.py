@@ -178,40 +178,16 @@ def plan_step(config: GenerationConfig, split: str, stage: Stage, step: int) -> 
         value = dict(shared)
         for name in task_scoped:
             value[name] = resolve[name](float(task_block[_SLOT[name]]))
+        # every factor is a field of the plan; the activations slot picked the schedule
+        schedule = value.pop("activations")
         depth = value["depth"]
-        schedule = value["activations"]
         bank = shared_functions if shared_functions is not None else functions_of(task_block)
         functions = (bank[0],) * (depth - 1) if schedule == "shared" else tuple(bank[: depth - 1])
-        causal = value["causal"]
-        eta, pi, n_labeled = value["eta"], value["pi"], value["n_labeled"]
-        noncausal_features = value["noncausal_features"]
-        n_train, n_unlabeled = pu_sizes(n_labeled, eta, pi)
-        uses_causes = not causal and noncausal_features == "causes"
-        plans.append(
-            TaskPlan(
-                stage=stage,
-                index=index,
-                step=step,
-                seed_key=tuple(key),
-                depth=depth,
-                width=value["width"],
-                n_features=value["n_features"],
-                n_labeled=n_labeled,
-                noise_std=value["noise_std"],
-                cause_dist=value["cause_dist"],
-                activation_schedule=schedule,
-                activations=functions,
-                noncausal_features=noncausal_features,
-                label_block=value["label_block"],
-                feature_selection=value["feature_selection"],
-                feature_order=value["feature_order"],
-                causal=causal,
-                eta=eta,
-                pi=pi,
-                n_causes=value["n_features"] if uses_causes else scm.n_causes,
-                n_train=n_train,
-                n_unlabeled=n_unlabeled,
-                rng=rng,
-            )
-        )
+        n_train, n_unlabeled = pu_sizes(value["n_labeled"], value["eta"], value["pi"])
+        uses_causes = not value["causal"] and value["noncausal_features"] == "causes"
+        plans.append(TaskPlan(
+            stage=stage, index=index, step=step, seed_key=tuple(key), **value,
+            activation_schedule=schedule, activations=functions,
+            n_causes=value["n_features"] if uses_causes else scm.n_causes,
+            n_train=n_train, n_unlabeled=n_unlabeled, rng=rng))
     return plans

@@ -1,14 +1,9 @@
 """Seed keys: every random draw is keyed by *what* is drawn (docs/architecture.md §3).
 
-A scope object is a stage, a step or a task of one split. Its random stream is
-
-    SeedSequence(entropy=seed, spawn_key=(split_code, stage_code, scope_code, position))
-
-with ``position`` = 0 for a stage, the step index for a step and the task index within the
-stage for a task. docs/architecture.md §3 writes the keys as
-(seed, split, stage[, step | index]); the scope code is added so that step 3 and task 3 of a
-stage cannot share a stream. The tail has stage code 0, which no phase-1 stage (1..K) uses,
-so it stays distinct whatever K is.
+A scope object (a stage, a step or a task of one split) draws from
+``SeedSequence(entropy=seed, spawn_key=(split_code, stage_code, scope_code, position))``
+(docs/architecture.md §6, "Factors and seeds"). The scope code keeps step 3 and task 3 of a
+stage apart; the tail's stage code 0 is no phase-1 stage's (1..K), whatever K is.
 """
 
 from __future__ import annotations
@@ -68,11 +63,8 @@ def generator_for_key(key: list[int]) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64DXSM(sequence))
 
 
-def task_stream(
-    task_key: tuple[int, ...] | list[int], scope: str, *extra: int
-) -> np.random.Generator:
+def task_stream(task_key: tuple[int, ...] | list[int], scope: str) -> np.random.Generator:
     """A task's stream of scope ``scope`` (``categorical``, ``real_tables``): the task's key
-    (:func:`seed_key`) with that scope code, then ``extra`` (e.g. the attempt number)."""
+    (:func:`seed_key`) with that scope code."""
     seed, split, stage, _, index = task_key
-    key = [int(seed), int(split), int(stage), SCOPE_CODES[scope], int(index), *map(int, extra)]
-    return generator_for_key(key)
+    return generator_for_key([int(seed), int(split), int(stage), SCOPE_CODES[scope], int(index)])

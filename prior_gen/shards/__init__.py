@@ -10,7 +10,7 @@ publication, digests, the writer's lock); ``inspection`` (``prior-gen inspect``)
 from __future__ import annotations
 
 from prior_gen.shards.errors import ShardCorruptError, ShardError, ShardMismatchError
-from prior_gen.shards.reader import ShardReader, format_ranges, open_shards
+from prior_gen.shards.reader import ShardReader, format_ranges, format_stages, open_shards
 
 __all__ = [
     "ShardCorruptError",
@@ -18,5 +18,6 @@ __all__ = [
     "ShardMismatchError",
     "ShardReader",
     "format_ranges",
+    "format_stages",
     "open_shards",
 ]

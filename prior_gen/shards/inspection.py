@@ -7,15 +7,11 @@ from typing import Any
 
 from prior_gen.paper.seeding import TAIL
 from prior_gen.shards.errors import ShardMismatchError
-from prior_gen.shards.manifest import MANIFEST_NAME, load_manifest, summarize
+from prior_gen.shards.manifest import MANIFEST_NAME, load_manifest, stage_order, summarize
 from prior_gen.shards.reader import ShardReader
 from puicl_common.output_paths import save_figure
 
 __all__ = ["inspect_directory", "stage_rows"]
-
-
-def _order(key: str) -> tuple[bool, int]:
-    return (key == TAIL, 0 if key == TAIL else int(key))
 
 
 def stage_rows(manifest: dict[str, Any], split: str) -> list[dict[str, Any]]:
@@ -23,9 +19,9 @@ def stage_rows(manifest: dict[str, Any], split: str) -> list[dict[str, Any]]:
     curriculum = manifest["config"]["curriculum"]
     stages = curriculum["stages"]
     rows = []
-    for key, stats in sorted(
-        summarize(manifest).get(split, {}).items(), key=lambda kv: _order(kv[0])
-    ):
+    summary = summarize(manifest).get(split, {})
+    for key in sorted(summary, key=stage_order):
+        stats = summary[key]
         n = max(stats.get("tasks", 0), 1)
         s = stages if key == TAIL else int(key)
         rows.append(
@@ -83,34 +79,23 @@ def plot_stats(manifest: dict[str, Any], splits: list[str], path: Path) -> None:
         ("features per task (mean)", "features"),
         ("stored bytes per task", "bytes_per_task"),
     ]
-    stages = manifest["config"]["curriculum"]["stages"]
+    curriculum = manifest["config"]["curriculum"]
+    stages = curriculum["stages"]
     tail_x = stages + max(1, stages // 10)  # the tail, drawn a little after stage K
-
-    def position(key: str) -> int:
-        return tail_x if key == TAIL else int(key)
-
     for split in splits:
         rows = stage_rows(manifest, split)
         if not rows:
             continue
-        xs = [position(r["stage"]) for r in rows]
+        xs = [tail_x if r["stage"] == TAIL else int(r["stage"]) for r in rows]
         for ax, (title, key) in zip(axes.flat, panels, strict=True):
             ax.plot(xs, [r[key] for r in rows], marker=".", label=split)
             if key == "realized_pi":
                 low, high = [r["pi_min"] for r in rows], [r["pi_max"] for r in rows]
                 ax.fill_between(xs, low, high, alpha=0.2)
             ax.set_title(title)
-    expected = [
-        (s, s / stages * manifest["config"]["curriculum"]["causal_final"])
-        for s in range(1, stages + 1)
-    ]
-    axes.flat[2].plot(
-        [*[s for s, _ in expected], tail_x],
-        [*[p for _, p in expected], expected[-1][1]],
-        "k--",
-        lw=1,
-        label="s/(2K)",
-    )
+    xs = [*range(1, stages + 1), tail_x]  # the tail anneals as stage K
+    expected = [min(s, stages) / stages * curriculum["causal_final"] for s in xs]
+    axes.flat[2].plot(xs, expected, "k--", lw=1, label="s/(2K)")
     ticks = sorted({1, *range(0, stages + 1, max(1, stages // 5))} - {0})
     for ax in axes.flat:
         ax.set_xticks([*ticks, tail_x], [*map(str, ticks), TAIL])
@@ -154,18 +139,16 @@ def inspect_directory(directory: Path, split: str | None, plot: str | None, veri
         print(f"\nsplit {name}: {len(rows)} stages, {tasks} tasks, {stored / 1e6:.1f} MB")
         _print_table(rows)
         reader = ShardReader(directory, manifest, name)
+        heading = "verify" if verify else "check"
         if verify:
-            bad = reader.verify()
-            problem, fine = "missing or damaged", "verify: every shard matches its sha256"
-            heading = "verify"
+            bad, problem = reader.verify(), "missing or damaged"
+            fine = "verify: every shard matches its sha256"
         else:
             # without --verify only sizes are checked; say so, so that a clean report is not
             # mistaken for verified contents
-            bad = reader.check_sizes()
-            problem = "missing or of the wrong size"
+            bad, problem = reader.check_sizes(), "missing or of the wrong size"
             fine = ("check: every shard is present with its recorded size; contents were not "
                     "verified (--verify re-hashes every shard)")
-            heading = "check"
         if bad:
             status = 1
             print(f"{heading}: {len(bad)} shard(s) {problem}:")

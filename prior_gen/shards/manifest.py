@@ -24,8 +24,9 @@ from typing import Any
 from prior_gen.config import GenerationConfig
 from prior_gen.paper.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.shards.errors import ShardCorruptError, ShardMismatchError
-from prior_gen.shards.storage import atomic_write_json
 from prior_gen.task import Task
+from puicl_common import __version__
+from puicl_common.atomic import atomic_write_json
 from puicl_common.configio import to_dict
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "shard_key",
     "shard_relpath",
     "stage_key",
+    "stage_order",
     "summarize",
     "task_stats",
     "write_manifest",
@@ -50,7 +52,6 @@ KIND = "puicl-prior-shards"
 SUFFIXES = {"zarr": ".zarr", "webdataset": ".tar"}
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
-_MAX_COMMANDS = 100
 
 
 def shard_relpath(split: str, stage: Stage, first_step: int, fmt: str) -> str:
@@ -71,17 +72,16 @@ def parse_stage_key(key: str) -> Stage:
     return TAIL if key == TAIL else int(key)
 
 
-def _package_version() -> str:
-    from puicl_common import __version__
-
-    return __version__
+def stage_order(key: str) -> tuple[bool, int]:
+    """Sorts stage keys as the curriculum runs them: 1..K, then the tail."""
+    return key == TAIL, 0 if key == TAIL else int(key)
 
 
 def new_manifest(config: GenerationConfig, config_path: str) -> dict[str, Any]:
     return {
         "kind": KIND,
         "format_version": FORMAT_VERSION,
-        "package_version": _package_version(),
+        "package_version": __version__,
         "format": config.shards.format,
         "shards": to_dict(config.shards),
         "config_hash": config.hash(),
@@ -213,41 +213,29 @@ def check_compatible(manifest: dict[str, Any], config: GenerationConfig, directo
 
 def task_stats(tasks: list[Task]) -> dict[str, float]:
     """Sums (and extremes) over tasks, merged across shards by :func:`merge_stats`."""
-    stats: dict[str, float] = {
-        "tasks": 0,
-        "rows": 0,
-        "features": 0,
-        "labeled": 0,
-        "unlabeled": 0,
-        "generated_rows": 0,
-        "pi": 0.0,
-        "realized_pi": 0.0,
-        "realized_pi_min": 1.0,
-        "realized_pi_max": 0.0,
-        "eta": 0.0,
-        "realized_eta": 0.0,
-        "causal": 0,
-        "redraws": 0,
-        "raw_bytes": 0,
+    metas = [task.meta for task in tasks]
+
+    def total(key: str, start: float = 0) -> float:
+        return sum((meta[key] for meta in metas), start)
+
+    realized_pi = [meta["realized_pi"] for meta in metas]
+    return {
+        "tasks": len(tasks),
+        "rows": total("n_rows"),
+        "features": total("n_features"),
+        "labeled": total("n_labeled"),
+        "unlabeled": total("n_unlabeled"),
+        "generated_rows": total("n_generated"),
+        "pi": total("pi", 0.0),
+        "realized_pi": total("realized_pi", 0.0),
+        "realized_pi_min": min([1.0, *realized_pi]),
+        "realized_pi_max": max([0.0, *realized_pi]),
+        "eta": total("eta", 0.0),
+        "realized_eta": total("realized_eta", 0.0),
+        "causal": sum(int(meta["causal"]) for meta in metas),
+        "redraws": sum(meta["attempts"] - 1 for meta in metas),
+        "raw_bytes": sum(task.x.nbytes + task.y.nbytes for task in tasks),
     }
-    for task in tasks:
-        meta = task.meta
-        stats["tasks"] += 1
-        stats["rows"] += meta["n_rows"]
-        stats["features"] += meta["n_features"]
-        stats["labeled"] += meta["n_labeled"]
-        stats["unlabeled"] += meta["n_unlabeled"]
-        stats["generated_rows"] += meta["n_generated"]
-        stats["pi"] += meta["pi"]
-        stats["realized_pi"] += meta["realized_pi"]
-        stats["realized_pi_min"] = min(stats["realized_pi_min"], meta["realized_pi"])
-        stats["realized_pi_max"] = max(stats["realized_pi_max"], meta["realized_pi"])
-        stats["eta"] += meta["eta"]
-        stats["realized_eta"] += meta["realized_eta"]
-        stats["causal"] += int(meta["causal"])
-        stats["redraws"] += meta["attempts"] - 1
-        stats["raw_bytes"] += task.x.nbytes + task.y.nbytes
-    return stats
 
 
 def merge_stats(total: dict[str, float], part: dict[str, float]) -> dict[str, float]:

@@ -5,46 +5,33 @@
     reader.require_steps({1: range(0, 750)}) # ShardMismatchError naming the prior-gen command
     tasks = reader.read_step(1, 0, start=0, stop=24)
 
-Layout under the output directory: ``manifest.json``, and per split and stage
-``{split}/stage-{NNN}/shard-{first_step:06d}{.zarr|.tar}`` (``{split}/tail/...`` for the tail).
-A shard holds ``steps_per_shard`` consecutive steps of one stage (fewer at the stage's end).
+The layout on disk is in docs/architecture.md §6 (:func:`~prior_gen.shards.manifest.shard_relpath`).
 """
 
 from __future__ import annotations
 
 import shlex
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from prior_gen.config import GenerationConfig
 from prior_gen.paper.seeding import TAIL, Stage
-from prior_gen.shards.errors import ShardCorruptError, ShardError, ShardMismatchError
+from prior_gen.shards.errors import ShardCorruptError, ShardMismatchError
 from prior_gen.shards.manifest import (
     MANIFEST_NAME,
-    SUFFIXES,
     config_differences,
     load_manifest,
     parse_stage_key,
     shard_key,
-    shard_relpath,
     stage_key,
+    stage_order,
 )
 from prior_gen.shards.storage import digest_path, stored_bytes
 from prior_gen.task import Task
 
-__all__ = [
-    "SUFFIXES",
-    "ShardCorruptError",
-    "ShardError",
-    "ShardMismatchError",
-    "ShardReader",
-    "Task",
-    "format_ranges",
-    "open_shards",
-    "shard_relpath",
-]
+__all__ = ["ShardReader", "format_ranges", "format_stages", "open_shards"]
 
 _OPEN_SHARDS = 4  # shards kept open per reader (the trainer reads steps in order)
 
@@ -61,6 +48,13 @@ def format_ranges(values: Iterable[int]) -> str:
         parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+def format_stages(stages: Iterable[Stage]) -> str:
+    """[1, 2, 3, 9, "tail"] -> '1-3,9,tail' (a --stages spec)."""
+    stages = list(stages)
+    numbered = format_ranges(s for s in stages if s != TAIL)
+    return ",".join(part for part in (numbered, TAIL if TAIL in stages else "") if part)
 
 
 def _normalize_stage(stage: Stage | str) -> Stage:
@@ -90,8 +84,7 @@ class ShardReader:
     # -- what is there ---------------------------------------------------------------------
     def stages(self) -> list[Stage]:
         """Stages with at least one stored shard, phase 1 first, then the tail."""
-        keys = sorted(self._stages, key=lambda k: (k == TAIL, int(k) if k != TAIL else 0))
-        return [parse_stage_key(k) for k in keys]
+        return [parse_stage_key(k) for k in sorted(self._stages, key=stage_order)]
 
     def _record(self, stage: Stage, step: int) -> dict[str, Any] | None:
         first = step - step % self.steps_per_shard
@@ -116,23 +109,12 @@ class ShardReader:
     def generate_command(self, stages: Stage | str, steps: Iterable[int] | None = None) -> str:
         """The prior-gen command that writes ``steps`` of ``stages`` (a stage, or a --stages
         spec such as "1-3,tail") into this directory."""
-        parts = [
-            "prior-gen",
-            "--config",
-            str(self.manifest.get("config_path") or "CONFIG"),
-            "--seed",
-            str(self.manifest["seed"]),
-            "--split",
-            self.split,
-            "--format",
-            self.format,
-            "--stages",
-            str(stages),
-        ]
-        if steps is not None:
-            ordered = sorted(set(steps))
-            if ordered:
-                parts += ["--steps", f"{ordered[0]}-{ordered[-1]}"]
+        parts = ["prior-gen", "--config", str(self.manifest.get("config_path") or "CONFIG"),
+                 "--seed", str(self.manifest["seed"]), "--split", self.split,
+                 "--format", self.format, "--stages", str(stages)]
+        ordered = sorted(set(steps or ()))
+        if ordered:
+            parts += ["--steps", f"{ordered[0]}-{ordered[-1]}"]
         parts += ["--out", str(self.directory)]
         return shlex.join(parts)
 
@@ -149,12 +131,9 @@ class ShardReader:
             return
         lines = []
         for missing, stages in groups.items():
-            numbered = format_ranges(s for s in stages if s != TAIL)
-            names = ",".join(x for x in (numbered, TAIL if TAIL in stages else "") if x)
-            command = self.generate_command(names, missing)
-            lines.append(
-                f"  stages {names}: steps {format_ranges(missing)} missing; run: {command}"
-            )
+            names = format_stages(stages)
+            lines.append(f"  stages {names}: steps {format_ranges(missing)} missing; run: "
+                         f"{self.generate_command(names, missing)}")
         raise ShardMismatchError(
             f"{self.directory} ({self.split} split) lacks steps that were asked for:\n"
             + "\n".join(lines)
@@ -216,25 +195,17 @@ class ShardReader:
 
     def verify(self) -> list[str]:
         """Re-hash every shard of this split; returns the paths that are missing or differ."""
-        bad = []
-        for shards in self._stages.values():
-            for record in shards.values():
-                path = self.directory / record["path"]
-                if not path.exists() or digest_path(path)[0] != record["sha256"]:
-                    bad.append(str(path))
-        return bad
+        return self._failing(lambda path, record: digest_path(path)[0] == record["sha256"])
 
     def check_sizes(self) -> list[str]:
         """The paths of this split's shards that are missing or whose size differs from the
         manifest: a stat per file, so cheap enough to run on every ``inspect``; it catches
         truncated and missing shards but not flipped bytes (``verify`` does)."""
-        bad = []
-        for shards in self._stages.values():
-            for record in shards.values():
-                path = self.directory / record["path"]
-                if not path.exists() or stored_bytes(path) != record["bytes"]:
-                    bad.append(str(path))
-        return bad
+        return self._failing(lambda path, record: stored_bytes(path) == record["bytes"])
+
+    def _failing(self, check: Callable[[Path, dict[str, Any]], bool]) -> list[str]:
+        paths = [(self.directory / r["path"], r) for s in self._stages.values() for r in s.values()]
+        return [str(path) for path, record in paths if not path.exists() or not check(path, record)]
 
     def close(self) -> None:
         self._open.clear()

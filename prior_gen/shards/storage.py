@@ -16,14 +16,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from puicl_common.atomic import atomic_write_bytes, atomic_write_json, fsync_directory
+from puicl_common.atomic import fsync_directory
 
 __all__ = [
     "TEMP_MARK",
     "WriterLock",
     "WriterLockedError",
-    "atomic_write_bytes",
-    "atomic_write_json",
     "digest_path",
     "publish",
     "remove_path",
@@ -58,32 +56,24 @@ def remove_path(path: Path) -> None:
 
 def publish(tmp: Path, final: Path) -> None:
     """Move a finished temporary file or directory to its final name (replacing any old one)."""
-    if tmp.is_dir():
-        if final.exists():
-            # a directory cannot be replaced in one step: move the old one aside first
-            trash = temp_path(final)
-            os.rename(final, trash)
-            os.rename(tmp, final)
-            remove_path(trash)
-        else:
-            os.rename(tmp, final)
+    if tmp.is_dir() and final.exists():
+        # a directory cannot replace one in one step: move the old one aside first
+        trash = temp_path(final)
+        os.rename(final, trash)
+        os.rename(tmp, final)
+        remove_path(trash)
     else:
         os.replace(tmp, final)
     fsync_directory(final.parent)
 
 
-def remove_temporaries(root: Path) -> int:
-    """Delete leftovers of killed runs under ``root``; returns how many were removed."""
-    removed = 0
-    if not root.exists():
-        return 0
+def remove_temporaries(root: Path) -> None:
+    """Delete leftovers of killed runs under ``root``."""
     for dirpath, dirnames, filenames in os.walk(root):
-        for name in list(dirnames) + filenames:
+        for name in dirnames + filenames:
             if name.startswith(".") and TEMP_MARK in name:
                 remove_path(Path(dirpath) / name)
-                removed += 1
         dirnames[:] = [d for d in dirnames if TEMP_MARK not in d]
-    return removed
 
 
 def _files(path: Path) -> Iterator[tuple[str, Path]]:

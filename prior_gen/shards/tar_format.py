@@ -6,8 +6,8 @@ Each task is one WebDataset sample (key ``t{index:09d}``, members in training or
 WebDataset tools can stream the tasks. A last member ``__index__`` (JSON; WebDataset readers
 skip such names) lists, per task, the byte offset, size and CRC-32 of each member; the manifest
 records where that index lies, so the reader fetches a whole step with one read and checks every
-member's CRC. Tar headers are
-written with fixed owner, mode and mtime so the same tasks always give the same bytes.
+member's CRC. Tar headers are written with fixed owner, mode and mtime so the same tasks always
+give the same bytes.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from prior_gen.config import ShardConfig
 from prior_gen.shards.errors import ShardCorruptError
 from prior_gen.task import Task
 
-__all__ = ["INDEX_MEMBER", "SUFFIX", "TarShard", "write_tar_shard"]
+__all__ = ["INDEX_MEMBER", "TarShard", "write_tar_shard"]
 
-SUFFIX = ".tar"
 INDEX_MEMBER = "__index__"  # webdataset skips members named __...__
 _SHUFFLE = {"byte": 1, "bit": 2, "none": 0}
 

@@ -20,9 +20,8 @@ from prior_gen.config import ShardConfig
 from prior_gen.shards.errors import ShardCorruptError
 from prior_gen.task import Task
 
-__all__ = ["SUFFIX", "ZarrShard", "write_zarr_shard"]
+__all__ = ["ZarrShard", "write_zarr_shard"]
 
-SUFFIX = ".zarr"
 _SHUFFLE = {"byte": "shuffle", "bit": "bitshuffle", "none": "noshuffle"}
 
 
@@ -84,12 +83,9 @@ def write_zarr_shard(
 
 def _read_concurrently(arrays: list, selections: list) -> list[np.ndarray]:
     """Read several arrays in one trip through zarr's event loop (one hand-off, not three)."""
-    try:
-        import asyncio
+    import asyncio
 
-        from zarr.core.sync import sync
-    except ImportError:  # a zarr without this internal helper: read one after the other
-        return [array[sel] for array, sel in zip(arrays, selections, strict=True)]
+    from zarr.core.sync import sync  # internal, in every zarr the package allows (3.0, 3.1)
 
     async def gather() -> list:
         # When one read fails (a damaged chunk), the others are cancelled and awaited before

@@ -1,23 +1,47 @@
-"""The versioning rule (puicl_common.versioning): keys at their legacy value are dropped
-before hashing, removed keys are refused unless at their old default; the prior generator,
+"""The versioning rule (puicl_common.versioning): keys at their legacy value are left out
+of the identity, removed keys are refused unless at their old default; the prior generator,
 the model and the trainer all go through it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 import pytest
 
-from puicl_common.configio import ConfigError
-from puicl_common.versioning import drop_legacy_values, drop_removed_keys, is_legacy_value
+from puicl_common.configio import ConfigError, identity_dict, to_dict
+from puicl_common.versioning import drop_removed_keys, is_legacy_value
 
 
-def test_legacy_values_are_dropped_only_at_their_value_and_the_input_is_kept() -> None:
-    config = {"a": 1, "prior": {"scm": {"sampler": "box_muller", "depth": 4}, "rule": None}}
-    legacy = {"a": 1, ("prior", "scm", "sampler"): "box_muller", ("prior", "rule"): None,
-              ("prior", "absent"): 0, ("missing", "section"): 0}
-    assert drop_legacy_values(config, legacy) == {"prior": {"scm": {"depth": 4}}}
-    assert config["prior"]["scm"]["sampler"] == "box_muller" and config["a"] == 1  # unchanged
-    other = {"a": 2, "prior": {"scm": {"sampler": "table"}, "rule": {"kind": "x"}}}
-    assert drop_legacy_values(other, legacy) == other
+@dataclass(frozen=True)
+class _Rule:
+    kind: str = "x"
+    strict: bool = False
+
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"strict": False}
+
+
+@dataclass(frozen=True)
+class _Section:
+    depth: int = 4
+    sampler: str = "box_muller"
+    rule: _Rule | None = None
+    window: dict[str, int] | None = None
+
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"sampler": "box_muller", "rule": None,
+                                               "window": {"lo": 1, "hi": 2}}
+
+
+def test_legacy_values_are_left_out_of_the_identity_only_at_their_value() -> None:
+    assert identity_dict(_Section()) == {"depth": 4, "window": None}
+    assert identity_dict(_Section(window={"lo": 1})) == {"depth": 4}  # a legacy section in part
+    assert to_dict(_Section()) == {"depth": 4, "sampler": "box_muller", "rule": None,
+                                   "window": None}
+    other = _Section(sampler="table", rule=_Rule(strict=True), window={"lo": 0})
+    assert identity_dict(other) == to_dict(other)
+    # each section applies its own table; a section is compared once its own keys are out
+    assert identity_dict(_Section(rule=_Rule())) == {"depth": 4, "rule": {"kind": "x"},
+                                                     "window": None}
 
 
 def test_a_bool_is_never_the_number_it_equals() -> None:

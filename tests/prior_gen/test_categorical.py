@@ -10,8 +10,8 @@ import pytest
 from prior_gen_testlib import REPO, SMOKE, data_digest, shard_digests, tiny_config
 
 from prior_gen.config import (
-    LEGACY_VALUES,
     CategoricalConfig,
+    DatasetConfig,
     generation_config_from_mapping,
     load_generation_config,
 )
@@ -61,7 +61,7 @@ def test_configs_without_the_new_keys_keep_their_hash(name: str) -> None:
     assert config.prior.dataset.categorical is None
     assert config.hash() == OLD_HASHES[name]
     assert "categorical" not in config.identity()["prior"]["dataset"]
-    assert LEGACY_VALUES[("prior", "dataset", "categorical")] is None
+    assert DatasetConfig.LEGACY_VALUES["categorical"] is None
 
 
 def test_configs_without_the_new_keys_keep_their_bytes() -> None:

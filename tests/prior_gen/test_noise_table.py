@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from prior_gen_testlib import PAPER, REPO, SMOKE, data_digest, shard_digests, tiny_config
 
-from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping, load_generation_config
+from prior_gen.config import SCMConfig, generation_config_from_mapping, load_generation_config
 from prior_gen.engine.forward import forward_group
 from prior_gen.engine.noise_table import (
     TABLE_SIZE,
@@ -65,7 +65,7 @@ def test_the_legacy_value_written_out_or_left_out_gives_the_same_hash() -> None:
     assert absent.hash() == explicit.hash() == HASHES_BEFORE_THE_KEY[SMOKE]
     assert table.hash() != absent.hash()
     assert table.identity()["prior"]["scm"]["noise_sampler"] == "table"
-    assert LEGACY_VALUES[("prior", "scm", "noise_sampler")] == "box_muller"
+    assert SCMConfig.LEGACY_VALUES["noise_sampler"] == "box_muller"
 
 
 def test_paper_config_uses_the_table_sampler() -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from prior_gen_testlib import PAPER, REPO, SMOKE, data_digest, tiny_config
 
-from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping, load_generation_config
+from prior_gen.config import SCMConfig, generation_config_from_mapping, load_generation_config
 from prior_gen.engine import portable
 from prior_gen.engine.activations import apply_activation
 from prior_gen.engine.pu import rank_labels, rank_labels_by_index
@@ -135,7 +135,7 @@ def test_column_sums_run_row_by_row() -> None:
     in_order = np.add.accumulate(values, axis=0)[-1]  # sequential, row 0 first
     assert np.array_equal(portable.column_means(values), in_order / n)
     squares = np.add.accumulate(values * values, axis=0)[-1]
-    assert np.array_equal(portable.column_mean_squares(values), squares / n)
+    assert np.array_equal(portable.column_means(values * values), squares / n)
 
 
 def test_ties_at_the_threshold_go_to_the_lowest_rows() -> None:
@@ -161,7 +161,7 @@ def test_configs_without_the_key_keep_their_hash() -> None:
     assert absent.hash() == explicit.hash() == SMOKE_HASH
     assert "arithmetic" not in absent.identity()["prior"]["scm"]
     assert portable_config.identity()["prior"]["scm"]["arithmetic"] == "portable"
-    assert LEGACY_VALUES[("prior", "scm", "arithmetic")] == "native"
+    assert SCMConfig.LEGACY_VALUES["arithmetic"] == "native"
 
 
 def test_paper_config_is_portable_and_older_configs_are_not() -> None:

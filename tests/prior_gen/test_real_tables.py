@@ -22,7 +22,11 @@ from prior_gen_testlib import (
 from test_portable_golden import VARIANTS  # the CPU kernel variants of the golden digest
 
 import prior_gen.generate as generate_module
-from prior_gen.config import LEGACY_VALUES, generation_config_from_mapping
+from prior_gen.config import (
+    PriorConfig,
+    RealTablesConfig,
+    generation_config_from_mapping,
+)
 from prior_gen.generate import generate_step
 from prior_gen.mechanisms.real_tables import load_corpus, write_corpus
 from prior_gen.runner import run_generation
@@ -62,7 +66,7 @@ def _tasks(config, stages=(1, 2, 3, "tail"), steps=(0, 1)):
 
 def test_absent_or_null_keeps_the_hash_and_a_section_enters_it(corpus) -> None:
     path, digest, _ = corpus
-    assert LEGACY_VALUES[("prior", "real_tables")] is None
+    assert PriorConfig.LEGACY_VALUES["real_tables"] is None
     assert tiny_config().prior.real_tables is None and tiny_config().hash() == SMOKE_HASH
     data = yaml.safe_load(SMOKE.read_text())
     data["prior"]["real_tables"] = None
@@ -71,7 +75,7 @@ def test_absent_or_null_keeps_the_hash_and_a_section_enters_it(corpus) -> None:
     hashes = {SMOKE_HASH, _config(path, digest).hash(), _config(path, digest, 0.3).hash(),
               _config(path, other).hash(), _config(path, digest, skip_scm=True).hash()}
     assert len(hashes) == 5
-    assert LEGACY_VALUES[("prior", "real_tables", "skip_scm")] is False
+    assert RealTablesConfig.LEGACY_VALUES["skip_scm"] is False
     assert _config(path, digest, skip_scm=False).hash() == _config(path, digest).hash()
     # a section as written before skip_scm existed keeps the hash it had then
     before = {"corpus": "x.npz", "sha256": "0" * 64, "probability": 0.9}
