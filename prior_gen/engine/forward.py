@@ -19,7 +19,7 @@ import numpy as np
 
 from prior_gen.engine.activations import apply_activation
 from prior_gen.engine.gaussian import box_muller, draw_words, place_normals
-from prior_gen.engine.noise_table import add_table_noise, scaled_table, table_normals
+from prior_gen.engine.noise_table import scaled_table, table_normals
 from prior_gen.paper.factors import TaskPlan
 from prior_gen.paper.reference import CausalSelection, RawTask, select_causal_nodes
 
@@ -178,6 +178,9 @@ def forward_group(
         ]
         table_noise = sigma > 0 and noise_sampler == "table"
         if table_noise:
+            # the compiled kernel (numba) is imported only where table noise is drawn
+            from prior_gen.engine.portable import add_table_noise
+
             table = scaled_table(sigma)
             targets = [
                 (out.reshape(-1), plans[i].rng.bit_generator)
@@ -190,7 +193,7 @@ def forward_group(
             if table_noise:
                 for flat, bit_generator in targets:
                     # one word of the task's stream seeds this block's noise
-                    add_table_noise(flat, table, bit_generator.random_raw())
+                    add_table_noise(flat, table, np.uint64(bit_generator.random_raw()))
             elif sigma > 0:
                 words = [
                     draw_words(plans[i].rng.bit_generator, count)

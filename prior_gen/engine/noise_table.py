@@ -14,10 +14,10 @@ replaces, for the noise only:
   16-bit slices, lowest first). Word c (c = 1, 2, …) is the SplitMix64 finaliser of
   seed + c·γ, so words are independent of each other's computation and the kernel vectorises.
 
-:func:`add_table_noise` runs a numba kernel (one pass: words, lookup, add) that gives the bytes
-of the numpy reference :func:`table_noise` (integer arithmetic, an exact lookup, one float32
-addition per value; tested). It is ~2.4× faster than numpy's raw words + ``np.take`` + add,
-and ~4× faster than the Box–Muller (docs/performance.md).
+The compiled kernel :func:`prior_gen.engine.portable.add_table_noise` (numba; one pass: words,
+lookup, add) gives the bytes of the numpy reference :func:`table_noise` (integer arithmetic, an
+exact lookup, one float32 addition per value; tested). It is ~2.4× faster than numpy's raw
+words + ``np.take`` + add, and ~4× faster than the Box–Muller (docs/performance.md).
 
 What it costs in distribution (tested in tests/prior_gen/test_noise_table.py): the draws are a
 discretised normal with exact mean 0 (the table is symmetric) and variance 1, kurtosis 2.9992
@@ -40,7 +40,6 @@ import numpy as np
 __all__ = [
     "TABLE_BITS",
     "TABLE_SIZE",
-    "add_table_noise",
     "normal_table",
     "scaled_table",
     "splitmix_words",
@@ -105,11 +104,3 @@ def table_normals(bit_generator: np.random.BitGenerator, table: np.ndarray,
     normals: weights and causes)."""
     words = bit_generator.random_raw(-(-count // _DRAWS_PER_WORD))
     return table[words.view(np.dtype("<u2"))[:count]]  # little-endian: the lowest slice first
-
-
-def add_table_noise(flat: np.ndarray, table: np.ndarray, seed: int | np.uint64) -> None:
-    """``flat += table_noise(seed, table, len(flat))`` in place (contiguous float32 ``flat``),
-    by the compiled kernel of :mod:`prior_gen.engine.portable` (the same bytes, tested)."""
-    from prior_gen.engine import portable
-
-    portable.add_table_noise(flat, table, np.uint64(seed))

@@ -18,12 +18,12 @@ from prior_gen.config import SCMConfig, generation_config_from_mapping, load_gen
 from prior_gen.engine.forward import forward_group
 from prior_gen.engine.noise_table import (
     TABLE_SIZE,
-    add_table_noise,
     normal_table,
     scaled_table,
     splitmix_words,
     table_noise,
 )
+from prior_gen.engine.portable import add_table_noise
 from prior_gen.generate import generate_step, generate_tasks
 from prior_gen.paper.factors import plan_step
 from prior_gen.runner import run_generation
@@ -125,7 +125,7 @@ def test_compiled_kernel_gives_the_bytes_of_the_numpy_reference(count: int) -> N
     for seed in (0, 7, 2**64 - 3):
         base = np.random.default_rng(count).standard_normal(count).astype(np.float32)
         kernel, reference = base.copy(), base + table_noise(seed, table, count)
-        add_table_noise(kernel, table, seed)
+        add_table_noise(kernel, table, np.uint64(seed))
         assert np.array_equal(kernel, reference)
         assert count == 0 or not np.array_equal(kernel, base)
 
