@@ -266,7 +266,6 @@ def _predict(args: argparse.Namespace) -> int:
     )
     from puicl_model.table_io import BatchWriter
 
-
     _check_output(args.output)
     _check_output_is_no_input(args)
     _check_prior_json(args)
