@@ -269,6 +269,13 @@ def _predict(args: argparse.Namespace) -> int:
     _check_output(args.output)
     _check_output_is_no_input(args)
     _check_prior_json(args)
+    if args.scheduler is not None:  # a wrong address fails now, not after the fit
+        from puicl_model.dask_scoring import check_scheduler
+
+        try:
+            check_scheduler(args.scheduler)
+        except ImportError as err:  # dask is an extra
+            raise CliError(str(err)) from None
     source = open_input(input_path=args.input, label_column=args.label_column,
                         positives=args.positives, unlabeled=args.unlabeled,
                         drop_columns=args.drop_columns, batch_rows=args.batch_rows)

@@ -32,7 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["predict", "predict_proba", "score_pool_on_dask"]
+__all__ = ["SchedulerUnreachable", "check_scheduler", "predict", "predict_proba",
+           "score_pool_on_dask"]
+
+# how long ``puicl predict --scheduler`` waits for the scheduler before it fits anything
+CONNECT_TIMEOUT_S = 10
 
 
 def _import_dask() -> Any:
@@ -43,6 +47,31 @@ def _import_dask() -> Any:
         raise ImportError("scoring on dask needs dask: pip install \"puicl[distributed]\"") \
             from None
     return dask
+
+
+class SchedulerUnreachable(ValueError):
+    """No dask scheduler answers at the address given (a ValueError: bad input, one line)."""
+
+
+def _connect(address: str, timeout_s: float | None = None) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``, or SchedulerUnreachable.
+    (dask reports a refused or timed-out connection as an OSError, which ``puicl predict``
+    would otherwise read as a failure to write its output.)"""
+    _import_dask()
+    from distributed import Client
+
+    try:
+        return Client(address, timeout=timeout_s if timeout_s is not None else "30s")
+    except (OSError, ValueError, TypeError) as err:
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: {err}") \
+            from None
+
+
+def check_scheduler(address: str, timeout_s: float | None = None) -> None:
+    """Connect to the scheduler at ``address`` and disconnect, waiting at most ``timeout_s``
+    (None: ``CONNECT_TIMEOUT_S``): ``puicl predict --scheduler`` calls it before the fit, so
+    that a wrong address fails in seconds, not after it."""
+    _connect(address, CONNECT_TIMEOUT_S if timeout_s is None else timeout_s).close()
 
 
 def _shared(classifier: Any) -> Any:
@@ -100,9 +129,8 @@ def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFra
     ``batch_rows`` (rows per batch) sets the CSV partitions' size, about 100 bytes a row."""
     dask = _import_dask()
     import dask.dataframe as dd
-    from distributed import Client
 
-    with Client(address) as client:
+    with _connect(address) as client:
         pool = _read_pool(source, dd, None if batch_rows is None else 100 * batch_rows)
         lengths = pool.map_partitions(len).compute()
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)

@@ -62,3 +62,26 @@ def test_puicl_predict_on_a_scheduler_writes_the_local_scores(cluster, frame, sm
         local, spread = (pd.read_parquet(tmp_path / f"{k}.parquet") for k in ("local", "dask"))
         pd.testing.assert_frame_equal(spread, local, check_exact=True)
         assert len(local) == int((frame.s == 0).sum())
+
+
+def test_puicl_predict_refuses_an_unreachable_scheduler_before_fitting(frame, tmp_path,
+                                                                      monkeypatch, capsys) -> None:
+    import socket
+
+    from puicl_model import dask_scoring
+
+    with socket.socket() as free:  # a port nobody listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    monkeypatch.setattr(dask_scoring, "CONNECT_TIMEOUT_S", 1)
+    fitted = []
+    monkeypatch.setattr("puicl_model.cli._fit", lambda *args: fitted.append(args))
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    out = tmp_path / "scores.parquet"
+    args = ["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
+            "--scheduler", f"tcp://127.0.0.1:{port}", "-o", str(out)]
+    assert main(args) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"puicl predict: error: cannot reach the dask scheduler at "
+                            f"tcp://127.0.0.1:{port}")
+    assert "\n" not in error and not fitted and not out.exists()
