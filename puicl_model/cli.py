@@ -294,7 +294,8 @@ def _predict(args: argparse.Namespace) -> int:
                 from puicl_model.dask_scoring import score_pool_on_dask
 
                 negative = score_pool_on_dask(classifier, source, writer.write,
-                                              args.scheduler, args.batch_rows)
+                                              args.scheduler, args.batch_rows,
+                                              progress=False if args.no_progress else None)
             else:
                 negative = score_pool(classifier, source, writer.write, args.batch_rows,
                                       progress=False if args.no_progress else None)

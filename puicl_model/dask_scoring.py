@@ -122,11 +122,17 @@ def _read_pool(source: Any, dd: Any, blocksize: int | None) -> Any:
 
 
 def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFrame], None],
-                       address: str, batch_rows: int | None = None) -> int:
+                       address: str, batch_rows: int | None = None,
+                       progress: bool | None = None) -> int:
     """``puicl predict --scheduler ADDRESS``: score the pool of ``source``
     (:class:`puicl_model.large_tables.PUInput`) on the cluster at ``address`` and ``write``
     each partition's scores in file order; returns the rows predicted negative.
-    ``batch_rows`` (rows per batch) sets the CSV partitions' size, about 100 bytes a row."""
+    ``batch_rows`` (rows per batch) sets the CSV partitions' size, about 100 bytes a row.
+    ``progress``: a bar over the rows written (None: on a terminal)."""
+    import sys
+
+    from tqdm.auto import tqdm
+
     dask = _import_dask()
     import dask.dataframe as dd
 
@@ -143,10 +149,14 @@ def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFra
                                                 label_column)
                  for part, start in zip(pool.to_delayed(), starts, strict=True)]
         negative = 0
-        for future in client.compute(parts):
-            scores = future.result()
-            write(scores)
-            negative += int((scores["label"] == 0).sum())
-            future.release()
+        show = progress if progress is not None else sys.stderr.isatty()
+        with tqdm(total=len(source.pool_rows), unit="row", desc="puicl predict (dask)",
+                  disable=not show, unit_scale=True, leave=False) as bar:
+            for future in client.compute(parts):
+                scores = future.result()
+                write(scores)
+                negative += int((scores["label"] == 0).sum())
+                future.release()
+                bar.update(len(scores))
     return negative
 

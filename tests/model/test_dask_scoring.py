@@ -85,3 +85,21 @@ def test_puicl_predict_refuses_an_unreachable_scheduler_before_fitting(frame, tm
     assert error.startswith(f"puicl predict: error: cannot reach the dask scheduler at "
                             f"tcp://127.0.0.1:{port}")
     assert "\n" not in error and not fitted and not out.exists()
+
+
+def test_puicl_predict_on_a_scheduler_shows_the_rows_written_on_a_terminal(
+        cluster, frame, small_weights, tmp_path, monkeypatch, capsys) -> None:
+    import sys
+
+    frame.to_parquet(tmp_path / "t.parquet", row_group_size=150)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    args = ["predict", "--input", str(tmp_path / "t.parquet"), "--label-column", "s",
+            "--weights", str(small_weights), "--pool-sample", "200",
+            "--scheduler", cluster[0].scheduler_address, "-o", str(tmp_path / "d.parquet")]
+    assert main(args) == 0
+    n_pool = int((frame.s == 0).sum())
+    bar = capsys.readouterr().err
+    assert "puicl predict (dask):" in bar and f"/{n_pool} [" in bar  # the pool's rows
+    assert main([*args, "--no-progress"]) == 0
+    assert "puicl predict (dask)" not in capsys.readouterr().err
+    assert len(pd.read_parquet(tmp_path / "d.parquet")) == n_pool
