@@ -53,7 +53,7 @@ class SchedulerUnreachable(ValueError):
     """No dask scheduler answers at the address given (a ValueError: bad input, one line)."""
 
 
-def _connect(address: str, timeout_s: float | None = None) -> Any:
+def _connect(address: str, timeout_s: float | str = "30s") -> Any:
     """A ``distributed.Client`` of the scheduler at ``address``, or SchedulerUnreachable.
     (dask reports a refused or timed-out connection as an OSError, which ``puicl predict``
     would otherwise read as a failure to write its output.)"""
@@ -61,7 +61,7 @@ def _connect(address: str, timeout_s: float | None = None) -> Any:
     from distributed import Client
 
     try:
-        return Client(address, timeout=timeout_s if timeout_s is not None else "30s")
+        return Client(address, timeout=timeout_s)
     except (OSError, ValueError, TypeError) as err:
         raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: {err}") \
             from None
@@ -129,9 +129,7 @@ def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFra
     each partition's scores in file order; returns the rows predicted negative.
     ``batch_rows`` (rows per batch) sets the CSV partitions' size, about 100 bytes a row.
     ``progress``: a bar over the rows written (None: on a terminal)."""
-    import sys
-
-    from tqdm.auto import tqdm
+    from puicl_model.large_tables import pool_progress
 
     dask = _import_dask()
     import dask.dataframe as dd
@@ -149,9 +147,7 @@ def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFra
                                                 label_column)
                  for part, start in zip(pool.to_delayed(), starts, strict=True)]
         negative = 0
-        show = progress if progress is not None else sys.stderr.isatty()
-        with tqdm(total=len(source.pool_rows), unit="row", desc="puicl predict (dask)",
-                  disable=not show, unit_scale=True, leave=False) as bar:
+        with pool_progress(source, progress, "puicl predict (dask)") as bar:
             for future in client.compute(parts):
                 scores = future.result()
                 write(scores)

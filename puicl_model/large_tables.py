@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ from puicl_model.pool_sample import sampled_pool_rows
 from puicl_model.table_io import TableError, TableScan, read_batches, scan_table
 
 __all__ = ["DEFAULT_BATCH_ROWS", "PUInput", "bound_process_memory", "fitted_rows", "open_input",
-           "pool_batches", "score_pool"]
+           "pool_batches", "pool_progress", "score_pool"]
 
 # rows per batch: large enough that the contexts computed per batch (one per pool chunk of
 # the fitted table, :mod:`puicl_model.query_rows`) cost little beside the rows scored, small
@@ -193,18 +194,24 @@ def pool_batches(source: PUInput, batch_rows: int = DEFAULT_BATCH_ROWS,
             yield batch.index.to_numpy(), batch[source.features].reset_index(drop=True)
 
 
-def score_pool(classifier, source: PUInput, write: Callable[[pd.DataFrame], None],
-               batch_rows: int = DEFAULT_BATCH_ROWS, progress: bool | None = None) -> int:
-    """Score every pool row with the fitted ``classifier``, ``write`` a frame of ``row``,
-    ``p_positive`` and ``label`` per batch; returns the rows predicted negative."""
+def pool_progress(source: PUInput, progress: bool | None, desc: str = "puicl predict") -> Any:
+    """A tqdm bar over the pool rows of ``source`` as their scores are written (``progress``
+    None: on a terminal only)."""
     import sys
 
     from tqdm.auto import tqdm
 
     show = progress if progress is not None else sys.stderr.isatty()
+    return tqdm(total=len(source.pool_rows), unit="row", desc=desc, disable=not show,
+                unit_scale=True, leave=False)
+
+
+def score_pool(classifier, source: PUInput, write: Callable[[pd.DataFrame], None],
+               batch_rows: int = DEFAULT_BATCH_ROWS, progress: bool | None = None) -> int:
+    """Score every pool row with the fitted ``classifier``, ``write`` a frame of ``row``,
+    ``p_positive`` and ``label`` per batch; returns the rows predicted negative."""
     negative = 0
-    with tqdm(total=len(source.pool_rows), unit="row", desc="puicl predict", disable=not show,
-              unit_scale=True, leave=False) as bar:
+    with pool_progress(source, progress) as bar:
         for rows, features in pool_batches(source, batch_rows):
             proba, labels = classifier.predict_and_proba(features)
             write(pd.DataFrame({"row": rows.astype(np.int64), "p_positive": proba[:, 1],
