@@ -26,7 +26,12 @@ from benchmark.datasets import DATASET_SLUGS, DataError
 from benchmark.imports import ImportSummary
 from benchmark.labeling import LABELINGS, SCAR, parse_labeling
 from benchmark.methods import METHOD_NAMES, MissingLibraryError, MissingWeightsError
-from benchmark.protocol import MAX_POSITIVES, TARGET_PI, parse_max_positives
+from benchmark.protocol import (
+    MAX_POSITIVES,
+    TARGET_PI,
+    parse_label_frequency,
+    parse_max_positives,
+)
 from benchmark.report import records_frame, write_reports
 from benchmark.runner import RunSpec, expand_names, import_published, plan_run, run
 from benchmark.suites import SUITES, get_suite
@@ -75,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {MAX_POSITIVES}, paper §6.1), or 'all' for every positive of "
                         "the table: larger tasks from the same draws (docs/benchmark.md, "
                         "\"Tasks of every size\")")
+    parser.add_argument("--label-frequency", default=None, metavar="C",
+                        help="label a share C in (0, 1) of each task's drawn positives and put "
+                        "every other row of the table in the pool (its own negative share; "
+                        "--pi is then not used). Default: none, a third labeled at --pi "
+                        "(paper §6.1)")
     parser.add_argument("--labeling", default=SCAR,
                         help="which drawn positives are labeled: scar (default, the paper's "
                         "uniform draw) or a biased mechanism, " + ", ".join(LABELINGS[1:])
@@ -142,8 +152,15 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
     methods = expand_names(args.methods, METHOD_NAMES, "method")
     datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
     pis = parse_pis(args.pi, args.suite)
+    if args.label_frequency is not None:
+        if args.pi is not None:
+            raise ValueError("--pi and --label-frequency exclude each other: with a label "
+                             "frequency the pool holds every other row, at the table's own π")
+        pis = (TARGET_PI,)
     labeling = parse_labeling(args.labeling)
     max_positives = parse_max_positives(args.max_positives)
+    label_frequency = (None if args.label_frequency is None
+                       else parse_label_frequency(args.label_frequency))
     overrides = run_options(args)
     if args.import_results is not None and not args.import_results.is_file():
         raise ValueError(f"--import-results: no file at {args.import_results}")
@@ -154,7 +171,8 @@ def _specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
                     seed=args.seed, data_dir=args.data_dir, weights=args.weights,
                     jobs=args.jobs, method_overrides=overrides, target_pi=pi,
                     import_results=args.import_results, verify_imports=args.verify_imports,
-                    suite=args.suite, labeling=labeling, max_positives=max_positives)
+                    suite=args.suite, labeling=labeling, max_positives=max_positives,
+                    label_frequency=label_frequency)
             for pi in pis]
 
 

@@ -4,7 +4,9 @@ From a binary dataset whose positive class (label 1) is the majority class:
 
 1. draw ``P_total = min(max_positives, #positives)`` positives without replacement;
 2. the first ``n_labeled = P_total // 3`` of them (1 : 2 split) are the labeled positives, the
-   other ``n_u⁺ = P_total − n_labeled`` go to the unlabeled pool;
+   other ``n_u⁺ = P_total − n_labeled`` go to the unlabeled pool (with a label frequency c,
+   ``n_labeled = round(c · P_total)`` instead, and step 3 adds every negative of the table:
+   real PU data is often labeled far more sparsely than a third);
 3. add ``n_u⁻ = min(#negatives, round(n_u⁺ · π / (1 − π)))`` negatives to the pool, i.e. as
    many as needed for a negative share π (paper: 0.5) where the dataset has enough, else all
    of them (the realized π is then lower and is recorded);
@@ -125,20 +127,44 @@ class PUTask:
         return digest.hexdigest()
 
 
+def parse_label_frequency(text: str) -> float:
+    """``--label-frequency``: the share c of the drawn positives that is labeled, in (0, 1)."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"--label-frequency must be a number in (0, 1), got "
+                         f"{str(text)[:40]!r}") from None
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"--label-frequency must be in (0, 1), got {value:g}")
+    return value
+
+
 def composition(
     n_positive: int,
     n_negative: int,
     max_positives: int = MAX_POSITIVES,
     target_pi: float = TARGET_PI,
+    label_frequency: float | None = None,
 ) -> tuple[int, int, int]:
-    """(n_labeled, n_u⁺, n_u⁻) of the task built from a dataset with these class counts."""
+    """(n_labeled, n_u⁺, n_u⁻) of the task built from a dataset with these class counts.
+
+    ``label_frequency`` c (None: the paper's third): a share c of the drawn positives is
+    labeled (at least one) and every negative of the table joins the pool, so the pool's
+    negative share is the table's own and ``target_pi`` is not used."""
     if not 0.0 <= target_pi < 1.0:
         raise ValueError(f"target_pi must be in [0, 1), got {target_pi}")
     p_total = min(max_positives, n_positive)
-    n_labeled = p_total // 3
-    n_u_pos = p_total - n_labeled
-    wanted_neg = round(n_u_pos * target_pi / (1.0 - target_pi))
-    n_u_neg = min(n_negative, wanted_neg)
+    if label_frequency is None:
+        n_labeled = p_total // 3
+        n_u_pos = p_total - n_labeled
+        wanted_neg = round(n_u_pos * target_pi / (1.0 - target_pi))
+        n_u_neg = min(n_negative, wanted_neg)
+    else:
+        if not 0.0 < label_frequency < 1.0:
+            raise ValueError(f"label_frequency must be in (0, 1), got {label_frequency}")
+        n_labeled = min(p_total - 1, max(1, round(label_frequency * p_total)))
+        n_u_pos = p_total - n_labeled
+        n_u_neg = n_negative
     if n_labeled < 1 or n_u_pos + n_u_neg < 1:
         raise ValueError(
             f"too few rows for a PU task: {n_positive} positives and {n_negative} negatives"
@@ -153,11 +179,15 @@ def make_task(
     max_positives: int = MAX_POSITIVES,
     target_pi: float = TARGET_PI,
     labeling: str = SCAR,
+    label_frequency: float | None = None,
 ) -> PUTask:
     """Build replicate ``repetition`` of the PU task of ``dataset`` (§6.1); ``labeling``: which
-    positives are labeled (``benchmark/labeling.py``; ``scar``: the paper's uniform draw)."""
+    positives are labeled (``benchmark/labeling.py``; ``scar``: the paper's uniform draw);
+    ``label_frequency``: the share of the drawn positives labeled, every other drawn row and
+    every negative in the pool (:func:`composition`; None: the paper's third and
+    ``target_pi``)."""
     n_labeled, n_u_pos, n_u_neg = composition(
-        dataset.n_positive, dataset.n_negative, max_positives, target_pi
+        dataset.n_positive, dataset.n_negative, max_positives, target_pi, label_frequency
     )
     rng = np.random.default_rng(task_seed_sequence(root_seed, dataset.slug, repetition))
     positives = np.flatnonzero(dataset.y == 1)

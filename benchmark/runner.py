@@ -62,6 +62,9 @@ class RunSpec:
     # the most positives a task draws (paper §6.1: 600, a third of them labeled); larger caps
     # make larger tasks from the same draws (docs/benchmark.md, "Tasks of every size")
     max_positives: int = MAX_POSITIVES
+    # the share of a task's drawn positives that is labeled, every other row in the pool
+    # (benchmark.protocol.composition); None: the paper's third, at target_pi
+    label_frequency: float | None = None
 
 
 def _settings_hash(settings: dict[str, Any]) -> str:
@@ -170,7 +173,8 @@ def plan_run(spec: RunSpec) -> Plan:
         dataset = suite.load(slug, spec.data_dir)
         for rep in range(spec.repeats):
             task = make_task(dataset, rep, spec.seed, max_positives=spec.max_positives,
-                             target_pi=spec.target_pi, labeling=spec.labeling)
+                             target_pi=spec.target_pi, labeling=spec.labeling,
+                             label_frequency=spec.label_frequency)
             for name in spec.methods:
                 seed = method_seed(spec.seed, slug, rep, name)
                 key = _cache_key(task, name, seed, settings[name])

@@ -7,13 +7,22 @@ The paper's protocol caps a task at 600 positives (§6.1). The grid builds the s
 runs PUICL and the baselines on each through the benchmark's runner (one cached run per cell,
 ``OUT/size_<cap>/pi_<π>``, so a rerun resumes). It writes:
 
-* ``OUT/grid.csv``: one row per (table, repetition, method, cap, π) with the task's sizes, the
-  realized π, AUC, the accuracy of the method's labels, |π̂ − π| (where it estimates π) and
-  seconds;
+* ``OUT/grid.csv``: one row per (table, repetition, method, cap, π or label frequency) with
+  the task's sizes, the realized π, AUC, the accuracy of the method's labels, |π̂ − π| (where
+  it estimates π) and seconds;
 * ``OUT/grid.md``: per cell and method the mean AUC; per cell PUICL minus the better baseline
   with the standard error of the per-table differences; the realized π; seconds per method;
+  and per cell the judgement one table at a time: PUICL against the *per-task best baseline*
+  (the better of the baselines on that task), the share of tasks more than
+  :data:`BEHIND_BY` behind it, and the worst shortfall;
 * ``OUT/grid.png``: mean AUC against the mean number of labeled rows, one line per method and
-  one panel per π.
+  one panel per π;
+* ``OUT/per_task.png``: per cell, PUICL minus the per-task best baseline on every task,
+  sorted.
+
+Label-frequency cells (``--label-frequency 0.05,0.2``) label a share c of a table's drawn
+positives and put every other row in the pool (:func:`benchmark.protocol.composition`): real PU
+data is often labeled far more sparsely than the paper's third.
 
 Usage (docs/benchmark.md, "Tasks of every size")::
 
@@ -32,7 +41,7 @@ import pandas as pd
 
 from benchmark.cli import exit_status, parse_pis, run_options
 from benchmark.methods import METHOD_NAMES
-from benchmark.protocol import parse_max_positives, size_words
+from benchmark.protocol import TARGET_PI, parse_label_frequency, parse_max_positives, size_words
 from benchmark.runner import RunSpec, expand_names, run
 from benchmark.suites import get_suite
 from puicl_common.atomic import atomic_output, atomic_write_text
@@ -40,8 +49,14 @@ from puicl_common.atomic import atomic_output, atomic_write_text
 DEFAULT_SIZES = "600,3000,all"
 DEFAULT_PIS = "0.1,0.2,0.5,0.8"
 DEFAULT_METHODS = "puicl,elkan-noto,pu-bagging"
-COLUMNS = ["dataset", "repetition", "method", "max_positives", "pi_target", "pi_true",
-           "n_labeled", "n_unlabeled", "auc", "accuracy", "pi_abs_error", "fit_predict_s"]
+COLUMNS = ["dataset", "repetition", "method", "max_positives", "pi_target", "label_frequency",
+           "pi_true", "n_labeled", "n_unlabeled", "auc", "accuracy", "pi_abs_error",
+           "fit_predict_s"]
+# a task on which PUICL trails its best baseline by more than this counts as behind
+BEHIND_BY = 0.02
+# the cell key of a grid row: cap, π target (NaN in a label-frequency cell), label frequency
+# (NaN in a π cell)
+CELL = ["max_positives", "pi_target", "label_frequency"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"caps on the positives of a task, or 'all' (default {DEFAULT_SIZES})")
     parser.add_argument("--pi", default=DEFAULT_PIS,
                         help=f"target negative shares of the pool (default {DEFAULT_PIS})")
+    parser.add_argument("--label-frequency", default=None, metavar="C[,C...]",
+                        help="extra cells at each cap: a share C of the drawn positives labeled, "
+                        "every other row in the pool (default: none)")
     parser.add_argument("--methods", default=DEFAULT_METHODS,
                         help=f"the first is compared with the others (default {DEFAULT_METHODS})")
     parser.add_argument("--datasets", default="all", help="suite tables, or 'all'")
@@ -75,14 +93,20 @@ def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
     methods = expand_names(args.methods, METHOD_NAMES, "method")
     datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
     sizes = [parse_max_positives(part) for part in args.sizes.split(",")]
-    pis = parse_pis(args.pi, "dev")
+    pis = parse_pis(args.pi, "dev") if args.pi else ()
+    frequencies = ([] if not args.label_frequency else
+                   [parse_label_frequency(part) for part in args.label_frequency.split(",")])
     overrides = run_options(args)
+    cells = [(pi, None, f"pi_{pi:g}") for pi in pis]
+    cells += [(TARGET_PI, c, f"c_{c:g}") for c in frequencies]
+    if not cells:
+        raise ValueError("the grid has no cell: give --pi, --label-frequency or both")
     return [RunSpec(methods=methods, datasets=datasets, repeats=args.repeats,
-                    out=args.out / f"size_{size_words(size).replace(',', '')}" / f"pi_{pi:g}",
+                    out=args.out / f"size_{size_words(size).replace(',', '')}" / folder,
                     seed=args.seed, data_dir=args.data_dir, weights=args.weights,
                     jobs=args.jobs, method_overrides=overrides, target_pi=pi, suite="dev",
-                    max_positives=size)
-            for size in sizes for pi in pis]
+                    max_positives=size, label_frequency=c)
+            for size in sizes for pi, c, folder in cells]
 
 
 def grid_frame(specs: Sequence[RunSpec], records: Sequence[Sequence[dict]]) -> pd.DataFrame:
@@ -90,10 +114,23 @@ def grid_frame(specs: Sequence[RunSpec], records: Sequence[Sequence[dict]]) -> p
     rows = []
     for spec, cell in zip(specs, records, strict=True):
         for record in cell:
+            frequency = spec.label_frequency
             rows.append({**record, "max_positives": spec.max_positives,
-                         "pi_target": spec.target_pi,
+                         "pi_target": spec.target_pi if frequency is None else np.nan,
+                         "label_frequency": np.nan if frequency is None else frequency,
                          "n_unlabeled": record["n_u_pos"] + record["n_u_neg"]})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _cell_words(size: float, pi: float, frequency: float) -> list[str]:
+    """A cell's cap and composition as the reports write them."""
+    composition = f"c = {frequency:g}" if not np.isnan(frequency) else f"π = {pi:g}"
+    return [size_words(int(size)), composition]
+
+
+def _cells(frame: pd.DataFrame):
+    """(key, rows) per cell, π cells before label-frequency cells within a cap."""
+    return frame.groupby(CELL, sort=True, dropna=False)
 
 
 def _cell_rows(frame: pd.DataFrame, methods: Sequence[str]) -> list[str]:
@@ -101,10 +138,10 @@ def _cell_rows(frame: pd.DataFrame, methods: Sequence[str]) -> list[str]:
     of the others, with the standard error of the per-table differences."""
     first, others = methods[0], list(methods[1:])
     rows = []
-    for (size, pi), cell in frame.groupby(["max_positives", "pi_target"], sort=True):
+    for (size, pi, frequency), cell in _cells(frame):
         per_table = cell.pivot_table(index="dataset", columns="method", values="auc")
         means = per_table.mean()
-        line = [size_words(int(size)), f"{pi:g}", f"{cell['n_labeled'].mean():.0f}",
+        line = [*_cell_words(size, pi, frequency), f"{cell['n_labeled'].mean():.0f}",
                 f"{cell['pi_true'].mean():.3f}"]
         line += [f"{means.get(m, np.nan):.4f}" for m in methods]
         if others:
@@ -116,9 +153,34 @@ def _cell_rows(frame: pd.DataFrame, methods: Sequence[str]) -> list[str]:
     return rows
 
 
+def per_task_shortfall(cell: pd.DataFrame, methods: Sequence[str]) -> pd.Series:
+    """Per task of a cell (table, repetition): the first method's AUC minus the best of the
+    others' on that task."""
+    per_task = cell.pivot_table(index=["dataset", "repetition"], columns="method", values="auc")
+    best = per_task[list(methods[1:])].max(axis=1)
+    return (per_task[methods[0]] - best).dropna()
+
+
+def _judgement_rows(frame: pd.DataFrame, methods: Sequence[str]) -> list[str]:
+    """Markdown rows: per cell, the first method against the per-task best of the others."""
+    rows = []
+    for (size, pi, frequency), cell in _cells(frame):
+        per_task = cell.pivot_table(index=["dataset", "repetition"], columns="method",
+                                    values="auc")
+        best = per_task[list(methods[1:])].max(axis=1)
+        gap = (per_task[methods[0]] - best).dropna()
+        worst = gap.idxmin()
+        rows.append("| " + " | ".join([
+            *_cell_words(size, pi, frequency), f"{len(gap)}",
+            f"{per_task[methods[0]].mean():.4f}", f"{best.mean():.4f}",
+            f"{gap.mean():+.4f}", f"{(gap < -BEHIND_BY).mean():.0%}",
+            f"{gap.min():+.3f} ({worst[0]})"]) + " |")
+    return rows
+
+
 def grid_markdown(frame: pd.DataFrame, methods: Sequence[str]) -> str:
     first = methods[0]
-    head = ["cap", "π target", "labeled rows", "realized π", *methods]
+    head = ["cap", "cell", "labeled rows", "realized π", *methods]
     if len(methods) > 1:
         head.append(f"{first} − better baseline ± SE")
     lines = [
@@ -128,6 +190,20 @@ def grid_markdown(frame: pd.DataFrame, methods: Sequence[str]) -> str:
         "|" + "---|" * len(head),
         *_cell_rows(frame, methods),
         "",
+    ]
+    if len(methods) > 1:
+        judged = ["cap", "cell", "tasks", first, "per-task best baseline", "difference",
+                  f"tasks > {BEHIND_BY} behind", "worst shortfall"]
+        lines += [
+            f"### {first} against the per-task best baseline (the better of "
+            f"{', '.join(methods[1:])} on each task)",
+            "",
+            "| " + " | ".join(judged) + " |",
+            "|" + "---|" * len(judged),
+            *_judgement_rows(frame, methods),
+            "",
+        ]
+    lines += [
         "### Seconds per method (fit and predict, summed over the cell's tasks)",
         "",
         "| cap | " + " | ".join(methods) + " |",
@@ -141,6 +217,14 @@ def grid_markdown(frame: pd.DataFrame, methods: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _save(fig, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    with atomic_output(path) as temporary:
+        fig.savefig(temporary, format="png")
+    plt.close(fig)
+
+
 def plot_grid(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> None:
     import matplotlib
 
@@ -148,7 +232,10 @@ def plot_grid(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> None:
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    frame = frame[frame["label_frequency"].isna()]  # the π cells' curves
     pis = sorted(frame["pi_target"].unique())
+    if not pis:
+        return
     fig, axes = plt.subplots(1, len(pis), figsize=(3.6 * len(pis), 3.4), squeeze=False,
                              sharey=True)
     for ax, pi in zip(axes[0], pis, strict=True):
@@ -165,9 +252,38 @@ def plot_grid(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> None:
     axes[0][0].set_ylabel("mean AUC (development suite)")
     axes[0][-1].legend(fontsize=8)
     fig.tight_layout()
-    with atomic_output(path) as temporary:
-        fig.savefig(temporary, format="png")
-    plt.close(fig)
+    _save(fig, path)
+
+
+def plot_per_task(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> None:
+    """Per cell, the first method's AUC minus the per-task best baseline, sorted: a bar per
+    task, the ±BEHIND_BY band shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = list(_cells(frame))
+    columns = min(3, len(cells))
+    rows = -(-len(cells) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.0 * rows),
+                             squeeze=False, sharey=True)
+    for ax, ((size, pi, frequency), cell) in zip(axes.flat, cells, strict=False):
+        gap = np.sort(per_task_shortfall(cell, methods).to_numpy())
+        colours = np.where(gap < -BEHIND_BY, "tab:red", "tab:blue")
+        ax.bar(np.arange(len(gap)), gap, color=colours, width=0.9)
+        ax.axhspan(-BEHIND_BY, BEHIND_BY, color="grey", alpha=0.15, lw=0)
+        ax.axhline(0.0, color="black", lw=0.8)
+        ax.set_title(f"cap {' · '.join(_cell_words(size, pi, frequency))}: "
+                     f"{(gap < -BEHIND_BY).mean():.0%} behind", fontsize=9)
+        ax.set_xlabel("task (sorted)")
+        ax.grid(alpha=0.3, axis="y")
+    for ax in axes.flat[len(cells):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"AUC: {methods[0]} − best baseline")
+    fig.tight_layout()
+    _save(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -184,8 +300,10 @@ def _grid(args: argparse.Namespace) -> int:
         frame.to_csv(temporary, index=False)
     atomic_write_text(args.out / "grid.md", grid_markdown(frame, specs[0].methods))
     plot_grid(frame, specs[0].methods, args.out / "grid.png")
+    if len(specs[0].methods) > 1:
+        plot_per_task(frame, specs[0].methods, args.out / "per_task.png")
     print(f"size_grid: wrote {args.out / 'grid.md'}, {args.out / 'grid.csv'}, "
-          f"{args.out / 'grid.png'}")
+          f"{args.out / 'grid.png'}, {args.out / 'per_task.png'}")
     return 0
 
 

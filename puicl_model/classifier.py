@@ -27,6 +27,7 @@ predictions come from forward passes of the pretrained model over the whole tabl
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -46,23 +47,25 @@ from puicl_model.input_checks import (
     has_mixed_names,
     warn_about_leaks,
 )
-from puicl_model.partner import (
-    MAX_HELD_OUT,
-    MIN_LABELED_FOR_PARTNER,
-    MIN_POOL_FOR_PARTNER,
-    Blend,
-    LogisticPartner,
-    choose_blend,
-    held_out_rows,
-)
 from puicl_model.planning import fit_ensemble, hold_out, plan_passes
-from puicl_model.pool_sample import fitted_table
+from puicl_model.pool_sample import fitted_table, take_rows
+from puicl_model.portfolio import (
+    MAX_HELD_OUT,
+    MIN_LABELED_FOR_HOLD_OUT,
+    MIN_LABELED_FOR_PORTFOLIO,
+    MIN_POOL_FOR_PORTFOLIO,
+    Choice,
+    Portfolio,
+    held_out_rows,
+    judged_pool_rows,
+)
 from puicl_model.preprocessing import CategoricalStrategy, MissingStrategy, NumericStrategy
 from puicl_model.prior import (
     DEFAULT_FOLDS,
     MIN_LABELED_FOR_ESTIMATES,
     class_prior_estimate,
     cross_fitted_scores,
+    fold_of,
     prior_cut,
 )
 from puicl_model.prior_report import (
@@ -216,10 +219,13 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         model = load_model(self.weights, device)
         n_labeled = len(base.x_labeled)
         held = None
-        if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PARTNER
-                and len(base.x_pool) >= MIN_POOL_FOR_PARTNER):
-            held = held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
-            ensemble = hold_out(ensemble, held)
+        portfolio = None
+        if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PORTFOLIO
+                and len(base.x_pool) >= MIN_POOL_FOR_PORTFOLIO):
+            if n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+                held = held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
+                ensemble = hold_out(ensemble, held)
+            portfolio = Portfolio.build(X, labeled, held, entropy)
 
         self.device_ = device
         self.model_ = model
@@ -236,7 +242,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         # the labeled rows the passes' context draws from (all but the held-out ones)
         self.x_labeled_ = ensemble.views[0].x_labeled
         self.x_pool_ = base.x_pool
-        self.partner_ = "none" if held is None else "logistic"
+        self.portfolio_ = portfolio
         self.n_held_out_ = 0 if held is None else int(held.sum())
         self._x_held = None if held is None else base.x_labeled[held]
         self.planners_ = plan_passes(ensemble, settings, int(model.config.max_features),
@@ -246,8 +252,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self._entropy = entropy
         self._pool_proba: np.ndarray | None = None
         self._held_proba: np.ndarray | None = None
-        self._blend: Blend | None = None
-        self._partner_model: LogisticPartner | None = None
         self._class_prior: dict[int, float] = {}  # π̂ per n_folds
         self._held_out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # scores per n_folds
         self._pool_index: dict[bytes, int] | None = None
@@ -271,50 +275,88 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                           n_threads=self.n_threads, progress=self.progress)
 
     def _pool_probabilities(self) -> np.ndarray:
-        """P(y=1) of every fitted unlabeled row (computed once)."""
+        """P(y=1) of every fitted unlabeled row (computed once): the model's, or the chosen
+        portfolio blend's (:mod:`puicl_model.portfolio`)."""
         self._check_fitted()
         if self._pool_proba is None:
-            views = [ViewRows(view.x_labeled, view.x_pool) for view in self.views_]
             started = time.perf_counter()
-            proba, self.n_passes_ = self.scorer_(self.planners_, views)
-            if self._x_held is None:
-                self._pool_proba = proba
+            self.n_passes_ = 0
+            if self.portfolio_ is not None and self._x_held is not None:
+                self._choose_on_held_out(self.portfolio_)
             else:
-                self._blend_with_partner(proba)
+                proba = self._model_scores(np.arange(len(self.x_pool_)), with_held=False)
+                if self.portfolio_ is None:
+                    self._pool_proba = proba
+                else:  # the class prior's cross-fitted folds are the evidence
+                    folds = self._model_folds(DEFAULT_FOLDS)
+                    self._pool_proba = self.portfolio_.choose_on_folds(
+                        proba, folds, self._fold_masks(DEFAULT_FOLDS))
             self.inference_seconds_ = time.perf_counter() - started
         return self._pool_proba
 
-    def _blend_with_partner(self, proba: np.ndarray) -> None:
-        """Fit the partner on every row, choose the blend on the held-out positives (scored
-        after the pool, ``proba[n_pool:]``) and keep the blend's probabilities."""
+    def _model_scores(self, rows: np.ndarray, with_held: bool) -> np.ndarray:
+        """The model's P(y=1) of the fitted pool's rows ``rows``, then (``with_held``) of the
+        held-out positives, by passes planned over just those rows (all the pool's rows, and
+        the held-out ones: the passes of the whole fitted pool)."""
         n_pool = len(self.x_pool_)
-        partner = LogisticPartner(self._entropy)
-        context = self.views_[0].x_labeled
-        labeled_scores, pool_scores = partner.fit(np.vstack([context, self._x_held]),
-                                                  self.x_pool_)
-        held_scores = labeled_scores[len(context):]
-        blend = choose_blend(proba[:n_pool], proba[n_pool:], pool_scores, held_scores)
-        self._partner_model, self._blend = partner, blend
-        self._pool_proba = blend.proba(proba[:n_pool], pool_scores)
-        self._held_proba = blend.proba(proba[n_pool:], held_scores)
+        if with_held:
+            rows = np.concatenate([rows, np.arange(n_pool, n_pool + self.n_held_out_)])
+        views = [ViewRows(view.x_labeled, np.ascontiguousarray(view.x_pool[rows]))
+                 for view in self.views_]
+        planners = [dataclasses.replace(p, n_pool=len(rows)) for p in self.planners_]
+        proba, passes = self.scorer_(planners, views)
+        self.n_passes_ += passes
+        return proba
+
+    def _choose_on_held_out(self, portfolio: Portfolio) -> None:
+        """Score the held-out positives and the judged pool rows, choose the blend on them,
+        and score the rest of the pool with the model only where the blend weighs it."""
+        n_pool = len(self.x_pool_)
+        judged = judged_pool_rows(n_pool, self._entropy)
+        proba = self._model_scores(judged, with_held=True)
+        model_judged, model_held = proba[:len(judged)], proba[len(judged):]
+        portfolio.choose_on_held_out(model_judged, model_held, judged)
+        model_pool = None
+        if len(judged) == n_pool:
+            model_pool = model_judged
+        elif portfolio.weighs_model:
+            rest = np.setdiff1d(np.arange(n_pool), judged, assume_unique=True)
+            model_pool = np.empty(n_pool)
+            model_pool[judged] = model_judged
+            model_pool[rest] = self._model_scores(rest, with_held=False)
+        self._pool_proba, self._held_proba = portfolio.held_out_proba(
+            model_pool, model_held, model_judged, judged)
+
+    @property
+    def choice_(self) -> Choice | None:
+        """What the portfolio chose on this table (members, weights, each candidate's held-out
+        AUC, why), or None where the model alone runs (``partner="none"``, or a table below
+        the portfolio's sizes); scores the pool if it was not scored yet."""
+        if self.portfolio_ is None:
+            return None
+        self._pool_probabilities()
+        return self.portfolio_.choice
 
     @property
     def blend_weight_(self) -> float:
-        """The model's weight in the blend with the partner (1.0: the model alone); scores the
-        pool if it was not scored yet."""
-        self._pool_probabilities()
-        return 1.0 if self._blend is None else self._blend.weight
+        """The model's weight in the chosen blend (1.0: the model alone)."""
+        choice = self.choice_
+        return 1.0 if choice is None else float(choice.weights.get("model", 0.0))
 
-    def _new_probabilities(self, x_new: list[np.ndarray]) -> np.ndarray:
-        """P(y=1) of new rows, ``x_new[view]`` their encoding in each view."""
+    def _new_probabilities(self, x_new: list[np.ndarray], X_new: Any) -> np.ndarray:
+        """P(y=1) of new rows ``X_new``, ``x_new[view]`` their encoding in each view."""
         self._pool_probabilities()  # the blend, where there is one, is chosen on the pool
-        views = [ViewRows(view.x_labeled, view.x_pool, new)
-                 for view, new in zip(self.views_, x_new, strict=True)]
-        proba = score_new_rows(self.model_, views, self.planners_, device=self.device_,
-                               n_threads=self.n_threads, progress=self.progress)
-        if self._blend is None or self._partner_model is None:
+        portfolio = self.portfolio_
+        proba = None
+        if portfolio is None or portfolio.weighs_model:
+            views = [ViewRows(view.x_labeled, view.x_pool, new)
+                     for view, new in zip(self.views_, x_new, strict=True)]
+            proba = score_new_rows(self.model_, views, self.planners_, device=self.device_,
+                                   n_threads=self.n_threads, progress=self.progress)
+        if portfolio is None:
+            assert proba is not None
             return proba
-        return self._blend.proba(proba, self._partner_model.decision(x_new[0]))
+        return portfolio.new_row_proba(X_new, proba)
 
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
@@ -338,7 +380,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             new = [np.ascontiguousarray(table[~known])]
             for view in self.views_[1:]:  # the other views' encodings of the same rows
                 new.append(np.ascontiguousarray(view.preprocessor.transform(X)[~known]))
-            proba[~known] = self._new_probabilities(new)
+            proba[~known] = self._new_probabilities(new, take_rows(X, np.flatnonzero(~known)))
         return proba, match
 
     def prepare(self) -> PUICLClassifier:
@@ -394,10 +436,24 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             pool = self._pool_probabilities()
             assert self._held_proba is not None
             return [(self._held_proba, pool)]
+        folds = self._model_folds(n_folds)
+        if self.portfolio_ is None:
+            return folds
+        self._pool_probabilities()  # the blend is chosen on the default folds
+        return [self.portfolio_.fold_proba(fold, mask)
+                for fold, mask in zip(folds, self._fold_masks(n_folds), strict=True)]
+
+    def _model_folds(self, n_folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The model's cross-fitted scores (:func:`puicl_model.prior.cross_fitted_scores`),
+        computed once per ``n_folds``."""
         if n_folds not in self._held_out:
             self._held_out[n_folds] = cross_fitted_scores(self.scorer_, self.planners_,
                                                            self.views_, n_folds)
         return self._held_out[n_folds]
+
+    def _fold_masks(self, n_folds: int) -> list[np.ndarray]:
+        fold = fold_of(len(self.x_labeled_), n_folds, self._entropy)
+        return [fold == k for k in range(n_folds)]
 
     def class_prior_report(self, level: float = DEFAULT_LEVEL,
                            n_bootstrap: int = DEFAULT_BOOTSTRAP,

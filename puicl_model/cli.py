@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from puicl_common.atomic import atomic_write_json
 
 if TYPE_CHECKING:
-
+    from puicl_model.classifier import PUICLClassifier
     from puicl_model.prior_report import ClassPriorReport
 
 __all__ = ["main"]
@@ -122,9 +122,9 @@ def _parser() -> argparse.ArgumentParser:
                          help="also write π's bound, point and interval to this JSON file")
     predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
                          default=defaults.partner,
-                         help="auto (default): on tables with many labeled positives, blend the "
-                         "model with a logistic partner fitted on every row, the blend chosen "
-                         "on held-out labeled positives; none: the model alone "
+                         help="auto (default): a portfolio of the model, a logistic regression "
+                         "and gradient-boosted trees fitted on every row, the blend chosen per "
+                         "table on held-out labeled positives; none: the model alone "
                          "(docs/classifier.md, \"Tables of every size\")")
     predict.add_argument("--pool-sample", type=_count, default=defaults.pool_sample,
                          help="a pool of more unlabeled rows is fitted on a seeded sample of "
@@ -206,6 +206,14 @@ def _check_prior_json(args: argparse.Namespace) -> None:
         if given is not None and (_same_file(path, given) or path.resolve() == given.resolve()):
             raise CliError(f"--prior-json {path} is the file given as {option} {given}: "
                            "write π's report to another path")
+
+
+def _portfolio_line(classifier: PUICLClassifier) -> str:
+    """What the portfolio chose on the table, in one line."""
+    choice = classifier.choice_
+    if choice is None:
+        return "scored by: the model alone (partner none, or a table below the portfolio's sizes)"
+    return f"scored by: {choice.describe()}"
 
 
 def _prior_lines(report: ClassPriorReport) -> list[str]:
@@ -305,7 +313,8 @@ def _predict(args: argparse.Namespace) -> int:
     read = f", read on a seeded sample of {len(classifier.x_pool_)}" if sampled else ""
     message = "\n".join([
         f"π̂ (estimated negative share of the {n_pool} unlabeled rows{read}): "
-        f"{report.estimate:.4f}; predicted negative: {negative}", *_prior_lines(report)])
+        f"{report.estimate:.4f}; predicted negative: {negative}", *_prior_lines(report),
+        _portfolio_line(classifier)])
     if args.output == "-":
         print(message, file=sys.stderr)
     else:

@@ -1,0 +1,192 @@
+"""How the portfolio's rule chooses, measured per task on the development suite.
+
+``collect`` fits the classifier (its default, the portfolio) on every task of the cells asked
+for and keeps, per task, what the rule reads (each member's held-out and pool scores) and the
+pool's hidden labels, as one ``.npz`` per task. ``evaluate`` then replays any rule on the kept
+scores: for each fallback and evidence threshold z, the true AUC of the candidate it picks,
+against the model alone, the best candidate in hindsight and the per-task best baseline of a
+size grid's ``grid.csv``. Nothing is fitted twice, so every rule is judged on the same scores.
+
+Usage (docs/classifier.md, "Tables of every size")::
+
+    python -m studies.portfolio_rule collect --out results/portfolio --jobs 2 \\
+        --cells 600:0.2,600:0.5,all:0.2,all:0.5,all:c0.05,all:c0.2
+    python -m studies.portfolio_rule evaluate --out results/portfolio \\
+        --grid results/size_grid/grid.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmark.devsuite import devsuite_slugs, load_devsuite_table
+from benchmark.methods.puicl import as_table
+from benchmark.protocol import EVERY_ROW, TARGET_PI, make_task, method_seed
+from puicl_model.portfolio import CANDIDATES, MEMBERS, MODEL, Blend, Evidence, held_out_aucs
+
+FALLBACKS = tuple(CANDIDATES)
+ZS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, np.inf)
+
+
+def parse_cell(text: str) -> tuple[int, float, float | None]:
+    """``CAP:PI`` or ``CAP:cFREQ`` -> (max_positives, target π, label frequency)."""
+    cap, _, rest = text.partition(":")
+    size = EVERY_ROW if cap == "all" else int(cap)
+    if rest.startswith("c"):
+        return size, TARGET_PI, float(rest[1:])
+    return size, float(rest), None
+
+
+def cell_name(size: int, pi: float, frequency: float | None) -> str:
+    cap = "all" if size == EVERY_ROW else str(size)
+    return f"{cap}_c{frequency:g}" if frequency is not None else f"{cap}_pi{pi:g}"
+
+
+def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path) -> str:
+    from puicl_model import PUICLClassifier
+
+    size, pi, frequency = cell
+    path = out / cell_name(*cell) / f"{slug}.npz"
+    if path.exists():
+        return str(path)
+    task = make_task(load_devsuite_table(slug), 0, 0, max_positives=size, target_pi=pi,
+                     label_frequency=frequency)
+    table = as_table(task.X, task.categorical)
+    started = time.perf_counter()
+    clf = PUICLClassifier(random_state=method_seed(0, slug, 0, "puicl"), n_threads=1,
+                          progress=False).fit(table, task.s)
+    clf.predict_proba(table[task.s == 0] if isinstance(table, np.ndarray)
+                      else table.iloc[np.flatnonzero(task.s == 0)])
+    seconds = time.perf_counter() - started
+    arrays: dict[str, np.ndarray] = {"y_pool": task.y_unlabeled,
+                                     "n_labeled": np.array(task.n_labeled),
+                                     "pi": np.array(task.pi), "seconds": np.array(seconds),
+                                     "default_pool": clf._pool_probabilities()}
+    portfolio = clf.portfolio_
+    if portfolio is not None and portfolio.evidence is not None:
+        evidence = portfolio.evidence
+        arrays["folds"] = np.array(len(evidence.held))
+        for k, (held, pool) in enumerate(zip(evidence.held, evidence.pool, strict=True)):
+            for member in MEMBERS:
+                arrays[f"held{k}_{member}"] = held[member]
+                arrays[f"pool{k}_{member}"] = pool[member]
+        for member, scores in portfolio.member_pool_scores.items():
+            arrays[f"final_{member}"] = scores
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp.npz")
+    np.savez_compressed(temporary, **arrays)
+    temporary.replace(path)
+    return str(path)
+
+
+def _auc(y: np.ndarray, score: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, score))
+
+
+def evaluate_task(path: Path) -> list[dict]:
+    """Per rule (fallback, z): the true AUC of the candidate the rule picks on this task."""
+    data = np.load(path)
+    y = data["y_pool"]
+    base = {"dataset": path.stem, "cell": path.parent.name, "n_labeled": int(data["n_labeled"]),
+            "pi": float(data["pi"]), "default": _auc(y, data["default_pool"])}
+    if "folds" not in data:
+        return [{**base, "fallback": f, "z": z, "picked": "model", "auc": base["default"],
+                 "model": base["default"], "oracle": base["default"]}
+                for f in FALLBACKS for z in ZS]
+    folds = int(data["folds"])
+    evidence = Evidence([{m: data[f"held{k}_{m}"] for m in MEMBERS} for k in range(folds)],
+                        [{m: data[f"pool{k}_{m}"] for m in MEMBERS} for k in range(folds)])
+    final = {m: data[f"final_{m}"] for m in MEMBERS}
+    model_proba = 1.0 / (1.0 + np.exp(-final[MODEL]))
+    true = {name: _auc(y, Blend.on_pool(weights, final, model_proba).score(final))
+            for name, weights in CANDIDATES.items()}
+    rows = []
+    for fallback in FALLBACKS:
+        aucs, se = held_out_aucs(evidence, MEMBERS, fallback)
+        best = max(aucs, key=lambda name: aucs[name])
+        for z in ZS:
+            lead = aucs[best] - aucs[fallback]
+            picked = best if best != fallback and lead > z * se[best] else fallback
+            rows.append({**base, "fallback": fallback, "z": z, "picked": picked,
+                         "auc": true[picked], "model": true["model"],
+                         "oracle": max(true.values()),
+                         **{f"true_{name}": value for name, value in true.items()}})
+    return rows
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from joblib import Parallel, delayed
+
+    cells = [parse_cell(part) for part in args.cells.split(",")]
+    slugs = devsuite_slugs() if args.datasets == "all" else args.datasets.split(",")
+    jobs = [(slug, cell) for cell in cells for slug in slugs]
+    done = Parallel(n_jobs=args.jobs, verbose=5)(
+        delayed(collect_task)(slug, cell, args.out) for slug, cell in jobs)
+    print(f"portfolio_rule: {len(done)} tasks in {args.out}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    rows = [row for path in sorted(args.out.glob("*/*.npz")) for row in evaluate_task(path)]
+    frame = pd.DataFrame(rows)
+    if args.grid is not None:
+        grid = pd.read_csv(args.grid)
+        grid = grid[grid["method"] != "puicl"]
+        grid["cell"] = [cell_name(int(r.max_positives), r.pi_target,
+                                  None if np.isnan(r.label_frequency) else r.label_frequency)
+                        if "label_frequency" in grid else
+                        cell_name(int(r.max_positives), r.pi_target, None)
+                        for r in grid.itertuples()]
+        best = grid.groupby(["cell", "dataset"])["auc"].max().rename("baseline")
+        frame = frame.join(best, on=["cell", "dataset"])
+    frame.to_csv(args.out / "rules.csv", index=False)
+    summary = rule_summary(frame)
+    print(summary.to_string())
+    return 0
+
+
+def rule_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per cell and rule: mean AUC, mean gain over the model alone, the share of tasks where
+    the pick is worse than the model by > 0.02, and against the per-task best baseline."""
+    frame = frame.assign(gain=frame["auc"] - frame["model"],
+                         regret=frame["oracle"] - frame["auc"])
+    aggregations = {"auc": "mean", "gain": "mean", "regret": "mean",
+                    "worse_than_model": ("gain", lambda g: (g < -0.02).mean())}
+    if "baseline" in frame:
+        frame = frame.assign(vs_best=frame["auc"] - frame["baseline"])
+        aggregations.update({"baseline": "mean", "vs_best": "mean",
+                             "behind": ("vs_best", lambda g: (g < -0.02).mean()),
+                             "worst": ("vs_best", "min")})
+    named = {key: value if isinstance(value, tuple) else (key, value)
+             for key, value in aggregations.items()}
+    return frame.groupby(["cell", "fallback", "z"]).agg(**named).round(4)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m studies.portfolio_rule",
+                                     description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    collect = sub.add_parser("collect", help="fit the default on every task, keep the scores")
+    collect.add_argument("--out", type=Path, required=True)
+    collect.add_argument("--cells", default="600:0.2,600:0.5,all:0.2,all:0.5,all:c0.05,all:c0.2")
+    collect.add_argument("--datasets", default="all")
+    collect.add_argument("--jobs", type=int, default=2)
+    evaluate = sub.add_parser("evaluate", help="replay the rules on the kept scores")
+    evaluate.add_argument("--out", type=Path, required=True)
+    evaluate.add_argument("--grid", type=Path, default=None,
+                          help="a size grid's grid.csv with the baselines of the same cells")
+    args = parser.parse_args(argv)
+    return _collect(args) if args.command == "collect" else _evaluate(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

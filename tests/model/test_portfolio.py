@@ -1,0 +1,190 @@
+"""The per-table portfolio (puicl_model.portfolio): the evidence it reads, the rule that
+chooses, the probabilities it keeps, and how the classifier runs it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from puicl_model import PUICLClassifier
+from puicl_model.portfolio import (
+    BOOSTED,
+    CANDIDATES,
+    LOGISTIC,
+    MAX_HELD_OUT,
+    MEMBERS,
+    MIN_LABELED_FOR_HOLD_OUT,
+    MIN_POOL_FOR_PORTFOLIO,
+    MODEL,
+    Blend,
+    CrossFittedLearner,
+    Evidence,
+    choose,
+    held_out_aucs,
+    held_out_rows,
+)
+
+
+def _evidence(rng: np.random.Generator, signal: dict[str, float], n_held: int = 300,
+              n_pool: int = 900, folds: int = 1) -> Evidence:
+    """Held-out positives and a half-negative pool scored by members separating positives
+    from negatives by ``signal[member]`` (log-odds)."""
+    held, pool = [], []
+    negative = np.arange(n_pool) < n_pool // 2
+    for _ in range(folds):
+        held.append({m: rng.normal(size=n_held) + signal[m] for m in MEMBERS})
+        pool.append({m: rng.normal(size=n_pool) + signal[m] * ~negative for m in MEMBERS})
+    return Evidence(held, pool)
+
+
+def test_held_out_auc_is_the_mann_whitney_auc_and_its_error_shrinks_with_rows(rng) -> None:
+    evidence = _evidence(rng, {MODEL: 1.0, LOGISTIC: 0.5, BOOSTED: 0.0})
+    aucs, se = held_out_aucs(evidence, MEMBERS)
+    held, pool = evidence.held[0], evidence.pool[0]
+    for member in MEMBERS:
+        expected = roc_auc_score(np.r_[np.ones(300), np.zeros(900)],
+                                 np.r_[held[member], pool[member]])
+        assert aucs[member] == pytest.approx(expected, abs=1e-12)
+    assert se["model"] == 0.0  # the fallback against itself
+    assert se["logistic"] > 0.0
+    larger = held_out_aucs(_evidence(rng, {MODEL: 1.0, LOGISTIC: 0.5, BOOSTED: 0.0},
+                                     n_held=3000, n_pool=9000), MEMBERS)[1]
+    assert larger["logistic"] < se["logistic"] / 2
+
+
+def test_the_rule_follows_strong_evidence_and_falls_back_on_thin(rng) -> None:
+    strong = _evidence(rng, {MODEL: 0.0, LOGISTIC: 0.2, BOOSTED: 2.0})
+    assert choose(strong, MEMBERS).name in ("boosted", "logistic+boosted")
+    # a tie in truth: whatever leads by noise does not replace the fallback at a high bar
+    tie = _evidence(rng, {MODEL: 1.0, LOGISTIC: 1.0, BOOSTED: 1.0}, n_held=60, n_pool=200)
+    assert choose(tie, MEMBERS, z=10.0).name == "model"
+    assert choose(tie, MEMBERS, fallback="all", z=10.0).name == "all"
+    # with no bar the best held-out AUC wins
+    aucs, _ = held_out_aucs(tie, MEMBERS)
+    assert choose(tie, MEMBERS, z=0.0).name == max(aucs, key=aucs.get) or \
+        max(aucs.values()) == aucs["model"]
+
+
+def test_folds_are_averaged(rng) -> None:
+    evidence = _evidence(rng, {MODEL: 1.0, LOGISTIC: 0.0, BOOSTED: 0.0}, folds=2)
+    aucs, _ = held_out_aucs(evidence, MEMBERS)
+    single = [held_out_aucs(Evidence([h], [p]), MEMBERS)[0]["model"]
+              for h, p in zip(evidence.held, evidence.pool, strict=True)]
+    assert aucs["model"] == pytest.approx(np.mean(single), abs=1e-12)
+
+
+def test_blended_probabilities_keep_the_models_distribution_over_the_pool(rng) -> None:
+    model_pool = 1.0 / (1.0 + np.exp(-rng.normal(size=500)))
+    pool = {MODEL: np.log(model_pool / (1 - model_pool)), LOGISTIC: rng.normal(size=500),
+            BOOSTED: rng.normal(size=500)}
+    blend = Blend.on_pool(CANDIDATES["all"], pool, model_pool)
+    proba = blend.proba(pool)
+    assert np.allclose(np.sort(proba), np.sort(model_pool))  # the same distribution
+    order = np.argsort(blend.score(pool), kind="stable")
+    assert np.all(np.diff(proba[order]) >= -1e-12)  # in the blend's order
+    alone = Blend.on_pool(CANDIDATES["model"], pool, model_pool)
+    assert np.array_equal(alone.proba(pool, model_pool), model_pool)  # bit for bit
+
+
+def test_learners_are_cross_fitted_and_keyed_by_the_seed(rng) -> None:
+    x_labeled, x_pool = rng.normal(size=(60, 3)) + 1.0, rng.normal(size=(200, 3))
+    for kind in (LOGISTIC, BOOSTED):
+        first = CrossFittedLearner(kind, 7).fit(x_labeled, x_pool)
+        again = CrossFittedLearner(kind, 7).fit(x_labeled, x_pool)
+        assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
+        assert roc_auc_score(np.r_[np.ones(60), np.zeros(200)], np.r_[first]) > 0.7
+
+
+def test_held_out_rows_are_keyed_by_the_seed() -> None:
+    first = held_out_rows(700, 350, entropy=5)
+    assert first.sum() == 350
+    assert np.array_equal(first, held_out_rows(700, 350, entropy=5))
+    assert not np.array_equal(first, held_out_rows(700, 350, entropy=6))
+
+
+def _table(rng: np.random.Generator, n_labeled: int, n_pool: int, d: int = 5):
+    x_labeled = rng.normal(size=(n_labeled, d))
+    x_pool = rng.normal(size=(n_pool, d))
+    negatives = rng.random(n_pool) < 0.5
+    x_pool[negatives, :2] += 1.0
+    return np.vstack([x_labeled, x_pool]), np.r_[np.ones(n_labeled), np.zeros(n_pool)]
+
+
+def test_a_tiny_pool_is_scored_by_the_model_alone_bit_for_bit(small_weights, rng) -> None:
+    X, s = _table(rng, 80, MIN_POOL_FOR_PORTFOLIO - 1)
+    auto = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
+    alone = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s)
+    assert auto.portfolio_ is None and auto.choice_ is None and auto.blend_weight_ == 1.0
+    assert np.array_equal(auto.predict_proba(X[s == 0]), alone.predict_proba(X[s == 0]))
+
+
+def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_weights,
+                                                                         rng) -> None:
+    X, s = _table(rng, 120, 300)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=2).fit(X, s)
+    proba = clf.predict_proba(X[s == 0])[:, 1]
+    choice = clf.choice_
+    assert choice is not None and choice.name in CANDIDATES and choice.n_held_out == 120
+    assert set(choice.held_out_auc) == set(CANDIDATES)
+    passes, folds_scored = clf.n_passes_, dict(clf._held_out)
+    clf.estimate_class_prior()  # reads the folds the choice read: no new scoring
+    assert clf._held_out.keys() == folds_scored.keys() and clf.n_passes_ == passes
+    alone = PUICLClassifier(weights=small_weights, device="cpu", random_state=2,
+                            partner="none").fit(X, s)
+    model = alone.predict_proba(X[s == 0])[:, 1]
+    # the blend keeps the model's distribution of probabilities over the pool
+    assert np.allclose(np.sort(proba), np.sort(model))
+    if choice.name == "model":
+        assert np.array_equal(proba, model)
+
+
+def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, rng,
+                                                                 monkeypatch) -> None:
+    n_labeled = MIN_LABELED_FOR_HOLD_OUT + 40
+    X, s = _table(rng, n_labeled, 700)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
+    assert clf.n_held_out_ == min(n_labeled // 2, MAX_HELD_OUT)
+    assert len(clf.x_labeled_) == n_labeled - clf.n_held_out_
+    pool = clf.predict_proba(X[s == 0])
+    assert pool.shape == (700, 2) and np.all((pool >= 0) & (pool <= 1))
+    passes = clf.n_passes_
+    folds = clf._held_out_scores()
+    assert len(folds) == 1 and len(folds[0][0]) == clf.n_held_out_
+    assert 0.0 <= clf.estimate_class_prior() <= 1.0 and clf.n_passes_ == passes
+    again = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
+    assert np.array_equal(again.predict_proba(X[s == 0]), pool)
+    assert again.choice_ == clf.choice_ or again.choice_.name == clf.choice_.name
+    # new rows: read off the same blend, inside the pool's range of probabilities; where
+    # the blend gives the model no weight, no pass of the model runs for them
+    if not clf.portfolio_.weighs_model:
+        import puicl_model.classifier as module
+
+        monkeypatch.setattr(module, "score_new_rows", lambda *a, **k: pytest.fail("a pass ran"))
+    new = clf.predict_proba(X[s == 0][:7] + 1e-3)[:, 1]
+    assert np.all((new >= pool[:, 1].min()) & (new <= pool[:, 1].max()))
+
+
+def test_where_trees_see_the_signal_the_portfolio_follows_them(small_weights) -> None:
+    """An interaction that a linear score and the tiny test model cannot see: the labeled
+    positives sit where two columns share their sign. The boosted member ranks the pool far
+    better, and the portfolio picks a blend that weighs it."""
+    rng = np.random.default_rng(0)
+    n_pos, n_neg, n_labeled = 1800, 900, 700
+    x = rng.normal(size=(n_pos + n_neg, 4))
+    positive = np.r_[np.ones(n_pos, bool), np.zeros(n_neg, bool)]
+    same_sign = np.sign(x[:, 0]) == np.sign(x[:, 1])
+    x[positive & ~same_sign, 1] *= -1  # positives: same sign; negatives: either
+    x[~positive & same_sign, 1] *= -1  # negatives: opposite sign
+    s = np.zeros(len(x))
+    s[:n_labeled] = 1
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(x, s)
+    proba = clf.predict_proba(x[s == 0])[:, 1]
+    assert BOOSTED in clf.choice_.weights
+    assert roc_auc_score(positive[s == 0], proba) > 0.9
+
+
+def test_a_bad_partner_setting_is_named(small_weights, rng) -> None:
+    X, s = _table(rng, 20, 30)
+    with pytest.raises(ValueError, match="partner"):
+        PUICLClassifier(weights=small_weights, partner="boosted").fit(X, s)
