@@ -54,8 +54,9 @@ def _first_non_number(values: np.ndarray) -> tuple[int, Any]:
     return 0, values[0]  # unreachable where the conversion failed; a value to name regardless
 
 
-def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
-    """``s`` (1 = labeled positive, 0 = unlabeled; one per row) -> bool mask of labeled rows."""
+def check_pu_labels(s: Any, n_rows: int, name: str = "s") -> np.ndarray:
+    """``s`` (1 = labeled positive, 0 = unlabeled; one per row) -> bool mask of labeled rows.
+    ``name``: what the messages call ``s`` (``puicl predict`` names its label column)."""
     values = np.asarray(s)
     if values.ndim == 2 and values.shape[1] == 1:
         from sklearn.utils.validation import column_or_1d
@@ -71,28 +72,28 @@ def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
     except (TypeError, ValueError):
         row, value = _first_non_number(values)
         raise ValueError(
-            "s must contain only 0 (unlabeled) and 1 (labeled positive); found non-numeric "
+            f"{name} must contain only 0 (unlabeled) and 1 (labeled positive); found non-numeric "
             f"values such as {value!r} (row {row})"
         ) from None
     missing = np.isnan(numeric)
     if missing.any():  # (None and NaN convert to NaN, which is no "continuous" label)
         row = int(np.flatnonzero(missing)[0])
         raise ValueError(
-            "s must contain only 0 (unlabeled) and 1 (labeled positive); found missing values "
-            f"such as {values[row:row + 1].tolist()[0]!r} (row {row})"
+            f"{name} must contain only 0 (unlabeled) and 1 (labeled positive); found missing "
+            f"values such as {values[row:row + 1].tolist()[0]!r} (row {row})"
         )
     bad = ~np.isin(numeric, (0.0, 1.0))
     fractional = numeric[bad] != np.round(numeric[bad])
     if fractional.any():  # "continuous": the word scikit-learn's checks look for
         raise ValueError(
-            "s must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
+            f"{name} must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
             f"values such as {values[bad][fractional].tolist()[0]!r}"
         )
     if bad.any():
         found = sorted({repr(v) for v in values[bad].tolist()})[:5]
         raise ValueError(
-            "Only binary classification is supported: s must contain only 0 (unlabeled) and "
-            "1 (labeled positive); found "
+            f"Only binary classification is supported: {name} must contain only 0 (unlabeled) "
+            "and 1 (labeled positive); found "
             f"{', '.join(found)}"
         )
     labeled = numeric == 1.0

@@ -78,6 +78,7 @@ from puicl_model.columns import (
     as_numeric,
     integer_offset,
     is_missing,
+    moment_columns,
     numbers_and_text,
     parse_numeric,
     read_columns,
@@ -236,6 +237,7 @@ class TablePreprocessor:
             raise ValueError(f"X has 0 feature(s) (shape=({n_rows}, 0)) while a minimum of 1 "
                              "is required; pass at least one feature")
         self.is_dataframe_ = is_frame
+        self.moment_columns_ = moment_columns(X)  # dates and durations, read as seconds
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
         columns: list[ColumnEncoding] = []
@@ -385,12 +387,27 @@ class TablePreprocessor:
                     )
                 position = {n: i for i, n in enumerate(names)}  # same names, other order
                 arrays = [arrays[position[n]] for n in self.feature_names_in_]
+            self._check_moments(moment_columns(X))
         elif len(names) != self.n_features_in_:
             raise ValueError(
                 f"X has {len(names)} columns but the classifier was fitted with "
                 f"{self.n_features_in_}; pass the same columns as in fit"
             )
         return self._scaled(encode(self.columns_, arrays, self.missing))
+
+    def _check_moments(self, moments: set[str]) -> None:
+        """Refuse a column that holds dates or durations now and did not at fit, or the
+        reverse: both are read as numbers, so seconds since 1970 would silently be compared
+        with the amounts the column held (or amounts with seconds)."""
+        fitted = getattr(self, "moment_columns_", None)
+        if fitted is None:  # fitted before the types were recorded
+            return
+        for name in self.feature_names_in_:
+            if (name in moments) != (name in fitted):
+                now, then = (("dates or durations", "other values") if name in moments
+                             else ("other values", "dates or durations"))
+                raise ValueError(f"column {name!r} holds {now}, but it held {then} in fit; "
+                                 "pass it as in fit")
 
     def _scaled(self, raw: np.ndarray) -> np.ndarray:
         if not self.keep_.any():

@@ -171,6 +171,27 @@ def test_dates_and_durations_are_read_as_seconds() -> None:
     assert pre.columns_[0].fill == np.median(np.delete(seconds, 5))  # NaT: a missing value
 
 
+@pytest.mark.parametrize("direction", ["numbers, then dates", "dates, then numbers"])
+def test_a_column_that_changes_between_numbers_and_dates_is_refused(small_weights,
+                                                                    direction) -> None:
+    rng = np.random.default_rng(3)
+    rows = 40
+    numbers = pd.DataFrame({"when": rng.normal(size=rows), "x": rng.normal(size=rows)})
+    dates = numbers.assign(when=pd.Timestamp("2021-03-01")
+                           + pd.to_timedelta(rng.permutation(rows), unit="D"))
+    fitted, given = (numbers, dates) if direction.startswith("numbers") else (dates, numbers)
+    s = np.r_[np.ones(10, dtype=int), np.zeros(rows - 10, dtype=int)]
+    clf = PUICLClassifier(weights=small_weights, progress=False).fit(fitted, s)
+    before = clf.predict_proba(fitted[s == 0])
+    with pytest.raises(ValueError) as refused:
+        clf.predict_proba(given[s == 0])
+    held = ("dates or durations", "other values")
+    now, then = held if direction.endswith("dates") else held[::-1]
+    assert str(refused.value) == (f"column 'when' holds {now}, but it held {then} in fit; "
+                                  "pass it as in fit")
+    np.testing.assert_array_equal(clf.predict_proba(fitted[s == 0]), before)
+
+
 def test_a_complex_column_is_refused() -> None:
     X = pd.DataFrame({"z": np.arange(5) * (1 + 1j), "x": np.arange(5.0)})
     with pytest.raises(ValueError, match="column 'z' holds complex numbers"):
