@@ -26,9 +26,9 @@ except ImportError:  # older: the same checks were BaseEstimator methods
         estimator._check_n_features(X, reset=reset)
 
 __all__ = [
-    "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels", "check_pu_table",
-    "check_settings", "check_table_after_fit", "has_mixed_names", "is_valid_threshold",
-    "warn_about_leaks", "warn_if_inverted",
+    "MISSING_SHARE_GAP", "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels",
+    "check_pu_table", "check_settings", "check_table_after_fit", "has_mixed_names",
+    "is_valid_threshold", "missing_gap_is_telling", "warn_about_leaks", "warn_if_inverted",
 ]
 
 # A feature separating the labeled rows from the pool is reported as a leak when so clean a
@@ -36,6 +36,14 @@ __all__ = [
 # 2 / C(n, n_labeled) for n rows. Small tables split cleanly by chance (3 labeled rows of 10:
 # one in 60) and are not reported; a copy of s in a table of 60 rows gives about 1e-15.
 _LEAK_CHANCE = 1e-6
+
+
+# A column whose missing share among the labeled rows and among the unlabeled rows differ by
+# at least this much is reported (docs/classifier.md, "Real tables"): the "is missing"
+# indicator alone then ranks labeled rows above pool rows (or below) with an AUC of at least
+# 0.5 + gap / 2 = 0.75, which points at leakage (a field filled in only once a row is
+# confirmed) or a data error (the two sides exported differently), and the model reads it.
+MISSING_SHARE_GAP = 0.5
 
 
 def has_mixed_names(X: Any) -> bool:
@@ -206,6 +214,17 @@ def all_marked_is_telling(n_side: int, n_marked: int, n_rows: int) -> bool:
         return False
     log_chance = (math.lgamma(n_marked + 1) - math.lgamma(n_marked - n_side + 1)
                   - math.lgamma(n_rows + 1) + math.lgamma(n_rows - n_side + 1))
+    return log_chance < math.log(_LEAK_CHANCE)
+
+
+def missing_gap_is_telling(gap: float, n_labeled: int, n_pool: int) -> bool:
+    """Whether the labeled rows' and the pool's missing shares, ``gap`` apart, call for a
+    warning: at least :data:`MISSING_SHARE_GAP`, and a gap chance would give a column unrelated
+    to s with a probability below :data:`_LEAK_CHANCE` (two-sample Hoeffding bound,
+    2 exp(-2 gap² / (1/n_labeled + 1/n_pool))), so that small tables are not reported."""
+    if abs(gap) < MISSING_SHARE_GAP or n_labeled == 0 or n_pool == 0:
+        return False
+    log_chance = math.log(2.0) - 2.0 * gap**2 / (1.0 / n_labeled + 1.0 / n_pool)
     return log_chance < math.log(_LEAK_CHANCE)
 
 

@@ -190,6 +190,38 @@ def _split_by_s(columns: list[ColumnEncoding], arrays: list[np.ndarray],
     return found
 
 
+def _warn_if_missing_apart(columns: list[ColumnEncoding], arrays: list[np.ndarray],
+                           numbers: list[np.ndarray | None], labeled: np.ndarray,
+                           skip: dict[str, str]) -> None:
+    """Warn, naming them, about the columns whose missing share among the labeled rows and
+    among the unlabeled rows differ by a telling gap (:func:`puicl_model.input_checks.
+    missing_gap_is_telling`); ``skip``: columns dropped already, with their own reason. A
+    warning only: the column is kept, and the scores are those of any other table."""
+    from puicl_model.input_checks import missing_gap_is_telling
+
+    labeled = np.asarray(labeled, dtype=bool)
+    n_labeled, n_pool = int(labeled.sum()), int((~labeled).sum())
+    found = []
+    for column, values, numeric in zip(columns, arrays, numbers, strict=True):
+        if column.name in skip:
+            continue
+        missing = np.isnan(numeric) if numeric is not None else is_missing(values)
+        ours, theirs = missing[labeled].mean(), missing[~labeled].mean()
+        if missing_gap_is_telling(float(ours - theirs), n_labeled, n_pool):
+            found.append(f"{column.name!r} (missing on {ours:.0%} of the labeled rows, "
+                         f"{theirs:.0%} of the unlabeled)")
+    if found:
+        warnings.warn(
+            "missing far more often on one side of s than on the other: " + "; ".join(found)
+            + ". Missingness that tells the labeled rows from the pool points at leakage or a "
+            "data error (a field filled in only for confirmed rows, the two sides exported "
+            "differently), and the scores then follow it; check how the column was recorded, "
+            "or drop it (puicl predict: --drop-columns)",
+            UserWarning,
+            stacklevel=4,  # the caller of fit
+        )
+
+
 class TablePreprocessor:
     """Learns column encodings on the fitted table; turns tables into float32 matrices."""
 
@@ -299,6 +331,8 @@ class TablePreprocessor:
                 UserWarning,
                 stacklevel=3,
             )
+        if labeled is not None:
+            _warn_if_missing_apart(columns, arrays, numbers, labeled, one_sided)
         if self.dropped_reasons_:
             warnings.warn(
                 "dropped columns that carry no information: "
