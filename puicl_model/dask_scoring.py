@@ -67,11 +67,12 @@ def _connect(address: str, timeout_s: float | str = "30s") -> Any:
             from None
 
 
-def _scheduler_identity(address: str, timeout_s: float) -> dict[str, Any]:
+def _scheduler_identity(address: str, timeout_s: float, said_s: float) -> dict[str, Any]:
     """The scheduler's answer to ``identity`` (its type, its workers), asked in a thread of
     its own and waited for at most ``timeout_s`` in all: a server that accepts connections
     but does not speak dask's protocol (an HTTP server) would otherwise hold the connection
-    for minutes, and one that announces a message of exabytes ends in a MemoryError."""
+    for minutes, and one that announces a message of exabytes ends in a MemoryError.
+    ``said_s``: the time limit the user knows of, for the message."""
     import asyncio
     import threading
 
@@ -99,7 +100,7 @@ def _scheduler_identity(address: str, timeout_s: float) -> dict[str, Any]:
     error = outcome.get("error")
     if thread.is_alive() or isinstance(error, (TimeoutError, asyncio.TimeoutError)):
         raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: no answer "
-                                   f"within {timeout_s:g} s")
+                                   f"within {said_s:g} s")
     if isinstance(error, MemoryError):  # a length header no dask peer would send
         raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: what "
                                    "answers there announced a message too large to hold; it "
@@ -127,8 +128,9 @@ def check_scheduler(address: str, timeout_s: float | None = None) -> None:
     _import_dask()
     timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else float(timeout_s)
     deadline = time.monotonic() + timeout_s
-    while True:
-        identity = _scheduler_identity(address, timeout_s)
+    while True:  # each question gets what is left of the time, so the whole check keeps it
+        identity = _scheduler_identity(address, max(0.5, deadline - time.monotonic()),
+                                       timeout_s)
         if identity.get("n_workers", len(identity.get("workers", {}))):
             return
         if time.monotonic() >= deadline:
