@@ -62,7 +62,7 @@ def test_csv_scores_are_the_in_memory_bytes_for_every_batch_size(small_weights, 
     flags_table(kind).to_csv(path, index=False)
     before = path.read_bytes()
     written = []
-    for rows in ("100000", "100", "7"):
+    for rows in ("100000", "100", "50", "7"):  # 50: a batch ends where the column changes
         out = tmp_path / f"scores_{rows}.csv"
         assert main(["predict", "--input", str(path), "--label-column", "s", "--weights",
                      str(small_weights), "--no-progress", "--batch-rows", rows,
@@ -75,7 +75,7 @@ def test_csv_scores_are_the_in_memory_bytes_for_every_batch_size(small_weights, 
     proba, labels = clf.fit(features, s).predict_and_proba(features[s == 0])
     expected = pd.DataFrame({"row": np.flatnonzero(s == 0), "p_positive": proba[:, 1],
                              "label": labels}).to_csv(index=False, float_format="%.6f").encode()
-    assert written == [expected] * 3
+    assert written == [expected] * 4
     assert path.read_bytes() == before
 
 
