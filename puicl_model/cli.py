@@ -23,14 +23,15 @@ import argparse
 import contextlib
 import os
 import signal
-import stat
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from puicl_common.atomic import atomic_write_json
+from puicl_common.output_paths import OutputPathError, check_output_path
 
 if TYPE_CHECKING:
     from puicl_model.classifier import PUICLClassifier
@@ -66,9 +67,28 @@ def _count(text: str) -> int:
 
 
 def _at_least_one(text: str) -> int:
-    value = _count(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _pool_sample_size(text: str) -> int:
+    """``--pool-sample``: 0 (the whole pool) or the classifier's least sample size or more,
+    said in the option's terms rather than as the classifier's ``pool_sample`` error."""
+    from puicl_model.settings import InferenceSettings
+
+    least = InferenceSettings.MINIMUM["pool_sample"]
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value != 0 and value < least:
+        raise argparse.ArgumentTypeError(f"expected 0 (fit the whole pool) or a whole number "
+                                         f">= {least:,}, got {text!r}")
     return value
 
 
@@ -126,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
                          "and gradient-boosted trees fitted on every row, the blend chosen per "
                          "table on held-out labeled positives; none: the model alone "
                          "(docs/classifier.md, \"Tables of every size\")")
-    predict.add_argument("--pool-sample", type=_count, default=defaults.pool_sample,
+    predict.add_argument("--pool-sample", type=_pool_sample_size, default=defaults.pool_sample,
                          help="a pool of more unlabeled rows is fitted on a seeded sample of "
                          f"this many; every row is still scored (default {defaults.pool_sample}; "
                          "0: the whole pool; docs/classifier.md, \"Large tables\")")
@@ -168,44 +188,83 @@ def _check_output(output: str) -> None:
             break
 
 
-def _same_file(first: Path, second: Path) -> bool:
-    """Whether two paths name one existing regular file, through links and other spellings
-    (``./t.csv``, ``dir/../t.csv``, a symbolic or hard link) alike."""
-    try:
-        one, other = os.stat(first), os.stat(second)
-    except OSError:
-        return False  # an output that does not exist yet overwrites nothing
-    # regular files only: a terminal may be both stdin and stdout, and writing to a device
-    # replaces nothing
-    return (stat.S_ISREG(one.st_mode) and stat.S_ISREG(other.st_mode)
-            and os.path.samestat(one, other))
-
-
-def _check_output_is_no_input(args: argparse.Namespace) -> None:
-    """Refuse an ``--output`` that names a file the command reads: the scores would replace it."""
-    if args.output == "-":
-        return
-    for option, given in (("--input", args.input), ("--positives", args.positives),
-                          ("--unlabeled", args.unlabeled), ("--weights", args.weights)):
-        if given is not None and _same_file(Path(args.output), given):
-            raise CliError(f"--output {args.output} is the file given as {option} {given}; "
-                           "the scores would overwrite it: write them to another path")
-
-
-def _check_prior_json(args: argparse.Namespace) -> None:
-    """Refuse a ``--prior-json`` path that cannot be written, or that names a file the command
-    reads or writes, before the model runs."""
-    path = args.prior_json
+def _check_prior_json(path: Path | None) -> None:
+    """Refuse a ``--prior-json`` path that cannot be written before the model runs, not after
+    the scores are written."""
     if path is None:
         return
     if str(path) in ("", ".") or path.is_dir():
         raise CliError(f"--prior-json {path} is a directory; give the path of a JSON file")
-    for option, given in (("--input", args.input), ("--positives", args.positives),
-                          ("--unlabeled", args.unlabeled), ("--weights", args.weights),
-                          ("--output", None if args.output == "-" else Path(args.output))):
-        if given is not None and (_same_file(path, given) or path.resolve() == given.resolve()):
-            raise CliError(f"--prior-json {path} is the file given as {option} {given}: "
-                           "write π's report to another path")
+    try:
+        check_output_path(path, "file", "--prior-json")
+    except OutputPathError as err:
+        raise CliError(str(err)) from None
+
+
+def _check_writable(option: str, output: str | Path) -> None:
+    """Refuse an output whose folder refuses new files (read-only, no permission), before the
+    model runs: the atomic write creates a temporary file there. Tried by creating and
+    removing one, as permission bits alone do not say it (root, read-only mounts)."""
+    path = Path(output)
+    if path.exists() and not path.is_file():
+        return  # a device or a FIFO is written through, not replaced
+    folder = Path(os.path.realpath(path)).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # missing folders are created where the nearest one allows
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".puicl-probe-", dir=folder)
+    except OSError as err:
+        raise CliError(f"cannot write {option} {output}: {folder}: "
+                       f"{err.strerror or err}") from None
+    os.close(handle)
+    os.unlink(probe)
+
+
+def _weights_read(weights: Path | None) -> dict[str, Path | None]:
+    """The files a run reads its weights from (the safetensors file and the config beside
+    it), named as the user knows them; resolved as the classifier resolves them."""
+    from puicl_model.weights import (
+        CONFIG_FILE,
+        WeightsError,
+        bundled_weights_path,
+        resolve_weights_path,
+    )
+
+    if weights is None:
+        name, path = "the bundled weights", bundled_weights_path()
+    else:
+        try:
+            name, path = "--weights", resolve_weights_path(weights)
+        except WeightsError:  # reported when the weights are loaded
+            return {"--weights": weights}
+    if path is None:
+        return {}
+    return {name: path, f"the config beside {name}": path.parent / CONFIG_FILE}
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Refuse, before the model runs, outputs that cannot be written or that name a file the
+    command reads (an input table, the weights; through links and other spellings alike),
+    and the same file given as both tables."""
+    from puicl_common.same_file import SameFileError, refuse_output_among_inputs, same_file
+
+    _check_output(args.output)
+    _check_prior_json(args.prior_json)
+    if (args.positives is not None and args.unlabeled is not None
+            and same_file(args.positives, args.unlabeled) and args.positives.exists()):
+        raise CliError(f"--positives {args.positives} and --unlabeled {args.unlabeled} are one "
+                       "file; give the labeled positives and the unlabeled rows in two files")
+    outputs = {"--output": None if args.output == "-" else args.output,
+               "--prior-json": args.prior_json}
+    inputs = {"--input": args.input, "--positives": args.positives,
+              "--unlabeled": args.unlabeled, **_weights_read(args.weights)}
+    try:
+        refuse_output_among_inputs(outputs, inputs)
+    except SameFileError as err:
+        raise CliError(str(err)) from None
+    for option, path in outputs.items():
+        if path is not None:
+            _check_writable(option, path)
 
 
 def _portfolio_line(classifier: PUICLClassifier) -> str:
@@ -274,9 +333,7 @@ def _predict(args: argparse.Namespace) -> int:
     )
     from puicl_model.table_io import BatchWriter
 
-    _check_output(args.output)
-    _check_output_is_no_input(args)
-    _check_prior_json(args)
+    _check_paths(args)
     if args.scheduler is not None:  # a wrong address fails now, not after the fit
         from puicl_model.dask_scoring import check_scheduler
 
@@ -287,6 +344,10 @@ def _predict(args: argparse.Namespace) -> int:
     source = open_input(input_path=args.input, label_column=args.label_column,
                         positives=args.positives, unlabeled=args.unlabeled,
                         drop_columns=args.drop_columns, batch_rows=args.batch_rows)
+    if args.scheduler is not None:  # what the workers cannot read as one process: now
+        from puicl_model.dask_scoring import check_pool_file
+
+        check_pool_file(source)
     if len(source.pool_rows) > args.batch_rows:  # read in several batches: keep memory flat
         bound_process_memory()
     classifier = _classifier(args)
@@ -309,7 +370,8 @@ def _predict(args: argparse.Namespace) -> int:
                                       progress=False if args.no_progress else None)
             report = classifier.class_prior_report()  # π̂, bound and interval (no new pass)
     except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
-        raise CliError(f"cannot write --output {args.output}: {err}") from None
+        # (strerror: the error's filename would be the temporary file, not the output)
+        raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
     read = f", read on a seeded sample of {len(classifier.x_pool_)}" if sampled else ""
     message = "\n".join([
         f"π̂ (estimated negative share of the {n_pool} unlabeled rows{read}): "
@@ -324,7 +386,8 @@ def _predict(args: argparse.Namespace) -> int:
         try:
             atomic_write_json(args.prior_json, {**report.to_dict(), "n_unlabeled": n_pool})
         except OSError as err:
-            raise CliError(f"cannot write --prior-json {args.prior_json}: {err}") from None
+            raise CliError(f"cannot write --prior-json {args.prior_json}: "
+                           f"{err.strerror or err}") from None
         print(f"wrote π's report to {args.prior_json}", file=sys.stderr)
     return 0
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MISSING_TOKENS", "as_numeric", "is_dataframe", "is_missing", "numbers_and_text",
-           "parse_numeric", "read_columns"]
+__all__ = ["MISSING_TOKENS", "as_numeric", "is_dataframe", "is_missing", "moment_columns",
+           "numbers_and_text", "parse_numeric", "read_columns"]
 
 # Text that stands for a missing value in the tables people export (compared lower-cased and
 # stripped). pandas' read_csv already reads most of them as NaN, but not "?" or "-".
@@ -88,6 +88,22 @@ def read_columns(X: Any) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
     return names, [array[:, i] for i in range(array.shape[1])], False, set()
 
 
+def _is_moment(dtype: Any) -> bool:
+    """Whether a column of ``dtype`` holds dates, times, durations or periods."""
+    import pandas as pd
+
+    return (isinstance(dtype, pd.PeriodDtype) or pd.api.types.is_datetime64_any_dtype(dtype)
+            or pd.api.types.is_timedelta64_dtype(dtype))
+
+
+def moment_columns(X: Any) -> set[str]:
+    """The names of the columns of the DataFrame ``X`` that hold dates, times, durations or
+    periods (read as seconds by :func:`read_columns`); empty for any other table."""
+    if not is_dataframe(X):
+        return set()
+    return {str(column) for column, dtype in X.dtypes.items() if _is_moment(dtype)}
+
+
 def _moments_in_seconds(series: Any) -> np.ndarray | None:
     """A date, time or duration column as float64 seconds (dates: since 1970-01-01 UTC; a
     period: its start; NaT: NaN), or None for any other column.
@@ -97,11 +113,10 @@ def _moments_in_seconds(series: Any) -> np.ndarray | None:
     import pandas as pd
 
     dtype = series.dtype
+    if not _is_moment(dtype):
+        return None
     if isinstance(dtype, pd.PeriodDtype):
         series = series.dt.start_time
-    elif not (pd.api.types.is_datetime64_any_dtype(dtype)
-              or pd.api.types.is_timedelta64_dtype(dtype)):
-        return None
     if pd.api.types.is_datetime64_any_dtype(series.dtype):
         if getattr(series.dt, "tz", None) is not None:
             series = series.dt.tz_convert("UTC").dt.tz_localize(None)

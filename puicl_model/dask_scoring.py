@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["SchedulerUnreachable", "check_scheduler", "predict", "predict_proba",
-           "score_pool_on_dask"]
+__all__ = ["SchedulerUnreachable", "check_pool_file", "check_scheduler", "predict",
+           "predict_proba", "score_pool_on_dask"]
 
 # how long ``puicl predict --scheduler`` waits for the scheduler before it fits anything
 CONNECT_TIMEOUT_S = 10
@@ -67,11 +67,77 @@ def _connect(address: str, timeout_s: float | str = "30s") -> Any:
             from None
 
 
+def _scheduler_identity(address: str, timeout_s: float, said_s: float) -> dict[str, Any]:
+    """The scheduler's answer to ``identity`` (its type, its workers), asked in a thread of
+    its own and waited for at most ``timeout_s`` in all: a server that accepts connections
+    but does not speak dask's protocol (an HTTP server) would otherwise hold the connection
+    for minutes, and one that announces a message of exabytes ends in a MemoryError.
+    ``said_s``: the time limit the user knows of, for the message."""
+    import asyncio
+    import threading
+
+    from distributed.core import rpc
+
+    async def ask() -> dict[str, Any]:
+        scheduler = rpc(address, timeout=timeout_s)
+        try:
+            return await scheduler.identity()
+        finally:
+            await scheduler.close_rpc()
+
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["identity"] = asyncio.run(asyncio.wait_for(ask(), timeout_s))
+        except BaseException as err:  # whatever a stranger's server provokes
+            outcome["error"] = err
+
+    # a daemon thread: should the wait itself hang, the command still ends on time
+    thread = threading.Thread(target=run, name="puicl-scheduler-check", daemon=True)
+    thread.start()
+    thread.join(timeout_s + 1.0)
+    error = outcome.get("error")
+    if thread.is_alive() or isinstance(error, (TimeoutError, asyncio.TimeoutError)):
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: no answer "
+                                   f"within {said_s:g} s")
+    if isinstance(error, MemoryError):  # a length header no dask peer would send
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: what "
+                                   "answers there announced a message too large to hold; it "
+                                   "is not a dask scheduler")
+    if error is not None:
+        what = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: "
+                                   f"{type(error).__name__}{': ' + what if what else ''} (is "
+                                   "a dask scheduler listening there?)")
+    identity = outcome.get("identity")
+    if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: what "
+                                   "answers there is not a dask scheduler")
+    return identity
+
+
 def check_scheduler(address: str, timeout_s: float | None = None) -> None:
-    """Connect to the scheduler at ``address`` and disconnect, waiting at most ``timeout_s``
-    (None: ``CONNECT_TIMEOUT_S``): ``puicl predict --scheduler`` calls it before the fit, so
-    that a wrong address fails in seconds, not after it."""
-    _connect(address, CONNECT_TIMEOUT_S if timeout_s is None else timeout_s).close()
+    """Ask the scheduler at ``address`` who it is, waiting at most ``timeout_s`` (None:
+    ``CONNECT_TIMEOUT_S``) in all, and wait as long for it to have a worker: ``puicl predict
+    --scheduler`` calls it before the fit, so that a wrong address, a server that is no dask
+    scheduler or a scheduler without workers (on which the scoring would wait forever) fails
+    in seconds, in one line, not after the fit."""
+    import time
+
+    _import_dask()
+    timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else float(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:  # each question gets what is left of the time, so the whole check keeps it
+        identity = _scheduler_identity(address, max(0.5, deadline - time.monotonic()),
+                                       timeout_s)
+        if identity.get("n_workers", len(identity.get("workers", {}))):
+            return
+        if time.monotonic() >= deadline:
+            raise SchedulerUnreachable(f"the dask scheduler at {address} has no workers (none "
+                                       f"joined within {timeout_s:g} s); start some, e.g. "
+                                       f"dask worker {address}")
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
 def _shared(classifier: Any) -> Any:
@@ -100,9 +166,15 @@ def predict(classifier: Any, X: Any) -> Any:
 
 
 def _score_partition(frame: pd.DataFrame, classifier: Any, start: int, features: list[str],
-                     label_column: str | None) -> pd.DataFrame:
+                     label_column: str | None,
+                     csv_types: dict[str, str] | None = None) -> pd.DataFrame:
     """``row``, ``p_positive`` and ``label`` of a partition's pool rows; ``start``: the
-    position of its first row in the file."""
+    position of its first row in the file; ``csv_types``: a CSV's column types, as the scan
+    decided them (:func:`puicl_model.table_io.restore_csv_types`)."""
+    from puicl_model.table_io import restore_csv_types
+
+    if csv_types:
+        frame = restore_csv_types(frame, csv_types)
     rows = np.arange(start, start + len(frame), dtype=np.int64)
     if label_column is not None:
         unlabeled = frame[label_column].to_numpy().astype(np.float64) == 0
@@ -113,12 +185,33 @@ def _score_partition(frame: pd.DataFrame, classifier: Any, start: int, features:
     return pd.DataFrame({"row": rows, "p_positive": proba[:, 1], "label": labels})
 
 
+def check_pool_file(source: Any) -> None:
+    """Refuse a pool file that dask's workers cannot read as one process does (``puicl
+    predict --scheduler`` calls it before the fit): a CSV with a line break inside a quoted
+    cell, as dask cuts the file into byte ranges at line breaks and would split that row."""
+    scan = source.pool_scan
+    if scan.format == "csv" and scan.multiline_cells:
+        raise ValueError(f"{scan.path}: a quoted cell holds a line break, where dask's CSV "
+                         "reader would cut the file; score it without --scheduler, or convert "
+                         "it to Parquet")
+
+
 def _read_pool(source: Any, dd: Any, blocksize: int | None) -> Any:
+    """The pool's file as a dask DataFrame. A CSV's workers read every column with the type
+    the scan decided from the whole file (:mod:`puicl_model.table_io`), not the one each
+    would infer from its first rows, and text stays pandas' own text type (dask would make
+    it pyarrow strings), so a partition holds the values one process reads."""
+    import dask
+
+    from puicl_model.table_io import csv_read_options
+
+    check_pool_file(source)
     scan = source.pool_scan
     if scan.format == "parquet":
         return dd.read_parquet(scan.path)
-    dtypes = {column: str for column in scan.text_columns}
-    return dd.read_csv(scan.path, dtype=dtypes, blocksize=blocksize or "default")
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.read_csv(scan.path, blocksize=blocksize or "default",
+                           **csv_read_options(scan.csv_types))
 
 
 def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFrame], None],
@@ -143,8 +236,9 @@ def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFra
                              f"the scan {source.pool_scan.n_rows}")
         fitted = client.scatter(classifier.prepare(), broadcast=True)  # once per worker
         label_column = source.label_column
+        csv_types = source.pool_scan.csv_types or None
         parts = [dask.delayed(_score_partition)(part, fitted, int(start), source.features,
-                                                label_column)
+                                                label_column, csv_types)
                  for part, start in zip(pool.to_delayed(), starts, strict=True)]
         negative = 0
         with pool_progress(source, progress, "puicl predict (dask)") as bar:

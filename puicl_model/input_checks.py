@@ -26,9 +26,9 @@ except ImportError:  # older: the same checks were BaseEstimator methods
         estimator._check_n_features(X, reset=reset)
 
 __all__ = [
-    "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels", "check_pu_table",
-    "check_settings", "check_table_after_fit", "has_mixed_names", "is_valid_threshold",
-    "warn_about_leaks", "warn_if_inverted",
+    "MISSING_SHARE_GAP", "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels",
+    "check_pu_table", "check_settings", "check_table_after_fit", "has_mixed_names",
+    "is_valid_threshold", "missing_gap_is_telling", "warn_about_leaks", "warn_if_inverted",
 ]
 
 # A feature separating the labeled rows from the pool is reported as a leak when so clean a
@@ -36,6 +36,14 @@ __all__ = [
 # 2 / C(n, n_labeled) for n rows. Small tables split cleanly by chance (3 labeled rows of 10:
 # one in 60) and are not reported; a copy of s in a table of 60 rows gives about 1e-15.
 _LEAK_CHANCE = 1e-6
+
+
+# A column whose missing share among the labeled rows and among the unlabeled rows differ by
+# at least this much is reported (docs/classifier.md, "Real tables"): the "is missing"
+# indicator alone then ranks labeled rows above pool rows (or below) with an AUC of at least
+# 0.5 + gap / 2 = 0.75, which points at leakage (a field filled in only once a row is
+# confirmed) or a data error (the two sides exported differently), and the model reads it.
+MISSING_SHARE_GAP = 0.5
 
 
 def has_mixed_names(X: Any) -> bool:
@@ -54,8 +62,9 @@ def _first_non_number(values: np.ndarray) -> tuple[int, Any]:
     return 0, values[0]  # unreachable where the conversion failed; a value to name regardless
 
 
-def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
-    """``s`` (1 = labeled positive, 0 = unlabeled; one per row) -> bool mask of labeled rows."""
+def check_pu_labels(s: Any, n_rows: int, name: str = "s") -> np.ndarray:
+    """``s`` (1 = labeled positive, 0 = unlabeled; one per row) -> bool mask of labeled rows.
+    ``name``: what the messages call ``s`` (``puicl predict`` names its label column)."""
     values = np.asarray(s)
     if values.ndim == 2 and values.shape[1] == 1:
         from sklearn.utils.validation import column_or_1d
@@ -71,28 +80,28 @@ def check_pu_labels(s: Any, n_rows: int) -> np.ndarray:
     except (TypeError, ValueError):
         row, value = _first_non_number(values)
         raise ValueError(
-            "s must contain only 0 (unlabeled) and 1 (labeled positive); found non-numeric "
+            f"{name} must contain only 0 (unlabeled) and 1 (labeled positive); found non-numeric "
             f"values such as {value!r} (row {row})"
         ) from None
     missing = np.isnan(numeric)
     if missing.any():  # (None and NaN convert to NaN, which is no "continuous" label)
         row = int(np.flatnonzero(missing)[0])
         raise ValueError(
-            "s must contain only 0 (unlabeled) and 1 (labeled positive); found missing values "
-            f"such as {values[row:row + 1].tolist()[0]!r} (row {row})"
+            f"{name} must contain only 0 (unlabeled) and 1 (labeled positive); found missing "
+            f"values such as {values[row:row + 1].tolist()[0]!r} (row {row})"
         )
     bad = ~np.isin(numeric, (0.0, 1.0))
     fractional = numeric[bad] != np.round(numeric[bad])
     if fractional.any():  # "continuous": the word scikit-learn's checks look for
         raise ValueError(
-            "s must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
+            f"{name} must contain only 0 (unlabeled) and 1 (labeled positive); found continuous "
             f"values such as {values[bad][fractional].tolist()[0]!r}"
         )
     if bad.any():
         found = sorted({repr(v) for v in values[bad].tolist()})[:5]
         raise ValueError(
-            "Only binary classification is supported: s must contain only 0 (unlabeled) and "
-            "1 (labeled positive); found "
+            f"Only binary classification is supported: {name} must contain only 0 (unlabeled) "
+            "and 1 (labeled positive); found "
             f"{', '.join(found)}"
         )
     labeled = numeric == 1.0
@@ -205,6 +214,17 @@ def all_marked_is_telling(n_side: int, n_marked: int, n_rows: int) -> bool:
         return False
     log_chance = (math.lgamma(n_marked + 1) - math.lgamma(n_marked - n_side + 1)
                   - math.lgamma(n_rows + 1) + math.lgamma(n_rows - n_side + 1))
+    return log_chance < math.log(_LEAK_CHANCE)
+
+
+def missing_gap_is_telling(gap: float, n_labeled: int, n_pool: int) -> bool:
+    """Whether the labeled rows' and the pool's missing shares, ``gap`` apart, call for a
+    warning: at least :data:`MISSING_SHARE_GAP`, and a gap chance would give a column unrelated
+    to s with a probability below :data:`_LEAK_CHANCE` (two-sample Hoeffding bound,
+    2 exp(-2 gap² / (1/n_labeled + 1/n_pool))), so that small tables are not reported."""
+    if abs(gap) < MISSING_SHARE_GAP or n_labeled == 0 or n_pool == 0:
+        return False
+    log_chance = math.log(2.0) - 2.0 * gap**2 / (1.0 / n_labeled + 1.0 / n_pool)
     return log_chance < math.log(_LEAK_CHANCE)
 
 

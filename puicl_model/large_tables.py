@@ -67,7 +67,8 @@ def _one_table(path, label_column: str, batch_rows: int) -> tuple[TableScan, np.
     if pd.isna(scan.label).any():
         raise TableError(f"column {label_column!r} has empty entries; mark every row 1 "
                          "(labeled positive) or 0 (unlabeled)")
-    return scan, check_pu_labels(scan.label, scan.n_rows)
+    return scan, check_pu_labels(scan.label, scan.n_rows,
+                                 name=f"column {label_column!r} (--label-column)")
 
 
 def open_input(*, input_path=None, label_column: str | None = None, positives=None,

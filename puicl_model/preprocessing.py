@@ -78,6 +78,7 @@ from puicl_model.columns import (
     as_numeric,
     integer_offset,
     is_missing,
+    moment_columns,
     numbers_and_text,
     parse_numeric,
     read_columns,
@@ -189,6 +190,38 @@ def _split_by_s(columns: list[ColumnEncoding], arrays: list[np.ndarray],
     return found
 
 
+def _warn_if_missing_apart(columns: list[ColumnEncoding], arrays: list[np.ndarray],
+                           numbers: list[np.ndarray | None], labeled: np.ndarray,
+                           skip: dict[str, str]) -> None:
+    """Warn, naming them, about the columns whose missing share among the labeled rows and
+    among the unlabeled rows differ by a telling gap (:func:`puicl_model.input_checks.
+    missing_gap_is_telling`); ``skip``: columns dropped already, with their own reason. A
+    warning only: the column is kept, and the scores are those of any other table."""
+    from puicl_model.input_checks import missing_gap_is_telling
+
+    labeled = np.asarray(labeled, dtype=bool)
+    n_labeled, n_pool = int(labeled.sum()), int((~labeled).sum())
+    found = []
+    for column, values, numeric in zip(columns, arrays, numbers, strict=True):
+        if column.name in skip:
+            continue
+        missing = np.isnan(numeric) if numeric is not None else is_missing(values)
+        ours, theirs = missing[labeled].mean(), missing[~labeled].mean()
+        if missing_gap_is_telling(float(ours - theirs), n_labeled, n_pool):
+            found.append(f"{column.name!r} (missing on {ours:.0%} of the labeled rows, "
+                         f"{theirs:.0%} of the unlabeled)")
+    if found:
+        warnings.warn(
+            "missing far more often on one side of s than on the other: " + "; ".join(found)
+            + ". Missingness that tells the labeled rows from the pool points at leakage or a "
+            "data error (a field filled in only for confirmed rows, the two sides exported "
+            "differently), and the scores then follow it; check how the column was recorded, "
+            "or drop it (puicl predict: --drop-columns)",
+            UserWarning,
+            stacklevel=4,  # the caller of fit
+        )
+
+
 class TablePreprocessor:
     """Learns column encodings on the fitted table; turns tables into float32 matrices."""
 
@@ -236,6 +269,7 @@ class TablePreprocessor:
             raise ValueError(f"X has 0 feature(s) (shape=({n_rows}, 0)) while a minimum of 1 "
                              "is required; pass at least one feature")
         self.is_dataframe_ = is_frame
+        self.moment_columns_ = moment_columns(X)  # dates and durations, read as seconds
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
         columns: list[ColumnEncoding] = []
@@ -297,6 +331,8 @@ class TablePreprocessor:
                 UserWarning,
                 stacklevel=3,
             )
+        if labeled is not None:
+            _warn_if_missing_apart(columns, arrays, numbers, labeled, one_sided)
         if self.dropped_reasons_:
             warnings.warn(
                 "dropped columns that carry no information: "
@@ -385,12 +421,27 @@ class TablePreprocessor:
                     )
                 position = {n: i for i, n in enumerate(names)}  # same names, other order
                 arrays = [arrays[position[n]] for n in self.feature_names_in_]
+            self._check_moments(moment_columns(X))
         elif len(names) != self.n_features_in_:
             raise ValueError(
                 f"X has {len(names)} columns but the classifier was fitted with "
                 f"{self.n_features_in_}; pass the same columns as in fit"
             )
         return self._scaled(encode(self.columns_, arrays, self.missing))
+
+    def _check_moments(self, moments: set[str]) -> None:
+        """Refuse a column that holds dates or durations now and did not at fit, or the
+        reverse: both are read as numbers, so seconds since 1970 would silently be compared
+        with the amounts the column held (or amounts with seconds)."""
+        fitted = getattr(self, "moment_columns_", None)
+        if fitted is None:  # fitted before the types were recorded
+            return
+        for name in self.feature_names_in_:
+            if (name in moments) != (name in fitted):
+                now, then = (("dates or durations", "other values") if name in moments
+                             else ("other values", "dates or durations"))
+                raise ValueError(f"column {name!r} holds {now}, but it held {then} in fit; "
+                                 "pass it as in fit")
 
     def _scaled(self, raw: np.ndarray) -> np.ndarray:
         if not self.keep_.any():

@@ -324,8 +324,8 @@ def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.
     """Rebuild the :class:`~puicl_model.model.PUICLModel` stored at ``path``, in eval mode.
 
     ``path`` is a checkpoint directory or a ``.safetensors`` file. The file's tensor names,
-    shapes and checksum are verified against its config; any difference is a
-    :class:`WeightsError` that says what differs. The config's sizes are bounded
+    shapes and checksum are verified against its config, and its values must be finite; any
+    problem is a :class:`WeightsError` that says what is wrong. The config's sizes are bounded
     (:data:`CONFIG_MAXIMA`) and the shapes are checked on the file's header before the model
     is built, so metadata that claims a larger model than the file holds allocates nothing.
     """
@@ -349,6 +349,18 @@ def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.
         raise WeightsError(
             f"{weights_path}: tensor checksum mismatch — the file is corrupted or was modified "
             f"after export; export it again"
+        )
+    # a checksum vouches for the bytes, not for their values: weights exported from a run
+    # that diverged carry NaN, and would score every row NaN without a word
+    damaged = [name for name, tensor in sorted(tensors.items())
+               if not bool(torch.isfinite(tensor).all())]
+    if damaged:
+        raise WeightsError(
+            f"{weights_path}: non-finite values (NaN or infinite) in "
+            + ", ".join(damaged[:3]) + (f" and {len(damaged) - 3} more" if len(damaged) > 3
+                                        else "")
+            + "; the weights are damaged (a diverged run?): export them from a healthy "
+            "checkpoint"
         )
     model = PUICLModel(config)
     state = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}

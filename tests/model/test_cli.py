@@ -86,7 +86,11 @@ def test_positives_and_unlabeled_files_give_the_same_scores(frame, small_weights
          "must have the same columns"),
         (["--input", "{dir}/missing.csv", "--label-column", "s"], "input file not found"),
         (["--input", "{dir}/bad_labels.csv", "--label-column", "s"],
-         r"s must contain only 0 \(unlabeled\) and 1 \(labeled positive\); found 2"),
+         r"column 's' \(--label-column\) must contain only 0 \(unlabeled\) and 1 "
+         r"\(labeled positive\); found 2$"),
+        (["--input", "{dir}/table.csv", "--label-column", "x1"],  # a float column
+         r"error: column 'x1' \(--label-column\) must contain only 0 \(unlabeled\) and 1 "
+         r"\(labeled positive\); found continuous values such as "),
         (["--input", "{dir}/table.csv", "--label-column", "s", "--drop-columns", "nope"],
          r"--drop-columns: no such column\(s\) \['nope'\]"),
     ],

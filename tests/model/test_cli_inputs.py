@@ -124,8 +124,7 @@ def test_an_error_while_writing_the_output_is_a_one_line_error(table, small_weig
     table.to_csv(tmp_path / "table.csv", index=False)
     out = tmp_path / "out.csv"
     assert main(one_table(tmp_path / "table.csv", small_weights, "-o", str(out))) == 2
-    assert one_line_error(capsys) == (f"cannot write --output {out}: [Errno 13] Permission "
-                                      f"denied: '{out}'")
+    assert one_line_error(capsys) == f"cannot write --output {out}: Permission denied"
 
 
 def test_empty_output_path_is_refused(table, small_weights, tmp_path, capsys) -> None:
@@ -183,13 +182,14 @@ def test_a_saved_index_in_the_two_file_layout(table, small_weights, tmp_path, ca
 def test_duplicate_column_names_are_refused(small_weights, tmp_path, capsys, layout) -> None:
     rows = "".join(f"{i},{i % 3},{i % 5},{int(i < 8)}\n" for i in range(20))
     (tmp_path / "table.csv").write_text("a,a,c,s\n" + rows)
-    (tmp_path / "other.csv").write_text("a,c,a\n1,2,3\n4,5,6\n")
+    for name in ("other.csv", "more.csv"):
+        (tmp_path / name).write_text("a,c,a\n1,2,3\n4,5,6\n")
     if layout == "one table":
         argv = one_table(tmp_path / "table.csv", small_weights)
         name = "table.csv"
     else:
         argv = ["predict", "--positives", str(tmp_path / "other.csv"),
-                "--unlabeled", str(tmp_path / "other.csv"), "--weights", str(small_weights)]
+                "--unlabeled", str(tmp_path / "more.csv"), "--weights", str(small_weights)]
         name = "other.csv"
     assert main(argv) == 2
     assert one_line_error(capsys) == (f"{tmp_path / name} has duplicate column names ['a']; "

@@ -71,8 +71,8 @@ def test_output_naming_the_input_is_refused_before_the_model_runs(
     before = table_csv.read_bytes()
     assert predict(table_csv, small_weights, "-o", output) == 2
     error = capsys.readouterr().err
-    assert error == (f"puicl predict: error: --output {output} is the file given as --input "
-                     f"{table_csv}; the scores would overwrite it: write them to another "
+    assert error == (f"puicl predict: error: --output {output} is {table_csv} (--input), which "
+                     "this command reads: writing --output would overwrite it; write to another "
                      "path\n")
     assert table_csv.read_bytes() == before
 
@@ -89,7 +89,8 @@ def test_output_naming_either_file_of_the_two_file_layout_is_refused(
                  "-o", str(tmp_path / "." / hit.name)])
     assert code == 2
     error = capsys.readouterr().err
-    assert f"is the file given as {option} {hit}" in error and error.count("\n") == 1
+    assert f"is {hit} ({option}), which this command reads" in error
+    assert error.count("\n") == 1
     assert hit.read_bytes() == before
 
 

@@ -34,7 +34,7 @@ def test_predict_refuses_a_prior_json_that_names_an_input(small_weights, tmp_pat
                                                           capsys) -> None:
     table = tmp_path / "table.csv"
     pd.DataFrame({"x": np.arange(30.0), "s": np.r_[np.ones(10), np.zeros(20)]}).to_csv(table)
-    for path, message in ((table, "is the file given as --input"),
+    for path, message in ((table, f"is {table} (--input), which this command reads"),
                           (tmp_path, "is a directory")):
         code = main(["predict", "--input", str(table), "--label-column", "s",
                      "--weights", str(small_weights), "--prior-json", str(path)])

@@ -171,6 +171,60 @@ def test_dates_and_durations_are_read_as_seconds() -> None:
     assert pre.columns_[0].fill == np.median(np.delete(seconds, 5))  # NaT: a missing value
 
 
+@pytest.mark.parametrize("direction", ["numbers, then dates", "dates, then numbers"])
+def test_a_column_that_changes_between_numbers_and_dates_is_refused(small_weights,
+                                                                    direction) -> None:
+    rng = np.random.default_rng(3)
+    rows = 40
+    numbers = pd.DataFrame({"when": rng.normal(size=rows), "x": rng.normal(size=rows)})
+    dates = numbers.assign(when=pd.Timestamp("2021-03-01")
+                           + pd.to_timedelta(rng.permutation(rows), unit="D"))
+    fitted, given = (numbers, dates) if direction.startswith("numbers") else (dates, numbers)
+    s = np.r_[np.ones(10, dtype=int), np.zeros(rows - 10, dtype=int)]
+    clf = PUICLClassifier(weights=small_weights, progress=False).fit(fitted, s)
+    before = clf.predict_proba(fitted[s == 0])
+    with pytest.raises(ValueError) as refused:
+        clf.predict_proba(given[s == 0])
+    held = ("dates or durations", "other values")
+    now, then = held if direction.endswith("dates") else held[::-1]
+    assert str(refused.value) == (f"column 'when' holds {now}, but it held {then} in fit; "
+                                  "pass it as in fit")
+    np.testing.assert_array_equal(clf.predict_proba(fitted[s == 0]), before)
+
+
+def table_with_missing(share_labeled: float, share_pool: float) -> tuple[pd.DataFrame,
+                                                                          np.ndarray]:
+    """100 labeled rows and 300 unlabeled ones; column 'b' missing on the given shares."""
+    rng = np.random.default_rng(8)
+    s = np.r_[np.ones(100, dtype=int), np.zeros(300, dtype=int)]
+    X = pd.DataFrame({"a": rng.normal(size=400) + s, "b": rng.normal(size=400)})
+    gone = np.r_[np.arange(100) < round(100 * share_labeled),
+                 np.arange(300) < round(300 * share_pool)]
+    X.loc[gone, "b"] = np.nan
+    return X, s
+
+
+@pytest.mark.parametrize("share", [0.9, 0.95, 0.99])
+def test_a_column_missing_on_most_labeled_rows_is_reported(small_weights, share) -> None:
+    X, s = table_with_missing(share, 0.0)
+    with pytest.warns(UserWarning) as caught:
+        PUICLClassifier(weights=small_weights, progress=False).fit(X, s)
+    said = [str(w.message) for w in caught if "one side of s" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith(
+        "missing far more often on one side of s than on the other: 'b' (missing on "
+        f"{share:.0%} of the labeled rows, 0% of the unlabeled). Missingness that tells")
+
+
+@pytest.mark.parametrize(("labeled", "pool"), [(0.3, 0.1), (0.5, 0.5), (0.0, 0.4)])
+def test_missing_values_spread_over_both_sides_are_not_reported(small_weights, labeled,
+                                                                pool) -> None:
+    X, s = table_with_missing(labeled, pool)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PUICLClassifier(weights=small_weights, progress=False).fit(X, s)
+    assert not [w for w in caught if "one side of s" in str(w.message)]
+
+
 def test_a_complex_column_is_refused() -> None:
     X = pd.DataFrame({"z": np.arange(5) * (1 + 1j), "x": np.arange(5.0)})
     with pytest.raises(ValueError, match="column 'z' holds complex numbers"):

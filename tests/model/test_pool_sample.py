@@ -51,8 +51,9 @@ def test_pools_within_the_sample_size_are_fitted_whole(small_weights, table, rng
     assert len(bounded.x_pool_) == 100
 
 
-@pytest.mark.parametrize("value", [1, 0, -5, 2.5, "all", True])
+@pytest.mark.parametrize("value", [1, 2, 5, 20, 99, 0, -5, 2.5, "all", True])
 def test_a_bad_pool_sample_is_one_line_naming_it(small_weights, table, rng, value) -> None:
+    # below 100 rows the report's interval would not count the sample's own error
     X, s = table(rng, 10, 20, 2)
-    with pytest.raises(ValueError, match=r"^pool_sample: must be an integer >= 2, got "):
+    with pytest.raises(ValueError, match=r"^pool_sample: must be an integer >= 100, got "):
         PUICLClassifier(weights=small_weights, pool_sample=value).fit(X, s)

@@ -118,6 +118,42 @@ def test_modified_tensor_fails_the_checksum(small_model, tmp_path) -> None:
         load_weights(path)
 
 
+def nan_weights(model_factory, tmp_path) -> Path:
+    """Weights with NaN in two tensors, exported with a checksum that matches them (a
+    diverged run's EMA)."""
+    model = model_factory()
+    with torch.no_grad():
+        model.decoder[2].bias.fill_(float("nan"))
+        next(iter(model.parameters())).view(-1)[0] = float("inf")
+    return save_weights(model, tmp_path / "nan")
+
+
+def test_non_finite_weights_are_refused_at_load(model_factory, tmp_path) -> None:
+    path = nan_weights(model_factory, tmp_path)
+    with pytest.raises(WeightsError) as refused:
+        load_weights(path.parent)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: non-finite values (NaN or infinite) in ")
+    assert "decoder.2.bias" in message and "\n" not in message
+
+
+def test_puicl_predict_refuses_non_finite_weights_in_one_line(model_factory, tmp_path,
+                                                              capsys) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from puicl_model.cli import main
+
+    path = nan_weights(model_factory, tmp_path)
+    table = pd.DataFrame({"x": np.arange(30.0), "s": np.r_[np.ones(10), np.zeros(20)]})
+    table.to_csv(tmp_path / "t.csv", index=False)
+    assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
+                 "--weights", str(path.parent), "-o", str(tmp_path / "o.csv")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"puicl predict: error: {path}: non-finite values")
+    assert error.count("\n") == 1 and not (tmp_path / "o.csv").exists()
+
+
 def test_unreadable_and_missing_files(tmp_path) -> None:
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"not a safetensors file at all")
