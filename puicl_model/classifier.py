@@ -142,6 +142,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     progress : bool or None
         tqdm progress bar over forward passes; None shows it on a terminal when there are
         more than a few passes.
+    keep_columns : list of column names or None
+        Columns to keep as features although they look like identifiers (whole numbers or
+        text with a different value in nearly every row, :mod:`puicl_model.identifiers`),
+        which ``fit`` otherwise drops with a warning naming them. A numpy array's columns are
+        named by their position ("0", "1", ... or 0, 1, ...). None (the default) keeps none.
     """
 
     def __init__(
@@ -162,6 +167,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
         n_threads: int | None = None,
         progress: bool | None = None,
+        keep_columns: list[str | int] | None = None,
     ) -> None:
         # scikit-learn convention: the constructor only stores its arguments; fit checks them
         self.weights = weights
@@ -180,6 +186,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.precision = precision
         self.n_threads = n_threads
         self.progress = progress
+        self.keep_columns = keep_columns
 
     # the ensemble members n_estimators takes from (studies/ensemble_members.py measures
     # other lists through a subclass)
@@ -208,7 +215,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             X, labeled = sampled
         ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
                                 numeric=self.numeric, categorical=self.categorical,
-                                missing=self.missing)
+                                missing=self.missing, keep_columns=self.keep_columns)
         base = ensemble.views[0]
         if base.preprocessor.keep_.any():  # (else one zero column stands in: no leak)
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MISSING_TOKENS", "as_numeric", "is_dataframe", "is_missing", "numbers_and_text",
-           "parse_numeric", "read_columns"]
+__all__ = ["MISSING_TOKENS", "as_numeric", "is_dataframe", "is_missing", "moment_columns",
+           "numbers_and_text", "parse_numeric", "read_columns"]
 
 # Text that stands for a missing value in the tables people export (compared lower-cased and
 # stripped). pandas' read_csv already reads most of them as NaN, but not "?" or "-".
@@ -96,17 +96,32 @@ def _moments_in_seconds(series: Any) -> np.ndarray | None:
     distinct date, or be dropped as an identifier when every date differs."""
     import pandas as pd
 
-    dtype = series.dtype
-    if isinstance(dtype, pd.PeriodDtype):
-        series = series.dt.start_time
-    elif not (pd.api.types.is_datetime64_any_dtype(dtype)
-              or pd.api.types.is_timedelta64_dtype(dtype)):
+    if not _is_moment(series.dtype):
         return None
+    if isinstance(series.dtype, pd.PeriodDtype):
+        series = series.dt.start_time
     if pd.api.types.is_datetime64_any_dtype(series.dtype):
         if getattr(series.dt, "tz", None) is not None:
             series = series.dt.tz_convert("UTC").dt.tz_localize(None)
         series = series - pd.Timestamp("1970-01-01")
     return series.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _is_moment(dtype: Any) -> bool:
+    """Whether a pandas dtype holds dates, times, durations or periods."""
+    import pandas as pd
+
+    return (isinstance(dtype, pd.PeriodDtype) or pd.api.types.is_datetime64_any_dtype(dtype)
+            or pd.api.types.is_timedelta64_dtype(dtype))
+
+
+def moment_columns(X: Any) -> set[str]:
+    """The names of a DataFrame's date, time, duration and period columns, which
+    :func:`read_columns` gives as seconds: measurements, however many distinct whole numbers
+    of seconds they hold."""
+    if not is_dataframe(X):
+        return set()
+    return {str(name) for name, dtype in X.dtypes.items() if _is_moment(dtype)}
 
 
 def as_numeric(values: np.ndarray, offset: int = 0) -> np.ndarray | None:
