@@ -351,7 +351,8 @@ class TablePreprocessor:
         if identifiers:
             warnings.warn(
                 "dropped as identifiers (whole numbers or text, a different value in nearly "
-                "every row; keep_columns keeps one as a feature): "
+                "every row; keep_columns, or puicl predict --keep-columns, keeps one as a "
+                "feature): "
                 + "; ".join(f"{name!r} ({why.split(': ', 1)[1]})"
                             for name, why in identifiers.items()),
                 UserWarning,

@@ -118,7 +118,8 @@ def test_dropped_columns_are_named_with_their_reasons() -> None:
     messages = [str(w.message) for w in caught]
     assert messages == [
         "dropped as identifiers (whole numbers or text, a different value in nearly every row; "
-        "keep_columns keeps one as a feature): 'id' (20 different values in 20 rows)",
+        "keep_columns, or puicl predict --keep-columns, keeps one as a feature): 'id' (20 "
+        "different values in 20 rows)",
         "dropped columns that carry no information: 'empty' (every value missing); 'same' "
         "(constant: every value is 7)",
     ]
