@@ -359,9 +359,22 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2])."""
+        """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2]). A dask DataFrame gives a
+        lazy dask array [n, 2] with declared ``meta``, as dask-ml's ``ParallelPostFit`` does:
+        its rows are scored partition by partition at ``compute()``, the bytes of one process
+        (:mod:`puicl_model.dask_scoring`)."""
+        if _dask_kind(X):
+            from puicl_model.dask_scoring import predict_proba
+
+            return predict_proba(self, _dask_frame(X))
         positive, _ = self._positive_probability(X)
         return np.stack([1.0 - positive, positive], axis=1)
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """``log(predict_proba(X))``: ``[log P(y=0), log P(y=1)]`` per row (a probability of 0
+        gives -inf, as in scikit-learn's classifiers); lazy for a dask DataFrame."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Log-odds log(P(y=1) / P(y=0)) per row; > 0 means positive at threshold 0.5."""
@@ -428,7 +441,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         return prior_cut(self._pool_probabilities(), self.estimate_class_prior())
 
     def predict(self, X: Any) -> np.ndarray:
-        """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``."""
+        """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``; for a dask
+        DataFrame a lazy dask array [n] (see :meth:`predict_proba`)."""
+        if _dask_kind(X):
+            from puicl_model.dask_scoring import predict
+
+            return predict(self, _dask_frame(X))
         return self._labels(*self._positive_probability(X))
 
     def predict_and_proba(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -455,3 +473,17 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
+
+def _dask_kind(X: Any) -> str | None:
+    from puicl_model.dask_scoring import dask_kind  # (imports no dask itself)
+
+    return dask_kind(X)
+
+
+def _dask_frame(X: Any) -> Any:
+    """A dask DataFrame as it is; a dask Array refused in one line (its blocks may split a
+    row's columns, and its column names, which fit may have seen, are lost)."""
+    if _dask_kind(X) == "array":
+        raise TypeError("X is a dask Array: pass a dask DataFrame "
+                        "(dask.dataframe.from_dask_array(X, columns=...))")
+    return X
