@@ -60,3 +60,18 @@ def test_readme_keeps_its_two_commands_and_ci_runs_the_second() -> None:
     assert ".venv/bin/python -m ruff check .\n.venv/bin/python -m pytest -q\n" in ci
     # the benchmark command runs as written: no placeholder left for the reader to fill in
     assert "--weights PATH" not in text.split("```bash")[-1].split("```")[0]
+
+
+def test_the_main_job_prints_the_bundled_models_result_last_and_labelled(monkeypatch,
+                                                                        capsys) -> None:
+    import runpy
+
+    script = (README.parent / "examples" / "smoke_pipeline.sh").read_text(encoding="utf-8")
+    runs = [line for line in script.splitlines() if "examples/quickstart.py" in line]
+    assert "--weights" in runs[0] and "smoke model" in runs[0]
+    assert runs[-1].endswith('examples/quickstart.py --name "bundled model"')
+    assert script.rstrip().endswith(runs[-1])
+    quickstart = README.parent / "examples" / "quickstart.py"
+    monkeypatch.setattr(sys, "argv", [str(quickstart), "--name", "bundled model"])
+    runpy.run_path(str(quickstart), run_name="__main__")
+    assert capsys.readouterr().out.splitlines()[-1].startswith("bundled model: AUC 0.9")
