@@ -293,6 +293,7 @@ def _predict(args: argparse.Namespace) -> int:
         open_input,
         score_pool,
     )
+    from puicl_model.phases import phase
     from puicl_model.table_io import BatchWriter
 
     _check_output(args.output)
@@ -316,7 +317,11 @@ def _predict(args: argparse.Namespace) -> int:
     classifier = _classifier(args)
     X, s, sampled = fitted_rows(source, classifier.pool_sample, args.random_state,
                                 args.batch_rows)
-    _fit(classifier, X, s, source)
+    n_fitted = int((s == 0).sum())
+    with phase(f"fitting on a {n_fitted:,}-row sample of the {len(source.pool_rows):,} "
+               "unlabeled rows" if sampled else f"fitting on the {n_fitted:,} unlabeled rows"):
+        _fit(classifier, X, s, source)
+        classifier.prepare()  # the fitted pool's scoring, named as this phase
     del X
     n_pool = len(source.pool_rows)
     writer = BatchWriter(args.output)
