@@ -83,3 +83,11 @@ def test_the_main_job_prints_the_bundled_models_result_last_and_labelled(monkeyp
     monkeypatch.setattr(sys, "argv", [str(quickstart), "--name", "bundled model"])
     runpy.run_path(str(quickstart), run_name="__main__")
     assert capsys.readouterr().out.splitlines()[-1].startswith("bundled model: AUC 0.9")
+
+
+def test_the_dask_recipe_listens_on_this_machine_only() -> None:
+    recipe = next(block for block in blocks("bash") if "dask scheduler" in block)
+    for command in ("dask scheduler", "dask worker"):
+        line = next(line for line in recipe.replace("\\\n", " ").splitlines()
+                    if line.startswith(command))
+        assert "--host 127.0.0.1" in line and "--dashboard-address 127.0.0.1:" in line, line
