@@ -155,7 +155,9 @@ class PassScorer:
         if show:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=n_passes, unit="pass", desc=describe("PUICL"), leave=False)
+            what = "the fitted pool" if new is None else f"{n_scored:,} new rows"
+            bar = tqdm(total=n_passes, unit="pass", desc=describe(f"PUICL: scoring {what}"),
+                       leave=False)
         done = 0
 
         def advance(count: int) -> None:

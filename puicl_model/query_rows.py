@@ -202,8 +202,9 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows],
     total = {planner.member: np.zeros(n_new) for planner in planners}
     count = {planner.member: np.zeros(n_new, dtype=np.int64) for planner in planners}
     show = progress if progress is not None else sys.stderr.isatty() and len(contexts) > 4
-    with threads(n_threads), tqdm(contexts, unit="context", desc=describe("PUICL"),
-                                  leave=False, disable=not show) as bar:
+    name = describe(f"PUICL: scoring {n_new:,} new rows")
+    with threads(n_threads), tqdm(contexts, unit="context", desc=name, leave=False,
+                                  disable=not show) as bar:
         for done, (planner, item) in enumerate(bar, start=1):
             view = views[planner.view]
             context = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])

@@ -86,3 +86,24 @@ def test_the_class_priors_folds_are_named(table, rng, small_weights) -> None:
     folds = cross_fitted_scores(score, clf.planners_, clf.views_, 2)
     assert named == ["estimating π: fold 1 of 2", "estimating π: fold 2 of 2"]
     assert len(folds) == 2 and all(np.all((p >= 0) & (p <= 1)) for p, _ in folds)
+
+
+def test_the_inner_bars_say_what_they_score(table, rng, small_weights, monkeypatch) -> None:
+    import tqdm.auto
+
+    named = []
+    real = tqdm.auto.tqdm
+
+    def recording(*args, **kwargs):
+        named.append(kwargs["desc"])
+        return real(*args, **{**kwargs, "disable": True})
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", recording)
+    X, s = table(rng, 20, 60, 3)
+    clf = PUICLClassifier(weights=small_weights, progress=True).fit(X, s)
+    clf.predict_proba(X[s == 0])
+    clf.predict_proba(X[s == 0][:5] + 0.5)
+    with phase("scoring batch 1"):
+        clf.predict_proba(X[s == 0][:3] - 0.5)
+    assert named == ["PUICL: scoring the fitted pool", "PUICL: scoring 5 new rows",
+                     "scoring batch 1"]
