@@ -31,9 +31,10 @@ from puicl_model.columns import is_missing
 __all__ = ["IDENTIFIER_MIN_ROWS", "IDENTIFIER_SHARE", "identifier_reason"]
 
 # the share of a column's present values that must be distinct for it to be an identifier. An
-# identifier may repeat a little (a customer met twice); real whole-number measurements of
-# the development suite reach 0.997 (a total intensity over 1,000 cells), which must stay
-# below it. On fewer than 1,000 values it means: every value different
+# identifier may repeat a little (a customer met twice), but the development suite's
+# whole-number measurements come close and must stay below it (docs/decisions.md,
+# "Identifiers found by their values"). On fewer than 1,000 values it means: every value
+# different
 IDENTIFIER_SHARE = 0.999
 
 # below this many present values, distinct whole numbers or words are too common by chance
