@@ -6,7 +6,7 @@ scikit-learn's breast-cancer table becomes a PU task the way the benchmark build
 stores the task; ``predict_proba`` is one forward pass of the pretrained transformer.
 
     python examples/quickstart.py                       # the bundled checkpoint
-    python examples/quickstart.py --weights runs/smoke/weights
+    python examples/quickstart.py --weights runs/smoke/weights --name "smoke model"
 """
 
 from __future__ import annotations
@@ -35,7 +35,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", default=None, help="checkpoint (default: the bundled one)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--name", default=None,
+                        help="the model's name, said on the result's line (default: the bundled "
+                        "model, or the --weights path)")
     args = parser.parse_args()
+    name = args.name or (args.weights if args.weights else "the bundled model")
 
     x, s, y = breast_cancer_pu_task(args.seed)
     unlabeled = s == 0
@@ -44,7 +48,7 @@ def main() -> None:
     true_pi = float(np.mean(y[unlabeled] == 0))
     print(f"breast cancer as PU: {int(s.sum())} labeled positives, {int(unlabeled.sum())} "
           f"unlabeled rows, {x.shape[1]} features")
-    print(f"AUC {roc_auc_score(y[unlabeled], p_positive):.3f}   "
+    print(f"{name}: AUC {roc_auc_score(y[unlabeled], p_positive):.3f}   "
           f"accuracy {accuracy_score(y[unlabeled], clf.predict(x[unlabeled])):.3f}   "
           f"pi_hat {clf.estimate_class_prior():.3f} (true negative share {true_pi:.3f})")
 

@@ -145,6 +145,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
     progress : bool or None
         tqdm progress bar over forward passes; None shows it on a terminal when there are
         more than a few passes.
+    keep_columns : list of column names or None
+        Columns to keep as features although they look like identifiers (whole numbers or
+        text with a different value in nearly every row, :mod:`puicl_model.identifiers`),
+        which ``fit`` otherwise drops with a warning naming them. A numpy array's columns are
+        named by their position ("0", "1", ... or 0, 1, ...). None (the default) keeps none.
     """
 
     def __init__(
@@ -165,6 +170,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
         n_threads: int | None = None,
         progress: bool | None = None,
+        keep_columns: list[str | int] | None = None,
     ) -> None:
         # scikit-learn convention: the constructor only stores its arguments; fit checks them
         self.weights = weights
@@ -183,6 +189,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.precision = precision
         self.n_threads = n_threads
         self.progress = progress
+        self.keep_columns = keep_columns
 
     # the ensemble members n_estimators takes from (studies/ensemble_members.py measures
     # other lists through a subclass)
@@ -211,7 +218,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             X, labeled = sampled
         ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
                                 numeric=self.numeric, categorical=self.categorical,
-                                missing=self.missing)
+                                missing=self.missing, keep_columns=self.keep_columns)
         base = ensemble.views[0]
         if base.preprocessor.keep_.any():  # (else one zero column stands in: no leak)
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
@@ -394,9 +401,22 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2])."""
+        """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2]). A dask DataFrame gives a
+        lazy dask array [n, 2] with declared ``meta``, as dask-ml's ``ParallelPostFit`` does:
+        its rows are scored partition by partition at ``compute()``, the bytes of one process
+        (:mod:`puicl_model.dask_scoring`)."""
+        if _dask_kind(X):
+            from puicl_model.dask_scoring import predict_proba
+
+            return predict_proba(self, _dask_frame(X))
         positive, _ = self._positive_probability(X)
         return np.stack([1.0 - positive, positive], axis=1)
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """``log(predict_proba(X))``: ``[log P(y=0), log P(y=1)]`` per row (a probability of 0
+        gives -inf, as in scikit-learn's classifiers); lazy for a dask DataFrame."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Log-odds log(P(y=1) / P(y=0)) per row; > 0 means positive at threshold 0.5."""
@@ -477,7 +497,12 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         return prior_cut(self._pool_probabilities(), self.estimate_class_prior())
 
     def predict(self, X: Any) -> np.ndarray:
-        """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``."""
+        """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``; for a dask
+        DataFrame a lazy dask array [n] (see :meth:`predict_proba`)."""
+        if _dask_kind(X):
+            from puicl_model.dask_scoring import predict
+
+            return predict(self, _dask_frame(X))
         return self._labels(*self._positive_probability(X))
 
     def predict_and_proba(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -504,3 +529,17 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
+
+def _dask_kind(X: Any) -> str | None:
+    from puicl_model.dask_scoring import dask_kind  # (imports no dask itself)
+
+    return dask_kind(X)
+
+
+def _dask_frame(X: Any) -> Any:
+    """A dask DataFrame as it is; a dask Array refused in one line (its blocks may split a
+    row's columns, and its column names, which fit may have seen, are lost)."""
+    if _dask_kind(X) == "array":
+        raise TypeError("X is a dask Array: pass a dask DataFrame "
+                        "(dask.dataframe.from_dask_array(X, columns=...))")
+    return X

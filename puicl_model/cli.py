@@ -14,8 +14,9 @@ fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one row per unl
 (:mod:`puicl_model.large_tables`; ``--scheduler``: on dask,
 :mod:`puicl_model.dask_scoring`), then prints π̂, the estimated negative share of the
 unlabeled rows, with what the data identify about it (``class_prior_report``: a lower bound,
-π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``. ``puicl info WEIGHTS``
-prints a checkpoint's config and parameter counts."""
+π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``. ``puicl info
+[WEIGHTS]`` prints a checkpoint's config and parameter counts (without WEIGHTS: the bundled
+model's)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ def _pool_sample_size(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    # the inference defaults and their limits are written once, with the classifier
+    # the inference defaults and their limits are written once, with the classifier; every
+    # option's help ends with its default
     from puicl_model.large_tables import DEFAULT_BATCH_ROWS
     from puicl_model.settings import InferenceSettings
 
@@ -102,65 +104,91 @@ def _parser() -> argparse.ArgumentParser:
 
     predict = commands.add_parser(
         "predict",
-        help="score the unlabeled rows of a PU table given as CSV",
-        description="Score the unlabeled rows of a PU table: writes row, p_positive, label "
-        "per unlabeled row and prints the estimated negative share π̂.",
+        help="score the unlabeled rows of a PU table given as CSV or Parquet",
+        description="Score the unlabeled rows of a PU table (CSV or Parquet files, by their "
+        "extension: .parquet or .pq is Parquet, anything else CSV): writes row, p_positive, "
+        "label per unlabeled row and prints the estimated negative share π̂.",
     )
     layout = predict.add_argument_group("input (one of the two layouts)")
-    layout.add_argument("--input", type=Path, help="one CSV table with a label column")
+    layout.add_argument("--input", type=Path,
+                        help="one CSV or Parquet table with a label column")
     layout.add_argument("--label-column", help="the 0/1 column of --input (1 = labeled positive)")
-    layout.add_argument("--positives", type=Path, help="CSV of the labeled positives")
-    layout.add_argument("--unlabeled", type=Path, help="CSV of the unlabeled rows")
+    layout.add_argument("--positives", type=Path, help="CSV or Parquet file of the labeled "
+                        "positives")
+    layout.add_argument("--unlabeled", type=Path, help="CSV or Parquet file of the unlabeled "
+                        "rows")
     predict.add_argument("--output", "-o", default="-",
-                         help="output CSV (default: standard output)")
+                         help="output CSV or Parquet file (by its extension); probabilities "
+                         "are written in full precision (default: CSV on standard output)")
     predict.add_argument("--weights", type=Path, default=None,
-                         help="checkpoint directory or .safetensors file (default: bundled)")
-    predict.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
+                         help="checkpoint directory or .safetensors file (default: the bundled "
+                         "model)")
+    predict.add_argument("--device", default="auto",
+                         help="auto, cpu, cuda, cuda:N (default: auto, a GPU where there is one)")
     defaults = InferenceSettings()
     predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
-                         help="ensemble members (docs/classifier.md, \"Ensembles\"; default: "
-                         "1 for numeric tables, 2 for tables with categorical columns; at most "
-                         f"{InferenceSettings.MAXIMUM['n_estimators']})")
+                         help="ensemble members, at most "
+                         f"{InferenceSettings.MAXIMUM['n_estimators']} (docs/classifier.md, "
+                         "\"Ensembles\"; default: 1 for numeric tables, 2 for tables with "
+                         "categorical columns)")
     predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
-                         help="pools up to this many rows are scored in one pass (default "
+                         help="pools up to this many rows are scored in one pass (default: "
                          f"{defaults.single_pass_limit})")
     predict.add_argument("--chunk-size", type=int, default=defaults.chunk_size,
-                         help=f"chunk length for larger pools (default {defaults.chunk_size})")
+                         help=f"chunk length for larger pools (default: {defaults.chunk_size})")
     predict.add_argument("--max-labeled", type=int, default=defaults.max_labeled,
                          help="most labeled positives in one pass; more are subsampled "
-                         f"(default {defaults.max_labeled})")
+                         f"(default: {defaults.max_labeled})")
     predict.add_argument("--threshold", type=_threshold, default=0.5,
-                         help="cut on p_positive, or 'prior' to label the share π̂ negative")
-    predict.add_argument("--drop-columns", nargs="*", default=[],
-                         help="columns to ignore (identifiers, ...)")
+                         help="cut on p_positive, or 'prior' to label the share π̂ negative "
+                         "(default: 0.5)")
+    predict.add_argument("--drop-columns", nargs="*", default=[], metavar="NAME",
+                         help="columns to ignore (default: none)")
+    predict.add_argument("--keep-columns", nargs="*", default=[], metavar="NAME",
+                         help="columns to keep as features although they look like "
+                         "identifiers (whole numbers or text with a different value in nearly "
+                         "every row, which are dropped with a note) (default: none)")
     predict.add_argument("--categorical", choices=("onehot", "ordinal", "frequency"),
-                         default="onehot", help="encoding of text/category columns")
+                         default="onehot",
+                         help="encoding of text/category columns (default: onehot)")
     predict.add_argument("--numeric", choices=("quantile", "standard", "power"),
                          default="quantile",
-                         help="transform of numeric columns (docs/classifier.md)")
+                         help="transform of numeric columns (docs/classifier.md; default: "
+                         "quantile)")
     predict.add_argument("--prior-json", type=Path, default=None, metavar="PATH",
-                         help="also write π's bound, point and interval to this JSON file")
+                         help="also write π's bound, point and interval to this JSON file "
+                         "(default: not written)")
     predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
                          default=defaults.partner,
-                         help="auto (default): a portfolio of the model, a logistic regression "
+                         help="auto: a portfolio of the model, a logistic regression "
                          "and gradient-boosted trees fitted on every row, the blend chosen per "
                          "table on held-out labeled positives; none: the model alone "
-                         "(docs/classifier.md, \"Tables of every size\")")
+                         f"(docs/classifier.md, \"Tables of every size\"; default: "
+                         f"{defaults.partner})")
     predict.add_argument("--pool-sample", type=_pool_sample_size, default=defaults.pool_sample,
                          help="a pool of more unlabeled rows is fitted on a seeded sample of "
-                         f"this many; every row is still scored (default {defaults.pool_sample}; "
-                         "0: the whole pool; docs/classifier.md, \"Large tables\")")
+                         "this many; every row is still scored (0: the whole pool; "
+                         f"docs/classifier.md, \"Large tables\"; default: "
+                         f"{defaults.pool_sample})")
     predict.add_argument("--batch-rows", type=_at_least_one, default=DEFAULT_BATCH_ROWS,
                          help="rows read and scored at a time; the scores do not depend on it "
-                         f"(default {DEFAULT_BATCH_ROWS})")
+                         f"(default: {DEFAULT_BATCH_ROWS})")
     predict.add_argument("--scheduler", default=None, metavar="ADDRESS",
                          help="score the pool by partitions on the dask cluster at ADDRESS "
-                         "(e.g. tcp://host:8786); the same scores as on one process")
-    predict.add_argument("--random-state", type=_count, default=0)
-    predict.add_argument("--no-progress", action="store_true", help="no progress bar")
+                         "(e.g. tcp://127.0.0.1:8786); the same scores as on one process "
+                         "(default: this process)")
+    predict.add_argument("--random-state", type=_count, default=0,
+                         help="seed of every random choice; the same seed gives the same "
+                         "scores on every machine (default: 0)")
+    predict.add_argument("--no-progress", action="store_true",
+                         help="no progress bars (default: bars on a terminal)")
 
-    info = commands.add_parser("info", help="print a checkpoint's model config")
-    info.add_argument("weights", type=Path)
+    info = commands.add_parser("info", help="print a checkpoint's model config",
+                               description="Print a checkpoint's file, checksum, model config "
+                               "and parameter counts.")
+    info.add_argument("weights", type=Path, nargs="?", default=None,
+                      help="checkpoint directory or .safetensors file (default: the bundled "
+                      "model)")
     return parser
 
 
@@ -302,6 +330,7 @@ def _classifier(args: argparse.Namespace):
         pool_sample=None if args.pool_sample == 0 else args.pool_sample,
         random_state=args.random_state,
         progress=False if args.no_progress else None,
+        keep_columns=args.keep_columns or None,
     )
 
 
@@ -331,6 +360,7 @@ def _predict(args: argparse.Namespace) -> int:
         open_input,
         score_pool,
     )
+    from puicl_model.phases import phase
     from puicl_model.table_io import BatchWriter
 
     _check_paths(args)
@@ -348,12 +378,19 @@ def _predict(args: argparse.Namespace) -> int:
         from puicl_model.dask_scoring import check_pool_file
 
         check_pool_file(source)
+    unknown = [name for name in args.keep_columns if name not in source.features]
+    if unknown:
+        raise CliError(f"--keep-columns: no such feature column(s) {unknown}")
     if len(source.pool_rows) > args.batch_rows:  # read in several batches: keep memory flat
         bound_process_memory()
     classifier = _classifier(args)
     X, s, sampled = fitted_rows(source, classifier.pool_sample, args.random_state,
                                 args.batch_rows)
-    _fit(classifier, X, s, source)
+    n_fitted = int((s == 0).sum())
+    with phase(f"fitting on a {n_fitted:,}-row sample of the {len(source.pool_rows):,} "
+               "unlabeled rows" if sampled else f"fitting on the {n_fitted:,} unlabeled rows"):
+        _fit(classifier, X, s, source)
+        classifier.prepare()  # the fitted pool's scoring, named as this phase
     del X
     n_pool = len(source.pool_rows)
     writer = BatchWriter(args.output)
@@ -396,10 +433,20 @@ def _info(args: argparse.Namespace) -> int:
     import json
 
     from puicl_common.configio import to_dict
-    from puicl_model.weights import load_weights, resolve_weights_path
+    from puicl_model.weights import (
+        bundled_weights_path,
+        load_model,
+        resolve_weights_path,
+        stored_checksum,
+    )
 
-    model = load_weights(args.weights)
-    print(f"weights: {resolve_weights_path(args.weights)}")
+    model = load_model(args.weights)  # None: the bundled model, or a one-line error
+    path = resolve_weights_path(args.weights if args.weights is not None
+                                else bundled_weights_path())
+    bundled = ("  (the model bundled with puicl; its card: docs/model_card.md)"
+               if args.weights is None else "")
+    print(f"weights: {path}{bundled}")
+    print(f"tensors_sha256: {stored_checksum(path)}")
     print(json.dumps(to_dict(model.config), indent=2, sort_keys=True))
     counts = model.parameter_counts()
     print("parameters: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))

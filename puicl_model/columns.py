@@ -112,16 +112,23 @@ def _moments_in_seconds(series: Any) -> np.ndarray | None:
     distinct date, or be dropped as an identifier when every date differs."""
     import pandas as pd
 
-    dtype = series.dtype
-    if not _is_moment(dtype):
+    if not _is_moment(series.dtype):
         return None
-    if isinstance(dtype, pd.PeriodDtype):
+    if isinstance(series.dtype, pd.PeriodDtype):
         series = series.dt.start_time
     if pd.api.types.is_datetime64_any_dtype(series.dtype):
         if getattr(series.dt, "tz", None) is not None:
             series = series.dt.tz_convert("UTC").dt.tz_localize(None)
         series = series - pd.Timestamp("1970-01-01")
     return series.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _is_moment(dtype: Any) -> bool:
+    """Whether a pandas dtype holds dates, times, durations or periods."""
+    import pandas as pd
+
+    return (isinstance(dtype, pd.PeriodDtype) or pd.api.types.is_datetime64_any_dtype(dtype)
+            or pd.api.types.is_timedelta64_dtype(dtype))
 
 
 def as_numeric(values: np.ndarray, offset: int = 0) -> np.ndarray | None:

@@ -7,8 +7,10 @@ classifier on the worker that holds it, and the scores are the bytes one process
 for any number of partitions and workers:
 
 * :func:`predict_proba` and :func:`predict` take a fitted classifier and a dask DataFrame and
-  return dask arrays, as scikit-learn's methods return numpy arrays (the convention of
-  dask-ml's ``ParallelPostFit``);
+  return dask arrays with declared ``meta``, lazily, as scikit-learn's methods return numpy
+  arrays (the convention of dask-ml's ``ParallelPostFit``); the classifier's own
+  ``predict_proba``, ``predict_log_proba`` and ``predict`` call them when given a dask
+  DataFrame;
 * :func:`score_pool_on_dask` is ``puicl predict --scheduler ADDRESS``: the pool file is read
   by the workers (``dask.dataframe.read_parquet`` / ``read_csv``), and the scores come back
   partition by partition, in file order, to be written as they arrive.
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["SchedulerUnreachable", "check_pool_file", "check_scheduler", "predict",
+__all__ = ["SchedulerUnreachable", "check_pool_file", "check_scheduler", "dask_kind", "predict",
            "predict_proba", "score_pool_on_dask"]
 
 # how long ``puicl predict --scheduler`` waits for the scheduler before it fits anything
@@ -152,6 +154,16 @@ def _proba(frame: pd.DataFrame, classifier: Any) -> np.ndarray:
 
 def _labels(frame: pd.DataFrame, classifier: Any) -> np.ndarray:
     return classifier.predict(frame)
+
+
+def dask_kind(X: Any) -> str | None:
+    """"dataframe" or "array" for a dask DataFrame or Array, else None (told without importing
+    dask: a table that is not dask's never pays for it)."""
+    if type(X).__module__.split(".")[0] != "dask":
+        return None
+    if hasattr(X, "map_partitions") and hasattr(X, "columns"):
+        return "dataframe"
+    return "array" if hasattr(X, "map_blocks") else None
 
 
 def predict_proba(classifier: Any, X: Any) -> Any:

@@ -21,6 +21,7 @@ import torch
 
 from puicl_model.backends.packed_inference import inference_logits
 from puicl_model.batch import collate_tasks
+from puicl_model.phases import describe, report
 from puicl_model.planning import Pass, PassPlanner, all_passes
 
 __all__ = ["PassScorer", "ViewRows", "run_passes", "threads"]
@@ -154,7 +155,18 @@ class PassScorer:
         if show:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=n_passes, unit="pass", desc="PUICL", leave=False)
+            what = "the fitted pool" if new is None else f"{n_scored:,} new rows"
+            bar = tqdm(total=n_passes, unit="pass", desc=describe(f"PUICL: scoring {what}"),
+                       leave=False)
+        done = 0
+
+        def advance(count: int) -> None:
+            nonlocal done
+            done += count
+            if bar is not None:
+                bar.update(count)
+            report(done, n_passes)  # the current phase hears how far its passes are
+
         try:
             proba = run_passes(
                 self.model,
@@ -167,7 +179,7 @@ class PassScorer:
                 # matrices stay near the cache size); a GPU (CUDA or MPS) wants large batches
                 cells_per_forward=(1 << 15) if self.device.type == "cpu" else (1 << 19),
                 n_threads=self.n_threads,
-                progress=None if bar is None else bar.update,
+                progress=advance,
             )
             return proba, n_passes
         finally:

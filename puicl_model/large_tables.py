@@ -210,13 +210,37 @@ def pool_progress(source: PUInput, progress: bool | None, desc: str = "puicl pre
 def score_pool(classifier, source: PUInput, write: Callable[[pd.DataFrame], None],
                batch_rows: int = DEFAULT_BATCH_ROWS, progress: bool | None = None) -> int:
     """Score every pool row with the fitted ``classifier``, ``write`` a frame of ``row``,
-    ``p_positive`` and ``label`` per batch; returns the rows predicted negative."""
-    negative = 0
+    ``p_positive`` and ``label`` per batch; returns the rows predicted negative. Each batch
+    is a phase (:mod:`puicl_model.phases`) named on the bar, which moves as the batch's rows
+    are scored, not only once they are written."""
+    from puicl_model.phases import phase
+
+    negative = written = 0
     with pool_progress(source, progress) as bar:
-        for rows, features in pool_batches(source, batch_rows):
-            proba, labels = classifier.predict_and_proba(features)
+        for number, (rows, features) in enumerate(pool_batches(source, batch_rows), start=1):
+            name = (f"scoring batch {number} (pool rows {written + 1:,}-{written + len(rows):,} "
+                    f"of {len(source.pool_rows):,})")
+            bar.set_description_str(f"puicl predict: {name}", refresh=False)
+            moved = _bar_mover(bar, written, len(rows))
+            with phase(name, moved):
+                proba, labels = classifier.predict_and_proba(features)
             write(pd.DataFrame({"row": rows.astype(np.int64), "p_positive": proba[:, 1],
                                 "label": labels}))
             negative += int((labels == 0).sum())
-            bar.update(len(rows))
+            written += len(rows)
+            moved(1.0)
     return negative
+
+
+def _bar_mover(bar: Any, start: int, rows: int) -> Callable[[float], None]:
+    """Moves ``bar`` to ``start`` plus the share of a batch of ``rows`` rows that is done."""
+    shown = start
+
+    def move(share: float) -> None:
+        nonlocal shown
+        target = start + int(share * rows)
+        if target > shown:
+            bar.update(target - shown)
+            shown = target
+
+    return move

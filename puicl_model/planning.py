@@ -105,8 +105,9 @@ class Ensemble:
 
 
 def _fit_view(X: Any, labeled: np.ndarray, numeric: str, categorical: str, missing: str,
-              quiet: bool) -> View:
-    preprocessor = TablePreprocessor(categorical=categorical, missing=missing, numeric=numeric)
+              quiet: bool, keep_columns: Sequence[str | int] | None = None) -> View:
+    preprocessor = TablePreprocessor(categorical=categorical, missing=missing, numeric=numeric,
+                                     keep_columns=keep_columns)
     with warnings.catch_warnings():
         if quiet:  # fit warns about the columns once, for the configured view
             warnings.simplefilter("ignore")
@@ -117,11 +118,13 @@ def _fit_view(X: Any, labeled: np.ndarray, numeric: str, categorical: str, missi
 
 def fit_ensemble(X: Any, labeled: np.ndarray, n_estimators: int | None,
                  catalogue: tuple[Member, ...], *, numeric: NumericStrategy,
-                 categorical: CategoricalStrategy, missing: MissingStrategy) -> Ensemble:
+                 categorical: CategoricalStrategy, missing: MissingStrategy,
+                 keep_columns: Sequence[str | int] | None = None) -> Ensemble:
     """The members of ``n_estimators`` and the views of the table ``X`` they read
-    (``labeled``: the mask of the labeled rows). Only the configured view warns about the
-    table's columns."""
-    base = _fit_view(X, labeled, numeric, categorical, missing, quiet=False)
+    (``labeled``: the mask of the labeled rows; ``keep_columns``: columns kept although they
+    look like identifiers). Only the configured view warns about the table's columns."""
+    base = _fit_view(X, labeled, numeric, categorical, missing, quiet=False,
+                     keep_columns=keep_columns)
     # whether the table has categorical columns sets the default member count
     members = members_for(n_estimators, catalogue,
                           has_categorical=base.preprocessor.has_categorical_)
@@ -132,7 +135,8 @@ def fit_ensemble(X: Any, labeled: np.ndarray, n_estimators: int | None,
         encoding = (member.numeric or numeric, member.categorical or categorical)
         if encoding not in index:
             index[encoding] = len(views)
-            views.append(_fit_view(X, labeled, *encoding, missing, quiet=True))
+            views.append(_fit_view(X, labeled, *encoding, missing, quiet=True,
+                                   keep_columns=keep_columns))
         member_views.append(index[encoding])
     return Ensemble(views, members, member_views)
 

@@ -33,15 +33,17 @@ warns, and scales; how one column is encoded is :mod:`puicl_model.column_encodin
 * **missing numeric values** (NaN, None, pandas NA): ``"median"`` (default) fills them with
   the column's median over the fitted rows; ``"median+indicator"`` also appends a 0/1 column
   "was missing" for every column that had missing values in ``fit``; ``"error"`` rejects them.
+* **identifiers**: a column of whole numbers or text with a different value in (nearly) every
+  row, found by :mod:`puicl_model.identifiers` from its values alone, whatever the rows'
+  order: a customer number, a hash, a saved index. It names rows and measures nothing, so
+  ``fit`` drops it and warns, naming it; ``keep_columns`` keeps a column that only looks like
+  one. Fractions are never identifiers.
 * **constant columns** (one value over all fitted rows, after the steps above) carry no
-  information and are dropped: all values missing, one value, or text whose every value is
-  distinct (an identifier or free text, frequency-encoded to a constant). ``fit`` warns,
-  naming each dropped column and why; ``dropped_reasons_`` maps each to its reason. If no
-  column is left, one all-zero column stands in, so the model still runs (every unlabeled row
-  then gets the same prediction) and a warning says so.
-* **row numbers**: a numeric column that counts up by one from row to row (k, k + 1, …; at
-  least 20 rows) is a saved index (``DataFrame.to_csv`` writes one by default), not a
-  measurement, and is dropped the same way, with its reason.
+  information and are dropped: all values missing, one value, or categories whose frequency
+  encoding is constant. ``fit`` warns, naming each dropped column and why;
+  ``dropped_reasons_`` maps each to its reason. If no column is left, one all-zero column
+  stands in, so the model still runs (every unlabeled row then gets the same prediction) and a
+  warning says so.
 * **dates and durations** (``datetime64``, with or without a time zone, ``timedelta64``,
   ``period``): read as numbers, seconds since 1970-01-01 (a period: its start) or seconds, so
   that their order is kept; missing dates (NaT) are missing values.
@@ -57,6 +59,7 @@ large offsets (timestamps, identifiers) from losing their variation to float32 r
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -83,6 +86,7 @@ from puicl_model.columns import (
     parse_numeric,
     read_columns,
 )
+from puicl_model.identifiers import identifier_reason
 
 __all__ = [
     "MAX_ONEHOT_LEVELS",
@@ -92,22 +96,6 @@ __all__ = [
     "NumericStrategy",
     "TablePreprocessor",
 ]
-
-# a numeric column counting up by one from row to row is dropped as a saved index only on
-# tables at least this long: on a few rows a real feature may happen to do so
-_ROW_NUMBER_MIN_ROWS = 20
-
-
-def _counts_rows(values: np.ndarray) -> bool:
-    """Whether a numeric column counts up by one from row to row (k, k + 1, k + 2, ...) over
-    at least ``_ROW_NUMBER_MIN_ROWS`` rows: a table's index saved as data (``DataFrame.to_csv``
-    writes one by default), not a measurement. Kept, it tells the model the row order, and a
-    table sorted with its labeled positives first can make the order look like the label
-    (docs/classifier.md: AUC 0.98 -> 0.60 on a breast cancer table)."""
-    # (a NaN anywhere makes a difference NaN, never 1, and a NaN first value no integer)
-    return (len(values) >= _ROW_NUMBER_MIN_ROWS and float(values[0]).is_integer()
-            and bool(np.all(np.diff(values) == 1.0)))
-
 
 # a text column at least this share of whose present entries are numbers is "mostly numbers":
 # its other entries are stray words that turn the column into categories, said in a warning
@@ -223,13 +211,18 @@ def _warn_if_missing_apart(columns: list[ColumnEncoding], arrays: list[np.ndarra
 
 
 class TablePreprocessor:
-    """Learns column encodings on the fitted table; turns tables into float32 matrices."""
+    """Learns column encodings on the fitted table; turns tables into float32 matrices.
+
+    ``keep_columns``: names of columns to keep as features although they look like identifiers
+    (:mod:`puicl_model.identifiers`); a numpy array's columns are named "0", "1", ...
+    """
 
     def __init__(
         self,
         categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
         numeric: NumericStrategy = "quantile",
+        keep_columns: Sequence[str | int] | None = None,
     ) -> None:
         if categorical not in ("onehot", "ordinal", "frequency"):
             raise ValueError(
@@ -246,8 +239,8 @@ class TablePreprocessor:
             )
         self.categorical = categorical
         self.missing = missing
+        self.keep_columns = keep_columns
 
-    # ----------------------------------------------------------------------------- input
     # ------------------------------------------------------------------------------- fit
     @property
     def has_categorical_(self) -> bool:
@@ -258,52 +251,55 @@ class TablePreprocessor:
         self._fit(X, labeled)
         return self
 
+    def _kept_names(self, names: list[str]) -> set[str]:
+        """The names of ``keep_columns``, checked against the table's columns."""
+        given = self.keep_columns
+        if given is None:
+            return set()
+        if isinstance(given, (str, int, np.integer)):
+            given = [given]  # one name
+        wanted = [str(name) for name in given]
+        unknown = [name for name in wanted if name not in names]
+        if unknown:
+            raise ValueError(f"keep_columns names no column of X: {unknown}; its columns are "
+                             f"{names[:20]}" + (" ..." if len(names) > 20 else ""))
+        return set(wanted)
+
     def _fit(self, X: Any, labeled: np.ndarray | None = None) -> np.ndarray:
-        """Learn the encodings; return the fitted table's encoded features (before scaling).
-        ``labeled`` (the mask of the labeled rows, where known) drops a column that tells the
-        labeled rows from the unlabeled ones by itself (:func:`_split_by_s`)."""
+        """Learn the encodings; return the fitted table's encoded features (before scaling),
+        in X's row order. ``labeled`` (the mask of the labeled rows, where known) drops a
+        column that tells the labeled rows from the unlabeled ones by itself
+        (:func:`_split_by_s`)."""
         names, arrays, is_frame, self._declared_categorical = read_columns(X)
         if not names:
             # the rows are counted on X itself: a table without columns has no column to count
             n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
             raise ValueError(f"X has 0 feature(s) (shape=({n_rows}, 0)) while a minimum of 1 "
                              "is required; pass at least one feature")
+        # dates are whole numbers of seconds, all distinct as often as not: measurements
+        not_identifiers = self._kept_names(names) | moment_columns(X)
+        order = None
+        if labeled is not None:
+            # the labeled rows first, then the others, each in their order: the moments and
+            # the power exponent sum the rows in this order, so the same table laid out
+            # otherwise (one file, or its positives and unlabeled rows in two) gives the
+            # same bits
+            labeled = np.asarray(labeled, dtype=bool)
+            order = np.concatenate([np.flatnonzero(labeled), np.flatnonzero(~labeled)])
+            arrays = [values[order] for values in arrays]
+            labeled = labeled[order]
         self.is_dataframe_ = is_frame
         self.moment_columns_ = moment_columns(X)  # dates and durations, read as seconds
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
-        columns: list[ColumnEncoding] = []
-        read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
-        row_number_starts: dict[str, float] = {}  # saved indexes: name -> first value
-        mostly_numbers: list[str] = []  # numbers with stray text, read as categories
-        numbers: list[np.ndarray | None] = []  # each column as numbers (None: categories)
-        for name, values in zip(names, arrays, strict=True):
-            offset = integer_offset(values)  # 0 but for integers too large for float64
-            numeric, tokens = (None, {}) if name in self._declared_categorical else (
-                parse_numeric(values, offset)
-            )
-            numbers.append(numeric)
-            if numeric is not None:
-                columns.append(fit_numeric(name, numeric, self.numeric, self.missing, offset))
-                if _counts_rows(numeric):
-                    row_number_starts[name] = float(numeric[0])
-                if values.dtype.kind in "OUS" and tokens:
-                    found = ", ".join(f"{token!r} ×{count}" for token, count in tokens.items())
-                    read_as_numbers.append(f"{name!r} ({found})")
-            else:
-                columns.append(fit_categorical(name, values, self.categorical))
-                if name not in self._declared_categorical:
-                    stray = _stray_text(name, values)
-                    if stray:
-                        mostly_numbers.append(stray)
+        columns, numbers, identifiers = self._fit_columns(names, arrays, not_identifiers)
         self.columns_ = columns
         raw = encode(columns, arrays, self.missing)
         low, high = raw.min(axis=0), raw.max(axis=0)
-        row_numbers = np.array([column.name in row_number_starts and offset == 0
-                                for column in columns for offset in range(column.width)],
-                               dtype=bool)
-        keep = (high > low) & ~row_numbers
+        keep = high > low
         features_of = self._feature_slices()
+        for name in identifiers:
+            keep[features_of[name]] = False
         one_sided = {} if labeled is None else _split_by_s(columns, arrays, numbers, labeled)
         for name in one_sided:
             keep[features_of[name]] = False
@@ -311,35 +307,14 @@ class TablePreprocessor:
         self.dropped_features_ = [
             label for label, kept in zip(labels, keep, strict=True) if not kept
         ]
-        self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep, row_number_starts,
+        self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep, identifiers,
                                                    one_sided)
         # the names of the encoded table's features ("colour=red" for a one-hot feature)
         self.kept_features_ = [label for label, kept in zip(labels, keep, strict=True) if kept]
         self.keep_ = keep
-        if read_as_numbers:
-            warnings.warn(
-                "read as numeric, with these missing-value tokens as missing values: "
-                + "; ".join(read_as_numbers),
-                UserWarning,
-                stacklevel=3,
-            )
-        if mostly_numbers:
-            warnings.warn(
-                "read as categorical although mostly numbers, because of the text in them (each "
-                "distinct number becomes a category, not an amount; replace the text by an "
-                "empty cell or NaN to read the column as numeric): " + "; ".join(mostly_numbers),
-                UserWarning,
-                stacklevel=3,
-            )
         if labeled is not None:
             _warn_if_missing_apart(columns, arrays, numbers, labeled, one_sided)
-        if self.dropped_reasons_:
-            warnings.warn(
-                "dropped columns that carry no information: "
-                + "; ".join(f"{label!r} ({why})" for label, why in self.dropped_reasons_.items()),
-                UserWarning,
-                stacklevel=3,
-            )
+        self._warn_dropped(identifiers)
         if not keep.any():
             warnings.warn(
                 "every feature is constant over the fitted rows; the model sees no information "
@@ -352,7 +327,81 @@ class TablePreprocessor:
             self.prescale_ = np.ones(0)
         else:
             self.center_, self.scale_, self.prescale_ = _moments(raw[:, keep])
+        if order is not None:  # back in X's order
+            unordered = np.empty_like(raw)
+            unordered[order] = raw
+            raw = unordered
         return raw
+
+    def _fit_columns(self, names: list[str], arrays: list[np.ndarray],
+                     not_identifiers: set[str],
+                     ) -> tuple[list[ColumnEncoding], list[np.ndarray | None], dict[str, str]]:
+        """Each column's encoding, its values as numbers (None for categories) and, by name,
+        the columns that are identifiers with why; warns about text read as numbers and
+        numbers read as categories."""
+        columns: list[ColumnEncoding] = []
+        read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
+        mostly_numbers: list[str] = []  # numbers with stray text, read as categories
+        numbers: list[np.ndarray | None] = []  # each column as numbers (None: categories)
+        identifiers: dict[str, str] = {}
+        for name, values in zip(names, arrays, strict=True):
+            offset = integer_offset(values)  # 0 but for integers too large for float64
+            numeric, tokens = (None, {}) if name in self._declared_categorical else (
+                parse_numeric(values, offset)
+            )
+            numbers.append(numeric)
+            if numeric is not None:
+                columns.append(fit_numeric(name, numeric, self.numeric, self.missing, offset))
+                if values.dtype.kind in "OUS" and tokens:
+                    found = ", ".join(f"{token!r} ×{count}" for token, count in tokens.items())
+                    read_as_numbers.append(f"{name!r} ({found})")
+            else:
+                columns.append(fit_categorical(name, values, self.categorical))
+                if name not in self._declared_categorical:
+                    stray = _stray_text(name, values)
+                    if stray:
+                        mostly_numbers.append(stray)
+            reason = None if name in not_identifiers else identifier_reason(values, numeric)
+            if reason is not None:
+                identifiers[name] = reason
+        if read_as_numbers:
+            warnings.warn(
+                "read as numeric, with these missing-value tokens as missing values: "
+                + "; ".join(read_as_numbers),
+                UserWarning,
+                stacklevel=4,
+            )
+        if mostly_numbers:
+            warnings.warn(
+                "read as categorical although mostly numbers, because of the text in them (each "
+                "distinct number becomes a category, not an amount; replace the text by an "
+                "empty cell or NaN to read the column as numeric): " + "; ".join(mostly_numbers),
+                UserWarning,
+                stacklevel=4,
+            )
+        return columns, numbers, identifiers
+
+    def _warn_dropped(self, identifiers: dict[str, str]) -> None:
+        """One warning for the identifiers dropped, one for the other columns dropped."""
+        if identifiers:
+            warnings.warn(
+                "dropped as identifiers (whole numbers or text, a different value in nearly "
+                "every row; keep_columns, or puicl predict --keep-columns, keeps one as a "
+                "feature): "
+                + "; ".join(f"{name!r} ({why.split(': ', 1)[1]})"
+                            for name, why in identifiers.items()),
+                UserWarning,
+                stacklevel=4,
+            )
+        others = {label: why for label, why in self.dropped_reasons_.items()
+                  if label.split(" (missing)")[0] not in identifiers}
+        if others:
+            warnings.warn(
+                "dropped columns that carry no information: "
+                + "; ".join(f"{label!r} ({why})" for label, why in others.items()),
+                UserWarning,
+                stacklevel=4,
+            )
 
     def _feature_slices(self) -> dict[str, slice]:
         """The features each fitted column becomes, by the column's name."""
@@ -361,7 +410,7 @@ class TablePreprocessor:
                 for column, stop in zip(self.columns_, stops, strict=True)}
 
     def _drop_reasons(self, arrays: list[np.ndarray], labels: list[str], keep: np.ndarray,
-                      row_number_starts: dict[str, float],
+                      identifiers: dict[str, str],
                       one_sided: dict[str, str] | None = None) -> dict[str, str]:
         """Why each dropped feature carries no information, in words a user recognizes."""
         reasons: dict[str, str] = {}
@@ -371,12 +420,8 @@ class TablePreprocessor:
                 index = feature + offset
                 if keep[index]:
                     continue
-                if offset == 0 and column.name in row_number_starts:
-                    first = row_number_starts[column.name]
-                    reasons[labels[index]] = (
-                        f"row numbers: {first:g}, {first + 1:g}, {first + 2:g}, ... in row "
-                        "order (a saved index?)"
-                    )
+                if column.name in identifiers:
+                    reasons[labels[index]] = identifiers[column.name]
                     continue
                 if one_sided and column.name in one_sided:
                     reasons[labels[index]] = one_sided[column.name]

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from puicl_model.inference import ViewRows
+from puicl_model.phases import phase
 from puicl_model.planning import PassPlanner, View
 
 __all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "PRIOR_FOLDS_TAG", "Folds",
@@ -93,7 +94,8 @@ def cross_fitted_scores(score: Scorer, planners: Sequence[PassPlanner], views: S
         subs = [dataclasses.replace(p, n_labeled=int((~held).sum()),
                                     n_pool=n_pool + int(held.sum()))
                 for p in planners]
-        proba, _ = score(subs, rows)
+        with phase(f"estimating π: fold {k + 1} of {n_folds}"):
+            proba, _ = score(subs, rows)
         scores.append((proba[n_pool:], proba[:n_pool]))
     return scores
 

@@ -200,8 +200,10 @@ def _note(bound: float | None, estimate: float, upper: float, poorly: bool) -> s
                 f"{estimate:.2f} rests on the model's calibration and π may lie anywhere up to "
                 f"{upper:.2f}, so threshold='prior' may label a share of the pool negative "
                 f"that is far off; keep the 0.5 cut unless you know π")
-    return (f"π is identified: π̂ = {estimate:.2f} is within {estimate - bound:.2f} of the "
-            f"identified bound; threshold='prior' labels that share of the pool negative")
+    # the gap is a figure, not a pass mark: it is said as the distance it is
+    return (f"π is identified: π̂ = {estimate:.2f} lies {estimate - bound:.2f} above the "
+            f"identified lower bound {bound:.2f}; threshold='prior' labels that share of the "
+            f"pool negative")
 
 
 def prior_report(pool_positive: np.ndarray, folds: Folds | None, entropy: int,

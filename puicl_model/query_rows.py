@@ -33,6 +33,7 @@ from torch import Tensor
 
 from puicl_model.inference import ViewRows, threads
 from puicl_model.model import DualAxisBlock, PUICLModel, SelfAttention
+from puicl_model.phases import describe, report
 from puicl_model.planning import PassPlanner
 from puicl_model.standardization import LABELED_VALUE, STD_FLOOR_ABSOLUTE, STD_FLOOR_RELATIVE
 
@@ -201,9 +202,10 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows],
     total = {planner.member: np.zeros(n_new) for planner in planners}
     count = {planner.member: np.zeros(n_new, dtype=np.int64) for planner in planners}
     show = progress if progress is not None else sys.stderr.isatty() and len(contexts) > 4
-    with threads(n_threads), tqdm(contexts, unit="context", desc="PUICL", leave=False,
+    name = describe(f"PUICL: scoring {n_new:,} new rows")
+    with threads(n_threads), tqdm(contexts, unit="context", desc=name, leave=False,
                                   disable=not show) as bar:
-        for planner, item in bar:
+        for done, (planner, item) in enumerate(bar, start=1):
             view = views[planner.view]
             context = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
             cache = context_cache(model, torch.from_numpy(context[:, item.features]).to(device),
@@ -212,6 +214,7 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows],
             proba = query_probabilities(model, cache, queries).cpu().numpy()
             np.add.at(total[planner.member], item.new, proba)
             np.add.at(count[planner.member], item.new, 1)
+            report(done, len(contexts))  # the current phase hears how far its contexts are
     if any((scored == 0).any() for scored in count.values()):
         raise RuntimeError("internal error: some new rows were not scored by every member")
     # (one member: its own mean, bit for bit)

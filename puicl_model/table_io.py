@@ -280,9 +280,10 @@ def read_batches(scan: TableScan, batch_rows: int) -> Iterator[pd.DataFrame]:
 class BatchWriter:
     """Writes a table batch by batch to ``path`` (CSV or Parquet by its extension; ``-``:
     CSV on standard output), atomically: :meth:`open` is a context manager that renames the
-    finished file into place on success and removes it on any failure."""
+    finished file into place on success and removes it on any failure. ``float_format``
+    None writes each float in full, the shortest text that reads back as the same float."""
 
-    def __init__(self, path: str, float_format: str = "%.6f") -> None:
+    def __init__(self, path: str, float_format: str | None = None) -> None:
         self.path = path
         self.format = "csv" if path == "-" else table_format(path)
         self.float_format = float_format

@@ -105,6 +105,10 @@ def test_report_flags_poor_identification_and_explains_the_threshold() -> None:
     separated, folds = score_folds(rng, 0.5, high, low)
     good = prior_report(separated, folds, entropy=0)
     assert not good.poorly_identified and "\n" not in good.note
+    gap = good.estimate - good.lower_bound
+    assert good.note == (f"π is identified: π̂ = {good.estimate:.2f} lies {gap:.2f} above the "
+                         f"identified lower bound {good.lower_bound:.2f}; threshold='prior' "
+                         "labels that share of the pool negative")
     unbounded = prior_report(separated, None, entropy=0)  # too few labeled positives
     assert unbounded.lower_bound is None and unbounded.poorly_identified
     assert unbounded.estimate == pytest.approx(np.mean(1.0 - separated))

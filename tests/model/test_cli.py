@@ -45,7 +45,7 @@ def test_one_table_with_a_label_column(frame, small_weights, tmp_path, capsys) -
     features = frame.drop(columns=["id", "s"])
     clf = PUICLClassifier(weights=small_weights, random_state=0).fit(features, frame["s"])
     expected = clf.predict_proba(features.iloc[unlabeled])[:, 1]
-    np.testing.assert_allclose(result["p_positive"], expected, atol=1e-6)  # CSV keeps 6 digits
+    np.testing.assert_array_equal(result["p_positive"], expected)  # written in full precision
     np.testing.assert_array_equal(result["label"], (expected > 0.5).astype(int))
     printed = capsys.readouterr().out
     assert f"wrote 50 rows to {out}" in printed
@@ -127,3 +127,73 @@ def test_preprocessing_options_reach_the_classifier(frame, small_weights, tmp_pa
     np.testing.assert_allclose(pd.read_csv(out)["p_positive"], expected, rtol=0, atol=1e-6)
     default = PUICLClassifier(weights=small_weights, random_state=0).fit(features, frame["s"])
     assert not np.allclose(default.predict_proba(features[frame["s"] == 0])[:, 1], expected)
+
+
+def scores_text(path) -> list[str]:
+    """The ``p_positive,label`` part of each line of a written CSV, as text."""
+    return [line.split(",", 1)[1] for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("kind", ["consecutive", "shuffled", "hashed"])
+def test_an_identifier_gives_byte_identical_scores_in_both_layouts(kind, small_weights, rng,
+                                                                    tmp_path, capsys) -> None:
+    n = 80
+    counting = np.arange(70_000, 70_000 + n)
+    ids = {"consecutive": counting, "shuffled": rng.permutation(counting),
+           "hashed": rng.integers(2**40, 2**62, size=n)}[kind]
+    table = pd.DataFrame({"customer_id": ids, "x1": rng.normal(size=n),
+                          "x2": rng.normal(size=n), "colour": rng.choice(["red", "blue"], n)})
+    table["s"] = 0
+    table.loc[rng.choice(n, 25, replace=False), "s"] = 1
+    table.to_csv(tmp_path / "table.csv", index=False)
+    table[table.s == 1].drop(columns="s").to_csv(tmp_path / "pos.csv", index=False)
+    table[table.s == 0].drop(columns="s").to_csv(tmp_path / "unl.csv", index=False)
+    common = ["--weights", str(small_weights), "--no-progress"]
+    assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                 "-o", str(tmp_path / "one.csv"), *common]) == 0
+    one = capsys.readouterr()
+    assert main(["predict", "--positives", str(tmp_path / "pos.csv"), "--unlabeled",
+                 str(tmp_path / "unl.csv"), "-o", str(tmp_path / "two.csv"), *common]) == 0
+    two = capsys.readouterr()
+    assert scores_text(tmp_path / "one.csv") == scores_text(tmp_path / "two.csv")
+    for printed in (one, two):
+        assert f"'customer_id' ({n} different whole numbers in {n} rows)" in printed.err
+    assert one.out.split("\n", 1)[1] == two.out.split("\n", 1)[1]  # π̂ and its report
+    # kept as a feature where asked: then the scores move
+    assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                 "-o", str(tmp_path / "kept.csv"), "--keep-columns", "customer_id",
+                 *common]) == 0
+    assert "identifier" not in capsys.readouterr().err
+    assert scores_text(tmp_path / "kept.csv") != scores_text(tmp_path / "one.csv")
+    assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                 "--keep-columns", "id", *common]) == 2
+    assert capsys.readouterr().err == ("puicl predict: error: --keep-columns: no such feature "
+                                       "column(s) ['id']\n")
+
+
+def test_the_help_names_parquet_and_every_default(capsys) -> None:
+    from puicl_model.cli import _parser
+
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "CSV or Parquet" in text
+    subparsers = next(a for a in _parser()._actions if a.dest == "command")
+    for command, parser in subparsers.choices.items():
+        for action in parser._actions:
+            if action.dest in ("help", "input", "label_column", "positives", "unlabeled"):
+                continue  # (the input files have no default)
+            if action.option_strings or action.nargs == "?":  # every optional one
+                assert "default: " in action.help, (command, action.dest)
+
+
+def test_info_without_a_path_describes_the_bundled_model(capsys) -> None:
+    from puicl_model.weights import bundled_weights_path, stored_checksum
+
+    if bundled_weights_path() is None:
+        pytest.skip("no bundled checkpoint in this installation")
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"weights: {bundled_weights_path()}  (the model bundled with puicl")
+    assert f"tensors_sha256: {stored_checksum(bundled_weights_path())}\n" in out
+    assert '"embed_dim": ' in out and "parameters: " in out

@@ -142,7 +142,7 @@ def scores(argv: list[str], capsys) -> tuple[pd.DataFrame, str]:
 
 def test_a_saved_index_is_not_a_feature(table, small_weights, tmp_path, capsys) -> None:
     # numbered with the positives first, then shuffled: a saved index that separates them
-    # perfectly and is not in row order (so the classifier does not see plain row numbers)
+    # perfectly and is not in row order
     table = table.sort_values("s", ascending=False, ignore_index=True)
     table = table.sample(frac=1, random_state=0)
     # a second column without a header holds fractions: a feature, kept as before

@@ -94,29 +94,45 @@ def test_numbers_with_a_stray_word_are_named_when_read_as_categories() -> None:
 
 def test_a_column_of_words_and_booleans_is_not_called_numbers() -> None:
     X = pd.DataFrame({"flag": np.array([True, False, "maybe", True] * 5, dtype=object),
-                      "word": ["a", "b", "1", "c"] * 5, "b": np.arange(20.0) ** 2})
+                      "word": ["a", "b", "1", "c"] * 5, "b": np.arange(20.0) ** 2 + 0.5})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         TablePreprocessor().fit(X)
 
 
 def test_dropped_columns_are_named_with_their_reasons() -> None:
-    rows = 20  # more distinct identifiers than one-hot encodes: frequency-encoded, constant
+    rows = 20
     X = pd.DataFrame({
         "signal": np.linspace(0.0, 1.0, rows),
         "empty": [np.nan] * rows,
         "same": [7] * rows,
         "id": [f"r{i}" for i in range(rows)],
     })
-    with pytest.warns(UserWarning, match="dropped columns that carry no information") as caught:
+    with pytest.warns(UserWarning) as caught:
         pre = TablePreprocessor().fit(X)
     assert pre.dropped_reasons_ == {
         "empty": "every value missing",
         "same": "constant: every value is 7",
-        "id": "text with a different value in every row (an identifier?)",
+        "id": "an identifier: 20 different values in 20 rows",
     }
-    message = str(caught[-1].message)
-    assert "'empty' (every value missing)" in message and "'id' (text" in message
+    messages = [str(w.message) for w in caught]
+    assert messages == [
+        "dropped as identifiers (whole numbers or text, a different value in nearly every row; "
+        "keep_columns, or puicl predict --keep-columns, keeps one as a feature): 'id' (20 "
+        "different values in 20 rows)",
+        "dropped columns that carry no information: 'empty' (every value missing); 'same' "
+        "(constant: every value is 7)",
+    ]
+
+
+def test_text_with_a_different_value_in_every_row_of_a_few_rows_is_constant() -> None:
+    rows = 18  # more distinct texts than one-hot encodes: frequency-encoded, constant
+    X = pd.DataFrame({"signal": np.linspace(0.0, 1.0, rows),
+                      "id": [f"r{i}" for i in range(rows)]})
+    with pytest.warns(UserWarning, match="dropped columns that carry no information"):
+        pre = TablePreprocessor().fit(X)
+    assert pre.dropped_reasons_ == {
+        "id": "text with a different value in every row (an identifier?)"}
 
 
 def test_a_clean_table_fits_without_warnings() -> None:
@@ -126,7 +142,7 @@ def test_a_clean_table_fits_without_warnings() -> None:
         TablePreprocessor().fit(X)
 
 
-def test_a_saved_index_is_dropped_as_row_numbers_and_other_integers_are_kept() -> None:
+def test_a_saved_index_is_dropped_as_an_identifier_and_other_integers_are_kept() -> None:
     X, s, y = wine_pu_task()
     order = np.argsort(-s, kind="stable")  # labeled positives first, as a user might sort
     X, s, y = X.iloc[order].reset_index(drop=True), s[order], y[order]
@@ -137,7 +153,8 @@ def test_a_saved_index_is_dropped_as_row_numbers_and_other_integers_are_kept() -
     assert with_index.columns[0] == "Unnamed: 0"
     # integers that do not count up row by row are a feature like any other
     with_index["counts"] = np.arange(len(X)) % 7
-    with pytest.warns(UserWarning, match=r"'Unnamed: 0' \(row numbers: 0, 1, 2, \.\.\."):
+    with pytest.warns(UserWarning, match=r"'Unnamed: 0' \(178 different whole numbers in 178 "
+                                         r"rows\)"):
         clf = PUICLClassifier(random_state=0).fit(with_index, s)
     assert clf.preprocessor_.dropped_features_ == ["Unnamed: 0"]
     unlabeled = s == 0

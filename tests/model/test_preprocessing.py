@@ -168,7 +168,7 @@ def test_onehot_falls_back_to_frequency_for_many_categories() -> None:
 
     levels = MAX_ONEHOT_LEVELS + 1
     values = [f"v{i % levels}" for i in range(3 * levels)] + ["v0"] * 4  # unequal shares
-    # (a numeric column beside it; not 0, 1, 2, ..., which would be dropped as row numbers)
+    # (a numeric column beside it; not 0, 1, 2, ..., which would be dropped as an identifier)
     frame = pd.DataFrame({"many": values, "x": np.arange(len(values), dtype=float) % 7})
     pre = TablePreprocessor().fit(frame)
     assert pre.transform(frame).shape == (len(values), 2)

@@ -1,0 +1,109 @@
+"""Long work names its phase, and ``puicl predict``'s bar over the pool's rows moves while a
+batch is scored (puicl_model.phases)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from puicl_model import PUICLClassifier, large_tables
+from puicl_model.cli import main
+from puicl_model.phases import describe, phase, report
+from puicl_model.prior import cross_fitted_scores
+
+
+def test_a_phase_is_named_and_hears_how_far_it_is() -> None:
+    heard: list[float] = []
+    assert describe("PUICL") == "PUICL"
+    with phase("outer", heard.append):
+        report(1, 4)
+        with phase("inner"):  # the innermost phase is the one named and told
+            assert describe("PUICL") == "inner"
+            report(1, 2)
+        report(4, 4)
+        assert describe("PUICL") == "outer"
+    assert heard == [0.25, 1.0] and describe("PUICL") == "PUICL"
+
+
+class RecordingBar:
+    """Stands in for ``puicl predict``'s tqdm bar over the pool's rows."""
+
+    def __init__(self) -> None:
+        self.updates: list[int] = []
+        self.descriptions: list[str] = []
+
+    def __enter__(self) -> RecordingBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, count: int) -> None:
+        self.updates.append(count)
+
+    def set_description_str(self, text: str, refresh: bool = True) -> None:
+        self.descriptions.append(text)
+
+
+def test_puicl_predict_names_its_phases_and_its_bar_moves_within_a_batch(
+        table, rng, small_weights, tmp_path, monkeypatch) -> None:
+    X, s = table(rng, 25, 300, 3)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["s"] = s
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    bar = RecordingBar()
+    monkeypatch.setattr(large_tables, "pool_progress", lambda *args, **kwargs: bar)
+    prepared = []
+    original = PUICLClassifier.prepare
+    monkeypatch.setattr(PUICLClassifier, "prepare",
+                        lambda self: prepared.append(describe("")) or original(self))
+    assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
+                 "--weights", str(small_weights), "-o", str(tmp_path / "o.csv"),
+                 "--pool-sample", "120", "--single-pass-limit", "60", "--chunk-size", "40",
+                 "--batch-rows", "200",
+                 "--no-progress"]) == 0
+    assert prepared[0] == "fitting on a 120-row sample of the 300 unlabeled rows"
+    # the file's 325 rows in two batches of file rows, holding the pool's 300 rows
+    n_first = int((s[:200] == 0).sum())
+    assert bar.descriptions == [
+        f"puicl predict: scoring batch 1 (pool rows 1-{n_first} of 300)",
+        f"puicl predict: scoring batch 2 (pool rows {n_first + 1}-300 of 300)",
+    ]
+    assert sum(bar.updates) == 300
+    assert len(bar.updates) > 2  # moved within the batches, as their contexts were scored
+    assert all(count > 0 for count in bar.updates)
+
+
+def test_the_class_priors_folds_are_named(table, rng, small_weights) -> None:
+    X, s = table(rng, 40, 100, 3)
+    clf = PUICLClassifier(weights=small_weights).fit(X, s)
+    named = []
+
+    def score(planners, views):
+        named.append(describe(""))
+        return clf.scorer_(planners, views)
+
+    folds = cross_fitted_scores(score, clf.planners_, clf.views_, 2)
+    assert named == ["estimating π: fold 1 of 2", "estimating π: fold 2 of 2"]
+    assert len(folds) == 2 and all(np.all((p >= 0) & (p <= 1)) for p, _ in folds)
+
+
+def test_the_inner_bars_say_what_they_score(table, rng, small_weights, monkeypatch) -> None:
+    import tqdm.auto
+
+    named = []
+    real = tqdm.auto.tqdm
+
+    def recording(*args, **kwargs):
+        named.append(kwargs["desc"])
+        return real(*args, **{**kwargs, "disable": True})
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", recording)
+    X, s = table(rng, 20, 60, 3)
+    clf = PUICLClassifier(weights=small_weights, progress=True).fit(X, s)
+    clf.predict_proba(X[s == 0])
+    clf.predict_proba(X[s == 0][:5] + 0.5)
+    with phase("scoring batch 1"):
+        clf.predict_proba(X[s == 0][:3] - 0.5)
+    assert named == ["PUICL: scoring the fitted pool", "PUICL: scoring 5 new rows",
+                     "scoring batch 1"]
