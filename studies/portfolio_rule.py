@@ -50,12 +50,18 @@ def cell_name(size: int, pi: float, frequency: float | None) -> str:
 
 
 def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path) -> str:
+    import puicl_model.portfolio
     from puicl_model import PUICLClassifier
+
+    # the rule is replayed against the whole pool: every member scores every pool row
+    puicl_model.portfolio.JUDGED_POOL_ROWS = 2**62
 
     size, pi, frequency = cell
     path = out / cell_name(*cell) / f"{slug}.npz"
     if path.exists():
-        return str(path)
+        with np.load(path) as kept:
+            if "final_model" not in kept or len(kept["final_model"]) == len(kept["y_pool"]):
+                return str(path)
     task = make_task(load_devsuite_table(slug), 0, 0, max_positives=size, target_pi=pi,
                      label_frequency=frequency)
     table = as_table(task.X, task.categorical)

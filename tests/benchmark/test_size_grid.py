@@ -11,7 +11,13 @@ import pandas as pd
 import pytest
 
 from benchmark import cli, size_grid
-from benchmark.protocol import EVERY_ROW, composition, parse_max_positives
+from benchmark.protocol import (
+    EVERY_ROW,
+    composition,
+    make_task,
+    parse_label_frequency,
+    parse_max_positives,
+)
 
 
 @pytest.fixture
@@ -64,13 +70,59 @@ def test_the_grid_writes_its_cells_differences_and_figure(suite_dir, tmp_path):
     table = cell.pivot_table(index="dataset", columns="method", values="auc")
     diff = table["elkan-noto"] - table["ulsif"]
     se = diff.std(ddof=1) / np.sqrt(len(diff))
-    assert "| 150 | 0.5 | 50 |" in text
+    assert "| 150 | π = 0.5 | 50 |" in text
     assert f"{diff.mean():+.4f} ± {se:.4f} (ulsif)" in text
     assert "| every |" in text
     assert (out / "grid.png").stat().st_size > 0
     # a rerun reads every replicate from the cells' caches
     assert size_grid.main(argv) == 0
     assert pd.read_csv(out / "grid.csv").equals(frame)
+
+
+def test_a_label_frequency_labels_that_share_and_pools_every_other_row(suite_writer,
+                                                                       tmp_path) -> None:
+    assert composition(5000, 3000, max_positives=EVERY_ROW, label_frequency=0.05) == (
+        250, 4750, 3000)
+    assert composition(5000, 3000, max_positives=600, label_frequency=0.2) == (120, 480, 3000)
+    assert composition(10, 3, label_frequency=0.01) == (1, 9, 3)  # at least one labeled
+    assert parse_label_frequency("0.05") == 0.05
+    for bad in ("0", "1", "-0.1", "lots"):
+        with pytest.raises(ValueError, match="--label-frequency"):
+            parse_label_frequency(bad)
+    from benchmark.devsuite import load_devsuite_table
+
+    folder = suite_writer(tmp_path / "suite", {"alpha": (300, 120)}, with_gaps=False)
+    table = load_devsuite_table("alpha", folder)
+    task = make_task(table, 0, 0, max_positives=EVERY_ROW, label_frequency=0.1)
+    assert (task.n_labeled, task.n_u_pos, task.n_u_neg) == (30, 270, 120)
+    assert np.array_equal(task.X, make_task(table, 0, 0, max_positives=EVERY_ROW,
+                                            label_frequency=0.1).X)
+    # without a label frequency the task is the paper's, byte for byte as before
+    assert make_task(table, 0, 0).fingerprint() == make_task(table, 0, 0, target_pi=0.5,
+                                                             label_frequency=None).fingerprint()
+
+
+def test_the_grid_judges_each_task_against_its_best_baseline(suite_dir, tmp_path):
+    out = tmp_path / "grid"
+    argv = ["--out", str(out), "--data-dir", str(suite_dir), "--sizes", "all", "--pi", "0.5",
+            "--label-frequency", "0.1", "--methods", "elkan-noto,ulsif,pu-bagging",
+            "--no-progress"]
+    assert size_grid.main(argv) == 0
+    frame = pd.read_csv(out / "grid.csv")
+    frequency = frame[frame["label_frequency"] == 0.1]
+    assert frequency["pi_target"].isna().all() and len(frequency) == 2 * 3
+    assert set(frequency["n_labeled"]) == {30, 24}  # a tenth of 300 and of 240 positives
+    cell = frame[frame["pi_target"] == 0.5]
+    per_task = cell.pivot_table(index="dataset", columns="method", values="auc")
+    gap = per_task["elkan-noto"] - per_task[["ulsif", "pu-bagging"]].max(axis=1)
+    text = (out / "grid.md").read_text()
+    assert "against the per-task best baseline" in text
+    row = [line for line in text.splitlines()
+           if line.startswith("| every | π = 0.5 | 2 |")][0]
+    assert f"{gap.mean():+.4f}" in row and f"{(gap < -0.02).mean():.0%}" in row
+    assert f"{gap.min():+.3f} ({gap.idxmin()})" in row
+    assert "| every | c = 0.1 |" in text
+    assert (out / "per_task.png").stat().st_size > 0
 
 
 def test_the_grid_refuses_bad_arguments_in_one_line(suite_dir, tmp_path, capsys):
