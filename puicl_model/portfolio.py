@@ -44,10 +44,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-__all__ = ["BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "LOGISTIC", "MAX_HELD_OUT",
-           "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT", "MIN_LABELED_FOR_PORTFOLIO",
-           "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice", "CrossFittedLearner", "Evidence",
-           "Portfolio", "choose", "held_out_rows", "judged_pool_rows", "learner_encoding"]
+__all__ = ["BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WITH_HELD_OUT",
+           "LOGISTIC", "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT",
+           "MIN_LABELED_FOR_PORTFOLIO", "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice",
+           "CrossFittedLearner", "Evidence", "Portfolio", "choose", "held_out_rows",
+           "judged_pool_rows", "learner_encoding"]
 
 MODEL, LOGISTIC, BOOSTED = "model", "logistic", "boosted"
 MEMBERS = (MODEL, LOGISTIC, BOOSTED)
@@ -62,11 +63,17 @@ CANDIDATES: Mapping[str, Mapping[str, float]] = {
     "logistic+boosted": {LOGISTIC: 0.5, BOOSTED: 0.5},
     "all": {MODEL: 1 / 3, LOGISTIC: 1 / 3, BOOSTED: 1 / 3},
 }
-# the candidate that stands where the evidence does not clearly favour another
-FALLBACK = "model"
+# the candidate that stands where the evidence does not clearly favour another: on tables with
+# fewer than MIN_LABELED_FOR_HOLD_OUT labeled positives (the model's trained range and a little
+# beyond) the model blended half and half with the logistic learner; on larger ones the
+# logistic learner, which there ranks the pool better than the model on average
+# (docs/classifier.md, "Tables of every size": chosen on the development suite's size grid)
+FALLBACK = "model+logistic"
+FALLBACK_WITH_HELD_OUT = "logistic"
 # how many standard errors of the paired held-out AUC difference a candidate must lead the
-# fallback by to replace it
-EVIDENCE_Z = 1.0
+# fallback by to replace it: lower bars followed the noise of a few hundred positives more
+# often than they found a better candidate (docs/classifier.md)
+EVIDENCE_Z = 3.0
 # the learners' cross-fitting folds
 LEARNER_FOLDS = 5
 # on a table with held-out positives, the blend is chosen against a seeded sample of this many
@@ -92,14 +99,15 @@ JUDGED_TAG = 16
 _EPS = 1e-6
 
 
-def learner_encoding() -> Any:
+def learner_encoding(keep_columns: Any = None) -> Any:
     """The learners' own table encoding (a :class:`~puicl_model.preprocessing.TablePreprocessor`):
     categories one-hot, numbers as given (then centred and scaled), a "was missing" column for
     every column with missing values. The model's normal scores of ranks would bend a linear
     learner's view of an amount."""
     from puicl_model.preprocessing import TablePreprocessor
 
-    return TablePreprocessor(categorical="onehot", missing="median+indicator", numeric="standard")
+    return TablePreprocessor(categorical="onehot", missing="median+indicator", numeric="standard",
+                             keep_columns=keep_columns)
 
 
 def log_odds(proba: np.ndarray) -> np.ndarray:
@@ -329,20 +337,22 @@ class Portfolio:
 
     @classmethod
     def build(cls, X: Any, labeled: np.ndarray, held: np.ndarray | None, entropy: int,
-              ) -> Portfolio:
+              keep_columns: Any = None) -> Portfolio:
         """The learners' encoding of the table ``X`` (``labeled``: its labeled rows; ``held``:
-        the labeled rows held out of the passes, which go last, as in the passes' pool)."""
+        the labeled rows held out of the passes, which go last, as in the passes' pool;
+        ``keep_columns``: the identifiers the classifier keeps as features)."""
         import warnings
 
-        encoder = learner_encoding()
+        encoder = learner_encoding(keep_columns)
         with warnings.catch_warnings():  # the classifier's own encoding warns about columns
             warnings.simplefilter("ignore")
             table = encoder.fit_transform(X, labeled).astype(np.float64)
         x_labeled = table[labeled]
         if held is not None:
             x_labeled = np.concatenate([x_labeled[~held], x_labeled[held]])
-        return cls(entropy, encoder, x_labeled, table[~labeled],
-                   0 if held is None else int(held.sum()))
+        n_held = 0 if held is None else int(held.sum())
+        return cls(entropy, encoder, x_labeled, table[~labeled], n_held,
+                   fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK)
 
     def _fit_learners(self) -> None:
         if self.learners:

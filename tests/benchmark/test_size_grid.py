@@ -117,8 +117,8 @@ def test_the_grid_judges_each_task_against_its_best_baseline(suite_dir, tmp_path
     gap = per_task["elkan-noto"] - per_task[["ulsif", "pu-bagging"]].max(axis=1)
     text = (out / "grid.md").read_text()
     assert "against the per-task best baseline" in text
-    row = [line for line in text.splitlines()
-           if line.startswith("| every | π = 0.5 | 2 |")][0]
+    row = next(line for line in text.splitlines()
+           if line.startswith("| every | π = 0.5 | 2 |"))
     assert f"{gap.mean():+.4f}" in row and f"{(gap < -0.02).mean():.0%}" in row
     assert f"{gap.min():+.3f} ({gap.idxmin()})" in row
     assert "| every | c = 0.1 |" in text
