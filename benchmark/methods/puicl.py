@@ -69,8 +69,9 @@ class PUICL:
     # categorical columns and normal-score numeric columns; 3: π̂ = max(mean, BBE on the
     # model's scores); 4: the threshold setting; 5: n_estimators=None is 2 members on tables
     # with categorical columns; 6: π̂ reads cross-fitted scores (two folds of the labeled
-    # positives scored beside the pool).
-    version: ClassVar[int] = 6
+    # positives scored beside the pool); 7: the per-table portfolio (partner "auto") and the
+    # identifier rule.
+    version: ClassVar[int] = 7
 
     def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
                     categorical: Sequence[bool] | None = None) -> MethodOutput:
