@@ -154,17 +154,17 @@ def test_classifier_report_reuses_the_prior_scores(small_weights, monkeypatch) -
         clf.class_prior_report(n_folds=1)
 
 
-def test_report_reads_the_partners_held_out_positives_at_no_extra_pass(small_weights,
-                                                                       monkeypatch) -> None:
-    from puicl_model.partner import MIN_LABELED_FOR_PARTNER
+def test_report_reads_the_portfolios_held_out_positives_at_no_extra_pass(small_weights,
+                                                                         monkeypatch) -> None:
+    from puicl_model.portfolio import MIN_LABELED_FOR_HOLD_OUT
 
     rng = np.random.default_rng(8)
-    n_labeled = MIN_LABELED_FOR_PARTNER + 20
+    n_labeled = MIN_LABELED_FOR_HOLD_OUT + 20
     X = rng.normal(size=(n_labeled + 500, 3))
     X[: n_labeled + 250] += 1.0  # the labeled positives, then 250 pool positives
     s = np.r_[np.ones(n_labeled, dtype=int), np.zeros(500, dtype=int)]
     clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
-    assert clf.partner_ == "logistic"
+    assert clf.n_held_out_ > 0 and clf.portfolio_ is not None
     def no_cross_fitting(*args, **kwargs):
         raise AssertionError("the held-out positives were scored with the pool already")
 

@@ -40,7 +40,7 @@ def _evidence(rng: np.random.Generator, signal: dict[str, float], n_held: int = 
 
 def test_held_out_auc_is_the_mann_whitney_auc_and_its_error_shrinks_with_rows(rng) -> None:
     evidence = _evidence(rng, {MODEL: 1.0, LOGISTIC: 0.5, BOOSTED: 0.0})
-    aucs, se = held_out_aucs(evidence, MEMBERS)
+    aucs, se = held_out_aucs(evidence, MEMBERS, fallback="model")
     held, pool = evidence.held[0], evidence.pool[0]
     for member in MEMBERS:
         expected = roc_auc_score(np.r_[np.ones(300), np.zeros(900)],
@@ -49,21 +49,21 @@ def test_held_out_auc_is_the_mann_whitney_auc_and_its_error_shrinks_with_rows(rn
     assert se["model"] == 0.0  # the fallback against itself
     assert se["logistic"] > 0.0
     larger = held_out_aucs(_evidence(rng, {MODEL: 1.0, LOGISTIC: 0.5, BOOSTED: 0.0},
-                                     n_held=3000, n_pool=9000), MEMBERS)[1]
+                                     n_held=3000, n_pool=9000), MEMBERS, fallback="model")[1]
     assert larger["logistic"] < se["logistic"] / 2
 
 
 def test_the_rule_follows_strong_evidence_and_falls_back_on_thin(rng) -> None:
     strong = _evidence(rng, {MODEL: 0.0, LOGISTIC: 0.2, BOOSTED: 2.0})
-    assert choose(strong, MEMBERS).name in ("boosted", "logistic+boosted")
+    for fallback in ("model", "model+logistic", "logistic"):
+        assert choose(strong, MEMBERS, fallback=fallback).name in ("boosted", "logistic+boosted")
     # a tie in truth: whatever leads by noise does not replace the fallback at a high bar
     tie = _evidence(rng, {MODEL: 1.0, LOGISTIC: 1.0, BOOSTED: 1.0}, n_held=60, n_pool=200)
-    assert choose(tie, MEMBERS, z=10.0).name == "model"
+    assert choose(tie, MEMBERS, fallback="model", z=10.0).name == "model"
     assert choose(tie, MEMBERS, fallback="all", z=10.0).name == "all"
     # with no bar the best held-out AUC wins
-    aucs, _ = held_out_aucs(tie, MEMBERS)
-    assert choose(tie, MEMBERS, z=0.0).name == max(aucs, key=aucs.get) or \
-        max(aucs.values()) == aucs["model"]
+    aucs, _ = held_out_aucs(tie, MEMBERS, fallback="model")
+    assert choose(tie, MEMBERS, fallback="model", z=0.0).name == max(aucs, key=aucs.get)
 
 
 def test_folds_are_averaged(rng) -> None:
@@ -135,6 +135,7 @@ def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_
     model = alone.predict_proba(X[s == 0])[:, 1]
     # the blend keeps the model's distribution of probabilities over the pool
     assert np.allclose(np.sort(proba), np.sort(model))
+    assert clf.portfolio_.fallback == "model+logistic"
     if choice.name == "model":
         assert np.array_equal(proba, model)
 
@@ -142,12 +143,21 @@ def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_
 def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, rng,
                                                                  monkeypatch) -> None:
     n_labeled = MIN_LABELED_FOR_HOLD_OUT + 40
-    X, s = _table(rng, n_labeled, 700)
+    X, s = _table(rng, n_labeled, 2500)  # a pool larger than the judged sample
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
     assert clf.n_held_out_ == min(n_labeled // 2, MAX_HELD_OUT)
+    assert clf.portfolio_.fallback == "logistic"
     assert len(clf.x_labeled_) == n_labeled - clf.n_held_out_
     pool = clf.predict_proba(X[s == 0])
-    assert pool.shape == (700, 2) and np.all((pool >= 0) & (pool <= 1))
+    assert pool.shape == (2500, 2) and np.all((pool >= 0) & (pool <= 1))
+    # the blend is chosen against a judged sample of the pool; where it does not weigh the
+    # model, the model scored only that sample and the held-out positives
+    assert len(clf.portfolio_.evidence.pool[0]["model"]) == 2000
+    if not clf.portfolio_.weighs_model:
+        alone = PUICLClassifier(weights=small_weights, device="cpu", random_state=3,
+                                partner="none").fit(X, s)
+        alone.predict_proba(X[s == 0][:1])
+        assert clf.n_passes_ < alone.n_passes_
     passes = clf.n_passes_
     folds = clf._held_out_scores()
     assert len(folds) == 1 and len(folds[0][0]) == clf.n_held_out_
