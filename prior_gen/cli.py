@@ -29,7 +29,7 @@ from prior_gen.paper.curriculum import all_stages, steps_in_stage
 from prior_gen.paper.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.shards.errors import ShardError
 from prior_gen.shards.storage import WriterLockedError
-from puicl_common.configio import ConfigError, load_yaml
+from puicl_common.configio import ConfigError, file_setting, load_yaml
 from puicl_common.output_paths import (
     OutputPathError,
     check_no_links_inside,
@@ -158,6 +158,7 @@ def _load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> G
             f"config file {args.config}{hint} not found; pass --config PATH, "
             "e.g. --config configs/smoke.yaml"
         )
+    data = None
     try:
         data = load_yaml(path)
         if not data.get("curriculum"):
@@ -174,7 +175,9 @@ def _load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> G
         if args.format is not None:
             config = replace(config, shards=replace(config.shards, format=args.format))
     except ConfigError as err:
-        parser.error(f"{args.config}: {err}")
+        # a key set by a base file is named with that file (load_yaml's own errors name it)
+        where = args.config if data is None else file_setting(path, err.key)
+        parser.error(f"{where}: {err}")
     return config
 
 
