@@ -240,7 +240,12 @@ def _rewrite_checkpoint(run_dir: Path, change) -> None:
      "beyond what puicl loads"),
     (lambda p: p.pop("ema"), "holds no model config or EMA weights"),
     (lambda p: p["config"].pop("model"), "holds no model config or EMA weights"),
-], ids=["larger-than-its-tensors", "beyond-the-limits", "no-ema", "no-model-config"])
+    (lambda p: p.pop("config"), "holds no 'config'"),
+    (lambda p: p.update(config="paper.yaml"), "holds a str as its config"),
+    (lambda p: next(iter(p["ema"].values())).view(-1)[:1].fill_(float("nan")),
+     "holds 1 non-finite value(s)"),
+], ids=["larger-than-its-tensors", "beyond-the-limits", "no-ema", "no-model-config",
+        "no-config", "a-string-config", "nan-ema"])
 def test_export_checks_the_stored_config_before_building_a_model(
         short_run, tmp_path, capsys, change, message) -> None:
     """A checkpoint that passes its checksum but whose config claims a model larger than its
