@@ -191,6 +191,15 @@ def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o666,
     for its other end) and, unless ``follow``, without following a final link; an
     :class:`UnsafeEntryError` naming ``path`` unless it is a regular file."""
     path = Path(path)
+    try:
+        # refused before it is opened: opening a device may act on it
+        before = os.stat(path) if follow else os.lstat(path)
+    except FileNotFoundError:
+        before = None
+    if before is not None and not stat.S_ISDIR(before.st_mode):
+        kind = _kind(path, before.st_mode)
+        if kind is not None:
+            raise _refusal(path, kind)
     extra = os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
     try:
         descriptor = os.open(path, flags | extra, mode)
