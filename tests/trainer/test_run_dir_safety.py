@@ -163,3 +163,10 @@ def test_a_fifo_for_the_shard_manifest_is_refused_by_the_trainer(run, smoke_shar
             "--max-steps", "4", "--threads", "1"]
     assert train_main(argv) == 2
     assert f"a FIFO, {shards / 'manifest.json'}" in _one_error(capsys, "error: ")
+
+
+def test_an_out_the_user_names_outside_the_run_is_written_as_given(run, capsys) -> None:
+    """The rules hold inside the run directory only: ``--out /dev/null`` stays allowed."""
+    assert trainer_cli(["plot", str(run), "--out", os.devnull]) == 0
+    assert capsys.readouterr().err == ""
+    assert not (run / "metrics.png").exists()
