@@ -98,6 +98,9 @@ def load_devsuite_table(slug: str, data_dir: str | Path | None = None) -> Datase
         raise DataError(f"development-suite table {slug!r}: cannot parse {path}: {err}") from err
     if TARGET not in frame.columns:
         raise DataError(f"development-suite table {slug!r}: {path} has no {TARGET!r} column")
+    if len(frame) == 0:
+        raise DataError(f"development-suite table {slug!r}: {path} holds a header and no rows; "
+                        "a PU task needs rows of both classes")
     target = frame.pop(TARGET)
     if target.isna().any() or not target.isin([0, 1]).all():
         raise DataError(f"development-suite table {slug!r}: {TARGET!r} must be 0 or 1 on "

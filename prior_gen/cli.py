@@ -29,13 +29,9 @@ from prior_gen.paper.curriculum import all_stages, steps_in_stage
 from prior_gen.paper.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.shards.errors import ShardError
 from prior_gen.shards.storage import WriterLockedError
-from puicl_common.configio import ConfigError, load_yaml
-from puicl_common.output_paths import (
-    OutputPathError,
-    check_no_links_inside,
-    check_output_path,
-    os_error_message,
-)
+from puicl_common.configio import ConfigError, file_setting, load_yaml
+from puicl_common.output_paths import OutputPathError, check_output_path, os_error_message
+from puicl_common.run_files import UnsafeEntryError, check_run_directory
 
 if TYPE_CHECKING:
     from prior_gen.runner import ShardJob
@@ -43,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["main", "parse_stages", "parse_steps"]
 
 DEFAULT_CONFIG = "configs/paper.yaml"
+# the most a command writes without --force: about five times the paper's whole train split
+# (106 GB estimated), so that a config whose sizes run away is refused before it fills a disk
+MAX_ESTIMATED_BYTES = 500 * 10**9
 
 
 def _bounds(text: str) -> tuple[int, int]:
@@ -96,6 +95,13 @@ def parse_steps(spec: str) -> tuple[int, int]:
     return lo, hi
 
 
+def _size(n_bytes: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.1f} {unit}"
+    return f"{n_bytes:.0f} bytes"
+
+
 def _generate_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prior-gen",
@@ -119,6 +125,12 @@ def _generate_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", choices=("loky", "multiprocessing", "dask"), default="loky")
     parser.add_argument(
         "--scheduler", help="dask.distributed scheduler ADDRESS (implies --backend dask)"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"generate even when the estimated size exceeds the free disk space or "
+        f"{_size(MAX_ESTIMATED_BYTES)} (docs/training.md §1)",
     )
     parser.add_argument(
         "--no-verify",
@@ -158,6 +170,7 @@ def _load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> G
             f"config file {args.config}{hint} not found; pass --config PATH, "
             "e.g. --config configs/smoke.yaml"
         )
+    data = None
     try:
         data = load_yaml(path)
         if not data.get("curriculum"):
@@ -174,15 +187,10 @@ def _load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> G
         if args.format is not None:
             config = replace(config, shards=replace(config.shards, format=args.format))
     except ConfigError as err:
-        parser.error(f"{args.config}: {err}")
+        # a key set by a base file is named with that file (load_yaml's own errors name it)
+        where = args.config if data is None else file_setting(path, err.key)
+        parser.error(f"{where}: {err}")
     return config
-
-
-def _size(n_bytes: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n_bytes >= scale:
-            return f"{n_bytes / scale:.1f} {unit}"
-    return f"{n_bytes:.0f} bytes"
 
 
 def _announcer(
@@ -224,6 +232,28 @@ def _check_mechanisms(config: GenerationConfig) -> None:
                 _fail(str(err))
 
 
+def _check_size(config: GenerationConfig, args: argparse.Namespace, stages: list[Stage],
+                steps: tuple[int, int] | None) -> None:
+    """Refuse (one line, nothing written) a command whose shards would take more than the
+    free disk space at --out or MAX_ESTIMATED_BYTES, unless --force."""
+    import shutil
+
+    from prior_gen.runner import bytes_to_write
+
+    if args.force:
+        return
+    out = Path(args.out)
+    planned = bytes_to_write(config, args.split, stages, out, steps)
+    existing = next(p for p in (out, *out.absolute().parents) if p.is_dir())
+    limit, where = MAX_ESTIMATED_BYTES, "the most prior-gen writes without --force"
+    if planned <= limit:
+        limit, where = shutil.disk_usage(existing).free, f"the free space on {existing}'s disk"
+    if planned > limit:
+        _fail(f"{args.config} would write an estimated {_size(planned)} of shards into "
+              f"{args.out}, more than {_size(limit)} ({where}): check the sizes in its prior "
+              "and curriculum sections, or pass --force to generate anyway")
+
+
 def _generate(argv: Sequence[str]) -> int:
     from prior_gen.runner import default_workers, run_generation
 
@@ -246,10 +276,22 @@ def _generate(argv: Sequence[str]) -> int:
         parser.error(f"--workers must be >= 1, got {workers}")
     try:
         check_output_path(args.out, "directory", "--out")
-        check_no_links_inside(args.out, "--out")
-    except OutputPathError as err:
+        check_run_directory(args.out, "--out")
+    except (OutputPathError, UnsafeEntryError) as err:
         _fail(str(err))
     backend = "dask" if args.scheduler else args.backend
+    if args.scheduler:
+        from prior_gen.runner import check_scheduler
+
+        try:
+            check_scheduler(args.scheduler)
+        except ValueError as err:
+            _fail(str(err))
+    try:
+        _check_size(config, args, stages, steps)
+    except ShardError as err:
+        print(f"prior-gen: error: {err}", file=sys.stderr)
+        return 1
     command = shlex.join(["prior-gen", *argv])
     bars = []  # a tqdm bar over tasks on a terminal (stderr), none otherwise
 
@@ -315,6 +357,7 @@ def _inspect(argv: Sequence[str]) -> int:
     try:
         if args.plot:
             check_output_path(args.plot, "file", "--plot")
+        check_run_directory(directory, "the shard directory")
         return inspect_directory(directory, args.split, args.plot, args.verify)
     except OutputPathError as err:  # also a --plot the file system refused
         return error(str(err), 2)

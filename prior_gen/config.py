@@ -92,10 +92,24 @@ REMOVED_WHY = ("the mechanism lost the prior study (docs/recipe.md) and was take
                "is at the git tag prior-study-2026-11")
 
 
-def _int_range(value: tuple[int, int], key: str, minimum: int) -> None:
+# The largest core sizes a config may ask for: far beyond every shipped config (the paper's
+# depth 4-12, width 12-36, 20 causes, 100-300 labeled positives, η up to 2), and small enough
+# that one task's SCM fits in memory (the largest: about 1 million rows × 1,024 hidden units
+# per layer). docs/architecture.md §6 lists them.
+MAX_DEPTH = 64
+MAX_WIDTH = 1024
+MAX_CAUSES = 1024
+MAX_LABELED = 10_000
+MAX_ETA = 100.0
+
+
+def _int_range(value: tuple[int, int], key: str, minimum: int,
+               maximum: int | None = None) -> None:
     lo, hi = value
     require(lo >= minimum, key, f"lower bound must be >= {minimum}, got {lo}")
     require(lo <= hi, key, f"lower bound {lo} is above upper bound {hi}")
+    if maximum is not None:
+        require(hi <= maximum, key, f"upper bound must be <= {maximum:,}, got {hi:,}")
 
 
 def _at_least(value: float, key: str, minimum: float) -> None:
@@ -142,9 +156,11 @@ class SCMConfig:
     REMOVED_WHY: ClassVar[str] = REMOVED_WHY
 
     def validate(self) -> None:
-        _int_range(self.depth, "depth", 2)
-        _int_range(self.width, "width", 1)
+        _int_range(self.depth, "depth", 2, MAX_DEPTH)
+        _int_range(self.width, "width", 1, MAX_WIDTH)
         _at_least(self.n_causes, "n_causes", 1)
+        require(self.n_causes <= MAX_CAUSES, "n_causes",
+                f"must be <= {MAX_CAUSES:,}, got {self.n_causes:,}")
         require(self.init_std > 0, "init_std", f"must be positive, got {self.init_std}")
         _choices(self.noise_std, "noise_std")
         for value in self.noise_std:
@@ -266,9 +282,10 @@ class DatasetConfig:
         _int_range(self.n_features, "n_features", 1)
         if isinstance(self.n_labeled, AnnealedRange):
             for bound in (*self.n_labeled.start, *self.n_labeled.end):
-                require(bound >= 1, "n_labeled", f"bounds must be >= 1, got {bound}")
+                require(1 <= bound <= MAX_LABELED, "n_labeled",
+                        f"bounds must lie in 1..{MAX_LABELED:,}, got {bound:,}")
         else:
-            _int_range(self.n_labeled, "n_labeled", 1)
+            _int_range(self.n_labeled, "n_labeled", 1, MAX_LABELED)
 
     def n_labeled_at(self, stage: int, stages: int) -> tuple[int, int]:
         """The inclusive range of P at phase-1 stage ``stage`` of ``stages`` (tail: K)."""
@@ -353,7 +370,8 @@ class CurriculumConfig:
                              ("global_batch", 1)):
             _at_least(getattr(self, key), key, minimum)
         for bound in (*self.eta.start, *self.eta.end):
-            require(bound > 0, "eta", f"bounds must be positive, got {bound}")
+            require(0 < bound <= MAX_ETA, "eta", f"bounds must lie in (0, {MAX_ETA:g}], got "
+                    f"{bound:g}")
         for bound in (*self.pi.start, *self.pi.end):
             require(0 < bound < 1, "pi", f"bounds must lie in (0, 1), got {bound}")
         _fraction(self.causal_final, "causal_final")

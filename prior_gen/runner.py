@@ -41,11 +41,15 @@ from prior_gen.shards.storage import (
     remove_temporaries,
     temp_path,
 )
+from puicl_common.run_files import check_inside
 
 __all__ = [
     "BACKENDS",
+    "SCHEDULER_TIMEOUT_S",
     "RunSummary",
     "ShardJob",
+    "bytes_to_write",
+    "check_scheduler",
     "estimated_bytes",
     "plan_jobs",
     "run_generation",
@@ -118,6 +122,37 @@ def estimated_bytes(config: GenerationConfig, jobs: Iterable[ShardJob]) -> int:
     return int(total)
 
 
+def bytes_to_write(config: GenerationConfig, split: str, stages: Iterable[Stage], out: Path,
+                   steps: tuple[int, int] | None = None) -> int:
+    """:func:`estimated_bytes` of the shards of this command that ``out``'s manifest does not
+    list yet (read only: nothing is written, no lock is taken)."""
+    manifest = load_manifest(out) if out.is_dir() else None
+    records = (manifest or {}).get("splits", {}).get(split, {})
+    todo = [job for job in plan_jobs(config, split, stages, steps)
+            if shard_key(job.first_step) not in records.get(stage_key(job.stage), {})]
+    return estimated_bytes(config, todo)
+
+
+SCHEDULER_TIMEOUT_S = 10  # how long prior-gen --scheduler waits for the scheduler's answer
+
+
+def check_scheduler(address: str) -> None:
+    """Connect to the dask scheduler at ``address`` and disconnect, waiting at most
+    :data:`SCHEDULER_TIMEOUT_S`; a ValueError in one line when none answers there (the
+    command checks it before it writes anything)."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ValueError("--scheduler needs dask.distributed: pip install "
+                         "'puicl[distributed]'") from None
+    try:
+        client = Client(address, timeout=SCHEDULER_TIMEOUT_S)
+    except (OSError, ValueError, TypeError) as err:
+        detail = " ".join(str(err).split()) or type(err).__name__
+        raise ValueError(f"cannot reach the dask scheduler at {address!r}: {detail}") from None
+    client.close()
+
+
 def _write_shard_from(arguments: tuple[GenerationConfig, ShardJob, str]) -> dict[str, Any]:
     return write_shard(*arguments)
 
@@ -149,6 +184,9 @@ def write_shard(config: GenerationConfig, job: ShardJob, directory: str) -> dict
 
             extra = write_tar_shard(tmp, steps, config.shards, attributes)
         sha256, size = digest_path(tmp)
+        # a link, FIFO or device planted at the shard's place (or a folder above it) while
+        # this run writes is refused, not replaced (puicl_common.run_files)
+        check_inside(final, directory)
         publish(tmp, final)
     except BaseException:
         # a failed cleanup must not replace what is being raised (an interrupt above all);

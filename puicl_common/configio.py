@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -47,6 +48,7 @@ T = TypeVar("T")
 __all__ = [
     "ConfigError",
     "config_hash",
+    "file_setting",
     "from_mapping",
     "identity_dict",
     "load_yaml",
@@ -309,6 +311,39 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     return _resolve(Path(path), ())
 
 
+def file_setting(path: str | Path, key: str) -> str:
+    """Which file of ``path``'s ``extends`` chain sets the dotted ``key`` (``prior.scm.width``,
+    ``prior.scm.noise_std[1]``), for an error message: ``path`` itself when it sets the key
+    (or no file does: a missing key), else ``"BASE (extended by PATH)"`` for the nearest base
+    that does. Every file of the chain was read once already; a problem reading one now gives
+    ``path``."""
+    parts = [part.split("[", 1)[0] for part in key.split(".")] if key else []
+    chain: list[Path] = [Path(path)]
+    try:
+        while True:
+            data = _read_mapping(chain[-1], chain[-2] if len(chain) > 1 else None)
+            if _sets(data, parts):
+                break
+            name = data.get(EXTENDS)
+            if not isinstance(name, str) or len(chain) > MAX_EXTENDS_CHAIN:
+                return str(path)
+            chain.append(Path(os.path.normpath(chain[-1].parent / name)))
+    except ConfigError:
+        return str(path)
+    if len(chain) == 1:
+        return str(path)
+    return f"{chain[-1]} (extended by {', extended by '.join(map(str, reversed(chain[:-1])))})"
+
+
+def _sets(data: Any, parts: list[str]) -> bool:
+    """Whether the mapping ``data`` holds the key path ``parts``."""
+    for part in parts:
+        if not isinstance(data, Mapping) or part not in data:
+            return False
+        data = data[part]
+    return bool(parts)
+
+
 def _resolve(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
     """``path``'s mapping with its ``extends`` resolved; ``chain``: the files extending it."""
     seen = [p.resolve() for p in chain]
@@ -349,7 +384,7 @@ def _read_mapping(path: Path, extended_by: Path | None) -> dict[str, Any]:
         raise ConfigError(key, f"{path}{role} {err}") from None
     try:
         _check_yaml_shape(text)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader (above)
     except ValueError as err:
         raise ConfigError(key, f"{path}{role} {err}") from None
     except yaml.YAMLError as err:
@@ -361,6 +396,40 @@ def _read_mapping(path: Path, extended_by: Path | None) -> dict[str, Any]:
             key, f"{path}{role} must hold a mapping at the top level, got {_describe(data)}"
         )
     return data
+
+
+class _RepeatedKey(ValueError):
+    """A mapping of a config file that sets one key twice."""
+
+
+@functools.cache
+def _unique_key_loader() -> type:
+    """PyYAML's SafeLoader, refusing a mapping that sets one key twice: YAML forbids it, and
+    PyYAML would keep the last value, so that a second ``curriculum:`` section would replace
+    the first without a word. A merge (``<<: *base``) may still be overridden key by key."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    line = key_node.start_mark.line + 1
+                    try:
+                        first = seen.setdefault(key, line)
+                    except TypeError:  # an unhashable key: the base class refuses it
+                        continue
+                    if first != line:
+                        raise _RepeatedKey(
+                            f"sets the key {_describe(key)} twice in one mapping (lines "
+                            f"{first} and {line}); the second would replace the first: keep "
+                            "one")
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
 
 
 def _read_config_text(path: Path) -> str:
@@ -391,6 +460,7 @@ def _check_yaml_shape(text: str) -> None:
     sizes: dict[str, int] = {}  # anchor -> how many values the anchored node expands to
     open_nodes: list[tuple[str | None, int]] = []  # (anchor, values so far) per open node
     total = 0
+    aliased = False  # whether an alias has added to the total
 
     def add(count: int) -> None:
         nonlocal total
@@ -398,9 +468,12 @@ def _check_yaml_shape(text: str) -> None:
             anchor, so_far = open_nodes[-1]
             open_nodes[-1] = (anchor, so_far + count)
         total += count
-        if total > MAX_CONFIG_VALUES:
+        if total > MAX_CONFIG_VALUES and aliased:
             raise ValueError(f"expands to more than {MAX_CONFIG_VALUES} values through its "
                              "YAML aliases (*name); write the values out")
+        if total > MAX_CONFIG_VALUES:
+            raise ValueError(f"holds more than {MAX_CONFIG_VALUES} values; a config file "
+                             "holds a few hundred")
 
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
@@ -422,6 +495,7 @@ def _check_yaml_shape(text: str) -> None:
         elif isinstance(event, yaml.AliasEvent):
             if any(anchor == event.anchor for anchor, _ in open_nodes):
                 raise ValueError(f"holds a value that contains itself (*{event.anchor})")
+            aliased = True
             add(sizes.get(event.anchor, 1))
 
 

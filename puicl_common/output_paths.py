@@ -3,7 +3,8 @@
 Command-line tools call :func:`check_output_path` before doing any work, so that an ``--out``
 that can never be written (an existing file where a directory is wanted, a path below a
 regular file) is refused at once with one line, instead of failing after minutes of work with
-a traceback. What cannot be known in advance (a read-only file system, a full disk) still
+a traceback; ``puicl_common.same_file`` refuses an output that is one of the command's own
+input files. What cannot be known in advance (a read-only file system, a full disk) still
 surfaces as an ``OSError``; :func:`os_error_message` turns it into the same kind of line.
 """
 
@@ -14,8 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from puicl_common.atomic import atomic_output
+from puicl_common.run_files import output_inside
 
-__all__ = ["OutputPathError", "check_no_links_inside", "check_output_path", "os_error_message",
+__all__ = ["OutputPathError", "check_output_path", "os_error_message",
            "save_figure", "write_failed"]
 
 
@@ -50,30 +52,6 @@ def check_output_path(
             return
 
 
-def check_no_links_inside(directory: str | os.PathLike[str], what: str) -> None:
-    """Raise :class:`OutputPathError` naming the first symbolic link found inside
-    ``directory`` (the directory itself may be one: the user named it).
-
-    The trainer and ``prior-gen`` write many files inside their run and shard directories, and
-    an atomic write follows a link to replace its target (right for an ``--out`` the user
-    names). A link planted inside such a directory, say by a copied or downloaded run, would
-    make them overwrite a file outside it; so they refuse to start instead.
-    """
-    root = Path(directory)
-    if not root.is_dir():
-        return
-    for folder, subfolders, files in os.walk(root):  # does not descend into linked folders
-        for name in sorted(subfolders + files):
-            entry = Path(folder) / name
-            if entry.is_symlink():
-                raise OutputPathError(
-                    f"{what} {root} holds a symbolic link, {entry} -> {os.readlink(entry)}: "
-                    "writes inside it follow no links; remove the link (copy run and shard "
-                    "directories with cp -rP or rsync -a, which keep links as links, only from "
-                    "sources you trust)"
-                )
-
-
 def os_error_message(err: OSError) -> str:
     """``err`` as one line: what failed on which path, without the errno prefix."""
     if err.strerror is None:  # raised with a message of its own
@@ -90,16 +68,18 @@ def write_failed(target: str | os.PathLike[str], err: OSError) -> OutputPathErro
     return OutputPathError(f"cannot write {target}: {err.strerror or err}")
 
 
-def save_figure(figure: Any, path: Path, dpi: int) -> None:
+def save_figure(figure: Any, path: Path, dpi: int, inside: Path | None = None) -> None:
     """Write a matplotlib figure to ``path`` atomically, in the format its suffix names (PNG
     without one), then close it; a write the file system refuses raises
-    :class:`OutputPathError` naming ``path``. Takes the figure, so this module needs no
-    matplotlib of its own."""
+    :class:`OutputPathError` naming ``path``. With ``inside`` (a run directory holding
+    ``path``), the write follows no link there (:mod:`puicl_common.run_files`). Takes the
+    figure, so this module needs no matplotlib of its own."""
     import matplotlib.pyplot as plt
 
+    output = atomic_output(path) if inside is None else output_inside(path, inside)
     try:
         # the format from the name asked for: the temporary name's suffix is not a format
-        with atomic_output(path) as temporary:
+        with output as temporary:
             figure.savefig(temporary, dpi=dpi, format=path.suffix[1:].lower() or "png")
     except OSError as err:
         raise write_failed(path, err) from None

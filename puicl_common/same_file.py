@@ -13,10 +13,12 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from puicl_common.output_paths import OutputPathError
+
 __all__ = ["SameFileError", "refuse_output_among_inputs", "same_file"]
 
 
-class SameFileError(ValueError):
+class SameFileError(OutputPathError):
     """An output that names one of the command's inputs, or another of its outputs."""
 
 

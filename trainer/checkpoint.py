@@ -29,8 +29,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from puicl_common.atomic import atomic_write_bytes
 from puicl_common.output_paths import os_error_message
+from puicl_common.run_files import (
+    UnsafeEntryError,
+    read_bytes_inside,
+    read_text_inside,
+    write_bytes_inside,
+)
 
 CHECKPOINT_FORMAT = 1
 INDEX_NAME = "index.json"
@@ -124,9 +129,11 @@ class CheckpointStore:
         directory are indexed again (:meth:`rebuild_index`).
         """
         try:
-            text = self.index_path.read_text(encoding="utf-8")
+            text = read_text_inside(self.index_path)
         except FileNotFoundError:
             return self.rebuild_index() if self.step_files() else []
+        except ValueError as err:  # not UTF-8
+            raise CheckpointError(f"{err}; {self._rebuild_hint()}") from None
         try:
             entries = json.loads(text)["checkpoints"]
             if not isinstance(entries, list):
@@ -184,7 +191,7 @@ class CheckpointStore:
         """
         entries, refused = [], []
         for path in self.step_files():
-            data = path.read_bytes()
+            data = read_bytes_inside(path)
             step = int(path.name[len("step_") : -len(".pt")])
             try:
                 payload = _read_payload(data, path)
@@ -222,7 +229,8 @@ class CheckpointStore:
 
     def _write_index(self, entries: list[dict[str, Any]]) -> None:
         index = {"format": CHECKPOINT_FORMAT, "checkpoints": entries}
-        atomic_write_bytes(self.index_path, (json.dumps(index, indent=1) + "\n").encode())
+        write_bytes_inside(self.index_path, (json.dumps(index, indent=1) + "\n").encode(),
+                           self.directory.parent)
 
     def save(self, step: int, payload: dict[str, Any]) -> Path:
         """Write the checkpoint of ``step`` and drop all but the newest ``keep``.
@@ -236,7 +244,9 @@ class CheckpointStore:
         path = self.directory / checkpoint_name(step)
         previous = self.entries()
         try:
-            atomic_write_bytes(path, data)
+            write_bytes_inside(path, data, self.directory.parent)
+        except UnsafeEntryError:
+            raise  # its own advice: "make room" would be wrong
         except OSError as err:
             raise self._write_error(step, err) from None
         entries = [e for e in previous if e["step"] != step]
@@ -256,6 +266,8 @@ class CheckpointStore:
             if all(e["step"] != step for e in previous):
                 # unlisted, it would only take space: the old index does not know it
                 path.unlink(missing_ok=True)
+            if isinstance(err, UnsafeEntryError):
+                raise
             raise self._write_error(step, err) from None
         for entry in dropped:
             # the name is made from the checked step, never taken from the index as written
@@ -272,14 +284,14 @@ class CheckpointStore:
     def load(self, path: str | Path) -> dict[str, Any]:
         """Read and verify one checkpoint file."""
         path = Path(path)
+        inside = path.parent.resolve() == self.directory.resolve()
         try:
-            data = path.read_bytes()
+            # a file named by --resume elsewhere may be a link the user made
+            data = read_bytes_inside(path, follow=not inside)
         except FileNotFoundError:
             raise CheckpointError(f"checkpoint {path} does not exist") from None
         entry = next(
-            (e for e in self.entries() if e["file"] == path.name)
-            if path.parent.resolve() == self.directory.resolve()
-            else iter(()),
+            (e for e in self.entries() if e["file"] == path.name) if inside else iter(()),
             None,
         )
         if entry is not None and hashlib.sha256(data).hexdigest() != entry["sha256"]:

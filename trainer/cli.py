@@ -54,9 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _weights_files(path: Path) -> list[Path]:
+    """The files ``save_weights`` writes for ``path``, and ``load_weights`` reads: one
+    ``.safetensors`` file, else a directory's weights and config (with a file's config.json
+    beside it, which ``load_weights`` reads too)."""
+    if path.suffix == ".safetensors" and not path.is_dir():
+        return [path, path.parent / "config.json"]
+    return [path / "model.safetensors", path / "config.json"]
+
+
 def _check_out(args: argparse.Namespace) -> None:
-    """Refuse an --out that cannot be written before any checkpoint is read."""
+    """Refuse an --out that cannot be written, or that is one of the command's inputs, before
+    any checkpoint is read; refuse a run directory holding entries that are not regular files
+    or folders before it is read."""
     from puicl_common.output_paths import check_output_path
+    from puicl_common.run_files import check_run_directory
+    from puicl_common.same_file import refuse_output_among_inputs
 
     if args.command in ("export", "interpolate"):
         # save_weights writes one file for a .safetensors name, else a directory
@@ -64,6 +77,15 @@ def _check_out(args: argparse.Namespace) -> None:
         check_output_path(args.out, kind, "--out")
     elif args.command == "plot" and args.out is not None:
         check_output_path(args.out, "file", "--out")
+    if args.command == "interpolate":
+        written = _weights_files(args.out)[: 1 if args.out.suffix == ".safetensors" else 2]
+        refuse_output_among_inputs(
+            {f"--out ({path.name})": path for path in written},
+            {f"{which} ({path.name})": path for which, model in (("A", args.first),
+                                                                  ("B", args.second))
+             for path in _weights_files(model)})
+    if args.command in ("export", "plot"):
+        check_run_directory(args.run, "the run directory")
 
 
 def _one_line_warnings(command: str) -> None:

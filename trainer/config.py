@@ -26,6 +26,7 @@ from prior_gen.config import CurriculumConfig, GenerationConfig, PriorConfig, Sh
 from puicl_common.configio import (
     ConfigError,
     config_hash,
+    file_setting,
     from_mapping,
     load_yaml,
     require,
@@ -346,7 +347,9 @@ def load_run_config(path: str | Path) -> RunConfig:
     try:
         return run_config_from_mapping(data)
     except ConfigError as err:
-        raise ConfigError(err.key, f"{err.message} (in {path})") from None
+        # a key set by a base file is named with that file
+        raise ConfigError(err.key, f"{err.message} (in {file_setting(path, err.key)})") \
+            from None
 
 
 def run_config_to_dict(config: RunConfig) -> dict[str, Any]:

@@ -15,7 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from puicl_common.configio import from_mapping
+import torch
+
+from puicl_common.configio import ConfigError, from_mapping
 from puicl_common.output_paths import write_failed
 from puicl_model.config import ModelConfig
 from trainer.checkpoint import CheckpointError, CheckpointStore, checkpoint_name
@@ -78,22 +80,50 @@ def ema_model_from_checkpoint(payload: dict[str, Any], source: str | Path = "the
     from puicl_model.model import PUICLModel
     from puicl_model.weights import check_config_against_tensors
 
-    try:
-        config = from_mapping(ModelConfig, payload["config"]["model"], "model")
-        ema = payload["ema"]
-    except (KeyError, TypeError) as err:
+    model_section = _stored_config(payload, source).get("model")
+    ema = payload.get("ema")
+    if not isinstance(model_section, dict) or ema is None:
         raise CheckpointError(f"{source} holds no model config or EMA weights where a "
-                              f"checkpoint keeps them ({err!r})") from None
-    if not isinstance(ema, dict) or not all(hasattr(v, "shape") for v in ema.values()):
+                              "checkpoint keeps them ('config' -> 'model', 'ema')")
+    try:
+        config = from_mapping(ModelConfig, model_section, "model")
+    except ConfigError as err:
+        raise CheckpointError(f"{source}: its stored model config is not valid ({err})") \
+            from None
+    if not isinstance(ema, dict) or not all(isinstance(v, torch.Tensor) for v in ema.values()):
         raise CheckpointError(f"{source}: its EMA weights are not a mapping of tensors")
     try:
         check_config_against_tensors(config, {name: tuple(v.shape) for name, v in ema.items()},
                                      Path(source))
     except ValueError as err:
         raise CheckpointError(str(err)) from None
+    _check_finite(ema, source)
     model = PUICLModel(config)
     model.load_state_dict(ema, strict=True)
     return model.eval()
+
+
+def _stored_config(payload: dict[str, Any], source: str | Path) -> dict[str, Any]:
+    """The run config a checkpoint stores (plain data), or a CheckpointError naming
+    ``source``: a checkpoint passes its checksum whatever it holds, if written whole."""
+    config = payload.get("config")
+    if not isinstance(config, dict):
+        shown = "no 'config'" if config is None else f"a {type(config).__name__} as its config"
+        raise CheckpointError(f"{source} holds {shown}, where a checkpoint keeps the run's "
+                              "config as a mapping; it was not written by this trainer")
+    return config
+
+
+def _check_finite(tensors: dict[str, torch.Tensor], source: str | Path) -> None:
+    """Refuse weights holding NaN or an infinity: exported, they would score every row NaN
+    (a run whose EMA diverged, or a damaged file whose checksum was recomputed)."""
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            count = int((~torch.isfinite(tensor)).sum())
+            raise CheckpointError(
+                f"{source}: EMA tensor {name!r} holds {count} non-finite value(s) (NaN or "
+                "±inf); weights that are not finite cannot be exported: export an earlier "
+                "checkpoint with --step N")
 
 
 def exported_model(run_dir: str | Path, step: int | None = None) -> tuple[Any, str]:
@@ -101,7 +131,8 @@ def exported_model(run_dir: str | Path, step: int | None = None) -> tuple[Any, s
     path, payload = load_run_checkpoint(run_dir, step)
     # a run that asked for checkpoint averaging (since removed) must not be handed its EMA
     # weights instead without a word
-    average = payload["config"]["training"].get("average", "ema")
+    training = _stored_config(payload, path).get("training", {})
+    average = training.get("average", "ema") if isinstance(training, dict) else "ema"
     if average != "ema":
         raise CheckpointError(
             f"{path} was trained with training.average: {average}, which was removed "

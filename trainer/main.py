@@ -84,11 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _input_problem(args: argparse.Namespace, run_dir: Path) -> str | None:
     """One line on a --config or --run-dir that cannot work, before anything is loaded."""
-    from puicl_common.output_paths import (
-        OutputPathError,
-        check_no_links_inside,
-        check_output_path,
-    )
+    from puicl_common.output_paths import OutputPathError, check_output_path
+    from puicl_common.run_files import UnsafeEntryError, check_run_directory
 
     if not args.config.is_file():
         default = " (the default)" if str(args.config) == DEFAULT_CONFIG else ""
@@ -99,8 +96,8 @@ def _input_problem(args: argparse.Namespace, run_dir: Path) -> str | None:
         )
     try:
         check_output_path(run_dir, "directory", "--run-dir")
-        check_no_links_inside(run_dir, "--run-dir")
-    except OutputPathError as err:
+        check_run_directory(run_dir, "--run-dir")
+    except (OutputPathError, UnsafeEntryError) as err:
         return str(err)
     return None
 

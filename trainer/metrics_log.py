@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from puicl_common.atomic import atomic_write_bytes
+from puicl_common.run_files import open_append_inside, read_text_inside, write_bytes_inside
 from trainer.heap import peak_resident_bytes, resident_bytes
 
 
@@ -44,7 +45,7 @@ def _clean(value: Any) -> Any:
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """All records of a metrics file; a truncated last line (killed writer) is ignored."""
     records = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = read_text_inside(path).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -58,18 +59,21 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
 
 
 class MetricsLog:
-    """Appends records to ``metrics.jsonl`` (rank 0 only), flushing each line."""
+    """Appends records to ``metrics.jsonl`` (rank 0 only), flushing each line.
+
+    The file lies in the run directory: it is read, rewritten and opened following no link
+    and only as a regular file (:mod:`puicl_common.run_files`)."""
 
     def __init__(self, path: str | Path, resume_step: int | None) -> None:
         self.path = Path(path)
-        if self.path.exists():
+        if os.path.lexists(self.path):
             self._truncate_after(resume_step or 0)
-        self._handle: TextIO = self.path.open("a", encoding="utf-8")
+        self._handle: TextIO = open_append_inside(self.path, self.path.parent)
 
     def _truncate_after(self, step: int) -> None:
         kept = [r for r in read_metrics(self.path) if r.get("step", 0) <= step]
         text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept)
-        atomic_write_bytes(self.path, text.encode("utf-8"))
+        write_bytes_inside(self.path, text.encode("utf-8"), self.path.parent)
 
     def write(self, record: dict[str, Any]) -> None:
         self._handle.write(json.dumps(_clean(record), allow_nan=False) + "\n")

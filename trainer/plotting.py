@@ -8,6 +8,7 @@ steps. Dotted lines mark where the phase changes.
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -88,5 +89,14 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
     out_path = Path(out) if out is not None else run_dir / "metrics.png"
     fig.suptitle(f"run {run_dir}")  # the path as given: run directories are often named "run"
-    save_figure(fig, out_path, dpi=100)
+    # inside the run directory a write follows no link (puicl_common.run_files); elsewhere
+    # the --out the user named is written as given
+    if out is None:
+        save_figure(fig, out_path, dpi=100, inside=run_dir)
+        return out_path
+    root, folder = Path(os.path.realpath(run_dir)), Path(os.path.realpath(out_path.parent))
+    if folder == root or root in folder.parents:
+        save_figure(fig, folder / out_path.name, dpi=100, inside=root)
+    else:
+        save_figure(fig, out_path, dpi=100)
     return out_path

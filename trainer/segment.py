@@ -32,12 +32,12 @@ from torch.nn.parallel import DistributedDataParallel
 
 from prior_gen.shards import ShardReader
 from puicl_common.configio import ConfigError, strip_removed_keys
+from puicl_common.run_files import write_bytes_inside
 from trainer.attention import choose_attention
 from trainer.batching import assemble_micro_batches, plan_micro_batches, rank_slice
 from trainer.checkpoint import (
     CheckpointError,
     CheckpointStore,
-    atomic_write_bytes,
     capture_rng_state,
     restore_rng_state,
 )
@@ -260,7 +260,7 @@ class Segment:
 def _write_run_files(run_dir: Path, config: RunConfig) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(run_config_to_dict(config), sort_keys=False)
-    atomic_write_bytes(run_dir / "config.yaml", text.encode("utf-8"))
+    write_bytes_inside(run_dir / "config.yaml", text.encode("utf-8"), run_dir)
 
 
 def _time_budget(args: TrainArgs, clock: Clock) -> TimeBudget | None:

@@ -103,7 +103,9 @@ def _read_arrays(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def _checked(path: str | Path, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
-    """Check the arrays' dtypes, shapes and values agree; returns the tables' names."""
+    """Check the arrays' dtypes, shapes and values agree, before anything is planned from
+    them (a worker meeting an inconsistency would fail after the manifest is written);
+    returns the tables' names."""
     where = f"prior.real_tables.corpus: {path}"
     values, labels, shapes, tables = (arrays[k] for k in ("values", "labels", "shapes", "tables"))
     if values.dtype.kind != "f" or labels.dtype.kind not in "iub" or \
@@ -112,15 +114,12 @@ def _checked(path: str | Path, arrays: dict[str, np.ndarray]) -> list[dict[str, 
                           "integers")
     if shapes.ndim != 2 or shapes.shape[1:] != (2,) or len(shapes) == 0 or (shapes < 1).any():
         raise CorpusError(f"{where}: shapes must list at least one entry's (rows, columns)")
-    if values.ndim != 1 or len(values) != int((shapes[:, 0] * shapes[:, 1]).sum()) or \
-            labels.ndim != 1 or len(labels) != int(shapes[:, 0].sum()) or \
+    # Python integers: a product of shapes in int64 may wrap round and seem to match
+    sizes = [(int(rows), int(columns)) for rows, columns in shapes.tolist()]
+    if values.ndim != 1 or len(values) != sum(r * c for r, c in sizes) or \
+            labels.ndim != 1 or len(labels) != sum(r for r, _ in sizes) or \
             tables.shape != (len(shapes),):
         raise CorpusError(f"{where}: values, labels and tables do not match the entries' shapes")
-    if not np.isfinite(values).all():
-        raise CorpusError(f"{where}: {int((~np.isfinite(values)).sum())} values are not finite "
-                          "(NaN or ±inf); the corpus builder writes encoded, finite tables")
-    if not np.isin(labels, (0, 1)).all():
-        raise CorpusError(f"{where}: labels must be 0 or 1")
     try:
         names = json.loads(arrays["names"].tobytes().decode())
     except (UnicodeDecodeError, ValueError):
@@ -128,7 +127,56 @@ def _checked(path: str | Path, arrays: dict[str, np.ndarray]) -> list[dict[str, 
     if not isinstance(names, list) or not all(isinstance(n, dict) for n in names) or \
             tables.min() < 0 or tables.max() >= len(names):
         raise CorpusError(f"{where}: tables must index its list of table names")
+    _check_values(where, values, sizes, tables, names)
+    if not np.isin(labels, (0, 1)).all():
+        raise CorpusError(f"{where}: labels must be 0 or 1")
+    _check_entries(where, labels, sizes, tables, names)
     return names
+
+
+def _table_name(names: list[dict[str, Any]], table: int) -> str:
+    return str(names[table].get("table", f"number {table}"))
+
+
+def _check_values(where: str, values: np.ndarray, sizes: list[tuple[int, int]],
+                  tables: np.ndarray, names: list[dict[str, Any]]) -> None:
+    """Every value finite once stored as the float32 a task holds: a float64 value beyond
+    float32's range passes a check before the cast and becomes ±inf after it."""
+    with np.errstate(over="ignore"):
+        stored = values.astype(np.float32)
+    bad = np.flatnonzero(~np.isfinite(stored))
+    if bad.size == 0:
+        return
+    first = int(bad[0])
+    starts = np.cumsum([0] + [r * c for r, c in sizes])
+    entry = int(np.searchsorted(starts, first, side="right")) - 1
+    row, column = divmod(first - int(starts[entry]), sizes[entry][1])
+    value = float(values[first])
+    what = f"{value!r}, beyond float32's range" if np.isfinite(value) else repr(value)
+    table = _table_name(names, int(tables[entry]))
+    raise CorpusError(f"{where}: {bad.size} value(s) are not finite as float32 (NaN, ±inf or "
+                      f"beyond ±3.4e38), the first in table {table!r} (entry {entry}), row "
+                      f"{row}, column {column}: {what}; the corpus builder writes encoded, "
+                      "finite tables")
+
+
+def _check_entries(where: str, labels: np.ndarray, sizes: list[tuple[int, int]],
+                   tables: np.ndarray, names: list[dict[str, Any]]) -> None:
+    """Every table has an entry to draw, and every entry both classes (a task needs a
+    positive and a negative row)."""
+    empty = sorted(set(range(len(names))) - set(tables.tolist()))
+    if empty:
+        raise CorpusError(f"{where}: table {_table_name(names, empty[0])!r} (number "
+                          f"{empty[0]}) has no entry; {len(empty)} table(s) lack one")
+    starts = np.cumsum([0] + [r for r, _ in sizes])[:-1]
+    low, high = np.minimum.reduceat(labels, starts), np.maximum.reduceat(labels, starts)
+    single = np.flatnonzero(low == high)
+    if single.size:
+        entry = int(single[0])
+        raise CorpusError(f"{where}: entry {entry} (table "
+                          f"{_table_name(names, int(tables[entry]))!r}) holds one class only "
+                          f"(every label {int(low[entry])}); a task needs both; "
+                          f"{single.size} entr{'y' if single.size == 1 else 'ies'} do so")
 
 
 def load_corpus(path: str | Path, sha256: str) -> RealCorpus:

@@ -26,8 +26,8 @@ from prior_gen.paper.seeding import SPLIT_CODES, TAIL, Stage
 from prior_gen.shards.errors import ShardCorruptError, ShardMismatchError
 from prior_gen.task import Task
 from puicl_common import __version__
-from puicl_common.atomic import atomic_write_json
 from puicl_common.configio import to_dict
+from puicl_common.run_files import read_text_inside, write_json_inside
 
 __all__ = [
     "FORMAT_VERSION",
@@ -98,18 +98,20 @@ def new_manifest(config: GenerationConfig, config_path: str) -> dict[str, Any]:
 def load_manifest(directory: Path) -> dict[str, Any] | None:
     """The manifest of ``directory``, or None if it has none yet."""
     path = directory / MANIFEST_NAME
+    hint = "delete the directory (or move it aside) and generate its shards again"
     try:
-        text = path.read_text(encoding="utf-8")
+        # a FIFO or a device planted there is refused, not waited on (puicl_common.run_files)
+        text = read_text_inside(path)
     except FileNotFoundError:
         return None
+    except ValueError:  # bytes that are not UTF-8: no manifest prior-gen wrote
+        raise ShardCorruptError(path, "not a JSON text file", hint=hint) from None
+    if not text.strip():
+        raise ShardCorruptError(path, "the file is empty", hint=hint)
     try:
         manifest = json.loads(text)
     except ValueError as err:
-        raise ShardCorruptError(
-            path,
-            f"not valid JSON: {err}",
-            hint="delete the directory (or move it aside) and generate its shards again",
-        ) from err
+        raise ShardCorruptError(path, f"not valid JSON: {err}", hint=hint) from err
     if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
         raise ShardMismatchError(f"{path} is not a puicl shard manifest (kind {KIND!r} expected)")
     version = manifest.get("format_version")
@@ -166,7 +168,7 @@ def _check_records(manifest: dict[str, Any], path: Path) -> None:
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     manifest["summary"] = summarize(manifest)
     manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    atomic_write_json(directory / MANIFEST_NAME, manifest)
+    write_json_inside(directory / MANIFEST_NAME, manifest, directory)
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

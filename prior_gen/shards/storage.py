@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from puicl_common.atomic import fsync_directory
+from puicl_common.run_files import check_entry, open_regular
 
 __all__ = [
     "TEMP_MARK",
@@ -77,6 +78,9 @@ def remove_temporaries(root: Path) -> None:
 
 
 def _files(path: Path) -> Iterator[tuple[str, Path]]:
+    """The files of ``path`` (itself, or a directory's, below it): inside a directory each
+    must be a regular file or a folder (``puicl_common.run_files``), so that a FIFO planted in
+    a zarr shard is refused, not read forever."""
     if path.is_file():
         yield path.name, path
         return
@@ -84,6 +88,7 @@ def _files(path: Path) -> Iterator[tuple[str, Path]]:
         dirnames.sort()
         for name in sorted(filenames):
             full = Path(dirpath) / name
+            check_entry(full)
             yield full.relative_to(path).as_posix(), full
 
 
@@ -100,7 +105,9 @@ def digest_path(path: Path) -> tuple[str, int]:
     for name, full in _files(path):
         if directory:
             digest.update(name.encode() + b"\0")
-        with open(full, "rb") as handle:
+        # without blocking on a FIFO; ``path`` itself may be a link the user named (a corpus)
+        descriptor = open_regular(full, os.O_RDONLY, follow=full == path)
+        with os.fdopen(descriptor, "rb") as handle:
             while chunk := handle.read(1 << 20):
                 digest.update(chunk)
                 total += len(chunk)
@@ -127,7 +134,8 @@ class WriterLock:
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # never truncated through a link, nor opened as a FIFO (puicl_common.run_files)
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -59,6 +59,14 @@ def test_bad_suites_are_named_in_one_line(suite_dir, tmp_path):
         load_devsuite_table("beta", suite_dir)
 
 
+def test_a_table_with_a_header_only_is_one_line(suite_dir):
+    frame = pd.read_csv(suite_dir / "beta.csv")
+    frame.iloc[:0].to_csv(suite_dir / "beta.csv", index=False)
+    with pytest.raises(DataError, match="holds a header and no rows") as refused:
+        load_devsuite_table("beta", suite_dir)
+    assert len(str(refused.value).splitlines()) == 1
+
+
 @pytest.mark.parametrize("slugs, message", [
     ([], "lists no table"),
     (["alpha", "be|ta"], "'be|ta'"),

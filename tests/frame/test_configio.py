@@ -352,3 +352,60 @@ def test_extends_reads_only_small_regular_files_and_short_chains(tmp_path) -> No
         load_yaml(tmp_path / "c0.yaml")
     (tmp_path / "c20.yaml").write_text("seed: 3\n")  # a chain of 21 files loads
     assert load_yaml(tmp_path / "c0.yaml") == {"seed": 3}
+
+
+@pytest.mark.parametrize("content, key, lines", [
+    ("seed: 0\ncurriculum: {stages: 1}\nprior: {}\ncurriculum: {stages: 2}\n", "'curriculum'",
+     "lines 2 and 4"),
+    ("prior:\n  scm:\n    width: [1, 2]\n    width: [3, 4]\n", "'width'", "lines 3 and 4"),
+    ("base: &b {a: 1}\nother:\n  <<: *b\n  b: 2\n  b: 3\n", "'b'", "lines 4 and 5"),
+], ids=["a-section", "a-nested-key", "after-a-merge"])
+def test_a_key_set_twice_is_refused_naming_it_and_the_file(tmp_path, content, key,
+                                                           lines) -> None:
+    """YAML forbids a repeated key; PyYAML would keep the last value, so that a second
+    ``curriculum:`` section replaced the first without a word."""
+    path = tmp_path / "twice.yaml"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as caught:
+        load_yaml(path)
+    message = str(caught.value)
+    assert len(message.splitlines()) == 1
+    assert f"{path} sets the key {key} twice in one mapping ({lines})" in message
+
+
+def test_a_merge_may_still_be_overridden_key_by_key(tmp_path) -> None:
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &b {a: 1, b: 2}\nother:\n  <<: *b\n  b: 3\n")
+    assert load_yaml(path) == {"base": {"a": 1, "b": 2}, "other": {"a": 1, "b": 3}}
+
+
+def test_many_plain_values_are_not_called_aliases(tmp_path) -> None:
+    path = tmp_path / "many.yaml"
+    path.write_text("a:\n" + "".join(f"  k{i}: 1\n" for i in range(50_001)))
+    with pytest.raises(ConfigError) as caught:
+        load_yaml(path)
+    assert "holds more than 100000 values" in str(caught.value)
+    assert "alias" not in str(caught.value)
+
+
+def test_an_error_in_an_extended_file_names_that_file(tmp_path, capsys) -> None:
+    from prior_gen.cli import main as prior_gen_main
+    from trainer.config import load_run_config
+
+    smoke = Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml"
+    base = tmp_path / "base.yaml"
+    base.write_text(f"extends: {smoke}\nprior:\n  scm:\n    widht: [12, 36]\n")
+    child = tmp_path / "child.yaml"
+    child.write_text("extends: base.yaml\nseed: 3\n")
+    with pytest.raises(ConfigError) as caught:
+        load_run_config(child)
+    assert str(caught.value).startswith("prior.scm.widht: unknown key")
+    assert f"(in {base} (extended by {child}))" in str(caught.value)
+    with pytest.raises(SystemExit):
+        prior_gen_main(["--config", str(child), "--out", str(tmp_path / "out")])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"prior-gen: error: {base} (extended by {child}): prior.scm.widht")
+    # a key the file itself sets is named with the file
+    child.write_text("extends: base.yaml\nseed: -1\nprior: {scm: {widht: null}}\n")
+    with pytest.raises(ConfigError, match=rf"^prior.scm.widht: .*\(in {child}\)$"):
+        load_run_config(child)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -235,3 +237,131 @@ def _first_answer_false(target: Path, real):
         return real(self)
 
     return is_dir
+
+
+def _plant(path: Path, kind: str, target: Path) -> None:
+    """A ``kind`` entry at ``path``, in place of whatever stood there."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    path.unlink(missing_ok=True)
+    if kind == "link":
+        path.symlink_to(target)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:  # a character device with /dev/null's numbers
+        if os.geteuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+
+
+WORDS = {"link": "a symbolic link", "fifo": "a FIFO", "device": "a character device"}
+
+
+@pytest.mark.parametrize("where", ["manifest.json", "train/stage-001/shard-000000.zarr/zarr.json",
+                                   ".prior-gen.lock"])
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_fifos_and_devices_in_a_shard_directory_are_refused(one_shard, tmp_path, capsys,
+                                                            where, kind) -> None:
+    """``cp -r`` and ``tar`` keep FIFOs and device nodes: ``prior-gen`` and ``prior-gen
+    inspect`` refuse the directory in one line naming the entry, without opening it (a FIFO
+    would hang them)."""
+    entry = one_shard / where
+    _plant(entry, kind, tmp_path)
+    capsys.readouterr()
+    argv = ["--config", str(SMOKE), "--stages", "1", "--steps", "0-1", "--out", str(one_shard),
+            "--workers", "1"]
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert f"{WORDS[kind]}, {entry}" in _only_line(capsys.readouterr().err)
+    assert main(["inspect", str(one_shard), "--verify"]) == 2
+    assert f"{WORDS[kind]}, {entry}" in _only_line(capsys.readouterr().err)
+
+
+def test_a_fifo_manifest_is_refused_by_the_reader(one_shard, tmp_path) -> None:
+    _plant(one_shard / "manifest.json", "fifo", tmp_path)
+    with pytest.raises(OSError, match="a FIFO"):
+        open_shards(one_shard)
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "device"])
+def test_an_entry_planted_while_generating_receives_nothing(one_shard, tmp_path, kind) -> None:
+    """After the start-up check, a link, FIFO or device put at a shard's place or at the
+    manifest is refused by the write itself; a link's target keeps its bytes."""
+    from prior_gen.runner import ShardJob, write_shard
+    from prior_gen.shards.manifest import load_manifest, write_manifest
+
+    victim = tmp_path / "outside.bin"
+    victim.write_bytes(b"precious")
+    config = load_generation_config(SMOKE)
+    shard = one_shard / "train" / "stage-001" / "shard-000002.zarr"
+    _plant(shard, kind, victim)
+    with pytest.raises(OSError, match=WORDS[kind]):
+        write_shard(config, ShardJob("train", 1, 2, 2), str(one_shard))
+    assert os.path.lexists(shard) and not shard.is_dir()
+    manifest = load_manifest(one_shard)
+    _plant(one_shard / "manifest.json", kind, victim)
+    with pytest.raises(OSError, match=WORDS[kind]):
+        write_manifest(one_shard, manifest)
+    assert victim.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00\x01 binary"], ids=["empty", "binary"])
+def test_an_empty_or_binary_manifest_is_named(one_shard, capsys, content) -> None:
+    manifest = one_shard / "manifest.json"
+    manifest.write_bytes(content)
+    capsys.readouterr()
+    assert main(["inspect", str(one_shard)]) == 1
+    line = _only_line(capsys.readouterr().err)
+    assert f"{manifest} is corrupt" in line
+    argv = ["--config", str(SMOKE), "--stages", "1", "--steps", "0-1", "--out", str(one_shard),
+            "--workers", "1"]
+    assert main(argv) == 1
+    assert f"{manifest} is corrupt" in _only_line(capsys.readouterr().err)
+    assert manifest.read_bytes() == content
+
+
+def test_a_scheduler_that_is_no_address_is_refused_before_anything_is_written(
+        tmp_path, capsys) -> None:
+    out = tmp_path / "shards"
+    with pytest.raises(SystemExit) as stop:
+        main(["--config", str(SMOKE), "--stages", "1", "--out", str(out), "--scheduler", "foo"])
+    assert stop.value.code == 2
+    line = _only_line(capsys.readouterr().err)
+    assert line.startswith("prior-gen: error: cannot reach the dask scheduler at 'foo'")
+    assert not out.exists()
+
+
+def test_a_run_larger_than_the_cap_is_refused_unless_forced(tmp_path, capsys,
+                                                            monkeypatch) -> None:
+    """Sizes within their bounds can still multiply to terabytes: refused before anything is
+    written, naming the estimate; --force lets a run larger than the disk's free space go."""
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("generation started")
+
+    data = yaml.safe_load(SMOKE.read_text())
+    data["curriculum"]["global_batch"] = 10**8
+    config = tmp_path / "huge.yaml"
+    config.write_text(yaml.safe_dump(data))
+    out = tmp_path / "shards"
+    with monkeypatch.context() as patched:
+        patched.setattr(runner, "run_generation", must_not_run)
+        with pytest.raises(SystemExit) as stop:
+            main(["--config", str(config), "--out", str(out)])
+    assert stop.value.code == 2
+    line = _only_line(capsys.readouterr().err)
+    assert "the most prior-gen writes without --force" in line and "GB" in line
+    assert not out.exists()
+
+    import shutil as shutil_module
+
+    full = shutil_module._ntuple_diskusage(total=10**9, used=10**9 - 1000, free=1000)
+    monkeypatch.setattr(shutil_module, "disk_usage", lambda path: full)
+    argv = ["--config", str(SMOKE), "--stages", "1", "--steps", "0", "--out", str(out),
+            "--workers", "1"]
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert "the free space on" in _only_line(capsys.readouterr().err)
+    assert not out.exists()
+    assert main([*argv, "--force"]) == 0

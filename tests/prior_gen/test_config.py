@@ -56,6 +56,17 @@ def _load(data: dict) -> None:
             {"prior": {"scm": {"depth": [2, 4], "width": [4, 8]}}},
             "prior.scm.depth: the smallest SCM (2 layers × width 4 = 4 hidden nodes) cannot hold",
         ),
+        # sizes that would ask for terabytes and end in memory errors
+        ({"prior": {"scm": {"depth": [4, 10**6]}}}, "prior.scm.depth: upper bound must be <= 64"),
+        ({"prior": {"scm": {"width": [12, 10**6]}}},
+         "prior.scm.width: upper bound must be <= 1,024"),
+        ({"prior": {"scm": {"n_causes": 10**7}}}, "prior.scm.n_causes: must be <= 1,024"),
+        ({"prior": {"dataset": {"n_labeled": [100, 10**8]}}},
+         "prior.dataset.n_labeled: upper bound must be <= 10,000"),
+        ({"prior": {"dataset": {"n_labeled": {"start": [10, 20], "end": [10, 10**8]}}}},
+         "prior.dataset.n_labeled: bounds must lie in 1..10,000"),
+        ({"curriculum": {"eta": {"start": [1.0, 1.0], "end": [0.5, 1e9]}}},
+         "curriculum.eta: bounds must lie in (0, 100]"),
     ],
 )
 def test_bad_values_are_errors_naming_the_key(data: dict, message: str) -> None:

@@ -259,6 +259,13 @@ def _broken_corpora(path: Path, good: Path):
         arrays = {name: data[name] for name in data.files}
     values = arrays["values"].copy()
     values[7] = np.inf
+    wide = arrays["values"].astype(np.float64)
+    wide[7] = 1e300  # finite as float64, +inf as the float32 a task holds
+    # 400 × (6 + 2**60) wraps round to 400 × 6 in uint64: the shapes seem to match the values
+    overflowing = arrays["shapes"].astype(np.uint64)
+    overflowing[0, 1] += np.uint64(2**60)
+    one_class = arrays["labels"].copy()
+    one_class[:400] = 1  # the first entry's rows
     return {
         "not an npz": lambda: path.write_bytes(b"not a zip file at all"),
         "a key missing": lambda: _npz(path, **{k: v for k, v in arrays.items() if k != "tables"}),
@@ -269,12 +276,19 @@ def _broken_corpora(path: Path, good: Path):
         "names not JSON": lambda: _npz(path, **{**arrays, "names": np.frombuffer(b"{x", np.uint8)}),
         "a table index out of range": lambda: _npz(path, **{**arrays,
                                                              "tables": arrays["tables"] + 5}),
+        "float64 beyond float32": lambda: _npz(path, **{**arrays, "values": wide}),
+        "shapes that overflow": lambda: _npz(path, **{**arrays, "shapes": overflowing}),
+        "a table without an entry": lambda: _npz(path, **{**arrays,
+                                                          "tables": np.zeros(3, np.int64)}),
+        "an entry of one class": lambda: _npz(path, **{**arrays, "labels": one_class}),
     }
 
 
 @pytest.mark.parametrize("case", ["not an npz", "a key missing", "an inf", "all NaN",
                                   "shapes that lie", "labels of 2", "names not JSON",
-                                  "a table index out of range"])
+                                  "a table index out of range", "float64 beyond float32",
+                                  "shapes that overflow", "a table without an entry",
+                                  "an entry of one class"])
 def test_a_corpus_that_cannot_be_used_is_refused_in_one_line_before_anything_is_written(
         corpus, tmp_path, capsys, case) -> None:
     from prior_gen.cli import main
@@ -295,3 +309,9 @@ def test_a_corpus_that_cannot_be_used_is_refused_in_one_line_before_anything_is_
     assert len(lines) == 1 and lines[0].startswith("prior-gen: error: prior.real_tables.corpus:")
     assert str(bad) in lines[0]
     assert not out.exists()
+    where = {"an inf": "table 'a::one' (entry 0), row 1, column 1: inf",
+             "float64 beyond float32": "table 'a::one' (entry 0), row 1, column 1: 1e+300, "
+                                       "beyond float32's range",
+             "a table without an entry": "table 'b::two' (number 1) has no entry",
+             "an entry of one class": "entry 0 (table 'a::one') holds one class only"}
+    assert where.get(case, "") in lines[0]

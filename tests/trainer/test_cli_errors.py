@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from prior_gen.cli import main as prior_gen_main
-from puicl_common.atomic import atomic_output
+from puicl_common.run_files import output_inside
 from trainer import checkpoint
 from trainer.checkpoint import CheckpointStore, checkpoint_name
 from trainer.cli import main as trainer_cli
@@ -118,16 +118,16 @@ def test_full_disk_at_a_checkpoint_keeps_the_run(
     directory = run_dir / "checkpoints"
     index_before = (directory / "index.json").read_bytes()
     target = checkpoint_name(8) if failing == "checkpoint" else "index.json"
-    real_write = checkpoint.atomic_write_bytes
+    real_write = checkpoint.write_bytes_inside
 
-    def disk_full_at_target(path, data: bytes) -> None:
+    def disk_full_at_target(path, data: bytes, root) -> None:
         if Path(path).name != target:
-            return real_write(path, data)
-        with atomic_output(path) as temporary, open(temporary, "wb") as stream:
+            return real_write(path, data, root)
+        with output_inside(path, root) as temporary, open(temporary, "wb") as stream:
             stream.write(data[: len(data) // 2])
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(temporary))
 
-    monkeypatch.setattr(checkpoint, "atomic_write_bytes", disk_full_at_target)
+    monkeypatch.setattr(checkpoint, "write_bytes_inside", disk_full_at_target)
     capsys.readouterr()
     assert run_inprocess(run_dir, smoke_shards, max_steps=4) == 2
     err = capsys.readouterr().err
@@ -240,7 +240,12 @@ def _rewrite_checkpoint(run_dir: Path, change) -> None:
      "beyond what puicl loads"),
     (lambda p: p.pop("ema"), "holds no model config or EMA weights"),
     (lambda p: p["config"].pop("model"), "holds no model config or EMA weights"),
-], ids=["larger-than-its-tensors", "beyond-the-limits", "no-ema", "no-model-config"])
+    (lambda p: p.pop("config"), "holds no 'config'"),
+    (lambda p: p.update(config="paper.yaml"), "holds a str as its config"),
+    (lambda p: next(iter(p["ema"].values())).view(-1)[:1].fill_(float("nan")),
+     "holds 1 non-finite value(s)"),
+], ids=["larger-than-its-tensors", "beyond-the-limits", "no-ema", "no-model-config",
+        "no-config", "a-string-config", "nan-ema"])
 def test_export_checks_the_stored_config_before_building_a_model(
         short_run, tmp_path, capsys, change, message) -> None:
     """A checkpoint that passes its checksum but whose config claims a model larger than its

@@ -61,3 +61,27 @@ def test_a_weight_outside_the_unit_interval_is_refused(tmp_path: Path, weight: f
     a, b = _exported(tmp_path, 0), _exported(tmp_path, 1)
     with pytest.raises(ValueError, match=r"--weight must lie in \[0, 1\]"):
         interpolate_weights(a, b, weight)
+
+
+def _file_bytes(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+@pytest.mark.parametrize("out", ["first", "second", "first-file", "first-spelled-otherwise",
+                                 "first-through-a-link"])
+def test_an_out_that_is_an_input_is_refused_and_the_input_kept(tmp_path: Path, capsys,
+                                                                out: str) -> None:
+    """``--out A`` would replace model A with the mix: refused before anything is written,
+    whatever spelling or link names A's files."""
+    a, b = _exported(tmp_path, 0), _exported(tmp_path, 1)
+    (tmp_path / "link").symlink_to(a)
+    target = {"first": a, "second": b, "first-file": a / "model.safetensors",
+              "first-spelled-otherwise": tmp_path / "sub" / ".." / a.name,
+              "first-through-a-link": tmp_path / "link"}[out]
+    (tmp_path / "sub").mkdir()
+    before = _file_bytes(a), _file_bytes(b)
+    assert trainer_main(["interpolate", str(a), str(b), "--weight", "0.5",
+                         "--out", str(target)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "which this command reads" in lines[0], lines
+    assert (_file_bytes(a), _file_bytes(b)) == before
