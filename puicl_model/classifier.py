@@ -12,10 +12,10 @@ predictions come from forward passes of the pretrained model over the whole tabl
   next to the fitted pool (:mod:`puicl_model.query_rows`), the same bytes in any batch.
 * A pool of more than ``pool_sample`` rows is fitted on a seeded sample of them; every row
   is still scored (:mod:`puicl_model.pool_sample`).
-* On tables with many labeled positives (``partner="auto"``, :mod:`puicl_model.partner`), some
-  labeled positives are held out of the passes' context and scored with the pool, a logistic
-  partner is fitted on every row, and the pool's probabilities are those of the blend of the
-  two that ranks the held-out positives highest.
+* With ``partner="auto"`` (the default) a portfolio of learners runs beside the model, and
+  the blend that ranks held-out labeled positives highest against the pool, by a clear
+  margin over a fallback, orders the pool (:mod:`puicl_model.portfolio`); the probabilities
+  keep the model's distribution over the pool.
 * ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool, from the
   model's scores of the pool and of cross-fitted labeled positives (:mod:`puicl_model.prior`).
 * ``class_prior_report()`` adds what the data identify about π: a lower bound, π̂'s bootstrap
@@ -116,19 +116,19 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         (:mod:`puicl_model.preprocessing`): categories one-hot encoded, missing numbers
         filled with the median, numeric columns mapped to normal scores of their ranks.
     partner : "auto" or "none"
-        "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PARTNER`` (600) labeled
-        positives, where one pass sees only part of them, and ``MIN_POOL_FOR_PARTNER`` (100)
-        unlabeled rows, a logistic regression of labeled against unlabeled rows on every row
-        (cross-fitted) is blended with the model. Up to
-        ``MAX_HELD_OUT`` (1,000) labeled positives are held out of the passes' context and
-        scored with the pool; the blend weight whose held-out positives score highest against
-        the pool wins (:mod:`puicl_model.partner`, docs/classifier.md "Tables of every size").
-        After ``fit``: ``partner_`` ("logistic" or "none"), ``n_held_out_`` and, once the pool
-        is scored, ``blend_weight_`` (1.0: the model alone). Smaller tables are scored by the
-        model alone, as with "none".
+        "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PORTFOLIO`` (20)
+        labeled positives and ``MIN_POOL_FOR_PORTFOLIO`` (100) unlabeled rows, a logistic
+        regression and a gradient boosting of labeled against unlabeled rows (cross-fitted on
+        every row) join the model, and the candidate blend chosen per table on held-out labeled
+        positives orders the pool (:mod:`puicl_model.portfolio`, docs/classifier.md "Tables of
+        every size"). From ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives, up to
+        ``MAX_HELD_OUT`` (1,000) of them are held out of the passes' context and scored with
+        the pool; below, the class prior's cross-fitted folds are the evidence. After ``fit``:
+        ``portfolio_``, ``n_held_out_`` and, once the pool is scored, ``choice_`` (what was
+        chosen and why) and ``blend_weight_`` (the model's weight). "none": the model alone.
     pool_sample : int or None
         A pool of more than ``pool_sample`` (20,000) unlabeled rows is fitted on a seeded
-        sample of that many (:mod:`puicl_model.pool_sample`): the chunks, the partner and π̂
+        sample of that many (:mod:`puicl_model.pool_sample`): the chunks, the portfolio and π̂
         come from the sample, and every pool row is still scored, the others as new rows, by
         ``predict_proba``. ``n_pool_in_`` counts the unlabeled rows given to ``fit``. None
         fits the whole pool (docs/classifier.md, "Large tables").
@@ -450,7 +450,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         """Per fold of the labeled positives: (its P(y=1), the pool's P(y=1)), scored by the
         same passes next to the other folds (:mod:`puicl_model.prior`); computed once
         per ``n_folds``, so that ``class_prior_report`` reuses ``estimate_class_prior``'s.
-        Where labeled positives were held out for the partner, they are the one fold: already
+        Where labeled positives were held out of the passes, they are the one fold: already
         scored with the pool, at no extra cost (``n_folds`` is then not used)."""
         if self._x_held is not None:
             pool = self._pool_probabilities()

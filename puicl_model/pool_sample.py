@@ -22,7 +22,7 @@ from puicl_model.columns import is_dataframe
 
 __all__ = ["POOL_SAMPLE_TAG", "fitted_table", "sampled_pool_rows", "take_rows"]
 
-# spawn-key tag of the draw (the classifier's other draws: puicl_model.class_prior, .partner,
+# spawn-key tag of the draw (the classifier's other draws: puicl_model.prior, .portfolio,
 # .prior_report, .planning)
 POOL_SAMPLE_TAG = 14
 

@@ -22,7 +22,7 @@ Partner = Literal["auto", "none"]
 @dataclass(frozen=True)
 class InferenceSettings:
     """How the classifier splits a fitted table into forward passes
-    (:mod:`puicl_model.planning`) and whether it blends a partner with the model.
+    (:mod:`puicl_model.planning`) and whether a portfolio of learners runs beside the model.
 
     The one place these defaults and their limits are written: ``PUICLClassifier``'s
     signature, ``puicl predict``'s options and the benchmark adapter's ``puicl:`` settings all
@@ -35,9 +35,9 @@ class InferenceSettings:
     # a moderate rise in time (docs/classifier.md, "Outside the trained range")
     chunk_size: int = 1000
     max_labeled: int = 300
-    # "auto": on tables with many labeled positives, a logistic partner fitted on every row is
-    # blended with the model, the blend chosen on held-out labeled positives
-    # (:mod:`puicl_model.partner`); "none": the model alone
+    # "auto": a portfolio of learners fitted on every row beside the model, the blend chosen
+    # per table on held-out labeled positives (:mod:`puicl_model.portfolio`); "none": the
+    # model alone
     partner: Partner = "auto"
     # pools of more unlabeled rows are fitted on a seeded sample of this many, every pool row
     # still scored (:mod:`puicl_model.pool_sample`, docs/classifier.md "Large tables"); None:

@@ -8,7 +8,7 @@ cross-fitted folds, ``--scores-out``: one ``.npz`` per task, in the format of
 seed (``puicl_model.prior_report.prior_report``; ``--from-scores`` skips the model). Printed per
 target π, against the realized π (``task.pi``):
 
-* ``partner``: the share of tasks scored with the logistic partner (600 labeled positives or
+* ``partner``: the share of tasks with positives held out of the passes (600 labeled positives or
   more: its held-out positives are the one fold), ``held_out``: the mean held-out positives;
 * ``bound<=pi``: the share of tasks whose identified lower bound is at most π (bar: 95 %);
 * ``in[bound,upper]``: the share with π between the bound and the report's upper end (90 %);
