@@ -369,13 +369,17 @@ class Portfolio:
         self.choice = choose(evidence, MEMBERS, fallback=self.fallback, z=self.z)
         self.blend = Blend.on_pool(self.choice.weights, pool, model_pool)
 
+    def _held_scores(self, model_held: np.ndarray) -> dict[str, np.ndarray]:
+        """Each member's log-odds of the positives held out of the passes."""
+        return {MODEL: log_odds(model_held),
+                **{kind: scores[-self.n_held:] for kind, scores in self.labeled_scores.items()}}
+
     def choose_on_held_out(self, model_judged: np.ndarray, model_held: np.ndarray,
                            judged: np.ndarray) -> None:
         """Choose on the positives held out of the passes, against the pool rows ``judged``
         (the model's P(y = 1) of those rows, ``model_judged``, and of the held-out positives)."""
         self._fit_learners()
-        held = {MODEL: log_odds(model_held),
-                **{kind: scores[-self.n_held:] for kind, scores in self.labeled_scores.items()}}
+        held = self._held_scores(model_held)
         pool = {MODEL: log_odds(model_judged),
                 **{kind: scores[judged] for kind, scores in self.pool_scores.items()}}
         self.evidence, self.member_pool_scores = Evidence([held], [pool]), pool
@@ -389,8 +393,7 @@ class Portfolio:
         the judged rows' (the model's distribution over a seeded sample of the pool)."""
         assert self.choice is not None
         weights = self.choice.weights
-        held = {MODEL: log_odds(model_held),
-                **{kind: scores[-self.n_held:] for kind, scores in self.labeled_scores.items()}}
+        held = self._held_scores(model_held)
         if model_pool is not None:
             pool = {MODEL: log_odds(model_pool), **self.pool_scores}
             self.blend = Blend.on_pool(weights, pool, model_pool)
