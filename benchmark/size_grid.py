@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--label-frequency", default=None, metavar="C[,C...]",
                         help="extra cells at each cap: a share C of the drawn positives labeled, "
                         "every other row in the pool (default: none)")
+    parser.add_argument("--cells", default=None, metavar="CAP:PI|CAP:cC[,...]",
+                        help="the cells themselves instead of every cap with every π and label "
+                        "frequency: e.g. 600:0.5,all:0.2,all:c0.05 (a cap, then a π or c and a "
+                        "label frequency)")
     parser.add_argument("--methods", default=DEFAULT_METHODS,
                         help=f"the first is compared with the others (default {DEFAULT_METHODS})")
     parser.add_argument("--datasets", default="all", help="suite tables, or 'all'")
@@ -87,26 +91,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
-    """One run spec per (cap, π) cell."""
-    suite = get_suite("dev")
-    methods = expand_names(args.methods, METHOD_NAMES, "method")
-    datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
+def parse_cell(text: str) -> tuple[int, float, float | None]:
+    """A ``--cells`` entry, ``CAP:PI`` or ``CAP:cC`` -> (max_positives, target π, label
+    frequency or None)."""
+    cap, colon, rest = text.strip().partition(":")
+    if not colon:
+        raise ValueError(f"--cells: {text.strip()!r} is not CAP:PI or CAP:cC")
+    size = parse_max_positives(cap)
+    if rest.startswith("c"):
+        return size, TARGET_PI, parse_label_frequency(rest[1:])
+    return size, parse_pis(rest, "dev")[0], None
+
+
+def _cells(args: argparse.Namespace) -> list[tuple[int, float, float | None]]:
+    if args.cells:
+        return [parse_cell(part) for part in args.cells.split(",")]
     sizes = [parse_max_positives(part) for part in args.sizes.split(",")]
     pis = parse_pis(args.pi, "dev") if args.pi else ()
     frequencies = ([] if not args.label_frequency else
                    [parse_label_frequency(part) for part in args.label_frequency.split(",")])
+    return ([(size, pi, None) for size in sizes for pi in pis]
+            + [(size, TARGET_PI, c) for size in sizes for c in frequencies])
+
+
+def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
+    """One run spec per cell: a cap with a π, or with a label frequency."""
+    suite = get_suite("dev")
+    methods = expand_names(args.methods, METHOD_NAMES, "method")
+    datasets = expand_names(args.datasets, suite.slugs(args.data_dir), "dataset")
+    cells = _cells(args)
     overrides = run_options(args)
-    cells = [(pi, None, f"pi_{pi:g}") for pi in pis]
-    cells += [(TARGET_PI, c, f"c_{c:g}") for c in frequencies]
     if not cells:
-        raise ValueError("the grid has no cell: give --pi, --label-frequency or both")
+        raise ValueError("the grid has no cell: give --pi, --label-frequency or --cells")
     return [RunSpec(methods=methods, datasets=datasets, repeats=args.repeats,
-                    out=args.out / f"size_{size_words(size).replace(',', '')}" / folder,
+                    out=(args.out / f"size_{size_words(size).replace(',', '')}"
+                         / (f"pi_{pi:g}" if c is None else f"c_{c:g}")),
                     seed=args.seed, data_dir=args.data_dir, weights=args.weights,
                     jobs=args.jobs, method_overrides=overrides, target_pi=pi, suite="dev",
                     max_positives=size, label_frequency=c)
-            for size in sizes for pi, c, folder in cells]
+            for size, pi, c in cells]
 
 
 def grid_frame(specs: Sequence[RunSpec], records: Sequence[Sequence[dict]]) -> pd.DataFrame:
@@ -128,7 +151,7 @@ def _cell_words(size: float, pi: float, frequency: float) -> list[str]:
     return [size_words(int(size)), composition]
 
 
-def _cells(frame: pd.DataFrame):
+def _frame_cells(frame: pd.DataFrame):
     """(key, rows) per cell, π cells before label-frequency cells within a cap."""
     return frame.groupby(CELL, sort=True, dropna=False)
 
@@ -138,7 +161,7 @@ def _cell_rows(frame: pd.DataFrame, methods: Sequence[str]) -> list[str]:
     of the others, with the standard error of the per-table differences."""
     first, others = methods[0], list(methods[1:])
     rows = []
-    for (size, pi, frequency), cell in _cells(frame):
+    for (size, pi, frequency), cell in _frame_cells(frame):
         per_table = cell.pivot_table(index="dataset", columns="method", values="auc")
         means = per_table.mean()
         line = [*_cell_words(size, pi, frequency), f"{cell['n_labeled'].mean():.0f}",
@@ -164,7 +187,7 @@ def per_task_shortfall(cell: pd.DataFrame, methods: Sequence[str]) -> pd.Series:
 def _judgement_rows(frame: pd.DataFrame, methods: Sequence[str]) -> list[str]:
     """Markdown rows: per cell, the first method against the per-task best of the others."""
     rows = []
-    for (size, pi, frequency), cell in _cells(frame):
+    for (size, pi, frequency), cell in _frame_cells(frame):
         per_task = cell.pivot_table(index=["dataset", "repetition"], columns="method",
                                     values="auc")
         best = per_task[list(methods[1:])].max(axis=1)
@@ -263,7 +286,7 @@ def plot_per_task(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cells = list(_cells(frame))
+    cells = list(_frame_cells(frame))
     columns = min(3, len(cells))
     rows = -(-len(cells) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.0 * rows),

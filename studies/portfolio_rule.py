@@ -28,20 +28,12 @@ import pandas as pd
 
 from benchmark.devsuite import devsuite_slugs, load_devsuite_table
 from benchmark.methods.puicl import as_table
-from benchmark.protocol import EVERY_ROW, TARGET_PI, make_task, method_seed
+from benchmark.protocol import EVERY_ROW, make_task, method_seed
+from benchmark.size_grid import parse_cell
 from puicl_model.portfolio import CANDIDATES, MEMBERS, MODEL, Blend, Evidence, held_out_aucs
 
 FALLBACKS = tuple(CANDIDATES)
 ZS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, np.inf)
-
-
-def parse_cell(text: str) -> tuple[int, float, float | None]:
-    """``CAP:PI`` or ``CAP:cFREQ`` -> (max_positives, target π, label frequency)."""
-    cap, _, rest = text.partition(":")
-    size = EVERY_ROW if cap == "all" else int(cap)
-    if rest.startswith("c"):
-        return size, TARGET_PI, float(rest[1:])
-    return size, float(rest), None
 
 
 def cell_name(size: int, pi: float, frequency: float | None) -> str:

@@ -104,8 +104,8 @@ def test_a_label_frequency_labels_that_share_and_pools_every_other_row(suite_wri
 
 def test_the_grid_judges_each_task_against_its_best_baseline(suite_dir, tmp_path):
     out = tmp_path / "grid"
-    argv = ["--out", str(out), "--data-dir", str(suite_dir), "--sizes", "all", "--pi", "0.5",
-            "--label-frequency", "0.1", "--methods", "elkan-noto,ulsif,pu-bagging",
+    argv = ["--out", str(out), "--data-dir", str(suite_dir), "--cells", "all:0.5,all:c0.1",
+            "--methods", "elkan-noto,ulsif,pu-bagging",
             "--no-progress"]
     assert size_grid.main(argv) == 0
     frame = pd.read_csv(out / "grid.csv")
@@ -123,6 +123,14 @@ def test_the_grid_judges_each_task_against_its_best_baseline(suite_dir, tmp_path
     assert f"{gap.min():+.3f} ({gap.idxmin()})" in row
     assert "| every | c = 0.1 |" in text
     assert (out / "per_task.png").stat().st_size > 0
+
+
+def test_cells_name_a_cap_with_a_pi_or_a_label_frequency() -> None:
+    assert size_grid.parse_cell("600:0.2") == (600, 0.2, None)
+    assert size_grid.parse_cell(" all:c0.05") == (EVERY_ROW, 0.5, 0.05)
+    for bad in ("600", "lots:0.2", "600:1.5", "all:c2"):
+        with pytest.raises(ValueError):
+            size_grid.parse_cell(bad)
 
 
 def test_the_grid_refuses_bad_arguments_in_one_line(suite_dir, tmp_path, capsys):

@@ -76,3 +76,17 @@ def model_factory():
 @pytest.fixture(scope="session")
 def small_config() -> ModelConfig:
     return SMALL
+
+
+@pytest.fixture
+def table_csv(rng, tmp_path) -> Path:
+    """A 40-row CSV table: two numeric features and the label column ``s``."""
+    import pandas as pd
+
+    n = 40
+    data = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n)})
+    data["s"] = (np.arange(n) % 4 == 0).astype(int)
+    path = tmp_path / "t.csv"
+    data.to_csv(path, index=False)
+    return path
+

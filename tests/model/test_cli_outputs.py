@@ -9,22 +9,11 @@ import socket
 import stat
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from puicl_model.classifier import PUICLClassifier
 from puicl_model.cli import main
-
-
-@pytest.fixture
-def table_csv(rng, tmp_path) -> Path:
-    n = 40
-    data = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n)})
-    data["s"] = (np.arange(n) % 4 == 0).astype(int)
-    path = tmp_path / "t.csv"
-    data.to_csv(path, index=False)
-    return path
 
 
 def predict(table_csv: Path, weights: Path, *extra: str) -> int:

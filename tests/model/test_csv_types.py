@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puicl_model import PUICLClassifier
 from puicl_model.cli import main
 from puicl_model.table_io import read_batches, scan_table
+from tests.expected_scores import in_memory_scores_csv
 
 # cells a CSV column may hold, grouped so that a batch of one group reads as one pandas type
 TOKENS = {"int": ["1", "7"], "negative": ["-3"], "float": ["1.5"], "blank": [""],
@@ -69,12 +69,7 @@ def test_csv_scores_are_the_in_memory_bytes_for_every_batch_size(small_weights, 
                      "-o", str(out)]) == 0
         written.append(out.read_bytes())
     # the in-memory call on the file read in one piece, written as puicl predict writes
-    whole = pd.read_csv(path)
-    features, s = whole.drop(columns="s"), whole["s"].to_numpy()
-    clf = PUICLClassifier(weights=small_weights, random_state=0, progress=False)
-    proba, labels = clf.fit(features, s).predict_and_proba(features[s == 0])
-    expected = pd.DataFrame({"row": np.flatnonzero(s == 0), "p_positive": proba[:, 1],
-                             "label": labels}).to_csv(index=False, float_format="%.6f").encode()
+    expected = in_memory_scores_csv(path, small_weights)
     assert written == [expected] * 4
     assert path.read_bytes() == before
 

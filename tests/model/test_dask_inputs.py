@@ -14,6 +14,7 @@ import pytest
 
 from puicl_model import PUICLClassifier, dask_scoring
 from puicl_model.cli import main
+from tests.expected_scores import in_memory_scores_csv
 
 pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -135,12 +136,7 @@ def test_workers_read_a_csv_as_one_process_does(cluster, small_weights, tmp_path
     assert main([*args, "-o", str(tmp_path / "local.csv")]) == 0
     assert main([*args, "--scheduler", cluster.scheduler_address,
                  "-o", str(tmp_path / "dask.csv")]) == 0
-    whole = pd.read_csv(path)
-    features, s = whole.drop(columns="s"), whole["s"].to_numpy()
-    clf = PUICLClassifier(weights=small_weights, random_state=0, progress=False)
-    proba, labels = clf.fit(features, s).predict_and_proba(features[s == 0])
-    expected = pd.DataFrame({"row": np.flatnonzero(s == 0), "p_positive": proba[:, 1],
-                             "label": labels}).to_csv(index=False, float_format="%.6f").encode()
+    expected = in_memory_scores_csv(path, small_weights)
     assert (tmp_path / "local.csv").read_bytes() == expected
     assert (tmp_path / "dask.csv").read_bytes() == expected
     assert path.read_bytes() == before
