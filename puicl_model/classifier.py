@@ -20,6 +20,8 @@ predictions come from forward passes of the pretrained model over the whole tabl
   model's scores of the pool and of cross-fitted labeled positives (:mod:`puicl_model.prior`).
 * ``class_prior_report()`` adds what the data identify about π: a lower bound, π̂'s bootstrap
   interval and a flag where π is poorly identified (:mod:`puicl_model.prior_report`).
+* ``plot_report(path)`` draws the scores, π and the portfolio's choice on one HTML page
+  (:mod:`puicl_model.report`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).
@@ -30,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -78,6 +80,9 @@ from puicl_model.prior_report import (
 from puicl_model.query_rows import score_new_rows
 from puicl_model.settings import InferenceSettings, Partner
 from puicl_model.weights import NoBundledWeightsError, load_model
+
+if TYPE_CHECKING:
+    from puicl_model.report import Report
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
 
@@ -491,6 +496,16 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                  if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
         return prior_report(self._pool_probabilities(), folds, self.planner_.entropy,
                             level=level, n_bootstrap=n_bootstrap, delta=delta)
+
+    def plot_report(self, path: str | Path | None = None) -> Report:
+        """A page a person looks at (:mod:`puicl_model.report`): the held-out labeled
+        positives' P(y=1) against the pool's, π's bound, estimate, interval and upper end, and
+        what the portfolio chose (or why the model alone scores the table). With ``path`` the
+        self-contained HTML page is written there and its PNG figures beside it. Needs
+        matplotlib (``pip install 'puicl[report]'``); reads ``class_prior_report()``'s scores."""
+        from puicl_model.report import plot_report
+
+        return plot_report(self, path)
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""

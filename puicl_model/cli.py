@@ -14,7 +14,8 @@ fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one row per unl
 (:mod:`puicl_model.large_tables`; ``--scheduler``: on dask,
 :mod:`puicl_model.dask_scoring`), then prints π̂, the estimated negative share of the
 unlabeled rows, with what the data identify about it (``class_prior_report``: a lower bound,
-π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``. ``puicl info
+π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``; ``--report FILE.html``
+draws them on a page (:mod:`puicl_model.report`). ``puicl info
 [WEIGHTS]`` prints a checkpoint's config and parameter counts (without WEIGHTS: the bundled
 model's)."""
 
@@ -158,6 +159,14 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--prior-json", type=Path, default=None, metavar="PATH",
                          help="also write π's bound, point and interval to this JSON file "
                          "(default: not written)")
+    predict.add_argument("--report", type=Path, default=None, metavar="FILE.html",
+                         help="also write a page to look at: the held-out labeled positives' "
+                         "p_positive against the pool's, π's bound, estimate, interval and "
+                         "upper end, and what the portfolio chose (or why the model alone "
+                         "scored the table); one self-contained HTML file, its figures also "
+                         "written beside it as FILE_scores.png, FILE_prior.png and "
+                         "FILE_choice.png; needs matplotlib: pip install 'puicl[report]' "
+                         "(docs/classifier.md, \"A report to look at\"; default: not written)")
     predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
                          default=defaults.partner,
                          help="auto: a portfolio of the model, a logistic regression "
@@ -229,6 +238,29 @@ def _check_prior_json(path: Path | None) -> None:
         raise CliError(str(err)) from None
 
 
+def _check_report(path: Path | None) -> dict[str, Path]:
+    """Refuse a ``--report`` that cannot be drawn or written before the model runs: matplotlib
+    missing (an extra), a directory, a path under a file. Returns the files it writes."""
+    if path is None:
+        return {}
+    from puicl_model.report import figure_paths, require_matplotlib
+
+    try:
+        require_matplotlib()
+    except ImportError as err:
+        raise CliError(f"--report: {err}") from None
+    if str(path) in ("", ".") or path.is_dir():
+        raise CliError(f"--report {path} is a directory; give the path of an HTML file")
+    written = {"--report": path, **{f"--report's {name} figure": figure
+                                    for name, figure in figure_paths(path).items()}}
+    for option, where in written.items():
+        try:
+            check_output_path(where, "file", option)
+        except OutputPathError as err:
+            raise CliError(str(err)) from None
+    return written
+
+
 def _check_writable(option: str, output: str | Path) -> None:
     """Refuse an output whose folder refuses new files (read-only, no permission), before the
     model runs: the atomic write creates a temporary file there. Tried by creating and
@@ -283,7 +315,7 @@ def _check_paths(args: argparse.Namespace) -> None:
         raise CliError(f"--positives {args.positives} and --unlabeled {args.unlabeled} are one "
                        "file; give the labeled positives and the unlabeled rows in two files")
     outputs = {"--output": None if args.output == "-" else args.output,
-               "--prior-json": args.prior_json}
+               "--prior-json": args.prior_json, **_check_report(args.report)}
     inputs = {"--input": args.input, "--positives": args.positives,
               "--unlabeled": args.unlabeled, **_weights_read(args.weights)}
     try:
@@ -426,6 +458,14 @@ def _predict(args: argparse.Namespace) -> int:
             raise CliError(f"cannot write --prior-json {args.prior_json}: "
                            f"{err.strerror or err}") from None
         print(f"wrote π's report to {args.prior_json}", file=sys.stderr)
+    if args.report is not None:  # last: it reads the scores the lines above printed
+        try:
+            drawn = classifier.plot_report(args.report)
+        except OSError as err:
+            raise CliError(f"cannot write --report {args.report}: "
+                           f"{err.strerror or err}") from None
+        names = ", ".join(str(where) for where in drawn.figure_paths.values())
+        print(f"wrote the report to {args.report} (figures: {names})", file=sys.stderr)
     return 0
 
 
