@@ -507,6 +507,24 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
         return plot_report(self, path)
 
+    def save(self, directory: str | Path) -> Path:
+        """Write this fitted classifier to ``directory`` without pickle
+        (:mod:`puicl_model.saved_model`): its settings, column encodings and the portfolio's
+        choice as JSON, its arrays and the model's weights as safetensors, each file's sha256
+        in a manifest; atomically (a temporary folder renamed into place). The pool is scored
+        first, so that the loaded classifier returns the same bits."""
+        from puicl_model.saved_model import save
+
+        return save(self, directory)
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str = "auto") -> PUICLClassifier:
+        """A classifier written by :meth:`save`, its model on ``device``; a damaged file, another
+        format, or a blend that weighs the boosted learner (not saved) is refused in one line."""
+        from puicl_model.saved_model import load
+
+        return load(directory, device)
+
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
         return prior_cut(self._pool_probabilities(), self.estimate_class_prior())
