@@ -22,6 +22,8 @@ predictions come from forward passes of the pretrained model over the whole tabl
   interval and a flag where π is poorly identified (:mod:`puicl_model.prior_report`).
 * ``plot_report(path)`` draws the scores, π and the portfolio's choice on one HTML page
   (:mod:`puicl_model.report`).
+* ``save(folder)`` / ``PUICLClassifier.load(folder)`` write and read a fitted classifier
+  without pickle (:mod:`puicl_model.saved_model`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).

@@ -185,7 +185,7 @@ def _prior_figure(report: ClassPriorReport) -> bytes:
 def _choice_figure(choice: Choice, fallback: str) -> bytes:
     from matplotlib.lines import Line2D
 
-    figure = _new_figure(8.5, 3.8)
+    figure = _new_figure(9.0, 4.2)
     auc_axes, weight_axes = figure.subplots(1, 2, width_ratios=(2.2, 1.0))
     names = [name for name in CANDIDATES if name in choice.held_out_auc]
     aucs = np.array([choice.held_out_auc[name] for name in names])
@@ -209,13 +209,14 @@ def _choice_figure(choice: Choice, fallback: str) -> bytes:
                                for name in names])
     auc_axes.set_xlabel("held-out AUC: labeled positives against the pool")
     auc_axes.set_ylabel("candidate blend")
-    auc_axes.legend(handles=[
+    # below the axes, where it covers no candidate
+    figure.legend(handles=[
         Line2D([], [], color=_BLUE, marker="D", linestyle="none", label=f"chosen: {choice.name}"),
         Line2D([], [], color=_GREY, marker="o", linestyle="none", label="other candidates"),
         Line2D([], [], color=_GREY, linestyle=":", label=f"fallback ({fallback})"),
         Line2D([], [], color=_VERMILION, marker="|", linestyle="none", markersize=12,
                markeredgewidth=2.0, label=f"needed to replace it (+{EVIDENCE_Z:g} SE)")],
-        loc="best", fontsize=8, framealpha=0.9)
+        loc="outside lower center", ncol=4, fontsize=8, frameon=False)
     auc_axes.set_title(f"Candidates on {choice.n_held_out:,} held-out labeled positives",
                        fontsize=10)
     members = list(choice.weights)

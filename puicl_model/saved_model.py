@@ -308,10 +308,16 @@ def load(directory: str | Path, device: str = "auto") -> PUICLClassifier:
 
     directory = Path(directory)
     _verified(directory)
-    state = json.loads((directory / STATE).read_text(encoding="utf-8"))
-    decoder = _Decoder(load_file(str(directory / ARRAYS)))
-    settings = decoder.decode(state["settings"])
-    fitted = decoder.decode(state["fitted"])
+    try:  # intact files that are not what save writes (made by hand): one line all the same
+        state = json.loads((directory / STATE).read_text(encoding="utf-8"))
+        decoder = _Decoder(load_file(str(directory / ARRAYS)))
+        settings = decoder.decode(state["settings"])
+        fitted = decoder.decode(state["fitted"])
+    except SavedModelError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, ImportError) as err:
+        raise SavedModelError(f"{directory / STATE}: not a state puicl wrote "
+                              f"({type(err).__name__}: {err})") from None
     portfolio = fitted.get("portfolio_")
     if portfolio is not None and portfolio.choice is not None and (
             "boosted" in portfolio.choice.weights):

@@ -98,3 +98,32 @@ def test_save_replaces_an_earlier_save_and_refuses_other_folders(small_weights, 
     with pytest.raises(SavedModelError, match="is not a saved PUICL classifier"):
         clf.save(tmp_path / "other")
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_predict_saves_the_model_and_scores_with_it(small_weights, tmp_path, capsys) -> None:
+    from puicl_model.cli import main
+
+    X, s = _frame(30, 120)
+    X.assign(s=s).to_csv(tmp_path / "table.csv", index=False)
+    saved = tmp_path / "model"
+    assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                 "--weights", str(small_weights), "-o", str(tmp_path / "fitted.csv"),
+                 "--save-model", str(saved), "--no-progress"]) == 0
+    assert f"saved the fitted classifier to {saved}" in capsys.readouterr().err
+    # the same table, its label column dropped: the pool rows get their fitted scores back
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "table.csv"),
+                 "--drop-columns", "s", "-o", str(tmp_path / "again.csv")]) == 0
+    fitted, again = (pd.read_csv(tmp_path / name) for name in ("fitted.csv", "again.csv"))
+    pool = again.set_index("row").loc[fitted["row"]]
+    assert (pool["p_positive"].to_numpy() == fitted["p_positive"].to_numpy()).all()
+    new = _frame(4, 6, seed=11)[0]
+    new.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "new.csv"),
+                 "-o", str(tmp_path / "new_scores.csv")]) == 0
+    expected = PUICLClassifier.load(saved, device="cpu").predict_proba(
+        pd.read_csv(tmp_path / "new.csv"))[:, 1]
+    assert (pd.read_csv(tmp_path / "new_scores.csv")["p_positive"].to_numpy() == expected).all()
+    capsys.readouterr()
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "new.csv"),
+                 "--label-column", "s"]) == 2
+    assert "--model takes no --label-column" in capsys.readouterr().err
