@@ -521,8 +521,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def load(cls, directory: str | Path, device: str = "auto") -> PUICLClassifier:
-        """A classifier written by :meth:`save`, its model on ``device``; a damaged file, another
-        format, or a blend that weighs the boosted learner (not saved) is refused in one line."""
+        """A classifier written by :meth:`save`, its model on ``device``; a damaged, changed or
+        missing file, or another format, is refused in one line naming it."""
         from puicl_model.saved_model import load
 
         return load(directory, device)

@@ -18,9 +18,9 @@ attributes, so loading runs none of the file's choosing. Objects shared in the c
 configured view's rows and its ``x_labeled_``) are written once and shared again on load.
 
 The boosted learner (scikit-learn's ``HistGradientBoostingClassifier``) keeps its trees in
-private objects with no public way to rebuild them; it is not saved, and :func:`load` refuses
-a portfolio whose chosen blend weighs it, in one line. Learners the chosen blend does not weigh
-are not needed to score new rows and are left out.
+private objects with no public way to rebuild them: its trees are saved as node arrays and
+scored by :class:`puicl_model.saved_trees.BoostedTrees`, the same bits. Learners the chosen
+blend does not weigh are not needed to score new rows and are left out.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from puicl_common.atomic import atomic_write_bytes, atomic_write_json, fsync_directory
+from puicl_model.saved_trees import BoostedTrees
 
 if TYPE_CHECKING:
     from puicl_model.classifier import PUICLClassifier
@@ -48,8 +49,8 @@ FORMAT = "puicl-classifier"
 FORMAT_VERSION = 1
 MANIFEST, STATE, ARRAYS, WEIGHTS = "manifest.json", "state.json", "arrays.safetensors", "weights"
 
-# the only classes state.json may name: plain data of the project, and scikit-learn's linear
-# model (coefficients and settings only)
+# the only classes state.json may name: plain data of the project (the boosted trees as node
+# arrays among them), and scikit-learn's linear model (coefficients and settings only)
 _CLASSES = frozenset({
     "puicl_model.preprocessing.TablePreprocessor",
     "puicl_model.column_encoding.ColumnEncoding",
@@ -60,12 +61,11 @@ _CLASSES = frozenset({
     "puicl_model.portfolio.Choice",
     "puicl_model.portfolio.Blend",
     "puicl_model.portfolio.Evidence",
+    "puicl_model.saved_trees.BoostedTrees",
     "sklearn.linear_model._logistic.LogisticRegression",
 })
 # fitted attributes of the classifier rebuilt on load rather than stored
 _REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index"}
-_BOOSTED_REFUSAL = ("the saved portfolio's chosen blend weighs the boosted learner "
-                    "(gradient-boosted trees), which puicl does not save; refit the table")
 
 
 class SavedModelError(ValueError):
@@ -197,10 +197,12 @@ def _fitted_state(classifier: PUICLClassifier) -> dict[str, Any]:
     portfolio = classifier.portfolio_
     if portfolio is not None:
         weighed = set(portfolio.choice.weights) if portfolio.choice is not None else set()
-        kept = dataclasses.replace(portfolio, learners={
-            kind: learner for kind, learner in portfolio.learners.items()
-            if kind in weighed and kind != "boosted"})
-        state["portfolio_"] = kept
+        learners = {kind: learner for kind, learner in portfolio.learners.items()
+                    if kind in weighed}
+        if "boosted" in learners:  # its trees as arrays (puicl_model.saved_trees)
+            learners["boosted"] = dataclasses.replace(learners["boosted"], models_=[
+                BoostedTrees.from_sklearn(model) for model in learners["boosted"].models_])
+        state["portfolio_"] = dataclasses.replace(portfolio, learners=learners)
     return state
 
 
@@ -319,9 +321,10 @@ def load(directory: str | Path, device: str = "auto") -> PUICLClassifier:
         raise SavedModelError(f"{directory / STATE}: not a state puicl wrote "
                               f"({type(err).__name__}: {err})") from None
     portfolio = fitted.get("portfolio_")
-    if portfolio is not None and portfolio.choice is not None and (
-            "boosted" in portfolio.choice.weights):
-        raise SavedModelError(f"{directory}: {_BOOSTED_REFUSAL}")
+    if portfolio is not None and portfolio.choice is not None and any(
+            kind not in portfolio.learners for kind in portfolio.choice.weights if kind != "model"):
+        raise SavedModelError(f"{directory}: the saved portfolio lacks a learner its chosen "
+                              "blend weighs; save the classifier again")
     classifier = PUICLClassifier(**{**settings, "device": device})
     for key, value in fitted.items():
         setattr(classifier, key, value)

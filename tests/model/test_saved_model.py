@@ -72,19 +72,27 @@ def test_a_flipped_byte_in_any_file_is_refused_in_one_line(small_weights, tmp_pa
     PUICLClassifier.load(saved, device="cpu")  # intact again
 
 
-def test_a_blend_that_weighs_the_boosted_learner_is_refused(small_weights, tmp_path) -> None:
+@pytest.mark.parametrize("blend", ["boosted", "model+boosted"])
+def test_a_blend_that_weighs_the_boosted_learner_gives_the_same_bits(small_weights, tmp_path,
+                                                                     blend) -> None:
     import dataclasses
+
+    from puicl_model.portfolio import CANDIDATES, Blend, log_odds
 
     X, s = _frame(40, 160)
     clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s).prepare()
-    choice = clf.portfolio_.choice
-    # as where the evidence chose the boosted learner: its trees are not saved
-    clf.portfolio_.choice = dataclasses.replace(choice, name="model+boosted",
-                                                weights={"model": 0.5, "boosted": 0.5})
-    saved = clf.save(tmp_path / "saved")
-    with pytest.raises(SavedModelError, match="weighs the boosted learner") as caught:
-        PUICLClassifier.load(saved, device="cpu")
-    assert "\n" not in str(caught.value)
+    portfolio = clf.portfolio_
+    # as where the evidence chose it: the blend of ``blend`` on the pool's scores
+    portfolio.choice = dataclasses.replace(portfolio.choice, name=blend,
+                                           weights=dict(CANDIDATES[blend]))
+    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)), False)),
+            **portfolio.pool_scores}
+    portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf._pool_proba)
+    new = _frame(5, 10, seed=9)[0]
+    before = clf.predict_proba(new)
+    loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
+    assert type(loaded.portfolio_.learners["boosted"].models_[0]).__name__ == "BoostedTrees"
+    assert loaded.predict_proba(new).tobytes() == before.tobytes()
 
 
 def test_save_replaces_an_earlier_save_and_refuses_other_folders(small_weights, tmp_path) -> None:
