@@ -166,8 +166,8 @@ def _parser() -> argparse.ArgumentParser:
                          "p_positive against the pool's, π's bound, estimate, interval and "
                          "upper end, and what the portfolio chose (or why the model alone "
                          "scored the table); one self-contained HTML file, its figures also "
-                         "written beside it as FILE_scores.png, FILE_prior.png and "
-                         "FILE_choice.png; needs matplotlib: pip install 'puicl[report]' "
+                         "written beside it as PNG (r.html: r_scores.png, r_prior.png and "
+                         "r_choice.png); needs matplotlib: pip install 'puicl[report]' "
                          "(docs/classifier.md, \"A report to look at\"; default: not written)")
     predict.add_argument("--save-model", type=Path, default=None, metavar="DIR",
                          help="also save the fitted classifier to the folder DIR, without "

@@ -209,6 +209,9 @@ def _fitted_state(classifier: PUICLClassifier) -> dict[str, Any]:
 def _settings(classifier: PUICLClassifier) -> dict[str, Any]:
     settings = dict(classifier.get_params(deep=False))
     settings["weights"] = None  # the saved folder's weights/ stand in for them
+    if not isinstance(settings["random_state"], (int, type(None))):
+        # a RandomState or Generator gave the fit one root seed: that seed refits the same
+        settings["random_state"] = int(classifier._entropy)
     return settings
 
 

@@ -135,3 +135,12 @@ def test_predict_saves_the_model_and_scores_with_it(small_weights, tmp_path, cap
     assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "new.csv"),
                  "--label-column", "s"]) == 2
     assert "--model takes no --label-column" in capsys.readouterr().err
+
+
+def test_a_generator_seed_is_saved_as_the_fits_root_seed(small_weights, tmp_path) -> None:
+    X, s = _frame(30, 120)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+                          random_state=np.random.default_rng(3)).fit(X, s)
+    loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
+    assert loaded.random_state == clf._entropy
+    assert loaded.predict_proba(X).tobytes() == clf.predict_proba(X).tobytes()
