@@ -20,6 +20,10 @@ predictions come from forward passes of the pretrained model over the whole tabl
   model's scores of the pool and of cross-fitted labeled positives (:mod:`puicl_model.prior`).
 * ``class_prior_report()`` adds what the data identify about π: a lower bound, π̂'s bootstrap
   interval and a flag where π is poorly identified (:mod:`puicl_model.prior_report`).
+* ``plot_report(path)`` draws the scores, π and the portfolio's choice on one HTML page
+  (:mod:`puicl_model.report`).
+* ``save(folder)`` / ``PUICLClassifier.load(folder)`` write and read a fitted classifier
+  without pickle (:mod:`puicl_model.saved_model`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).
@@ -30,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -78,6 +82,9 @@ from puicl_model.prior_report import (
 from puicl_model.query_rows import score_new_rows
 from puicl_model.settings import InferenceSettings, Partner
 from puicl_model.weights import NoBundledWeightsError, load_model
+
+if TYPE_CHECKING:
+    from puicl_model.report import Report
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
 
@@ -491,6 +498,34 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
                  if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
         return prior_report(self._pool_probabilities(), folds, self.planner_.entropy,
                             level=level, n_bootstrap=n_bootstrap, delta=delta)
+
+    def plot_report(self, path: str | Path | None = None) -> Report:
+        """A page a person looks at (:mod:`puicl_model.report`): the held-out labeled
+        positives' P(y=1) against the pool's, π's bound, estimate, interval and upper end, and
+        what the portfolio chose (or why the model alone scores the table). With ``path`` the
+        self-contained HTML page is written there and its PNG figures beside it. Needs
+        matplotlib (``pip install 'puicl[report]'``); reads ``class_prior_report()``'s scores."""
+        from puicl_model.report import plot_report
+
+        return plot_report(self, path)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write this fitted classifier to ``directory`` without pickle
+        (:mod:`puicl_model.saved_model`): its settings, column encodings and the portfolio's
+        choice as JSON, its arrays and the model's weights as safetensors, each file's sha256
+        in a manifest; atomically (a temporary folder renamed into place). The pool is scored
+        first, so that the loaded classifier returns the same bits."""
+        from puicl_model.saved_model import save
+
+        return save(self, directory)
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str = "auto") -> PUICLClassifier:
+        """A classifier written by :meth:`save`, its model on ``device``; a damaged, changed or
+        missing file, or another format, is refused in one line naming it."""
+        from puicl_model.saved_model import load
+
+        return load(directory, device)
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""

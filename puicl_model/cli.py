@@ -14,7 +14,10 @@ fits :class:`~puicl_model.classifier.PUICLClassifier` and writes one row per unl
 (:mod:`puicl_model.large_tables`; ``--scheduler``: on dask,
 :mod:`puicl_model.dask_scoring`), then prints π̂, the estimated negative share of the
 unlabeled rows, with what the data identify about it (``class_prior_report``: a lower bound,
-π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``. ``puicl info
+π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``; ``--report FILE.html``
+draws them on a page (:mod:`puicl_model.report`). ``--save-model DIR`` saves the fitted
+classifier (:mod:`puicl_model.saved_model`); ``--model DIR`` scores the rows of ``--input``
+with a saved one instead of fitting. ``puicl info
 [WEIGHTS]`` prints a checkpoint's config and parameter counts (without WEIGHTS: the bundled
 model's)."""
 
@@ -158,6 +161,23 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--prior-json", type=Path, default=None, metavar="PATH",
                          help="also write π's bound, point and interval to this JSON file "
                          "(default: not written)")
+    predict.add_argument("--report", type=Path, default=None, metavar="FILE.html",
+                         help="also write a page to look at: the held-out labeled positives' "
+                         "p_positive against the pool's, π's bound, estimate, interval and "
+                         "upper end, and what the portfolio chose (or why the model alone "
+                         "scored the table); one self-contained HTML file, its figures also "
+                         "written beside it as PNG (r.html: r_scores.png, r_prior.png and "
+                         "r_choice.png); needs matplotlib: pip install 'puicl[report]' "
+                         "(docs/classifier.md, \"A report to look at\"; default: not written)")
+    predict.add_argument("--save-model", type=Path, default=None, metavar="DIR",
+                         help="also save the fitted classifier to the folder DIR, without "
+                         "pickle (PUICLClassifier.save; docs/classifier.md, \"Saving a fitted "
+                         "classifier\"); a folder saved before is replaced (default: not "
+                         "saved)")
+    predict.add_argument("--model", type=Path, default=None, metavar="DIR",
+                         help="score every row of --input with the classifier saved in DIR "
+                         "instead of fitting one: no label column, and the fitting options "
+                         "are not used (default: fit on the input)")
     predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
                          default=defaults.partner,
                          help="auto: a portfolio of the model, a logistic regression "
@@ -229,6 +249,29 @@ def _check_prior_json(path: Path | None) -> None:
         raise CliError(str(err)) from None
 
 
+def _check_report(path: Path | None) -> dict[str, Path]:
+    """Refuse a ``--report`` that cannot be drawn or written before the model runs: matplotlib
+    missing (an extra), a directory, a path under a file. Returns the files it writes."""
+    if path is None:
+        return {}
+    from puicl_model.report import figure_paths, require_matplotlib
+
+    try:
+        require_matplotlib()
+    except ImportError as err:
+        raise CliError(f"--report: {err}") from None
+    if str(path) in ("", ".") or path.is_dir():
+        raise CliError(f"--report {path} is a directory; give the path of an HTML file")
+    written = {"--report": path, **{f"--report's {name} figure": figure
+                                    for name, figure in figure_paths(path).items()}}
+    for option, where in written.items():
+        try:
+            check_output_path(where, "file", option)
+        except OutputPathError as err:
+            raise CliError(str(err)) from None
+    return written
+
+
 def _check_writable(option: str, output: str | Path) -> None:
     """Refuse an output whose folder refuses new files (read-only, no permission), before the
     model runs: the atomic write creates a temporary file there. Tried by creating and
@@ -283,7 +326,7 @@ def _check_paths(args: argparse.Namespace) -> None:
         raise CliError(f"--positives {args.positives} and --unlabeled {args.unlabeled} are one "
                        "file; give the labeled positives and the unlabeled rows in two files")
     outputs = {"--output": None if args.output == "-" else args.output,
-               "--prior-json": args.prior_json}
+               "--prior-json": args.prior_json, **_check_report(args.report)}
     inputs = {"--input": args.input, "--positives": args.positives,
               "--unlabeled": args.unlabeled, **_weights_read(args.weights)}
     try:
@@ -364,6 +407,10 @@ def _predict(args: argparse.Namespace) -> int:
     from puicl_model.table_io import BatchWriter
 
     _check_paths(args)
+    if args.model is not None:
+        return _predict_with_saved(args)
+    if args.save_model is not None:
+        _check_save_model(args.save_model)
     if args.scheduler is not None:  # a wrong address fails now, not after the fit
         from puicl_model.dask_scoring import check_scheduler
 
@@ -426,6 +473,67 @@ def _predict(args: argparse.Namespace) -> int:
             raise CliError(f"cannot write --prior-json {args.prior_json}: "
                            f"{err.strerror or err}") from None
         print(f"wrote π's report to {args.prior_json}", file=sys.stderr)
+    if args.save_model is not None:
+        classifier.save(args.save_model)
+        print(f"saved the fitted classifier to {args.save_model}", file=sys.stderr)
+    if args.report is not None:  # last: it reads the scores the lines above printed
+        try:
+            drawn = classifier.plot_report(args.report)
+        except OSError as err:
+            raise CliError(f"cannot write --report {args.report}: "
+                           f"{err.strerror or err}") from None
+        names = ", ".join(str(where) for where in drawn.figure_paths.values())
+        print(f"wrote the report to {args.report} (figures: {names})", file=sys.stderr)
+    return 0
+
+
+def _check_save_model(folder: Path) -> None:
+    """Refuse a ``--save-model`` folder that cannot take a saved classifier, before the model
+    runs: a file, or a folder holding other things."""
+    from puicl_model.saved_model import MANIFEST
+
+    if folder.exists() and not (folder / MANIFEST).is_file() and (
+            not folder.is_dir() or any(folder.iterdir())):
+        raise CliError(f"--save-model {folder} exists and is not a saved PUICL classifier; "
+                       "give a new folder")
+    try:
+        check_output_path(folder, "directory", "--save-model")
+    except OutputPathError as err:
+        raise CliError(str(err)) from None
+
+
+def _predict_with_saved(args: argparse.Namespace) -> int:
+    """``--model DIR``: every row of ``--input`` scored by the saved classifier, a batch at a
+    time (a row equal to a fitted pool row gets its fitted score, as in ``predict_proba``)."""
+    import numpy as np
+    import pandas as pd
+
+    from puicl_model.classifier import PUICLClassifier
+    from puicl_model.table_io import BatchWriter, read_batches, scan_table
+
+    if args.input is None or args.positives is not None or args.unlabeled is not None:
+        raise CliError("--model scores the rows of --input; give --input and neither "
+                       "--positives nor --unlabeled")
+    if args.label_column is not None or args.save_model is not None or args.report:
+        raise CliError("--model takes no --label-column, --save-model or --report: the "
+                       "classifier is fitted already")
+    classifier = PUICLClassifier.load(args.model, device=args.device)
+    scan = scan_table(args.input, None, args.batch_rows)
+    unknown = [name for name in args.drop_columns if name not in scan.columns]
+    if unknown:
+        raise CliError(f"--drop-columns: no such column(s) {unknown}")
+    writer = BatchWriter(args.output)
+    try:
+        with writer.open():
+            for batch in read_batches(scan, args.batch_rows):
+                features = batch.drop(columns=args.drop_columns)
+                proba, labels = classifier.predict_and_proba(features)
+                writer.write(pd.DataFrame({"row": np.asarray(batch.index, dtype=np.int64),
+                                           "p_positive": proba[:, 1], "label": labels}))
+    except OSError as err:  # atomic: nothing is left
+        raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
+    print(f"scored {writer.rows} rows with the classifier saved in {args.model}",
+          file=sys.stderr if args.output == "-" else sys.stdout)
     return 0
 
 

@@ -1,0 +1,146 @@
+"""``PUICLClassifier.save`` / ``load``: no pickle, the same bits back, damage refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from puicl_model import PUICLClassifier
+from puicl_model.saved_model import SavedModelError
+
+
+@pytest.fixture(autouse=True)
+def _one_openmp_thread():
+    """The portfolio's gradient boosting on one OpenMP thread: on a busy machine its threads
+    wait on each other for minutes on these small tables."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="openmp"):
+        yield
+
+
+def _frame(n_labeled: int, n_pool: int, seed: int = 5) -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    n = n_labeled + n_pool
+    frame = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    frame.loc[n_labeled + n_pool // 2:, ["a", "b"]] += 1.5  # half the pool negative
+    frame["colour"] = rng.choice(["red", "green", "blue"], size=n)
+    frame.loc[::7, "a"] = np.nan
+    return frame, np.r_[np.ones(n_labeled, dtype=int), np.zeros(n_pool, dtype=int)]
+
+
+@pytest.mark.parametrize("partner", ["auto", "none"])
+def test_a_round_trip_gives_the_same_bits(small_weights, tmp_path, partner) -> None:
+    X, s = _frame(40, 160)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", partner=partner,
+                          threshold="prior").fit(X, s)
+    pool, new = X[s == 0], _frame(5, 10, seed=9)[0]
+    before = clf.predict_proba(pool), clf.predict_proba(new), clf.predict(new)
+    report = clf.class_prior_report()
+    clf.save(tmp_path / "saved")
+    loaded = PUICLClassifier.load(tmp_path / "saved", device="cpu")
+    after = loaded.predict_proba(pool), loaded.predict_proba(new), loaded.predict(new)
+    for one, two in zip(before, after, strict=True):
+        assert one.tobytes() == two.tobytes()
+    assert loaded.class_prior_report() == report
+    assert (loaded.choice_ is None) == (partner == "none")
+    assert not list((tmp_path / "saved").rglob("*.pkl"))
+
+
+def test_a_flipped_byte_in_any_file_is_refused_in_one_line(small_weights, tmp_path) -> None:
+    X, s = _frame(40, 160)
+    saved = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s).save(
+        tmp_path / "saved")
+    files = sorted(path for path in saved.rglob("*") if path.is_file())
+    assert {path.relative_to(saved).as_posix() for path in files} >= {
+        "manifest.json", "state.json", "arrays.safetensors", "weights/model.safetensors"}
+    for path in files:
+        data = path.read_bytes()
+        for position in (len(data) // 2, len(data) - 2):
+            damaged = bytearray(data)
+            damaged[position] ^= 0x01
+            path.write_bytes(bytes(damaged))
+            with pytest.raises(SavedModelError) as caught:
+                PUICLClassifier.load(saved, device="cpu")
+            message = str(caught.value)
+            assert "\n" not in message and str(path) in message, message
+        path.write_bytes(data[: len(data) // 2])  # truncated
+        with pytest.raises(SavedModelError, match=path.name):
+            PUICLClassifier.load(saved, device="cpu")
+        path.write_bytes(data)
+    PUICLClassifier.load(saved, device="cpu")  # intact again
+
+
+@pytest.mark.parametrize("blend", ["boosted", "model+boosted"])
+def test_a_blend_that_weighs_the_boosted_learner_gives_the_same_bits(small_weights, tmp_path,
+                                                                     blend) -> None:
+    import dataclasses
+
+    from puicl_model.portfolio import CANDIDATES, Blend, log_odds
+
+    X, s = _frame(40, 160)
+    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s).prepare()
+    portfolio = clf.portfolio_
+    # as where the evidence chose it: the blend of ``blend`` on the pool's scores
+    portfolio.choice = dataclasses.replace(portfolio.choice, name=blend,
+                                           weights=dict(CANDIDATES[blend]))
+    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)), False)),
+            **portfolio.pool_scores}
+    portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf._pool_proba)
+    new = _frame(5, 10, seed=9)[0]
+    before = clf.predict_proba(new)
+    loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
+    assert type(loaded.portfolio_.learners["boosted"].models_[0]).__name__ == "BoostedTrees"
+    assert loaded.predict_proba(new).tobytes() == before.tobytes()
+
+
+def test_save_replaces_an_earlier_save_and_refuses_other_folders(small_weights, tmp_path) -> None:
+    X, s = _frame(30, 120)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s)
+    clf.save(tmp_path / "saved")
+    clf.save(tmp_path / "saved")  # over the first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["saved"]  # no temporary left
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(SavedModelError, match="is not a saved PUICL classifier"):
+        clf.save(tmp_path / "other")
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_predict_saves_the_model_and_scores_with_it(small_weights, tmp_path, capsys) -> None:
+    from puicl_model.cli import main
+
+    X, s = _frame(30, 120)
+    X.assign(s=s).to_csv(tmp_path / "table.csv", index=False)
+    saved = tmp_path / "model"
+    assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                 "--weights", str(small_weights), "-o", str(tmp_path / "fitted.csv"),
+                 "--save-model", str(saved), "--no-progress"]) == 0
+    assert f"saved the fitted classifier to {saved}" in capsys.readouterr().err
+    # the same table, its label column dropped: the pool rows get their fitted scores back
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "table.csv"),
+                 "--drop-columns", "s", "-o", str(tmp_path / "again.csv")]) == 0
+    fitted, again = (pd.read_csv(tmp_path / name) for name in ("fitted.csv", "again.csv"))
+    pool = again.set_index("row").loc[fitted["row"]]
+    assert (pool["p_positive"].to_numpy() == fitted["p_positive"].to_numpy()).all()
+    new = _frame(4, 6, seed=11)[0]
+    new.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "new.csv"),
+                 "-o", str(tmp_path / "new_scores.csv")]) == 0
+    expected = PUICLClassifier.load(saved, device="cpu").predict_proba(
+        pd.read_csv(tmp_path / "new.csv"))[:, 1]
+    assert (pd.read_csv(tmp_path / "new_scores.csv")["p_positive"].to_numpy() == expected).all()
+    capsys.readouterr()
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "new.csv"),
+                 "--label-column", "s"]) == 2
+    assert "--model takes no --label-column" in capsys.readouterr().err
+
+
+def test_a_generator_seed_is_saved_as_the_fits_root_seed(small_weights, tmp_path) -> None:
+    X, s = _frame(30, 120)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+                          random_state=np.random.default_rng(3)).fit(X, s)
+    loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
+    assert loaded.random_state == clf._entropy
+    assert loaded.predict_proba(X).tobytes() == clf.predict_proba(X).tobytes()
