@@ -239,7 +239,8 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             if n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
                 held = held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
                 ensemble = hold_out(ensemble, held)
-            portfolio = Portfolio.build(X, labeled, held, entropy, self.keep_columns)
+            portfolio = Portfolio.build(X, labeled, held, entropy, self.keep_columns,
+                                        self.n_threads)
 
         self.device_ = device
         self.model_ = model

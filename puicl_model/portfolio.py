@@ -124,7 +124,15 @@ class CrossFittedLearner:
     kind: str  # LOGISTIC or BOOSTED
     entropy: int
     folds: int = LEARNER_FOLDS
+    # OpenMP threads of the boosting (None: the library's default, every core). On a busy
+    # machine a team of spinning threads per core made a fit tens of times slower
+    n_threads: int | None = None
     models_: list[Any] = field(default_factory=list)
+
+    def _threads(self) -> Any:
+        from threadpoolctl import threadpool_limits
+
+        return threadpool_limits(limits=self.n_threads)
 
     def _estimator(self, seed: int) -> Any:
         if self.kind == LOGISTIC:
@@ -147,15 +155,17 @@ class CrossFittedLearner:
         split = StratifiedKFold(n_splits=self.folds, shuffle=True, random_state=seed)
         scores = np.empty(len(x))
         self.models_ = []
-        for train, held in split.split(x, target):
-            model = self._estimator(seed).fit(x[train], target[train])
-            scores[held] = model.decision_function(x[held])
-            self.models_.append(model)
+        with self._threads():
+            for train, held in split.split(x, target):
+                model = self._estimator(seed).fit(x[train], target[train])
+                scores[held] = model.decision_function(x[held])
+                self.models_.append(model)
         return scores[: len(x_labeled)], scores[len(x_labeled):]
 
     def decision(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
-        return np.mean([model.decision_function(x) for model in self.models_], axis=0)
+        with self._threads():
+            return np.mean([model.decision_function(x) for model in self.models_], axis=0)
 
 
 # ----------------------------------------------------------------------------- evidence
@@ -325,6 +335,7 @@ class Portfolio:
     x_pool: np.ndarray
     n_held: int  # held-out positives: the last rows of x_labeled (0: folds are the evidence)
     fallback: str = FALLBACK
+    n_threads: int | None = None  # the learners' threads (the classifier's n_threads at fit)
     z: float = EVIDENCE_Z
     learners: dict[str, CrossFittedLearner] = field(default_factory=dict)
     labeled_scores: dict[str, np.ndarray] = field(default_factory=dict)
@@ -337,7 +348,7 @@ class Portfolio:
 
     @classmethod
     def build(cls, X: Any, labeled: np.ndarray, held: np.ndarray | None, entropy: int,
-              keep_columns: Any = None) -> Portfolio:
+              keep_columns: Any = None, n_threads: int | None = None) -> Portfolio:
         """The learners' encoding of the table ``X`` (``labeled``: its labeled rows; ``held``:
         the labeled rows held out of the passes, which go last, as in the passes' pool;
         ``keep_columns``: the identifiers the classifier keeps as features)."""
@@ -352,13 +363,13 @@ class Portfolio:
             x_labeled = np.concatenate([x_labeled[~held], x_labeled[held]])
         n_held = 0 if held is None else int(held.sum())
         return cls(entropy, encoder, x_labeled, table[~labeled], n_held,
-                   fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK)
+                   fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads)
 
     def _fit_learners(self) -> None:
         if self.learners:
             return
         for kind in (LOGISTIC, BOOSTED):
-            learner = CrossFittedLearner(kind, self.entropy)
+            learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
             self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(self.x_labeled,
                                                                             self.x_pool)
             self.learners[kind] = learner
