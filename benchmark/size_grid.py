@@ -305,6 +305,11 @@ def plot_per_task(frame: pd.DataFrame, methods: Sequence[str], path: Path) -> No
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel(f"AUC: {methods[0]} − best baseline")
+    from matplotlib.patches import Patch
+
+    axes[0][0].legend(handles=[Patch(color="tab:red", label=f"> {BEHIND_BY} behind"),
+                               Patch(color="grey", alpha=0.3, label=f"within ±{BEHIND_BY}")],
+                      fontsize=7, loc="upper left")
     fig.tight_layout()
     _save(fig, path)
 
