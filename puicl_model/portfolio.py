@@ -115,6 +115,15 @@ def log_odds(proba: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
+def _row_decision(model: Any, x: np.ndarray) -> np.ndarray:
+    """A fitted learner's log-odds of each row of ``x``, the same bits whatever other rows are
+    scored with it: a linear model's products summed row by row (a matrix product's blocking,
+    and so its last bits, follows the number of rows); the trees score each row on its own."""
+    if hasattr(model, "coef_"):
+        return (x * model.coef_[0]).sum(axis=1) + model.intercept_[0]
+    return model.decision_function(x)
+
+
 @dataclass
 class CrossFittedLearner:
     """A classifier of labeled (1) against unlabeled (0) rows, cross-fitted over every row:
@@ -158,14 +167,14 @@ class CrossFittedLearner:
         with self._threads():
             for train, held in split.split(x, target):
                 model = self._estimator(seed).fit(x[train], target[train])
-                scores[held] = model.decision_function(x[held])
+                scores[held] = _row_decision(model, x[held])
                 self.models_.append(model)
         return scores[: len(x_labeled)], scores[len(x_labeled):]
 
     def decision(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         with self._threads():
-            return np.mean([model.decision_function(x) for model in self.models_], axis=0)
+            return np.mean([_row_decision(model, x) for model in self.models_], axis=0)
 
 
 # ----------------------------------------------------------------------------- evidence

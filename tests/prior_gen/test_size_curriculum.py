@@ -63,7 +63,7 @@ def test_the_fixed_form_keeps_the_hash_and_the_growing_form_changes_it() -> None
 @pytest.mark.parametrize(
     "n_labeled, message",
     [
-        ({"start": [0, 20], "end": [100, 300]}, ">= 1"),
+        ({"start": [0, 20], "end": [100, 300]}, "1..10,000"),
         ({"start": [30, 20], "end": [100, 300]}, "above upper bound"),
         ({"start": [10, 20]}, "missing required key"),
         ([50, 10], "above upper bound"),

@@ -335,7 +335,10 @@ def _provenance(suite_dir: Path, chunk_size: int) -> None:
     """What puicl-bench records of the settings a yardstick's results were computed with."""
     for pi in ("0.2", "0.8"):
         (suite_dir / f"pi_{pi}").mkdir(parents=True, exist_ok=True)
-        settings = {"weights_sha256": "ab" * 32, "_version": 6, "chunk_size": chunk_size,
+        from benchmark.methods.puicl import PUICL
+
+        settings = {"weights_sha256": "ab" * 32, "_version": PUICL.version,
+                    "chunk_size": chunk_size,
                     "max_labeled": 300, "n_estimators": 1, "partner": "auto",
                     "pool_sample": 20_000, "single_pass_limit": 1024, "threshold": 0.5}
         (suite_dir / f"pi_{pi}" / "provenance.json").write_text(
