@@ -90,3 +90,13 @@ def table_csv(rng, tmp_path) -> Path:
     data.to_csv(path, index=False)
     return path
 
+
+
+@pytest.fixture
+def one_openmp_thread():
+    """The portfolio's gradient boosting on one OpenMP thread: on a busy machine its threads
+    wait on each other for minutes on small tables."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="openmp"):
+        yield

@@ -18,14 +18,7 @@ from puicl_model.report import FIGURES, figure_paths
 pytest.importorskip("matplotlib")
 
 
-@pytest.fixture(autouse=True)
-def _one_openmp_thread():
-    """The portfolio's gradient boosting on one OpenMP thread: on a busy machine its threads
-    wait on each other for minutes on these small tables."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1, user_api="openmp"):
-        yield
+pytestmark = pytest.mark.usefixtures("one_openmp_thread")
 
 
 def _table(n_labeled: int, n_pool: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:

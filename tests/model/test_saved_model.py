@@ -9,15 +9,7 @@ import pytest
 from puicl_model import PUICLClassifier
 from puicl_model.saved_model import SavedModelError
 
-
-@pytest.fixture(autouse=True)
-def _one_openmp_thread():
-    """The portfolio's gradient boosting on one OpenMP thread: on a busy machine its threads
-    wait on each other for minutes on these small tables."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1, user_api="openmp"):
-        yield
+pytestmark = pytest.mark.usefixtures("one_openmp_thread")
 
 
 def _frame(n_labeled: int, n_pool: int, seed: int = 5) -> tuple[pd.DataFrame, np.ndarray]:
