@@ -15,13 +15,13 @@ from puicl_common import __version__  # from the installed package's metadata
 
 # public name -> submodule that defines it
 _LAZY = {
-    "PUICLClassifier": "puicl_model.classifier",
-    "PUICLModel": "puicl_model.model",
-    "ModelConfig": "puicl_model.config",
-    "TaskBatch": "puicl_model.batch",
-    "collate_tasks": "puicl_model.batch",
-    "save_weights": "puicl_model.weights",
-    "load_weights": "puicl_model.weights",
+    "PUICLClassifier": "puicl_model.estimator.classifier",
+    "PUICLModel": "puicl_model.net.model",
+    "ModelConfig": "puicl_model.net.config",
+    "TaskBatch": "puicl_model.net.batch",
+    "collate_tasks": "puicl_model.net.batch",
+    "save_weights": "puicl_model.net.weights",
+    "load_weights": "puicl_model.net.weights",
 }
 
 __all__ = ["__version__", *_LAZY]

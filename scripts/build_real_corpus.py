@@ -60,7 +60,7 @@ from benchmark.datasets import DATASET_SLUGS, DataError, load_dataset
 from benchmark.devsuite import devsuite_slugs, load_devsuite_table
 from prior_gen.mechanisms.real_tables import write_corpus
 from puicl_common.atomic import atomic_write_text
-from puicl_model.preprocessing import TablePreprocessor
+from puicl_model.estimator.preprocessing import TablePreprocessor
 
 REPO = Path(__file__).resolve().parents[1]
 

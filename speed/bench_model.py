@@ -9,7 +9,7 @@ Sections (all by default; ``--sections a,b`` picks some):
                  reshapes and transposes, as the public reference implementation does), same
                  weights, same task, timed alternately in one process: a ratio.
 * ``pruning``    the packed backend's last block computing the label column only
-                 (``DualAxisBlock.label_cells``, ``puicl_model.backends.pruned_last_block``)
+                 (``DualAxisBlock.label_cells``, ``puicl_model.net.backends.pruned_last_block``)
                  vs. every cell, alternately:
                  forward and forward + backward, as ratios.
 * ``classifier`` fit + predict_proba + predict + estimate_class_prior through
@@ -22,8 +22,8 @@ Sections (all by default; ``--sections a,b`` picks some):
                  ratio for 24 equal tasks of P labeled + 1.25 P unlabeled rows, 10 features,
                  for each P of ``--sweep`` (where batching pays on this machine).
 * ``attention``  the attentions of training, one thread: the compiled kernels
-                 (``puicl_model.backends.cpu_kernel``) vs. PyTorch's kernel, alternately, forward
-                 and forward + backward; across rows on [columns, 8 heads, rows, 16] blocks,
+                 (``puicl_model.net.backends.cpu_kernel``) vs. PyTorch's kernel, alternately,
+                 forward and forward + backward; across rows on [columns, 8 heads, rows, 16] blocks,
                  across features on [rows, 8 heads, columns, 16] blocks; then forward +
                  backward of a 700-row, 15-feature training task through the whole model
                  (backends ``cpu_kernel`` vs. ``packed``).
@@ -60,13 +60,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from puicl_model.backends import cpu_kernel
-from puicl_model.backends.packed import PackedCells, attend_sdpa_features, attend_sdpa_rows
-from puicl_model.backends.packed_inference import inference_logits
-from puicl_model.batch import collate_tasks
-from puicl_model.config import ModelConfig
-from puicl_model.model import PUICLModel
-from puicl_model.weights import save_weights
+from puicl_model.net.backends import cpu_kernel
+from puicl_model.net.backends.packed import PackedCells, attend_sdpa_features, attend_sdpa_rows
+from puicl_model.net.backends.packed_inference import inference_logits
+from puicl_model.net.batch import collate_tasks
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.model import PUICLModel
+from puicl_model.net.weights import save_weights
 
 CLASSIFIER_CASES = [(100, 200, 8), (200, 800, 20), (300, 20_000, 60)]
 

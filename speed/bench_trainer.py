@@ -193,9 +193,9 @@ class Stepper:
         import torch
         from torch.nn.parallel import DistributedDataParallel
 
-        from puicl_model.backends import resolve_backend
-        from puicl_model.config import ModelConfig
-        from puicl_model.model import PUICLModel
+        from puicl_model.net.backends import resolve_backend
+        from puicl_model.net.config import ModelConfig
+        from puicl_model.net.model import PUICLModel
         from trainer.dist_env import init_distributed
         from trainer.ema import WeightEMA
 

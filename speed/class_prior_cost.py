@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from puicl_model import PUICLClassifier
-from puicl_model.prior_report import DEFAULT_BOOTSTRAP
+from puicl_model.estimator.prior_report import DEFAULT_BOOTSTRAP
 
 
 def table(n_labeled: int = 200, n_pool: int = 800, n_features: int = 20,

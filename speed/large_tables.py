@@ -69,7 +69,7 @@ def cli_run(positives: Path, pool: Path, output: Path, extra: list[str]) -> dict
             str(output), "--no-progress", *extra]
     return measured(f"""
 import time, contextlib, io
-from puicl_model.cli import main
+from puicl_model.files.cli import main
 started = time.perf_counter()
 with contextlib.redirect_stdout(io.StringIO()):
     assert main({args!r}) == 0
@@ -112,7 +112,7 @@ def query_path_check(rows: int, columns: int, repeats: int = 3) -> list[str]:
     the query path (``predict_proba``) against scoring them inside forward passes with their
     context (``PassScorer`` with new rows, the path before), in turns; medians."""
     from puicl_model import PUICLClassifier
-    from puicl_model.inference import ViewRows
+    from puicl_model.passes.inference import ViewRows
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(5_500, columns))

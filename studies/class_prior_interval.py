@@ -5,8 +5,8 @@ For each task of ``puicl-bench --suite dev`` (tables, repetitions, seeds and π 
 benchmark adapter does, keeps the scores the report reads (the pool's P(y=1) and the K = 2
 cross-fitted folds, ``--scores-out``: one ``.npz`` per task, in the format of
 ``studies/puicl_prior.py``), and rebuilds the report from them with the classifier's own
-seed (``puicl_model.prior_report.prior_report``; ``--from-scores`` skips the model). Printed per
-target π, against the realized π (``task.pi``):
+seed (``puicl_model.estimator.prior_report.prior_report``; ``--from-scores`` skips the model).
+Printed per target π, against the realized π (``task.pi``):
 
 * ``partner``: the share of tasks with positives held out of the passes (600 labeled positives or
   more: its held-out positives are the one fold), ``held_out``: the mean held-out positives;
@@ -42,8 +42,8 @@ from benchmark.methods.puicl import as_table
 from benchmark.metrics import accuracy, f1_positive
 from benchmark.protocol import MAX_POSITIVES, make_task, method_seed
 from benchmark.suites import get_suite
-from puicl_model.prior import DEFAULT_FOLDS, prior_cut
-from puicl_model.prior_report import prior_report
+from puicl_model.estimator.prior import DEFAULT_FOLDS, prior_cut
+from puicl_model.estimator.prior_report import prior_report
 
 FOLDS_KEY = f"K{DEFAULT_FOLDS}"
 

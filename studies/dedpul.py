@@ -3,9 +3,9 @@ Learning", NeurIPS 2020), one of the class-prior estimators the class-prior stud
 (:mod:`studies.puicl_prior`) compares with the classifier's rule; the classifier does not use it
 (docs/classifier.md measures it).
 
-It reads the same cross-fitted scores as :mod:`puicl_model.prior`'s estimators: the densities
-of the held-out positives' and the pool's scores, their ratio r = f_P / f_U at the pool's rows
-made monotone, and α (the pool's positive share) from the posteriors α·r. Like BBE it
+It reads the same cross-fitted scores as :mod:`puicl_model.estimator.prior`'s estimators: the
+densities of the held-out positives' and the pool's scores, their ratio r = f_P / f_U at the pool's
+rows made monotone, and α (the pool's positive share) from the posteriors α·r. Like BBE it
 estimates α from the region where positives alone score, so where the classes' scores overlap
 everywhere π̂ = 1 − α̂ falls short of π.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from puicl_model.prior import Folds
+from puicl_model.estimator.prior import Folds
 
 __all__ = ["DEDPUL_TOLERANCE", "dedpul_alpha", "dedpul_estimate", "density_ratio"]
 

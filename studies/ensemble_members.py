@@ -32,7 +32,7 @@ from benchmark.methods.puicl import as_table
 from benchmark.metrics import auc_mann_whitney
 from benchmark.protocol import TARGET_PI, make_task, method_seed
 from puicl_model import PUICLClassifier
-from puicl_model.ensemble import MEMBERS, Member
+from puicl_model.estimator.ensemble import MEMBERS, Member
 
 # Members tried here before any joins ensemble.MEMBERS: cheaper variants of the power-ordinal
 # view, which sees half of the features (about half the cost of a pass; the bar is a

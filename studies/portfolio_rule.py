@@ -30,7 +30,14 @@ from benchmark.devsuite import devsuite_slugs, load_devsuite_table
 from benchmark.methods.puicl import as_table
 from benchmark.protocol import EVERY_ROW, make_task, method_seed
 from benchmark.size_grid import parse_cell
-from puicl_model.portfolio import CANDIDATES, MEMBERS, MODEL, Blend, Evidence, held_out_aucs
+from puicl_model.estimator.portfolio import (
+    CANDIDATES,
+    MEMBERS,
+    MODEL,
+    Blend,
+    Evidence,
+    held_out_aucs,
+)
 
 FALLBACKS = tuple(CANDIDATES)
 ZS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, np.inf)
@@ -42,11 +49,11 @@ def cell_name(size: int, pi: float, frequency: float | None) -> str:
 
 
 def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path) -> str:
-    import puicl_model.portfolio
+    import puicl_model.estimator.portfolio
     from puicl_model import PUICLClassifier
 
     # the rule is replayed against the whole pool: every member scores every pool row
-    puicl_model.portfolio.JUDGED_POOL_ROWS = 2**62
+    puicl_model.estimator.portfolio.JUDGED_POOL_ROWS = 2**62
 
     size, pi, frequency = cell
     path = out / cell_name(*cell) / f"{slug}.npz"

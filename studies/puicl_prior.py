@@ -3,14 +3,14 @@
 The π̂ tables of docs/classifier.md come from this script. For each task it fits
 ``PUICLClassifier`` as the benchmark adapter does, keeps the model's scores that the estimators
 read — the pool's P(y=1) and, for each fold count K of ``--folds``, the cross-fitted scores of
-:mod:`puicl_model.prior` (per fold: the held-out positives' and the pool's P(y=1) from the
+:mod:`puicl_model.estimator.prior` (per fold: the held-out positives' and the pool's P(y=1) from the
 same passes) — and computes every estimate of π, the pool's negative share, from them, next to
 the realized π (``task.pi``) and the task's AUC. With ``--legacy`` (on by default) it also keeps
 the scores of the rule before cross-fitting: two halves of the labeled positives, each scored
 as new rows next to the other half, and the pool scored next to that half.
 
-Estimates (:mod:`puicl_model.prior`, :mod:`studies.dedpul`; each rule but ``mean`` is computed
-per K, as ``rule/K``):
+Estimates (:mod:`puicl_model.estimator.prior`, :mod:`studies.dedpul`; each rule but ``mean`` is
+computed per K, as ``rule/K``):
 
 * ``mean``: the mean of P(y=0) over the pool;
 * ``best_bin``: Best Bin Estimation (Garg et al., NeurIPS 2021), averaged over the folds;
@@ -38,8 +38,8 @@ The benchmark's 20 datasets are never scored here: every choice is made on the s
 Printed: the mean |π̂ − π| of each estimate per target π (``oracle(mean|best_bin)``: the better
 of the two per task, chosen knowing π), the mean π̂ itself, and the pool's accuracy and F1
 (positive class) at the two decision thresholds, P(y=1) > 0.5 and ``threshold="prior"`` (the
-π̂ share of the pool with the lowest P(y=1) negative, ``puicl_model.prior.prior_cut``, with the
-classifier's π̂). ``--out`` keeps every task's estimates, ``--from`` reads them back;
+π̂ share of the pool with the lowest P(y=1) negative, ``puicl_model.estimator.prior.prior_cut``,
+with the classifier's π̂). ``--out`` keeps every task's estimates, ``--from`` reads them back;
 ``--scores-out`` keeps every task's scores (one ``.npz`` per task) and ``--from-scores``
 recomputes every estimate from them, so a new rule is compared without scoring again.
 ``--calibrate-on`` fits linear maps of the estimates to π on another ``--out`` file (least
@@ -64,8 +64,7 @@ from benchmark.methods.puicl import as_table
 from benchmark.metrics import accuracy, f1_positive
 from benchmark.protocol import make_task, method_seed
 from benchmark.suites import get_suite
-from puicl_model.inference import ViewRows
-from puicl_model.prior import (
+from puicl_model.estimator.prior import (
     DEFAULT_FOLDS,
     Folds,
     best_bin_alpha,
@@ -74,6 +73,7 @@ from puicl_model.prior import (
     mean_estimate,
     prior_cut,
 )
+from puicl_model.passes.inference import ViewRows
 from studies.dedpul import dedpul_estimate
 
 MIN_HELD_OUT_MEAN = 0.55  # below it the held-out positives' mean says too little to invert

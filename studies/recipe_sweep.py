@@ -69,7 +69,7 @@ from prior_gen.shards import open_shards
 from puicl_common.atomic import atomic_write_json, atomic_write_text
 from puicl_common.configio import load_yaml
 from puicl_common.output_paths import save_figure
-from puicl_model.backends.packed_inference import inference_logits
+from puicl_model.net.backends.packed_inference import inference_logits
 from trainer.batching import collate_with_targets, plan_micro_batches
 from trainer.evaluation import score_task
 from trainer.export import exported_model
@@ -461,7 +461,7 @@ def dev_curve(plan: dict[str, Any], name: str, out: Path) -> list[dict[str, Any]
 
 def score_reference(name: str, weights: Path, out: Path, threads: int) -> dict[str, Any]:
     """Both yardsticks for weights trained elsewhere (e.g. the bundled v0 checkpoint)."""
-    from puicl_model.weights import load_weights
+    from puicl_model.net.weights import load_weights
 
     where = out / name
     where.mkdir(parents=True, exist_ok=True)

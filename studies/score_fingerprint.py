@@ -76,7 +76,7 @@ def cli_hashes(workdir: Path) -> dict[str, str]:
     X, s = _table(CLI_TABLE, ROWS, 1 / 3)
     table = workdir / "table.parquet"
     X.assign(labeled=s).to_parquet(table)
-    command = [sys.executable, "-m", "puicl_model.cli", "predict", "--input", str(table),
+    command = [sys.executable, "-m", "puicl_model.files.cli", "predict", "--input", str(table),
                "--label-column", "labeled", "--batch-rows", "700", "--no-progress"]
     hashes = {}
     for name, extra in (("batched", []), ("dask", ["--scheduler", "local:2"])):

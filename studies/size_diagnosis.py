@@ -6,8 +6,9 @@ For each table with at least ``--min-rows`` rows, the task with every row at tar
 
 1. **A bounded view.** Sub-tasks of L labeled rows and U pool rows drawn from that task (three
    draws each): the model alone against the logistic regression of labeled against unlabeled
-   rows on the same encoding (the portfolio's logistic learner, :mod:`puicl_model.portfolio`),
-   at 200 × 800 (the trained range), 300 × 1,000 (one pass of a chunked pool) and
+   rows on the same encoding (the portfolio's logistic learner,
+   :mod:`puicl_model.estimator.portfolio`), at 200 × 800 (the trained range), 300 × 1,000 (one pass
+   of a chunked pool) and
    1,000 × 4,000 (chunked into such passes). AUC on the sub-task's pool.
 2. **Whether pool rows inform each other within a pass.** At 300 × 1,000, the pool scored in
    one transductive pass (every pool row attends to every other) against the same rows scored
@@ -37,7 +38,7 @@ DRAWS = 3
 def _logistic_auc(x: np.ndarray, n_labeled: int, y_pool: np.ndarray, seed: int) -> float:
     from sklearn.metrics import roc_auc_score
 
-    from puicl_model.portfolio import LOGISTIC, CrossFittedLearner
+    from puicl_model.estimator.portfolio import LOGISTIC, CrossFittedLearner
 
     _, pool_scores = CrossFittedLearner(LOGISTIC, seed).fit(x[:n_labeled], x[n_labeled:])
     return float(roc_auc_score(y_pool, pool_scores))

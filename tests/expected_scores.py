@@ -13,7 +13,7 @@ def in_memory_scores_csv(path: Path, weights: Path) -> bytes:
     the CSV read in one piece, written as the command writes its output."""
     import pandas as pd
 
-    from puicl_model.classifier import PUICLClassifier
+    from puicl_model.estimator.classifier import PUICLClassifier
 
     whole = pd.read_csv(path)
     features, s = whole.drop(columns="s"), whole["s"].to_numpy()

@@ -6,7 +6,7 @@ the compute). Recomputation repeats the same operations, so gradients are bit-id
 and without it (tested). The model's code and its state-dict keys are unchanged.
 
 The packed backend computes the last block only at the label cells
-(:mod:`puicl_model.backends.pruned_last_block`), calling its sub-modules directly; that block is
+(:mod:`puicl_model.net.backends.pruned_last_block`), calling its sub-modules directly; that block is
 left uncheckpointed: it stores the key/value projection of all cells and the label column's
 activations only.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from puicl_common.configio import ConfigError
-from puicl_model.backends import BACKENDS, resolve_backend
+from puicl_model.net.backends import BACKENDS, resolve_backend
 from trainer.config import RunConfig
 from trainer.dist_env import DistEnv, all_reduce_sum
 

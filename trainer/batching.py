@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from puicl_model.batch import TaskBatch, collate_tasks
+from puicl_model.net.batch import TaskBatch, collate_tasks
 from trainer.loss import LossIndex, loss_index
 
 

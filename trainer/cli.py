@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             used = export_run(args.run, args.out, args.step)
             print(f"wrote {used} to {args.out}")
         elif args.command == "interpolate":
-            from puicl_model.weights import save_weights
+            from puicl_model.net.weights import save_weights
             from trainer.interpolation import interpolate_weights
 
             model = interpolate_weights(args.first, args.second, args.weight)

@@ -1,7 +1,7 @@
 """The run configuration: one YAML file -> ``RunConfig`` (all sections, strictly validated).
 
 ``seed``, ``prior``, ``curriculum`` and ``shards`` are the prior generator's sections
-(``prior_gen.config``), ``model`` is ``puicl_model.config.ModelConfig``; ``training`` and
+(``prior_gen.config``), ``model`` is ``puicl_model.net.config.ModelConfig``; ``training`` and
 ``validation`` are defined here. Every section goes through ``puicl_common.configio``, so an
 unknown key, a wrong type or an out-of-range value is a ``ConfigError`` naming the dotted key.
 Defaults are the paper's (§5); ``configs/paper.yaml`` spells them out anyway.
@@ -33,7 +33,7 @@ from puicl_common.configio import (
     to_dict,
 )
 from puicl_common.runtime import PRECISION_ALIASES
-from puicl_model.config import ModelConfig
+from puicl_model.net.config import ModelConfig
 
 SamplerName = Literal["sequential", "shuffled", "uniform", "final_stage"]
 StageName = int | Literal["tail"]
@@ -127,7 +127,7 @@ class TrainingConfig:
     group_by_rows: bool = True  # order a rank's tasks by row count before cutting
     # recompute each block in the backward pass instead of storing its activations
     activation_checkpointing: bool = False
-    # the attention backend (puicl_model.backends): auto | packed | cpu_kernel | bucketed.
+    # the attention backend (puicl_model.net.backends): auto | packed | cpu_kernel | bucketed.
     # "auto" is resolved once when a run starts (bucketed on a GPU; on CPU cpu_kernel only where
     # it was measured faster on this CPU, else packed) and the result is recorded in every
     # checkpoint: a resumed run keeps its backend, since backends differ in float rounding.
@@ -327,7 +327,7 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
 
 def init_weights_digest(path: str | Path) -> str:
     """The tensor checksum of the weights at ``path`` (``training.init_weights``)."""
-    from puicl_model.weights import WeightsError, stored_checksum
+    from puicl_model.net.weights import WeightsError, stored_checksum
 
     try:
         return stored_checksum(path)

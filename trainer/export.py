@@ -2,7 +2,7 @@
 
 The EMA weights (paper §5: what is validated) of the run's newest checkpoint, or of ``--step
 N``, are loaded into a ``PUICLModel`` built from the model config stored in the checkpoint and
-written with ``puicl_model.weights.save_weights``, so that ``PUICLClassifier(weights=DIR)``
+written with ``puicl_model.net.weights.save_weights``, so that ``PUICLClassifier(weights=DIR)``
 loads them.
 
 Unlike auto-resume, export never falls back to an older checkpoint on its own: weights from
@@ -19,7 +19,7 @@ import torch
 
 from puicl_common.configio import ConfigError, from_mapping
 from puicl_common.output_paths import write_failed
-from puicl_model.config import ModelConfig
+from puicl_model.net.config import ModelConfig
 from trainer.checkpoint import CheckpointError, CheckpointStore, checkpoint_name
 
 
@@ -77,8 +77,8 @@ def ema_model_from_checkpoint(payload: dict[str, Any], source: str | Path = "the
     on the meta device) against the EMA tensors the checkpoint holds, so a config that claims
     a larger model than the checkpoint carries allocates nothing. ``source`` names the file in
     the errors."""
-    from puicl_model.model import PUICLModel
-    from puicl_model.weights import check_config_against_tensors
+    from puicl_model.net.model import PUICLModel
+    from puicl_model.net.weights import check_config_against_tensors
 
     model_section = _stored_config(payload, source).get("model")
     ema = payload.get("ema")
@@ -143,7 +143,7 @@ def exported_model(run_dir: str | Path, step: int | None = None) -> tuple[Any, s
 
 def export_run(run_dir: str | Path, out: str | Path, step: int | None = None) -> str:
     """Write a run's exported weights to ``out``; returns which weights (for the user)."""
-    from puicl_model.weights import save_weights
+    from puicl_model.net.weights import save_weights
 
     model, description = exported_model(run_dir, step)
     try:

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from puicl_model.model import PUICLModel
+    from puicl_model.net.model import PUICLModel
 
 
 def interpolate_weights(first: str | Path, second: str | Path, weight: float) -> PUICLModel:
     """A ``PUICLModel`` holding (1 − weight)·first + weight·second (exported weights)."""
-    from puicl_model.weights import load_weights
+    from puicl_model.net.weights import load_weights
 
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"--weight must lie in [0, 1] (0 gives the first model), got {weight}")

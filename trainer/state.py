@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from puicl_common.configio import ConfigError
-from puicl_model.model import PUICLModel
-from puicl_model.weights import WeightsError, load_weights
+from puicl_model.net.model import PUICLModel
+from puicl_model.net.weights import WeightsError, load_weights
 from trainer.activation_checkpointing import apply_activation_checkpointing
 from trainer.config import RunConfig
 from trainer.ema import WeightEMA

@@ -13,7 +13,7 @@ import torch
 
 from prior_gen.shards import ShardReader
 from puicl_common.runtime import autocast_for
-from puicl_model.backends.packed_inference import inference_logits
+from puicl_model.net.backends.packed_inference import inference_logits
 from trainer.batching import collate_with_targets, plan_micro_batches
 from trainer.config import ValidationConfig
 from trainer.dist_env import DistEnv, all_reduce_sum

@@ -23,14 +23,14 @@ import pandas as pd
 
 from benchmark.methods.common import MethodOutput, check_inputs
 from puicl_common.configio import require
-from puicl_model.input_checks import THRESHOLD_RULE, is_valid_threshold
-from puicl_model.settings import InferenceSettings
+from puicl_model.estimator.input_checks import THRESHOLD_RULE, is_valid_threshold
+from puicl_model.passes.settings import InferenceSettings
 
 
 def default_weights() -> Path | None:
     """The checkpoint bundled with puicl_model, or None while none ships (then --weights is
     required). This is the one place to change if the benchmark should default elsewhere."""
-    from puicl_model.weights import bundled_weights_path
+    from puicl_model.net.weights import bundled_weights_path
 
     return bundled_weights_path()
 

@@ -104,6 +104,6 @@ def test_puicl_without_weights_says_to_pass_weights(monkeypatch):
 
 
 def test_puicl_uses_the_bundled_checkpoint_by_default():
-    from puicl_model.weights import bundled_weights_path
+    from puicl_model.net.weights import bundled_weights_path
 
     assert make_method("puicl").weights == bundled_weights_path()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("puicl_model.classifier")
+pytest.importorskip("puicl_model.estimator.classifier")
 
 from benchmark.methods import make_method
 from benchmark.runner import evaluate_replicate
@@ -16,7 +16,7 @@ def random_weights(tmp_path_factory):
     import torch
 
     from puicl_model import ModelConfig, PUICLModel
-    from puicl_model.weights import save_weights
+    from puicl_model.net.weights import save_weights
 
     torch.manual_seed(0)
     model = PUICLModel(ModelConfig(embed_dim=16, num_layers=1, num_heads=2, ff_dim=32))

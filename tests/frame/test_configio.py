@@ -18,7 +18,7 @@ from puicl_common.configio import (
     require,
     to_dict,
 )
-from puicl_model.config import ModelConfig
+from puicl_model.net.config import ModelConfig
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -83,3 +83,69 @@ def test_no_part_imports_a_part_downstream_of_it() -> None:
         if parts - ALLOWED[package]
     }
     assert offenders == {}
+
+
+# puicl_model's wings, lowest first: a module imports its own wing and the wings below it
+WINGS = ("net", "passes", "estimator", "files")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def model_import_graph() -> dict[str, set[str]]:
+    """puicl_model's modules -> the puicl_model modules each imports (at any depth)."""
+    modules = {_module_name(path): path for path in sorted((ROOT / "puicl_model").rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets.add(node.module)
+                targets.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[name] = {target for target in targets if target in modules} - {name}
+    return graph
+
+
+def _wing(module: str) -> int | None:
+    parts = module.split(".")
+    return WINGS.index(parts[1]) if len(parts) > 1 and parts[1] in WINGS else None
+
+
+def test_no_wing_of_the_model_imports_a_wing_above_it() -> None:
+    upward = sorted(f"{source} -> {target}"
+                    for source, targets in model_import_graph().items()
+                    for target in targets
+                    if _wing(source) is not None and _wing(target) is not None
+                    and _wing(target) > _wing(source))
+    assert upward == []
+
+
+def test_the_model_package_has_no_import_circle() -> None:
+    graph = model_import_graph()
+    # the package's __init__ files name their wing's modules; only module-to-module imports count
+    graph = {name: {t for t in targets if not (ROOT / t.replace(".", "/")).is_dir()}
+             for name, targets in graph.items()
+             if not (ROOT / name.replace(".", "/")).is_dir()}
+    state: dict[str, int] = {}
+    circle: list[str] = []
+
+    def visit(node: str, path: list[str]) -> bool:
+        state[node] = 1
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                circle.extend([*path[path.index(target):], target] if target in path
+                              else [node, target])
+                return True
+            if state.get(target) is None and visit(target, [*path, target]):
+                return True
+        state[node] = 2
+        return False
+
+    for start in sorted(graph):
+        if state.get(start) is None and visit(start, [start]):
+            break
+    assert circle == []

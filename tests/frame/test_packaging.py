@@ -37,4 +37,4 @@ def test_the_wheel_ships_only_the_five_packages(tmp_path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/", 1)[0] for name in names}
     assert {t for t in top if not t.endswith(".dist-info")} == PACKAGES
-    assert "puicl_model/weights/model.safetensors" in names
+    assert "puicl_model/net/weights/model.safetensors" in names

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from puicl_model.config import ModelConfig
-from puicl_model.model import PUICLModel
-from puicl_model.weights import save_weights
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.model import PUICLModel
+from puicl_model.net.weights import save_weights
 
 SMALL = ModelConfig(embed_dim=32, num_layers=2, num_heads=4, ff_dim=48)
 

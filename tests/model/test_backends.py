@@ -1,4 +1,4 @@
-"""Every attention backend computes the specification (puicl_model.specification).
+"""Every attention backend computes the specification (puicl_model.net.specification).
 
 Outputs within 1e-5 and gradients within 1e-4 (relative to the gradient's scale), on batches of
 tasks of different sizes, with query rows; so does the fused inference path; the specification
@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from puicl_common.configio import ConfigError, from_mapping
-from puicl_model.backends import BACKENDS, cpu_kernel, resolve_backend
-from puicl_model.backends.packed_inference import inference_logits, packed_inference_logits
-from puicl_model.batch import collate_tasks
-from puicl_model.config import REMOVED_OPTIONS, ModelConfig
-from puicl_model.model import PUICLModel
-from puicl_model.specification import PUICLSpecification
+from puicl_model.net.backends import BACKENDS, cpu_kernel, resolve_backend
+from puicl_model.net.backends.packed_inference import inference_logits, packed_inference_logits
+from puicl_model.net.batch import collate_tasks
+from puicl_model.net.config import REMOVED_OPTIONS, ModelConfig
+from puicl_model.net.model import PUICLModel
+from puicl_model.net.specification import PUICLSpecification
 
 # 16-dimensional heads, so that the cpu_kernel backend runs its compiled kernels
 CONFIG = ModelConfig(embed_dim=32, num_layers=2, num_heads=2, ff_dim=48)
@@ -94,7 +94,7 @@ def test_the_block_is_the_papers() -> None:
     """One block over one unpadded task, against torch.nn.MultiheadAttention written out as
     paper §3.2: attention across the cells of each row, then across the rows of each column,
     then the feed-forward, each followed by residual and LayerNorm."""
-    from puicl_model.specification import DenseCells
+    from puicl_model.net.specification import DenseCells
 
     torch.manual_seed(1)
     model = PUICLModel(CONFIG)
@@ -203,7 +203,7 @@ def test_unknown_backend_names_are_refused() -> None:
 
 
 def test_auto_resolves_by_device_and_purpose(monkeypatch: pytest.MonkeyPatch) -> None:
-    from puicl_model.backends import calibration
+    from puicl_model.net.backends import calibration
 
     cpu = torch.device("cpu")
     assert resolve_backend("auto", torch.device("cuda", 0), training=True) == "bucketed"
@@ -217,8 +217,8 @@ def test_auto_resolves_by_device_and_purpose(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_a_model_at_auto_takes_the_one_auto_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """A model's ``auto`` is :func:`auto_backend`'s inference rule, not a rule of its own."""
-    import puicl_model.backends as backends
-    from puicl_model.backends.bucketed import BucketedCells
+    import puicl_model.net.backends as backends
+    from puicl_model.net.backends.bucketed import BucketedCells
 
     batch = collate_tasks([torch.randn(6, 3)], [2])
     asked = []

@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 
 from puicl_model import PUICLClassifier
-from puicl_model.prior import best_bin_alpha, prior_cut
+from puicl_model.estimator.prior import best_bin_alpha, prior_cut
 
 
 def test_best_bin_finds_the_positive_share_when_the_top_bin_is_pure() -> None:

@@ -1,4 +1,5 @@
-"""The class-prior estimators of puicl_model.prior on synthetic score mixtures of known π, and
+"""The class-prior estimators of puicl_model.estimator.prior on synthetic score mixtures of known π,
+and
 the cross-fitted scores they read.
 
 Scores are drawn as a model's P(y=1) would be: held-out positives from Beta(a, b), the pool a
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.prior import (
+from puicl_model.estimator.prior import (
     best_bin_alpha,
     best_bin_estimate,
     class_prior_estimate,

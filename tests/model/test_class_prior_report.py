@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.prior import best_bin_alpha, class_prior_estimate
-from puicl_model.prior_report import (
+from puicl_model.estimator.prior import best_bin_alpha, class_prior_estimate
+from puicl_model.estimator.prior_report import (
     _weighted_best_bin,
     bootstrap_estimates,
     negative_share_bound,
@@ -134,14 +134,14 @@ def test_bad_options_get_one_line_errors(options: dict, message: str) -> None:
 
 
 def test_classifier_report_reuses_the_prior_scores(small_weights, monkeypatch) -> None:
-    from puicl_model import prior
+    from puicl_model.estimator import prior
 
     rng = np.random.default_rng(6)
     X = rng.normal(size=(120, 4))
     s = np.r_[np.ones(40, dtype=int), np.zeros(80, dtype=int)]
     calls = []
     real = prior.cross_fitted_scores
-    monkeypatch.setattr("puicl_model.classifier.cross_fitted_scores",
+    monkeypatch.setattr("puicl_model.estimator.classifier.cross_fitted_scores",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
     pi_hat = clf.estimate_class_prior()
@@ -156,7 +156,7 @@ def test_classifier_report_reuses_the_prior_scores(small_weights, monkeypatch) -
 
 def test_report_reads_the_portfolios_held_out_positives_at_no_extra_pass(small_weights,
                                                                          monkeypatch) -> None:
-    from puicl_model.portfolio import MIN_LABELED_FOR_HOLD_OUT
+    from puicl_model.estimator.portfolio import MIN_LABELED_FOR_HOLD_OUT
 
     rng = np.random.default_rng(8)
     n_labeled = MIN_LABELED_FOR_HOLD_OUT + 20
@@ -168,7 +168,7 @@ def test_report_reads_the_portfolios_held_out_positives_at_no_extra_pass(small_w
     def no_cross_fitting(*args, **kwargs):
         raise AssertionError("the held-out positives were scored with the pool already")
 
-    monkeypatch.setattr("puicl_model.classifier.cross_fitted_scores", no_cross_fitting)
+    monkeypatch.setattr("puicl_model.estimator.classifier.cross_fitted_scores", no_cross_fitting)
     report = clf.class_prior_report()
     assert report.estimate == clf.estimate_class_prior() and report.lower_bound is not None
     assert report.lower_bound <= report.upper

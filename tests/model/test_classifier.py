@@ -9,10 +9,10 @@ import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-import puicl_model.inference
+import puicl_model.passes.inference
 from puicl_model import PUICLClassifier, query_rows
-from puicl_model.batch import collate_tasks
-from puicl_model.classifier import NoBundledWeightsError
+from puicl_model.estimator.classifier import NoBundledWeightsError
+from puicl_model.net.batch import collate_tasks
 
 
 def direct_proba(model, x_labeled: np.ndarray, x_rest: np.ndarray) -> np.ndarray:
@@ -20,18 +20,19 @@ def direct_proba(model, x_labeled: np.ndarray, x_rest: np.ndarray) -> np.ndarray
     classifier computes it."""
     x = np.vstack([x_labeled, x_rest]).astype(np.float32)
     with torch.no_grad():
-        logits = puicl_model.inference.inference_logits(model, collate_tasks([x], [len(x_labeled)]))
+        logits = puicl_model.passes.inference.inference_logits(
+            model, collate_tasks([x], [len(x_labeled)]))
     return torch.softmax(logits, -1)[0, len(x_labeled):, 1].numpy().astype(np.float64)
 
 
 class ForwardLog:
     """Records the task sizes of every forward pass the classifier runs through ``model``
-    (the classifier calls ``puicl_model.inference.inference_logits``)."""
+    (the classifier calls ``puicl_model.passes.inference.inference_logits``)."""
 
     def __init__(self, model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[list[tuple[int, int, int]]] = []
         self.contexts: list[int] = []  # rows before the query rows, per task
-        original = puicl_model.inference.inference_logits
+        original = puicl_model.passes.inference.inference_logits
 
         def recording(called: torch.nn.Module, batch):
             if called is model:
@@ -39,7 +40,7 @@ class ForwardLog:
                 self.contexts.extend(batch.context_sizes())
             return original(called, batch)
 
-        monkeypatch.setattr(puicl_model.inference, "inference_logits", recording)
+        monkeypatch.setattr(puicl_model.passes.inference, "inference_logits", recording)
 
     @property
     def tasks(self) -> list[tuple[int, int, int]]:
@@ -78,7 +79,7 @@ def test_new_rows_are_query_rows_next_to_the_fitted_pool(
     log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(x_new)[:, 1]
     # the pool's transductive pass; the new rows are query rows over its cached context
-    # (puicl_model.query_rows), not another forward pass of the whole task
+    # (puicl_model.passes.query_rows), not another forward pass of the whole task
     assert log.tasks == [(30, 70, 5)]
     table_new = clf.preprocessor_.transform(x_new)
     one = np.vstack([clf.x_labeled_, clf.x_pool_, table_new[4:5]]).astype(np.float32)
@@ -244,7 +245,7 @@ def test_model_object_as_weights_and_sklearn_clone(small_model, table, rng) -> N
 
 
 def test_without_a_bundled_checkpoint_it_says_so(monkeypatch) -> None:
-    import puicl_model.weights as weights_module
+    import puicl_model.net.weights as weights_module
 
     monkeypatch.setattr(weights_module, "bundled_weights_path", lambda: None)
     clf = PUICLClassifier()  # the constructor only stores its arguments; fit says it

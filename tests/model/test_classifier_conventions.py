@@ -14,8 +14,8 @@ import pytest
 from benchmark.methods.puicl import PUICLConfig
 from puicl_common.configio import ConfigError, from_mapping
 from puicl_model import PUICLClassifier
-from puicl_model.cli import _parser
-from puicl_model.settings import InferenceSettings
+from puicl_model.files.cli import _parser
+from puicl_model.passes.settings import InferenceSettings
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.cli import main
+from puicl_model.files.cli import main
 
 
 @pytest.fixture
@@ -108,7 +108,8 @@ def test_errors_exit_2_with_a_message(frame, small_weights, tmp_path, capsys, ar
 
 
 def test_info_prints_config_and_parameter_counts(small_weights) -> None:
-    done = subprocess.run([sys.executable, "-m", "puicl_model.cli", "info", str(small_weights)],
+    done = subprocess.run([sys.executable, "-m", "puicl_model.files.cli", "info",
+                           str(small_weights)],
                           capture_output=True, text=True, check=True)
     assert '"embed_dim": 32' in done.stdout
     assert "blocks 23,584, decoder 1,682, total 25,426" in done.stdout
@@ -172,7 +173,7 @@ def test_an_identifier_gives_byte_identical_scores_in_both_layouts(kind, small_w
 
 
 def test_the_help_names_parquet_and_every_default(capsys) -> None:
-    from puicl_model.cli import _parser
+    from puicl_model.files.cli import _parser
 
     with pytest.raises(SystemExit):
         main(["predict", "--help"])
@@ -188,7 +189,7 @@ def test_the_help_names_parquet_and_every_default(capsys) -> None:
 
 
 def test_info_without_a_path_describes_the_bundled_model(capsys) -> None:
-    from puicl_model.weights import bundled_weights_path, stored_checksum
+    from puicl_model.net.weights import bundled_weights_path, stored_checksum
 
     if bundled_weights_path() is None:
         pytest.skip("no bundled checkpoint in this installation")

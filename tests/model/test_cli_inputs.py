@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puicl_model.cli import main
+from puicl_model.files.cli import main
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def one_line_error(capsys) -> str:
 def test_output_under_a_file_is_refused_before_the_model_runs(table, small_weights, tmp_path,
                                                               capsys, monkeypatch,
                                                               inside) -> None:
-    from puicl_model.classifier import PUICLClassifier
+    from puicl_model.estimator.classifier import PUICLClassifier
 
     def fit(*args, **kwargs):
         raise AssertionError("the model ran before the output path was checked")
@@ -120,7 +120,7 @@ def test_an_error_while_writing_the_output_is_a_one_line_error(table, small_weig
     def refuse(path, suffix=""):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr("puicl_model.table_io.atomic_output", refuse)
+    monkeypatch.setattr("puicl_model.files.table_io.atomic_output", refuse)
     table.to_csv(tmp_path / "table.csv", index=False)
     out = tmp_path / "out.csv"
     assert main(one_table(tmp_path / "table.csv", small_weights, "-o", str(out))) == 2

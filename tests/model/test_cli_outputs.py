@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from puicl_model.classifier import PUICLClassifier
-from puicl_model.cli import main
+from puicl_model.estimator.classifier import PUICLClassifier
+from puicl_model.files.cli import main
 
 
 def predict(table_csv: Path, weights: Path, *extra: str) -> int:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from puicl_model.classifier import PUICLClassifier
-from puicl_model.cli import main
+from puicl_model.estimator.classifier import PUICLClassifier
+from puicl_model.files.cli import main
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_an_output_naming_the_file_given_as_weights_is_refused(table_csv, weight
 
 def test_an_output_at_the_bundled_weights_is_refused(table_csv, weights_dir, capsys, no_fit,
                                                      tmp_path, monkeypatch) -> None:
-    import puicl_model.weights as weights
+    import puicl_model.net.weights as weights
 
     # a stand-in for the installed package's file, so that a failure damages nothing shared
     monkeypatch.setattr(weights, "bundled_weights_path",

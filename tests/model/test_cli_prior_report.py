@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from puicl_model.cli import main
+from puicl_model.files.cli import main
 
 
 def test_predict_prints_the_three_figures_and_writes_json(small_weights, tmp_path,

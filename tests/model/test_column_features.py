@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.cli import main
-from puicl_model.preprocessing import TablePreprocessor
+from puicl_model.estimator.preprocessing import TablePreprocessor
+from puicl_model.files.cli import main
 
 ENCODINGS = (("quantile", "onehot"), ("power", "ordinal"), ("standard", "frequency"))
 

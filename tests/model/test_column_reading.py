@@ -13,8 +13,8 @@ from sklearn.datasets import load_wine
 from sklearn.metrics import roc_auc_score
 
 from puicl_model import PUICLClassifier
-from puicl_model.columns import as_numeric
-from puicl_model.preprocessing import TablePreprocessor
+from puicl_model.estimator.columns import as_numeric
+from puicl_model.estimator.preprocessing import TablePreprocessor
 
 
 def wine_pu_task() -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:

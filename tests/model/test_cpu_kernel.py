@@ -1,5 +1,5 @@
 """The compiled CPU kernels of the attentions across rows and across features
-(puicl_model.backends.cpu_kernel) and the calibration that decides whether ``auto`` uses them.
+(puicl_model.net.backends.cpu_kernel) and the calibration that decides whether ``auto`` uses them.
 
 They must compute PyTorch's attention and its gradient (to float32 rounding), deterministically,
 only where they apply; choosing them where they cannot be built must say why; ``auto`` must
@@ -18,11 +18,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from puicl_model.backends import calibration, cpu_kernel, resolve_backend
-from puicl_model.backends.packed import attend_sdpa_features, attend_sdpa_rows
-from puicl_model.batch import collate_tasks
-from puicl_model.config import ModelConfig
-from puicl_model.model import PUICLModel
+from puicl_model.net.backends import calibration, cpu_kernel, resolve_backend
+from puicl_model.net.backends.packed import attend_sdpa_features, attend_sdpa_rows
+from puicl_model.net.batch import collate_tasks
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.model import PUICLModel
 
 # The session's first test compiles the kernel (~2 s on an AVX-512 Xeon, ~20 s on an AVX2 AMD
 # EPYC): the full suite (CI) runs this file, the quick subset (-m "not slow") leaves it out.

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puicl_model.cli import main
-from puicl_model.table_io import read_batches, scan_table
+from puicl_model.files.cli import main
+from puicl_model.files.table_io import read_batches, scan_table
 from tests.expected_scores import in_memory_scores_csv
 
 # cells a CSV column may hold, grouped so that a batch of one group reads as one pandas type

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier, dask_scoring
-from puicl_model.cli import main
+from puicl_model.files.cli import main
 from tests.expected_scores import in_memory_scores_csv
 
 pytest.importorskip("dask.dataframe")

@@ -1,4 +1,5 @@
-"""Scoring on dask (puicl_model.dask_scoring): by partition on a 2-worker LocalCluster, the bytes
+"""Scoring on dask (puicl_model.files.dask_scoring): by partition on a 2-worker LocalCluster, the
+bytes
 of one process, for any number of partitions, through the API and ``puicl predict
 --scheduler``."""
 
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.cli import main
+from puicl_model.files.cli import main
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -35,7 +36,7 @@ def frame(table, rng) -> pd.DataFrame:
 
 
 def test_partitions_score_the_bytes_of_one_process(cluster, frame, small_weights) -> None:
-    from puicl_model import dask_scoring
+    from puicl_model.estimator import dask_frames
 
     features, s = frame.drop(columns="s"), frame["s"].to_numpy()
     clf = PUICLClassifier(weights=small_weights, pool_sample=200, threshold="prior")
@@ -44,8 +45,8 @@ def test_partitions_score_the_bytes_of_one_process(cluster, frame, small_weights
     expected = clf.predict_proba(pool)
     for partitions in (1, 4):
         X = dd.from_pandas(pool, npartitions=partitions)
-        np.testing.assert_array_equal(dask_scoring.predict_proba(clf, X).compute(), expected)
-        np.testing.assert_array_equal(dask_scoring.predict(clf, X).compute(), clf.predict(pool))
+        np.testing.assert_array_equal(dask_frames.predict_proba(clf, X).compute(), expected)
+        np.testing.assert_array_equal(dask_frames.predict(clf, X).compute(), clf.predict(pool))
 
 
 def test_puicl_predict_on_a_scheduler_writes_the_local_scores(cluster, frame, small_weights,
@@ -68,14 +69,14 @@ def test_puicl_predict_refuses_an_unreachable_scheduler_before_fitting(frame, tm
                                                                       monkeypatch, capsys) -> None:
     import socket
 
-    from puicl_model import dask_scoring
+    from puicl_model.files import dask_scoring
 
     with socket.socket() as free:  # a port nobody listens on
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     monkeypatch.setattr(dask_scoring, "CONNECT_TIMEOUT_S", 1)
     fitted = []
-    monkeypatch.setattr("puicl_model.cli._fit", lambda *args: fitted.append(args))
+    monkeypatch.setattr("puicl_model.files.cli._fit", lambda *args: fitted.append(args))
     frame.to_csv(tmp_path / "t.csv", index=False)
     out = tmp_path / "scores.parquet"
     args = ["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",

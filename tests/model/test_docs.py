@@ -24,7 +24,7 @@ def test_python_and_shell_examples_run() -> None:
     assert namespace["clf"].n_passes_ == 9  # the wide example: 3 feature groups x 3 chunks
     assert namespace["ensemble"].n_passes_ == 3  # the ensemble example: one pass per member
     script = re.sub(r"^python ", f"{sys.executable} ", blocks("bash")[-1], flags=re.M)
-    script = re.sub(r"^puicl ", f"{sys.executable} -m puicl_model.cli ", script, flags=re.M)
+    script = re.sub(r"^puicl ", f"{sys.executable} -m puicl_model.files.cli ", script, flags=re.M)
     done = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-3] == "row,p_positive,label"

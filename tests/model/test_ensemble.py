@@ -1,4 +1,5 @@
-"""Inference-time ensemble members (puicl_model.ensemble): n_estimators=1 is the single pass,
+"""Inference-time ensemble members (puicl_model.estimator.ensemble): n_estimators=1 is the single
+pass,
 members differ in what the model sees, every draw is reproducible, wide and chunked tables
 are scored whole by every member."""
 
@@ -9,12 +10,12 @@ import pandas as pd
 import pytest
 import torch
 
-import puicl_model.inference
+import puicl_model.passes.inference
 from puicl_model import PUICLClassifier
-from puicl_model.batch import collate_tasks
-from puicl_model.ensemble import MEMBERS, Member, members_for
-from puicl_model.preprocessing import TablePreprocessor
-from puicl_model.settings import InferenceSettings
+from puicl_model.estimator.ensemble import MEMBERS, Member, members_for
+from puicl_model.estimator.preprocessing import TablePreprocessor
+from puicl_model.net.batch import collate_tasks
+from puicl_model.passes.settings import InferenceSettings
 
 
 def direct_proba(model, x_labeled: np.ndarray, x_pool: np.ndarray) -> np.ndarray:
@@ -22,7 +23,7 @@ def direct_proba(model, x_labeled: np.ndarray, x_pool: np.ndarray) -> np.ndarray
     computes a single pass."""
     x = np.vstack([x_labeled, x_pool]).astype(np.float32)
     with torch.inference_mode():
-        logits = puicl_model.inference.inference_logits(model, collate_tasks([x],
+        logits = puicl_model.passes.inference.inference_logits(model, collate_tasks([x],
                                                                              [len(x_labeled)]))
     return torch.softmax(logits.float(), -1)[0, len(x_labeled):, 1].numpy().astype(np.float64)
 
@@ -33,14 +34,14 @@ class ForwardLog:
 
     def __init__(self, model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch) -> None:
         self.tasks: list[tuple[int, int, int]] = []
-        original = puicl_model.inference.inference_logits
+        original = puicl_model.passes.inference.inference_logits
 
         def recording(called, batch):
             if called is model:
                 self.tasks.extend(batch.sizes())
             return original(called, batch)
 
-        monkeypatch.setattr(puicl_model.inference, "inference_logits", recording)
+        monkeypatch.setattr(puicl_model.passes.inference, "inference_logits", recording)
 
 
 def test_one_member_is_the_single_pass_bit_for_bit(small_weights, table, rng,
@@ -152,7 +153,7 @@ def test_invalid_n_estimators_is_a_clear_error(small_weights, table, rng, value)
 def test_an_absurd_n_estimators_is_refused_before_any_member_is_planned(
         small_weights, table, rng, monkeypatch) -> None:
     X, s = table(rng, 10, 20, 3)
-    monkeypatch.setattr("puicl_model.planning.members_for",
+    monkeypatch.setattr("puicl_model.passes.planning.members_for",
                         lambda *a, **k: pytest.fail("members planned"))
     with pytest.raises(ValueError) as caught:
         PUICLClassifier(weights=small_weights, n_estimators=10**9).fit(X, s)

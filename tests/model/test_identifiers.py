@@ -12,8 +12,12 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.identifiers import IDENTIFIER_MIN_ROWS, IDENTIFIER_SHARE, identifier_reason
-from puicl_model.preprocessing import TablePreprocessor
+from puicl_model.estimator.identifiers import (
+    IDENTIFIER_MIN_ROWS,
+    IDENTIFIER_SHARE,
+    identifier_reason,
+)
+from puicl_model.estimator.preprocessing import TablePreprocessor
 
 N_ROWS = 90
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.cli import main
+from puicl_model.files.cli import main
 
 
 @pytest.fixture

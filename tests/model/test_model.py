@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from puicl_model.backends.packed_inference import inference_logits
-from puicl_model.batch import TaskBatch, collate_tasks
-from puicl_model.config import ModelConfig
-from puicl_model.model import PUICLModel
-from puicl_model.standardization import standardize_features
+from puicl_model.net.backends.packed_inference import inference_logits
+from puicl_model.net.batch import TaskBatch, collate_tasks
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.model import PUICLModel
+from puicl_model.net.standardization import standardize_features
 
 
 def random_task(rng: np.random.Generator, n_labeled: int, n_unlabeled: int, d: int) -> np.ndarray:

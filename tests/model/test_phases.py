@@ -1,5 +1,5 @@
 """Long work names its phase, and ``puicl predict``'s bar over the pool's rows moves while a
-batch is scored (puicl_model.phases)."""
+batch is scored (puicl_model.passes.phases)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 
 from puicl_model import PUICLClassifier, large_tables
-from puicl_model.cli import main
-from puicl_model.phases import describe, phase, report
-from puicl_model.prior import cross_fitted_scores
+from puicl_model.estimator.prior import cross_fitted_scores
+from puicl_model.files.cli import main
+from puicl_model.passes.phases import describe, phase, report
 
 
 def test_a_phase_is_named_and_hears_how_far_it_is() -> None:

@@ -1,5 +1,6 @@
 """Pools beyond ``pool_sample``: fitted on a seeded sample, every row still scored, and the fit
-is the one a reader that gathers the same rows from files builds (puicl_model.pool_sample)."""
+is the one a reader that gathers the same rows from files builds
+(puicl_model.estimator.pool_sample)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.pool_sample import fitted_table, sampled_pool_rows
+from puicl_model.estimator.pool_sample import fitted_table, sampled_pool_rows
 
 
 def test_the_sample_is_keyed_by_the_seed_and_the_pool_size_alone() -> None:

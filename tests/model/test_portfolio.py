@@ -1,4 +1,4 @@
-"""The per-table portfolio (puicl_model.portfolio): the evidence it reads, the rule that
+"""The per-table portfolio (puicl_model.estimator.portfolio): the evidence it reads, the rule that
 chooses, the probabilities it keeps, and how the classifier runs it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from puicl_model import PUICLClassifier
-from puicl_model.portfolio import (
+from puicl_model.estimator.portfolio import (
     BOOSTED,
     CANDIDATES,
     LOGISTIC,
@@ -164,7 +164,7 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
     # new rows: read off the same blend, inside the pool's range of probabilities; where
     # the blend gives the model no weight, no pass of the model runs for them
     if not clf.portfolio_.weighs_model:
-        import puicl_model.classifier as module
+        import puicl_model.estimator.classifier as module
 
         monkeypatch.setattr(module, "score_new_rows", lambda *a, **k: pytest.fail("a pass ran"))
     new = clf.predict_proba(X[s == 0][:7] + 1e-3)[:, 1]

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puicl_model.column_encoding import feature_labels
-from puicl_model.preprocessing import TablePreprocessor
+from puicl_model.estimator.column_encoding import feature_labels
+from puicl_model.estimator.preprocessing import TablePreprocessor
 
 
 def raw_features(pre: TablePreprocessor, X) -> np.ndarray:
@@ -164,7 +164,7 @@ def test_onehot_gives_each_category_a_feature_and_unseen_ones_all_zeros() -> Non
 
 
 def test_onehot_falls_back_to_frequency_for_many_categories() -> None:
-    from puicl_model.preprocessing import MAX_ONEHOT_LEVELS
+    from puicl_model.estimator.preprocessing import MAX_ONEHOT_LEVELS
 
     levels = MAX_ONEHOT_LEVELS + 1
     values = [f"v{i % levels}" for i in range(3 * levels)] + ["v0"] * 4  # unequal shares

@@ -1,4 +1,5 @@
-"""The query path (puicl_model.query_rows): new rows scored over a cached context agree with the
+"""The query path (puicl_model.passes.query_rows): new rows scored over a cached context agree with
+the
 specification, and a row's probability is the same bytes whatever rows it is scored with."""
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from puicl_model.batch import collate_tasks
-from puicl_model.config import ModelConfig
-from puicl_model.query_rows import QUERY_BLOCK_ROWS, context_cache, query_probabilities
-from puicl_model.specification import PUICLSpecification
+from puicl_model.net.batch import collate_tasks
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.specification import PUICLSpecification
+from puicl_model.passes.query_rows import QUERY_BLOCK_ROWS, context_cache, query_probabilities
 
 
 def specification_of(model) -> PUICLSpecification:

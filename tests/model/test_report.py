@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.cli import main
-from puicl_model.report import FIGURES, figure_paths
+from puicl_model.estimator.report import FIGURES, figure_paths
+from puicl_model.files.cli import main
 
 pytest.importorskip("matplotlib")
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.saved_model import SavedModelError
+from puicl_model.estimator.saved_model import SavedModelError
 
 pytestmark = pytest.mark.usefixtures("one_openmp_thread")
 
@@ -69,7 +69,7 @@ def test_a_blend_that_weighs_the_boosted_learner_gives_the_same_bits(small_weigh
                                                                      blend) -> None:
     import dataclasses
 
-    from puicl_model.portfolio import CANDIDATES, Blend, log_odds
+    from puicl_model.estimator.portfolio import CANDIDATES, Blend, log_odds
 
     X, s = _frame(40, 160)
     clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s).prepare()
@@ -101,7 +101,7 @@ def test_save_replaces_an_earlier_save_and_refuses_other_folders(small_weights, 
 
 
 def test_predict_saves_the_model_and_scores_with_it(small_weights, tmp_path, capsys) -> None:
-    from puicl_model.cli import main
+    from puicl_model.files.cli import main
 
     X, s = _frame(30, 120)
     X.assign(s=s).to_csv(tmp_path / "table.csv", index=False)

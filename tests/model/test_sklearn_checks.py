@@ -1,6 +1,6 @@
 """scikit-learn's estimator checks for PUICLClassifier: every check passes, or is expected to
 fail for the reason written next to it. (Sample-order and subset invariance pass exactly:
-new rows are scored alone, puicl_model.query_rows.)"""
+new rows are scored alone, puicl_model.passes.query_rows.)"""
 
 from __future__ import annotations
 

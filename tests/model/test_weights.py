@@ -11,9 +11,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from puicl_model.batch import collate_tasks
-from puicl_model.config import ModelConfig
-from puicl_model.weights import (
+from puicl_model.net.batch import collate_tasks
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.weights import (
     WeightsError,
     bundled_weights_path,
     load_weights,
@@ -142,7 +142,7 @@ def test_puicl_predict_refuses_non_finite_weights_in_one_line(model_factory, tmp
     import numpy as np
     import pandas as pd
 
-    from puicl_model.cli import main
+    from puicl_model.files.cli import main
 
     path = nan_weights(model_factory, tmp_path)
     table = pd.DataFrame({"x": np.arange(30.0), "s": np.r_[np.ones(10), np.zeros(20)]})
@@ -186,7 +186,7 @@ def test_bundled_checkpoint_is_the_documented_configuration() -> None:
 
 
 def test_default_config_round_trip(tmp_path: Path) -> None:
-    from puicl_model.model import PUICLModel
+    from puicl_model.net.model import PUICLModel
 
     model = PUICLModel(ModelConfig())
     loaded = load_weights(save_weights(model, tmp_path / "default"))
@@ -194,7 +194,7 @@ def test_default_config_round_trip(tmp_path: Path) -> None:
 
 
 def test_saved_weights_are_readable_by_others(tmp_path: Path) -> None:
-    from puicl_model.model import PUICLModel
+    from puicl_model.net.model import PUICLModel
 
     written = save_weights(PUICLModel(ModelConfig(embed_dim=8, num_layers=1, num_heads=2,
                                                   ff_dim=8)), tmp_path / "w")
@@ -218,7 +218,7 @@ def forge_config(small_model, path: Path, **sizes: int) -> None:
 def no_model_built_for_real(monkeypatch):
     """Fail where a PUICLModel is built with real weights (not on the meta device): a model of
     a forged config would take gigabytes before anything reported the lie."""
-    from puicl_model.model import PUICLModel
+    from puicl_model.net.model import PUICLModel
 
     original = PUICLModel.__init__
 

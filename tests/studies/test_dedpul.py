@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from puicl_model.prior import best_bin_alpha
+from puicl_model.estimator.prior import best_bin_alpha
 from studies.dedpul import dedpul_alpha, dedpul_estimate, density_ratio
 from tests.score_mixtures import IDENTICAL, OVERLAPPING, SEPARATED, errors, mixture
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from puicl_model.portfolio import MEMBERS
+from puicl_model.estimator.portfolio import MEMBERS
 from studies.portfolio_rule import cell_name, evaluate_task
 
 

@@ -37,7 +37,7 @@ def test_adjusted_mean_recovers_pi_where_the_plain_mean_is_pulled_to_one_half(pi
 
 
 def test_the_script_computes_the_classifier_rule_per_fold_count() -> None:
-    from puicl_model.prior import class_prior_estimate
+    from puicl_model.estimator.prior import class_prior_estimate
 
     pool, halves, y_pool = _soft_separable(0.2)
     three = [(held[:60], part) for held, part in halves] + [(halves[0][0][60:], pool)]

@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from puicl_model.config import ModelConfig
-from puicl_model.model import PUICLModel
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.model import PUICLModel
 from trainer.batching import (
     MicroBatch,
     collate_with_targets,

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from puicl_common.configio import ConfigError
-from puicl_model.config import ModelConfig
-from puicl_model.model import PUICLModel
-from puicl_model.weights import load_weights, save_weights
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.model import PUICLModel
+from puicl_model.net.weights import load_weights, save_weights
 from trainer.config import load_run_config
 from trainer.export import load_run_checkpoint
 from trainer.state import init_model

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from puicl_model.config import ModelConfig
-from puicl_model.model import PUICLModel
-from puicl_model.weights import load_weights, save_weights
+from puicl_model.net.config import ModelConfig
+from puicl_model.net.model import PUICLModel
+from puicl_model.net.weights import load_weights, save_weights
 from trainer.cli import main as trainer_main
 from trainer.interpolation import interpolate_weights
 

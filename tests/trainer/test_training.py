@@ -11,7 +11,7 @@ import torch
 
 from prior_gen.shards import open_shards
 from puicl_model import PUICLClassifier
-from puicl_model.batch import collate_tasks
+from puicl_model.net.batch import collate_tasks
 from trainer.cli import main as trainer_cli
 from trainer.config import load_run_config
 from trainer.export import ema_model_from_checkpoint, load_run_checkpoint

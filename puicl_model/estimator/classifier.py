@@ -1,0 +1,587 @@
+"""``PUICLClassifier``: in-context PU classification with scikit-learn conventions.
+
+``fit(X, s)`` stores the table (``s = 1`` labeled positive, ``0`` unlabeled) after
+preprocessing (:mod:`puicl_model.estimator.preprocessing`); no parameter is trained. The unlabeled
+rows' predictions come from forward passes of the pretrained model over the whole table (paper §5,
+"Inference"), planned by :mod:`puicl_model.passes.planning`, computed once and cached:
+
+* ``predict_proba(X)`` returns ``[P(y=0), P(y=1)]`` per row. A row of ``X`` equal to a fitted
+  unlabeled row gets that row's transductive prediction (so passing exactly the fitted
+  unlabeled rows returns the predictions of the fitted task — one forward pass when the table
+  is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
+  next to the fitted pool (:mod:`puicl_model.passes.query_rows`), the same bytes in any batch.
+* A pool of more than ``pool_sample`` rows is fitted on a seeded sample of them; every row
+  is still scored (:mod:`puicl_model.estimator.pool_sample`).
+* With ``partner="auto"`` (the default) a portfolio of learners runs beside the model, and
+  the blend that ranks held-out labeled positives highest against the pool, by a clear
+  margin over a fallback, orders the pool (:mod:`puicl_model.estimator.portfolio`); the
+  probabilities keep the model's distribution over the pool.
+* ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool, from the
+  model's scores of the pool and of cross-fitted labeled positives
+  (:mod:`puicl_model.estimator.prior`).
+* ``class_prior_report()`` adds what the data identify about π: a lower bound, π̂'s bootstrap
+  interval and a flag where π is poorly identified (:mod:`puicl_model.estimator.prior_report`).
+* ``plot_report(path)`` draws the scores, π and the portfolio's choice on one HTML page
+  (:mod:`puicl_model.estimator.report`).
+* ``save(folder)`` / ``PUICLClassifier.load(folder)`` write and read a fitted classifier
+  without pickle (:mod:`puicl_model.estimator.saved_model`).
+* ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
+  fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
+  to new rows too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from puicl_common.runtime import resolve_device, resolve_precision
+from puicl_model.estimator.ensemble import MEMBERS, Member, fit_ensemble, hold_out, plan_passes
+from puicl_model.estimator.input_checks import (
+    _check_feature_names,
+    check_pu_table,
+    check_settings,
+    check_table_after_fit,
+    has_mixed_names,
+    warn_about_leaks,
+)
+from puicl_model.estimator.pool_sample import fitted_table, take_rows
+from puicl_model.estimator.portfolio import (
+    MAX_HELD_OUT,
+    MIN_LABELED_FOR_HOLD_OUT,
+    MIN_LABELED_FOR_PORTFOLIO,
+    MIN_POOL_FOR_PORTFOLIO,
+    Choice,
+    Portfolio,
+    held_out_rows,
+    judged_pool_rows,
+)
+from puicl_model.estimator.preprocessing import (
+    CategoricalStrategy,
+    MissingStrategy,
+    NumericStrategy,
+)
+from puicl_model.estimator.prior import (
+    DEFAULT_FOLDS,
+    MIN_LABELED_FOR_ESTIMATES,
+    class_prior_estimate,
+    cross_fitted_scores,
+    fold_of,
+    prior_cut,
+)
+from puicl_model.estimator.prior_report import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_DELTA,
+    DEFAULT_LEVEL,
+    ClassPriorReport,
+    prior_report,
+)
+from puicl_model.net.weights import NoBundledWeightsError, load_model
+from puicl_model.passes.inference import PassScorer, ViewRows
+from puicl_model.passes.query_rows import score_new_rows
+from puicl_model.passes.settings import InferenceSettings, Partner
+
+if TYPE_CHECKING:
+    from puicl_model.estimator.report import Report
+
+__all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
+
+
+class PUICLClassifier(ClassifierMixin, BaseEstimator):
+    """In-context positive-unlabeled classifier (paper §3–§5).
+
+    Parameters
+    ----------
+    weights : path, PUICLModel or None
+        A checkpoint directory or ``.safetensors`` file (or a loaded ``PUICLModel``). None
+        uses the checkpoint bundled with the package (docs/model_card.md).
+    device : "auto", "cpu", "cuda", "cuda:1", "mps", ...
+        "auto" picks CUDA when available, else Apple's GPU (MPS) when available, else the CPU
+        (:func:`puicl_common.runtime.resolve_device`).
+    n_estimators : int or None
+        Ensemble members: the first ``n_estimators`` of
+        :data:`puicl_model.estimator.ensemble.MEMBERS` (they differ in the table's encoding, labeled
+        rows and features), averaged. 1 is the single-pass classifier. None (the default) chooses by
+        the table: 1 member for numeric-only tables, 2 (adding the power-ordinal member) for tables
+        with categorical columns (:func:`puicl_model.estimator.ensemble.default_n_estimators`);
+        after ``fit``, ``n_estimators_`` holds the members that run. At most 100
+        (``InferenceSettings.MAXIMUM``). Each member scores every row with every feature it
+        sees (several passes for wide tables and large pools; the words member, view,
+        feature group, chunk and pass are :mod:`puicl_model.passes.planning`'s).
+    single_pass_limit : int
+        Pools of at most this many unlabeled rows are scored in one forward pass.
+    chunk_size : int
+        Larger pools are split into near-equal chunks of at most this many rows, each scored
+        next to at most ``min(max_labeled, chunk_size // 2)`` labeled positives.
+    max_labeled : int
+        Most labeled positives in one forward pass; more are subsampled per pass.
+    threshold : float in (0, 1) or "prior"
+        ``predict`` cut on P(y=1), or "prior" to predict the share π̂ of the pool negative.
+    categorical, missing, numeric : preprocessing strategies
+        (:mod:`puicl_model.estimator.preprocessing`): categories one-hot encoded, missing numbers
+        filled with the median, numeric columns mapped to normal scores of their ranks.
+    partner : "auto" or "none"
+        "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PORTFOLIO`` (20)
+        labeled positives and ``MIN_POOL_FOR_PORTFOLIO`` (100) unlabeled rows, a logistic
+        regression and a gradient boosting of labeled against unlabeled rows (cross-fitted on
+        every row) join the model, and the candidate blend chosen per table on held-out labeled
+        positives orders the pool (:mod:`puicl_model.estimator.portfolio`, docs/classifier.md
+        "Tables of every size"). From ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives, up to
+        ``MAX_HELD_OUT`` (1,000) of them are held out of the passes' context and scored with
+        the pool; below, the class prior's cross-fitted folds are the evidence. After ``fit``:
+        ``portfolio_``, ``n_held_out_`` and, once the pool is scored, ``choice_`` (what was
+        chosen and why) and ``blend_weight_`` (the model's weight). "none": the model alone.
+    pool_sample : int or None
+        A pool of more than ``pool_sample`` (20,000) unlabeled rows is fitted on a seeded
+        sample of that many (:mod:`puicl_model.estimator.pool_sample`): the chunks, the portfolio
+        and π̂ come from the sample, and every pool row is still scored, the others as new rows, by
+        ``predict_proba``. ``n_pool_in_`` counts the unlabeled rows given to ``fit``. None
+        fits the whole pool (docs/classifier.md, "Large tables").
+    random_state : int, numpy RandomState or Generator, or None
+        Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
+        gives the same predictions on every machine; a RandomState or Generator gives
+        ``fit`` one root seed drawn from it (advancing it, as in scikit-learn); None draws
+        fresh entropy at ``fit``.
+    precision : "auto", "float32" or "bfloat16"
+        "auto" runs bfloat16 autocast on CUDA and float32 elsewhere
+        (:mod:`puicl_common.runtime`, the trainer's words too).
+    n_threads : int or None
+        torch CPU threads during inference (None keeps torch's setting).
+    progress : bool or None
+        tqdm progress bar over forward passes; None shows it on a terminal when there are
+        more than a few passes.
+    keep_columns : list of column names or None
+        Columns to keep as features although they look like identifiers (whole numbers or
+        text with a different value in nearly every row, :mod:`puicl_model.estimator.identifiers`),
+        which ``fit`` otherwise drops with a warning naming them. A numpy array's columns are
+        named by their position ("0", "1", ... or 0, 1, ...). None (the default) keeps none.
+    """
+
+    def __init__(
+        self,
+        weights: str | Path | torch.nn.Module | None = None,
+        device: str = "auto",
+        n_estimators: int | None = InferenceSettings.n_estimators,
+        single_pass_limit: int = InferenceSettings.single_pass_limit,
+        chunk_size: int = InferenceSettings.chunk_size,
+        max_labeled: int = InferenceSettings.max_labeled,
+        threshold: float | Literal["prior"] = 0.5,
+        categorical: CategoricalStrategy = "onehot",
+        missing: MissingStrategy = "median",
+        numeric: NumericStrategy = "quantile",
+        partner: Partner = InferenceSettings.partner,
+        pool_sample: int | None = InferenceSettings.pool_sample,
+        random_state: int | None = 0,
+        precision: Literal["auto", "float32", "bfloat16"] = "auto",
+        n_threads: int | None = None,
+        progress: bool | None = None,
+        keep_columns: list[str | int] | None = None,
+    ) -> None:
+        # scikit-learn convention: the constructor only stores its arguments; fit checks them
+        self.weights = weights
+        self.device = device
+        self.n_estimators = n_estimators
+        self.single_pass_limit = single_pass_limit
+        self.chunk_size = chunk_size
+        self.max_labeled = max_labeled
+        self.threshold = threshold
+        self.categorical = categorical
+        self.missing = missing
+        self.numeric = numeric
+        self.partner = partner
+        self.pool_sample = pool_sample
+        self.random_state = random_state
+        self.precision = precision
+        self.n_threads = n_threads
+        self.progress = progress
+        self.keep_columns = keep_columns
+
+    # the ensemble members n_estimators takes from (studies/ensemble_members.py measures
+    # other lists through a subclass)
+    _member_catalogue: tuple[Member, ...] = MEMBERS
+
+    # ------------------------------------------------------------------------------ fit
+    def _root_seed(self) -> int:
+        """The root of every random draw of this fit (draws are keyed below it)."""
+        state = self.random_state
+        if state is None:
+            return int(np.random.SeedSequence().entropy)
+        if isinstance(state, np.random.RandomState):
+            return int(state.randint(np.iinfo(np.int32).max))
+        if isinstance(state, np.random.Generator):
+            return int(state.integers(np.iinfo(np.int64).max))
+        return int(state)
+
+    def fit(self, X: Any, s: Any) -> PUICLClassifier:
+        """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
+        settings = check_settings(self)
+        labeled = check_pu_table(X, s)
+        entropy = self._root_seed()
+        self.n_pool_in_ = int((~labeled).sum())
+        sampled = fitted_table(X, labeled, settings.pool_sample, entropy)
+        if sampled is not None:  # a large pool: fitted on its seeded sample
+            X, labeled = sampled
+        ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
+                                numeric=self.numeric, categorical=self.categorical,
+                                missing=self.missing, keep_columns=self.keep_columns)
+        base = ensemble.views[0]
+        if base.preprocessor.keep_.any():  # (else one zero column stands in: no leak)
+            warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
+        device = resolve_device(self.device, training=False)
+        model = load_model(self.weights, device)
+        n_labeled = len(base.x_labeled)
+        held = None
+        portfolio = None
+        if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PORTFOLIO
+                and len(base.x_pool) >= MIN_POOL_FOR_PORTFOLIO):
+            if n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+                held = held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
+                ensemble = hold_out(ensemble, held)
+            portfolio = Portfolio.build(X, labeled, held, entropy, self.keep_columns,
+                                        self.n_threads)
+
+        self.device_ = device
+        self.model_ = model
+        self.preprocessor_ = base.preprocessor
+        self.n_features_in_ = base.preprocessor.n_features_in_
+        # scikit-learn's rule: feature_names_in_ only for DataFrames whose column names are all
+        # strings (it refuses mixed names, which the preprocessor matches as text anyway)
+        if has_mixed_names(X):
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            _check_feature_names(self, X, reset=True)
+        self.classes_ = np.array([0, 1])
+        self.views_ = ensemble.views
+        # the labeled rows the passes' context draws from (all but the held-out ones)
+        self.x_labeled_ = ensemble.views[0].x_labeled
+        self.x_pool_ = base.x_pool
+        self.portfolio_ = portfolio
+        self.n_held_out_ = 0 if held is None else int(held.sum())
+        self._x_held = None if held is None else base.x_labeled[held]
+        self.planners_ = plan_passes(ensemble, settings, int(model.config.max_features),
+                                     entropy=entropy)
+        self.n_estimators_ = len(self.planners_)  # members that run (n_estimators=None resolved)
+        self.planner_ = self.planners_[0]
+        self._entropy = entropy
+        self._pool_proba: np.ndarray | None = None
+        self._held_proba: np.ndarray | None = None
+        self._class_prior: dict[int, float] = {}  # π̂ per n_folds
+        self._held_out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # scores per n_folds
+        self._pool_index: dict[bytes, int] | None = None
+        return self
+
+    # -------------------------------------------------------------------------- scoring
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "planner_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
+
+    @property
+    def scorer_(self) -> PassScorer:
+        """Scores rows of the fitted table by planned passes, with the fitted model and the
+        current ``precision``, ``n_threads`` and ``progress`` (:class:`PassScorer`): the
+        pool, new rows, and the class prior's cross-fitted folds are all scored by it."""
+        self._check_fitted()
+        return PassScorer(self.model_, self.device_,
+                          bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
+                          n_threads=self.n_threads, progress=self.progress)
+
+    def _pool_probabilities(self) -> np.ndarray:
+        """P(y=1) of every fitted unlabeled row (computed once): the model's, or the chosen
+        portfolio blend's (:mod:`puicl_model.estimator.portfolio`)."""
+        self._check_fitted()
+        if self._pool_proba is None:
+            started = time.perf_counter()
+            self.n_passes_ = 0
+            if self.portfolio_ is not None and self._x_held is not None:
+                self._choose_on_held_out(self.portfolio_)
+            else:
+                proba = self._model_scores(np.arange(len(self.x_pool_)), with_held=False)
+                if self.portfolio_ is None:
+                    self._pool_proba = proba
+                else:  # the class prior's cross-fitted folds are the evidence
+                    folds = self._model_folds(DEFAULT_FOLDS)
+                    self._pool_proba = self.portfolio_.choose_on_folds(
+                        proba, folds, self._fold_masks(DEFAULT_FOLDS))
+            self.inference_seconds_ = time.perf_counter() - started
+        return self._pool_proba
+
+    def _model_scores(self, rows: np.ndarray, with_held: bool) -> np.ndarray:
+        """The model's P(y=1) of the fitted pool's rows ``rows``, then (``with_held``) of the
+        held-out positives, by passes planned over just those rows (all the pool's rows, and
+        the held-out ones: the passes of the whole fitted pool)."""
+        n_pool = len(self.x_pool_)
+        if with_held:
+            rows = np.concatenate([rows, np.arange(n_pool, n_pool + self.n_held_out_)])
+        views = [ViewRows(view.x_labeled, np.ascontiguousarray(view.x_pool[rows]))
+                 for view in self.views_]
+        planners = [dataclasses.replace(p, n_pool=len(rows)) for p in self.planners_]
+        proba, passes = self.scorer_(planners, views)
+        self.n_passes_ += passes
+        return proba
+
+    def _choose_on_held_out(self, portfolio: Portfolio) -> None:
+        """Score the held-out positives and the judged pool rows, choose the blend on them,
+        and score the rest of the pool with the model only where the blend weighs it."""
+        n_pool = len(self.x_pool_)
+        judged = judged_pool_rows(n_pool, self._entropy)
+        proba = self._model_scores(judged, with_held=True)
+        model_judged, model_held = proba[:len(judged)], proba[len(judged):]
+        portfolio.choose_on_held_out(model_judged, model_held, judged)
+        model_pool = None
+        if len(judged) == n_pool:
+            model_pool = model_judged
+        elif portfolio.weighs_model:
+            rest = np.setdiff1d(np.arange(n_pool), judged, assume_unique=True)
+            model_pool = np.empty(n_pool)
+            model_pool[judged] = model_judged
+            model_pool[rest] = self._model_scores(rest, with_held=False)
+        self._pool_proba, self._held_proba = portfolio.held_out_proba(
+            model_pool, model_held, model_judged, judged)
+
+    @property
+    def choice_(self) -> Choice | None:
+        """What the portfolio chose on this table (members, weights, each candidate's held-out
+        AUC, why), or None where the model alone runs (``partner="none"``, or a table below
+        the portfolio's sizes); scores the pool if it was not scored yet."""
+        if self.portfolio_ is None:
+            return None
+        self._pool_probabilities()
+        return self.portfolio_.choice
+
+    @property
+    def blend_weight_(self) -> float:
+        """The model's weight in the chosen blend (1.0: the model alone)."""
+        choice = self.choice_
+        return 1.0 if choice is None else float(choice.weights.get("model", 0.0))
+
+    def _new_probabilities(self, x_new: list[np.ndarray], X_new: Any) -> np.ndarray:
+        """P(y=1) of new rows ``X_new``, ``x_new[view]`` their encoding in each view."""
+        self._pool_probabilities()  # the blend, where there is one, is chosen on the pool
+        portfolio = self.portfolio_
+        proba = None
+        if portfolio is None or portfolio.weighs_model:
+            views = [ViewRows(view.x_labeled, view.x_pool, new)
+                     for view, new in zip(self.views_, x_new, strict=True)]
+            proba = score_new_rows(self.model_, views, self.planners_, device=self.device_,
+                                   n_threads=self.n_threads, progress=self.progress)
+        if portfolio is None:
+            assert proba is not None
+            return proba
+        return portfolio.new_row_proba(X_new, proba)
+
+    def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
+        self._check_fitted()
+        check_table_after_fit(self, X)
+        table = self.preprocessor_.transform(X)
+        pool_proba = self._pool_probabilities()
+        if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):
+            return pool_proba.copy(), np.arange(len(table))
+        if self._pool_index is None:
+            index: dict[bytes, int] = {}
+            for row, values in enumerate(self.x_pool_):
+                index.setdefault(values.tobytes(), row)
+            self._pool_index = index
+        match = np.array([self._pool_index.get(values.tobytes(), -1) for values in table],
+                         dtype=np.int64)
+        proba = np.empty(len(table), dtype=np.float64)
+        known = match >= 0
+        proba[known] = pool_proba[match[known]]
+        if (~known).any():
+            new = [np.ascontiguousarray(table[~known])]
+            for view in self.views_[1:]:  # the other views' encodings of the same rows
+                new.append(np.ascontiguousarray(view.preprocessor.transform(X)[~known]))
+            proba[~known] = self._new_probabilities(new, take_rows(X, np.flatnonzero(~known)))
+        return proba, match
+
+    def prepare(self) -> PUICLClassifier:
+        """Score the fitted pool, choose the blend and (``threshold="prior"``) estimate π̂
+        now, not at the first scoring: a copy sent to other processes then carries them and
+        scores as this one does (:mod:`puicl_model.estimator.dask_frames`); computed there again,
+        with other thread counts, their last bits could differ."""
+        self._pool_probabilities()
+        if self.threshold == "prior":
+            self.estimate_class_prior()
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2]). A dask DataFrame gives a
+        lazy dask array [n, 2] with declared ``meta``, as dask-ml's ``ParallelPostFit`` does:
+        its rows are scored partition by partition at ``compute()``, the bytes of one process
+        (:mod:`puicl_model.estimator.dask_frames`)."""
+        if _dask_kind(X):
+            from puicl_model.estimator.dask_frames import predict_proba
+
+            return predict_proba(self, _dask_frame(X))
+        positive, _ = self._positive_probability(X)
+        return np.stack([1.0 - positive, positive], axis=1)
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """``log(predict_proba(X))``: ``[log P(y=0), log P(y=1)]`` per row (a probability of 0
+        gives -inf, as in scikit-learn's classifiers); lazy for a dask DataFrame."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Log-odds log(P(y=1) / P(y=0)) per row; > 0 means positive at threshold 0.5."""
+        positive, _ = self._positive_probability(X)
+        eps = np.finfo(np.float64).eps
+        clipped = np.clip(positive, eps, 1.0 - eps)
+        return np.log(clipped) - np.log1p(-clipped)
+
+    def estimate_class_prior(self, n_folds: int = DEFAULT_FOLDS) -> float:
+        """π̂: the estimated negative share of the fitted unlabeled pool.
+
+        The labeled positives are cross-fitted (:mod:`puicl_model.estimator.prior`): split in
+        ``n_folds`` folds, each fold is scored as unlabeled rows next to the other folds, by
+        the same passes that score the pool. The rule on those scores and the pool's is
+        :func:`puicl_model.estimator.prior.class_prior_estimate` (docs/classifier.md measures it
+        against other estimators). With fewer than
+        ``MIN_LABELED_FOR_ESTIMATES`` labeled positives, the mean of P(y=0) over the pool.
+        Costs ``n_folds`` extra scorings of the pool, computed once per ``n_folds``.
+        """
+        self._check_fitted()
+        if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+            raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
+        if n_folds not in self._class_prior:
+            folds = (self._held_out_scores(n_folds)
+                     if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
+            self._class_prior[n_folds] = class_prior_estimate(self._pool_probabilities(), folds)
+        return self._class_prior[n_folds]
+
+    def _held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
+                         ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per fold of the labeled positives: (its P(y=1), the pool's P(y=1)), scored by the
+        same passes next to the other folds (:mod:`puicl_model.estimator.prior`); computed once
+        per ``n_folds``, so that ``class_prior_report`` reuses ``estimate_class_prior``'s.
+        Where labeled positives were held out of the passes, they are the one fold: already
+        scored with the pool, at no extra cost (``n_folds`` is then not used)."""
+        if self._x_held is not None:
+            pool = self._pool_probabilities()
+            assert self._held_proba is not None
+            return [(self._held_proba, pool)]
+        folds = self._model_folds(n_folds)
+        if self.portfolio_ is None:
+            return folds
+        self._pool_probabilities()  # the blend is chosen on the default folds
+        return [self.portfolio_.fold_proba(fold, mask)
+                for fold, mask in zip(folds, self._fold_masks(n_folds), strict=True)]
+
+    def _model_folds(self, n_folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The model's cross-fitted scores
+        (:func:`puicl_model.estimator.prior.cross_fitted_scores`),
+        computed once per ``n_folds``."""
+        if n_folds not in self._held_out:
+            self._held_out[n_folds] = cross_fitted_scores(self.scorer_, self.planners_,
+                                                           self.views_, n_folds)
+        return self._held_out[n_folds]
+
+    def _fold_masks(self, n_folds: int) -> list[np.ndarray]:
+        fold = fold_of(len(self.x_labeled_), n_folds, self._entropy)
+        return [fold == k for k in range(n_folds)]
+
+    def class_prior_report(self, level: float = DEFAULT_LEVEL,
+                           n_bootstrap: int = DEFAULT_BOOTSTRAP,
+                           n_folds: int = DEFAULT_FOLDS,
+                           delta: float = DEFAULT_DELTA) -> ClassPriorReport:
+        """π as far as the data identify it
+        (:class:`puicl_model.estimator.prior_report.ClassPriorReport`):
+        the identified lower bound, the point π̂ (``estimate_class_prior(n_folds)``), π̂'s
+        bootstrap interval at ``level`` and the upper end to read π up to, and a flag with a
+        one-line note where π is poorly identified. Reads the scores ``estimate_class_prior``
+        computes (no further pass of the model): ``n_bootstrap`` resamples of them.
+        """
+        self.estimate_class_prior(n_folds)  # checks n_folds; scores the folds once
+        # the folds estimate_class_prior read (below MIN_LABELED_FOR_ESTIMATES none: no bound)
+        folds = (self._held_out_scores(n_folds)
+                 if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
+        return prior_report(self._pool_probabilities(), folds, self.planner_.entropy,
+                            level=level, n_bootstrap=n_bootstrap, delta=delta)
+
+    def plot_report(self, path: str | Path | None = None) -> Report:
+        """A page a person looks at (:mod:`puicl_model.estimator.report`): the held-out labeled
+        positives' P(y=1) against the pool's, π's bound, estimate, interval and upper end, and
+        what the portfolio chose (or why the model alone scores the table). With ``path`` the
+        self-contained HTML page is written there and its PNG figures beside it. Needs
+        matplotlib (``pip install 'puicl[report]'``); reads ``class_prior_report()``'s scores."""
+        from puicl_model.estimator.report import plot_report
+
+        return plot_report(self, path)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write this fitted classifier to ``directory`` without pickle
+        (:mod:`puicl_model.estimator.saved_model`): its settings, column encodings and the
+        portfolio's choice as JSON, its arrays and the model's weights as safetensors, each file's
+        sha256 in a manifest; atomically (a temporary folder renamed into place). The pool is scored
+        first, so that the loaded classifier returns the same bits."""
+        from puicl_model.estimator.saved_model import save
+
+        return save(self, directory)
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str = "auto") -> PUICLClassifier:
+        """A classifier written by :meth:`save`, its model on ``device``; a damaged, changed or
+        missing file, or another format, is refused in one line naming it."""
+        from puicl_model.estimator.saved_model import load
+
+        return load(cls, directory, device)
+
+    def _prior_cut(self) -> tuple[np.ndarray, float]:
+        """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
+        return prior_cut(self._pool_probabilities(), self.estimate_class_prior())
+
+    def predict(self, X: Any) -> np.ndarray:
+        """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``; for a dask
+        DataFrame a lazy dask array [n] (see :meth:`predict_proba`)."""
+        if _dask_kind(X):
+            from puicl_model.estimator.dask_frames import predict
+
+            return predict(self, _dask_frame(X))
+        return self._labels(*self._positive_probability(X))
+
+    def predict_and_proba(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(predict_proba(X), predict(X))`` from one scoring of ``X``."""
+        positive, match = self._positive_probability(X)
+        return np.stack([1.0 - positive, positive], axis=1), self._labels(positive, match)
+
+    def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
+        """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
+        if self.threshold != "prior":
+            return (positive > float(self.threshold)).astype(np.int64)
+        pool_labels, cut = self._prior_cut()
+        labels = (positive > cut).astype(np.int64)
+        known = match >= 0
+        labels[known] = pool_labels[match[known]]
+        return labels
+
+    def __sklearn_tags__(self):  # scikit-learn >= 1.6 estimator tags
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        # s is binary by definition (labeled positive or unlabeled)
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+def _dask_kind(X: Any) -> str | None:
+    from puicl_model.estimator.dask_frames import dask_kind  # (imports no dask itself)
+
+    return dask_kind(X)
+
+
+def _dask_frame(X: Any) -> Any:
+    """A dask DataFrame as it is; a dask Array refused in one line (its blocks may split a
+    row's columns, and its column names, which fit may have seen, are lost)."""
+    if _dask_kind(X) == "array":
+        raise TypeError("X is a dask Array: pass a dask DataFrame "
+                        "(dask.dataframe.from_dask_array(X, columns=...))")
+    return X

@@ -1,0 +1,478 @@
+"""The per-table portfolio: PU learners beside the model, the blend of them chosen per table on
+held-out labeled positives, with no negative label.
+
+Why. A forward pass sees a bounded view of the table (:mod:`puicl_model.passes.planning`), and on
+some tables a classical learner fitted on every row ranks the pool better: a linear one where the
+signal is linear and the labeled rows are many, a tree learner where the signal lies in
+interactions or thresholds (docs/classifier.md, "Tables of every size"). The portfolio runs
+such learners beside the model and lets each table say which to trust.
+
+Members. ``model`` (the passes' P(y = 1)), ``logistic`` (a logistic regression of labeled (1)
+against unlabeled (0) rows) and ``boosted`` (scikit-learn's histogram gradient boosting of the
+same target), both learners on an encoding of their own (:func:`learner_encoding`: one-hot
+categories, standardized numbers, missing-value indicators) and cross-fitted over every row, so
+that no row is scored by a learner trained on it. Under SCAR, P(labeled | x) ranks rows as
+P(y = 1 | x) does (Elkan & Noto, KDD 2008).
+
+Evidence. Labeled positives that no member saw as labeled: for the model, positives held out
+of its passes' context (large tables) or the class prior's cross-fitted folds (smaller ones,
+:mod:`puicl_model.estimator.prior`); for the learners, their out-of-fold scores. Under SCAR such
+positives are distributed as the pool's positives, so for any score the AUC of held-out
+positives against the pool is ``(1 − π)/2 + π · AUC`` (Jain, White & Radivojac, arXiv
+1702.00518), with AUC the score's true positive-against-negative AUC on the pool: the
+candidate that ranks held-out positives highest ranks the pool best.
+
+The rule. A difference in held-out AUC is π times the difference in true AUC, read off a few
+hundred positives: at small π or with few positives it is mostly noise. So the candidate with
+the highest held-out AUC replaces the :data:`FALLBACK` blend only where it beats it by more
+than :data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong &
+Clarke-Pearson, Biometrics 1988); elsewhere the fallback stands, the blend that is best on
+average over the development suite's tables (docs/classifier.md measures both choices).
+
+Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
+of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
+the pool, so ``predict`` and π̂ mean what they meant). A new row's probability is read off that
+map at its blended score. The model alone keeps its own probabilities, bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+__all__ = ["BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WITH_HELD_OUT",
+           "LOGISTIC", "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT",
+           "MIN_LABELED_FOR_PORTFOLIO", "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice",
+           "CrossFittedLearner", "Evidence", "Portfolio", "choose", "held_out_rows",
+           "judged_pool_rows", "learner_encoding"]
+
+MODEL, LOGISTIC, BOOSTED = "model", "logistic", "boosted"
+MEMBERS = (MODEL, LOGISTIC, BOOSTED)
+
+# the blends the choice is made from: weights on each member's standardized scores
+CANDIDATES: Mapping[str, Mapping[str, float]] = {
+    "model": {MODEL: 1.0},
+    "logistic": {LOGISTIC: 1.0},
+    "boosted": {BOOSTED: 1.0},
+    "model+logistic": {MODEL: 0.5, LOGISTIC: 0.5},
+    "model+boosted": {MODEL: 0.5, BOOSTED: 0.5},
+    "logistic+boosted": {LOGISTIC: 0.5, BOOSTED: 0.5},
+    "all": {MODEL: 1 / 3, LOGISTIC: 1 / 3, BOOSTED: 1 / 3},
+}
+# the candidate that stands where the evidence does not clearly favour another: on tables with
+# fewer than MIN_LABELED_FOR_HOLD_OUT labeled positives (the model's trained range and a little
+# beyond) the model blended half and half with the logistic learner; on larger ones the
+# logistic learner, which there ranks the pool better than the model on average
+# (docs/classifier.md, "Tables of every size": chosen on the development suite's size grid)
+FALLBACK = "model+logistic"
+FALLBACK_WITH_HELD_OUT = "logistic"
+# how many standard errors of the paired held-out AUC difference a candidate must lead the
+# fallback by to replace it: lower bars followed the noise of a few hundred positives more
+# often than they found a better candidate (docs/classifier.md)
+EVIDENCE_Z = 3.0
+# the learners' cross-fitting folds
+LEARNER_FOLDS = 5
+# on a table with held-out positives, the blend is chosen against a seeded sample of this many
+# pool rows (all of a smaller pool) before the model scores the rest, which it scores only where
+# the chosen blend weighs it: a table where the learners win costs about what they cost
+JUDGED_POOL_ROWS = 2000
+# the portfolio runs on tables with at least this many labeled positives and pool rows: fewer
+# positives give each cross-fitted fold too few to score, a smaller pool too few to rank against
+MIN_LABELED_FOR_PORTFOLIO = 20
+MIN_POOL_FOR_PORTFOLIO = 100
+# from this many labeled positives on, half of them (at most MAX_HELD_OUT) are held out of the
+# passes' context and scored with the pool (twice what one pass holds, so the context keeps as
+# many as a pass takes); smaller tables read the class prior's cross-fitted folds instead
+MIN_LABELED_FOR_HOLD_OUT = 600
+MAX_HELD_OUT = 1000
+# spawn-key tags of the learners' fold splits and of the held-out positives (the classifier's
+# other tags: planning 1-5, the class prior's folds 11, the prior report's bootstrap (12, 0) and
+# (12, 1, ...), the pool sample 14)
+HELD_OUT_TAG = 12
+LEARNER_TAGS = {LOGISTIC: 13, BOOSTED: 15}
+JUDGED_TAG = 16
+# clip of probabilities before their log-odds are taken
+_EPS = 1e-6
+
+
+def learner_encoding(keep_columns: Any = None) -> Any:
+    """The learners' own table encoding (a
+    :class:`~puicl_model.estimator.preprocessing.TablePreprocessor`):
+    categories one-hot, numbers as given (then centred and scaled), a "was missing" column for
+    every column with missing values. The model's normal scores of ranks would bend a linear
+    learner's view of an amount."""
+    from puicl_model.estimator.preprocessing import TablePreprocessor
+
+    return TablePreprocessor(categorical="onehot", missing="median+indicator", numeric="standard",
+                             keep_columns=keep_columns)
+
+
+def log_odds(proba: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(proba, dtype=np.float64), _EPS, 1.0 - _EPS)
+    return np.log(p) - np.log1p(-p)
+
+
+def _row_decision(model: Any, x: np.ndarray) -> np.ndarray:
+    """A fitted learner's log-odds of each row of ``x``, the same bits whatever other rows are
+    scored with it: a linear model's products summed row by row (a matrix product's blocking,
+    and so its last bits, follows the number of rows); the trees score each row on its own."""
+    if hasattr(model, "coef_"):
+        return (x * model.coef_[0]).sum(axis=1) + model.intercept_[0]
+    return model.decision_function(x)
+
+
+@dataclass
+class CrossFittedLearner:
+    """A classifier of labeled (1) against unlabeled (0) rows, cross-fitted over every row:
+    ``fit`` returns the out-of-fold log-odds of P(labeled | x) of the labeled rows and of the
+    pool, ``decision`` scores other rows by the fold models' mean log-odds."""
+
+    kind: str  # LOGISTIC or BOOSTED
+    entropy: int
+    folds: int = LEARNER_FOLDS
+    # OpenMP threads of the boosting (None: the library's default, every core). On a busy
+    # machine a team of spinning threads per core made a fit tens of times slower
+    n_threads: int | None = None
+    models_: list[Any] = field(default_factory=list)
+
+    def _threads(self) -> Any:
+        from threadpoolctl import threadpool_limits
+
+        return threadpool_limits(limits=self.n_threads)
+
+    def _estimator(self, seed: int) -> Any:
+        if self.kind == LOGISTIC:
+            from sklearn.linear_model import LogisticRegression
+
+            return LogisticRegression(C=1.0, max_iter=1000)
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        # no early stopping: it would hold out a random tenth of each fold's rows
+        return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1,
+                                              early_stopping=False, random_state=seed)
+
+    def fit(self, x_labeled: np.ndarray, x_pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from sklearn.model_selection import StratifiedKFold
+
+        x = np.vstack([x_labeled, x_pool]).astype(np.float64)
+        target = np.r_[np.ones(len(x_labeled), np.int64), np.zeros(len(x_pool), np.int64)]
+        seed = int(np.random.SeedSequence(self.entropy, spawn_key=(LEARNER_TAGS[self.kind],))
+                   .generate_state(1)[0] % 2**31)
+        split = StratifiedKFold(n_splits=self.folds, shuffle=True, random_state=seed)
+        scores = np.empty(len(x))
+        self.models_ = []
+        with self._threads():
+            for train, held in split.split(x, target):
+                model = self._estimator(seed).fit(x[train], target[train])
+                scores[held] = _row_decision(model, x[held])
+                self.models_.append(model)
+        return scores[: len(x_labeled)], scores[len(x_labeled):]
+
+    def decision(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        with self._threads():
+            return np.mean([_row_decision(model, x) for model in self.models_], axis=0)
+
+
+# ----------------------------------------------------------------------------- evidence
+@dataclass(frozen=True)
+class Evidence:
+    """Per fold of held-out positives: each member's scores of them (``held``) and of the pool
+    (``pool``), as log-odds. One fold where positives were held out of the passes; the class
+    prior's folds on smaller tables."""
+
+    held: Sequence[Mapping[str, np.ndarray]]
+    pool: Sequence[Mapping[str, np.ndarray]]
+
+
+def _standardizer(values: np.ndarray) -> tuple[float, float]:
+    scale = float(values.std())
+    return float(values.mean()), scale if scale > 1e-12 else 1.0
+
+
+def _blended(weights: Mapping[str, float], scores: Mapping[str, np.ndarray],
+             standard: Mapping[str, tuple[float, float]]) -> np.ndarray:
+    total = 0.0
+    for member, weight in weights.items():
+        centre, scale = standard[member]
+        total = total + weight * (np.asarray(scores[member], dtype=np.float64) - centre) / scale
+    return np.asarray(total, dtype=np.float64)
+
+
+def _placements(held: np.ndarray, pool: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """The AUC of ``held`` against ``pool`` (ties ½) and DeLong's placement values: per held
+    row the share of the pool below it, per pool row the share of held rows above it."""
+    n_h, n_p = len(held), len(pool)
+    ranks = rankdata(np.r_[held, pool])
+    held_in_all, pool_in_all = ranks[:n_h], ranks[n_h:]
+    held_in_held, pool_in_pool = rankdata(held), rankdata(pool)
+    v_held = (held_in_all - held_in_held) / n_p
+    v_pool = 1.0 - (pool_in_all - pool_in_pool) / n_h
+    return float(v_held.mean()), v_held, v_pool
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the portfolio chose on a table, and the evidence it read."""
+
+    name: str  # a key of CANDIDATES
+    weights: Mapping[str, float]
+    held_out_auc: Mapping[str, float]  # per candidate, mean over the folds
+    lead_se: Mapping[str, float]  # per candidate: the SE of its held-out AUC minus the fallback's
+    n_held_out: int
+    reason: str
+
+    def describe(self) -> str:
+        members = ", ".join(f"{member} {weight:.2f}" for member, weight in self.weights.items())
+        return (f"{self.name} ({members}); held-out AUC "
+                + ", ".join(f"{name} {auc:.3f}" for name, auc in self.held_out_auc.items()))
+
+
+def held_out_aucs(evidence: Evidence, members: Sequence[str],
+                  fallback: str = FALLBACK) -> tuple[dict[str, float], dict[str, float]]:
+    """Each candidate's held-out AUC (mean over folds) and the standard error of its paired
+    difference with ``fallback``'s (DeLong; the folds' held-out rows are disjoint, their pool
+    rows the same, so the pool's share of the variance is not divided by the folds)."""
+    candidates = {name: weights for name, weights in CANDIDATES.items()
+                  if set(weights) <= set(members)}
+    folds = len(evidence.held)
+    aucs = {name: 0.0 for name in candidates}
+    held_var = {name: 0.0 for name in candidates}
+    pool_var = {name: 0.0 for name in candidates}
+    for held, pool in zip(evidence.held, evidence.pool, strict=True):
+        standard = {member: _standardizer(np.asarray(pool[member], dtype=np.float64))
+                    for member in members}
+        placed = {name: _placements(_blended(weights, held, standard),
+                                    _blended(weights, pool, standard))
+                  for name, weights in candidates.items()}
+        _, base_held, base_pool = placed[fallback]
+        for name, (auc, v_held, v_pool) in placed.items():
+            aucs[name] += auc / folds
+            held_var[name] += np.var(v_held - base_held, ddof=1) / len(v_held) / folds**2
+            pool_var[name] += np.var(v_pool - base_pool, ddof=1) / len(v_pool) / folds
+    se = {name: float(np.sqrt(held_var[name] + pool_var[name])) for name in candidates}
+    return aucs, se
+
+
+def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBACK,
+           z: float = EVIDENCE_Z) -> Choice:
+    """The candidate of highest held-out AUC where it leads ``fallback`` by more than ``z``
+    standard errors of the paired difference, else ``fallback``."""
+    aucs, se = held_out_aucs(evidence, members, fallback)
+    best = max(aucs, key=lambda name: aucs[name])
+    lead = aucs[best] - aucs[fallback]
+    n_held = sum(len(next(iter(held.values()))) for held in evidence.held)
+    if best != fallback and lead > z * se[best]:
+        name, reason = best, (f"{best} leads {fallback} by {lead:.4f} held-out AUC, "
+                              f"{lead / max(se[best], 1e-12):.1f} standard errors")
+    else:
+        name, reason = fallback, (f"no candidate leads {fallback} by more than {z:g} standard "
+                                  "errors of held-out AUC")
+    return Choice(name, dict(CANDIDATES[name]), aucs, se, n_held, reason)
+
+
+# -------------------------------------------------------------------------------- blend
+@dataclass(frozen=True)
+class Blend:
+    """The chosen blend, standardized on the pool, and the map from its scores to P(y = 1)."""
+
+    weights: Mapping[str, float]
+    standard: Mapping[str, tuple[float, float]]  # per weighted member: (centre, scale) on the pool
+    pool_scores: np.ndarray  # the pool's blended scores, sorted
+    pool_proba: np.ndarray  # the model's P(y = 1) of the pool, sorted
+
+    @property
+    def model_alone(self) -> bool:
+        return dict(self.weights) == {MODEL: 1.0}
+
+    @classmethod
+    def on_pool(cls, weights: Mapping[str, float], pool: Mapping[str, np.ndarray],
+                model_pool_proba: np.ndarray) -> Blend:
+        """The blend of ``weights`` standardized on the pool's scores (log-odds per member), its
+        probabilities keyed to the model's pool probabilities ``model_pool_proba``."""
+        standard = {member: _standardizer(np.asarray(pool[member], dtype=np.float64))
+                    for member in weights}
+        return cls(dict(weights), standard,
+                   np.sort(_blended(weights, pool, standard), kind="stable"),
+                   np.sort(np.asarray(model_pool_proba, dtype=np.float64), kind="stable"))
+
+    def score(self, scores: Mapping[str, np.ndarray]) -> np.ndarray:
+        return _blended(self.weights, scores, self.standard)
+
+    def proba(self, scores: Mapping[str, np.ndarray], model_proba: np.ndarray | None = None,
+              ) -> np.ndarray:
+        """P(y = 1) of rows from their members' log-odds: the pool's probability at the same
+        blended score (interpolated between pool rows); the model alone: ``model_proba``."""
+        if self.model_alone and model_proba is not None:
+            return np.asarray(model_proba, dtype=np.float64)
+        return np.interp(self.score(scores), self.pool_scores, self.pool_proba)
+
+
+# ---------------------------------------------------------------------------- portfolio
+def held_out_rows(n_labeled: int, n_held: int, entropy: int) -> np.ndarray:
+    """The mask of the ``n_held`` labeled rows held out of every pass's context, drawn under
+    the key ``(HELD_OUT_TAG,)`` of the fit's root seed."""
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(HELD_OUT_TAG,)))
+    mask = np.zeros(n_labeled, dtype=bool)
+    mask[rng.choice(n_labeled, size=n_held, replace=False)] = True
+    return mask
+
+
+def judged_pool_rows(n_pool: int, entropy: int) -> np.ndarray:
+    """The pool rows (sorted) the blend is chosen against: all of a pool of at most
+    :data:`JUDGED_POOL_ROWS`, else a sample of that many keyed ``(JUDGED_TAG,)``."""
+    if n_pool <= JUDGED_POOL_ROWS:
+        return np.arange(n_pool)
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(JUDGED_TAG,)))
+    return np.sort(rng.permutation(n_pool)[:JUDGED_POOL_ROWS])
+
+
+@dataclass
+class Portfolio:
+    """The portfolio of one fitted table: the learners' rows in their own encoding, the
+    learners once fitted, and the chosen blend. Built by :meth:`build` in ``fit``; chosen once
+    the model's scores of the pool and of held-out positives exist (:meth:`choose_on_held_out`
+    for positives held out of the passes, :meth:`choose_on_folds` for the class prior's folds).
+    """
+
+    entropy: int
+    encoder: Any
+    x_labeled: np.ndarray  # the learners' encoding of the labeled rows (context, then held out)
+    x_pool: np.ndarray
+    n_held: int  # held-out positives: the last rows of x_labeled (0: folds are the evidence)
+    fallback: str = FALLBACK
+    n_threads: int | None = None  # the learners' threads (the classifier's n_threads at fit)
+    z: float = EVIDENCE_Z
+    learners: dict[str, CrossFittedLearner] = field(default_factory=dict)
+    labeled_scores: dict[str, np.ndarray] = field(default_factory=dict)
+    pool_scores: dict[str, np.ndarray] = field(default_factory=dict)
+    choice: Choice | None = None
+    blend: Blend | None = None
+    # what the choice read: the held-out evidence and every member's scores of the pool
+    evidence: Evidence | None = None
+    member_pool_scores: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, X: Any, labeled: np.ndarray, held: np.ndarray | None, entropy: int,
+              keep_columns: Any = None, n_threads: int | None = None) -> Portfolio:
+        """The learners' encoding of the table ``X`` (``labeled``: its labeled rows; ``held``:
+        the labeled rows held out of the passes, which go last, as in the passes' pool;
+        ``keep_columns``: the identifiers the classifier keeps as features)."""
+        import warnings
+
+        encoder = learner_encoding(keep_columns)
+        with warnings.catch_warnings():  # the classifier's own encoding warns about columns
+            warnings.simplefilter("ignore")
+            table = encoder.fit_transform(X, labeled).astype(np.float64)
+        x_labeled = table[labeled]
+        if held is not None:
+            x_labeled = np.concatenate([x_labeled[~held], x_labeled[held]])
+        n_held = 0 if held is None else int(held.sum())
+        return cls(entropy, encoder, x_labeled, table[~labeled], n_held,
+                   fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads)
+
+    def _fit_learners(self) -> None:
+        if self.learners:
+            return
+        for kind in (LOGISTIC, BOOSTED):
+            learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
+            self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(self.x_labeled,
+                                                                            self.x_pool)
+            self.learners[kind] = learner
+
+    def _decide(self, evidence: Evidence, pool: Mapping[str, np.ndarray],
+                model_pool: np.ndarray) -> None:
+        self.evidence, self.member_pool_scores = evidence, dict(pool)
+        self.choice = choose(evidence, MEMBERS, fallback=self.fallback, z=self.z)
+        self.blend = Blend.on_pool(self.choice.weights, pool, model_pool)
+
+    def _held_scores(self, model_held: np.ndarray) -> dict[str, np.ndarray]:
+        """Each member's log-odds of the positives held out of the passes."""
+        return {MODEL: log_odds(model_held),
+                **{kind: scores[-self.n_held:] for kind, scores in self.labeled_scores.items()}}
+
+    def choose_on_held_out(self, model_judged: np.ndarray, model_held: np.ndarray,
+                           judged: np.ndarray) -> None:
+        """Choose on the positives held out of the passes, against the pool rows ``judged``
+        (the model's P(y = 1) of those rows, ``model_judged``, and of the held-out positives)."""
+        self._fit_learners()
+        held = self._held_scores(model_held)
+        pool = {MODEL: log_odds(model_judged),
+                **{kind: scores[judged] for kind, scores in self.pool_scores.items()}}
+        self.evidence, self.member_pool_scores = Evidence([held], [pool]), pool
+        self.choice = choose(self.evidence, MEMBERS, fallback=self.fallback, z=self.z)
+
+    def held_out_proba(self, model_pool: np.ndarray | None, model_held: np.ndarray,
+                       model_judged: np.ndarray, judged: np.ndarray,
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """The chosen blend's P(y = 1) of the pool and of the held-out positives. The blend is
+        keyed to the model's whole pool where the model scored it (``model_pool``), else to
+        the judged rows' (the model's distribution over a seeded sample of the pool)."""
+        assert self.choice is not None
+        weights = self.choice.weights
+        held = self._held_scores(model_held)
+        if model_pool is not None:
+            pool = {MODEL: log_odds(model_pool), **self.pool_scores}
+            self.blend = Blend.on_pool(weights, pool, model_pool)
+        else:
+            assert MODEL not in weights
+            judged_pool = {kind: scores[judged] for kind, scores in self.pool_scores.items()}
+            self.blend = Blend.on_pool(weights, judged_pool, model_judged)
+            pool = dict(self.pool_scores)
+        return self.blend.proba(pool, model_pool), self.blend.proba(held, model_held)
+
+    def choose_on_folds(self, model_pool: np.ndarray,
+                        folds: Sequence[tuple[np.ndarray, np.ndarray]],
+                        fold_masks: Sequence[np.ndarray]) -> np.ndarray:
+        """Choose on the class prior's cross-fitted folds (per fold: the model's P(y = 1) of
+        the fold's positives and of the pool; ``fold_masks[k]``: the fold's labeled rows);
+        returns the blend's P(y = 1) of the pool (``model_pool``: the model's)."""
+        self._fit_learners()
+        evidence = Evidence(*zip(*(self._fold_scores(fold, mask)
+                                   for fold, mask in zip(folds, fold_masks, strict=True)),
+                                 strict=True))
+        pool = {MODEL: log_odds(model_pool), **self.pool_scores}
+        self._decide(evidence, pool, model_pool)
+        assert self.blend is not None
+        return self.blend.proba(pool, model_pool)
+
+    def _fold_scores(self, fold: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
+                     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        held_model, pool_model = fold
+        held = {MODEL: log_odds(held_model),
+                **{kind: scores[mask] for kind, scores in self.labeled_scores.items()}}
+        return held, {MODEL: log_odds(pool_model), **self.pool_scores}
+
+    def fold_proba(self, fold: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """A fold's (held-out positives', pool's) P(y = 1) under the chosen blend, standardized
+        and keyed to the model's probabilities on the fold's own pool scores (what π̂ reads)."""
+        assert self.choice is not None and self.blend is not None
+        if self.blend.model_alone:
+            return fold
+        held, pool = self._fold_scores(fold, mask)
+        blend = Blend.on_pool(self.choice.weights, pool, fold[1])
+        return blend.proba(held), blend.proba(pool)
+
+    @property
+    def weighs_model(self) -> bool:
+        """Whether the chosen blend weighs the model (before the choice: it will be scored)."""
+        return self.choice is None or MODEL in self.choice.weights
+
+    def new_row_proba(self, X: Any, model_proba: np.ndarray | None) -> np.ndarray:
+        """P(y = 1) of new rows ``X`` (a table as given to ``fit``), from the model's
+        ``model_proba`` (None where the blend does not weigh the model)."""
+        assert self.blend is not None
+        if self.blend.model_alone:
+            assert model_proba is not None
+            return np.asarray(model_proba, dtype=np.float64)
+        x = self.encoder.transform(X).astype(np.float64)
+        scores = {kind: self.learners[kind].decision(x) for kind in self.blend.weights
+                  if kind != MODEL}
+        if model_proba is not None:
+            scores[MODEL] = log_odds(model_proba)
+        return self.blend.proba(scores)

@@ -1,0 +1,498 @@
+"""Real tables -> the float32 feature matrix the model reads.
+
+The model consumes numbers only and standardizes every column itself with the labeled rows'
+statistics (paper §3.1). What it cannot do is read strings, skip missing values or ignore
+columns that carry nothing; :class:`TablePreprocessor` does that, learning every mapping from
+the table given to ``fit`` (labeled and unlabeled rows together, never the hidden labels). It
+reads and types the columns (:mod:`puicl_model.estimator.columns`), drops those that carry nothing,
+warns, and scales; how one column is encoded is :mod:`puicl_model.estimator.column_encoding`'s job:
+
+* **numeric columns**: ``numeric="quantile"`` (default) replaces each value by the standard
+  normal quantile of its mid-rank among the fitted rows, ``Φ⁻¹((#{< x} + #{≤ x}) / 2n)``
+  (new rows: the same formula against the fitted values, clipped to ``[1/2n, 1 − 1/2n]``).
+  It keeps the order of the values and removes skew and outliers, which the model, trained
+  on standardized SCM outputs, handles less well than bell-shaped columns (measured in
+  docs/model_card/v0.md). ``numeric="standard"`` passes the values through. ``numeric="power"``
+  applies a Yeo-Johnson power transform, its exponent fitted by maximum likelihood on the
+  fitted rows (bounded to ±3) (a smooth map that also removes skew but, unlike the
+  normal scores, keeps the spacing of the values). Infinite values are an error.
+* **categorical columns** (pandas ``category``/``object``/``string``/``bool`` columns, and
+  numpy object columns whose values are not all numbers) become numbers:
+  ``"onehot"`` (default) gives every category of a column with 3 to
+  ``MAX_ONEHOT_LEVELS`` categories its own 0/1 feature (more categories: ``"frequency"``;
+  two: one 0/1 feature); ``"ordinal"`` maps the categories, sorted by their text, to
+  0, 1, 2, …; ``"frequency"`` maps each category to its share of the fitted rows. A missing
+  value is a category of its own (one-hot: all zeros); a category first seen after ``fit`` is
+  treated as missing.
+* **text columns of numbers**: a text column whose every entry is a number, a number written
+  as text, or a missing-value token (``MISSING_TOKENS``: ``?``, ``n/a``, ``NA``, ``-``, an
+  empty string, ``null``, ``None``, ``nan``, …; case and surrounding spaces ignored) is read
+  as numeric, the tokens as missing values. One stray ``?`` makes pandas read a whole CSV
+  column as text; without this the column would be encoded as categories. ``fit`` warns,
+  naming each such column and its tokens.
+* **missing numeric values** (NaN, None, pandas NA): ``"median"`` (default) fills them with
+  the column's median over the fitted rows; ``"median+indicator"`` also appends a 0/1 column
+  "was missing" for every column that had missing values in ``fit``; ``"error"`` rejects them.
+* **identifiers**: a column of whole numbers or text with a different value in (nearly) every
+  row, found by :mod:`puicl_model.estimator.identifiers` from its values alone, whatever the rows'
+  order: a customer number, a hash, a saved index. It names rows and measures nothing, so
+  ``fit`` drops it and warns, naming it; ``keep_columns`` keeps a column that only looks like
+  one. Fractions are never identifiers.
+* **constant columns** (one value over all fitted rows, after the steps above) carry no
+  information and are dropped: all values missing, one value, or categories whose frequency
+  encoding is constant. ``fit`` warns, naming each dropped column and why;
+  ``dropped_reasons_`` maps each to its reason. If no column is left, one all-zero column
+  stands in, so the model still runs (every unlabeled row then gets the same prediction) and a
+  warning says so.
+* **dates and durations** (``datetime64``, with or without a time zone, ``timedelta64``,
+  ``period``): read as numbers, seconds since 1970-01-01 (a period: its start) or seconds, so
+  that their order is kept; missing dates (NaT) are missing values.
+
+Finally each kept column is centred and scaled with its mean and standard deviation over the
+fitted rows, in float64, before the cast to float32 (a column whose values are too large or too
+small for those moments, such as 1e308 under ``numeric="standard"``, is divided by its largest
+magnitude first). The model's own standardization makes
+this a no-op mathematically (it is invariant to positive affine maps of a column), but it keeps
+large offsets (timestamps, identifiers) from losing their variation to float32 rounding.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from puicl_model.estimator.column_encoding import (
+    MAX_ONEHOT_LEVELS,
+    CategoricalStrategy,
+    ColumnEncoding,
+    MissingStrategy,
+    NumericStrategy,
+    category_key,
+    encode,
+    feature_labels,
+    fit_categorical,
+    fit_numeric,
+)
+from puicl_model.estimator.columns import (
+    MISSING_TOKENS,
+    as_numeric,
+    integer_offset,
+    is_missing,
+    moment_columns,
+    numbers_and_text,
+    parse_numeric,
+    read_columns,
+)
+from puicl_model.estimator.identifiers import identifier_reason
+
+__all__ = [
+    "MAX_ONEHOT_LEVELS",
+    "MISSING_TOKENS",
+    "CategoricalStrategy",
+    "MissingStrategy",
+    "NumericStrategy",
+    "TablePreprocessor",
+]
+
+# a text column at least this share of whose present entries are numbers is "mostly numbers":
+# its other entries are stray words that turn the column into categories, said in a warning
+_MOSTLY_NUMBERS = 0.5
+
+
+def _stray_text(name: str, values: np.ndarray) -> str | None:
+    """The warning's description of a text column made mostly of numbers ("'c' (80 % numbers;
+    text 'x' ×12)"), or None for a column of words."""
+    share, text = numbers_and_text(values)
+    if share < _MOSTLY_NUMBERS:
+        return None
+    common = sorted(text.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{word!r} ×{count}" for word, count in common[:3])
+    more = f" and {len(common) - 3} more" if len(common) > 3 else ""
+    return f"{name!r} ({share:.0%} numbers; text {shown}{more})"
+
+
+def _moments(kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, standard deviation, prescale) of each kept feature: the feature is scaled as
+    ``(x / prescale - mean) / std``.
+
+    The prescale is 1 (an exact no-op) except where the plain moments fail: values near the
+    float64 limit (numeric="standard" passes 1e308 through) overflow the sum or the squares,
+    and values near its smallest magnitudes underflow the squares to a zero deviation. Those
+    features are divided by their largest magnitude first, so that they keep their variation
+    instead of collapsing to a constant.
+    """
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        center = kept.mean(axis=0)
+        scale = kept.std(axis=0)
+    prescale = np.ones(kept.shape[1])
+    failed = ~(np.isfinite(center) & np.isfinite(scale) & (scale > 0))
+    if failed.any():
+        # a kept feature is not constant, so its largest magnitude is positive
+        prescale[failed] = np.abs(kept[:, failed]).max(axis=0)
+        shrunk = kept[:, failed] / prescale[failed]
+        center[failed] = shrunk.mean(axis=0)
+        scale[failed] = shrunk.std(axis=0)
+    return center, scale, prescale
+
+
+def _split_by_s(columns: list[ColumnEncoding], arrays: list[np.ndarray],
+                numbers: list[np.ndarray | None], labeled: np.ndarray) -> dict[str, str]:
+    """Columns that tell the labeled rows from the unlabeled ones by themselves, with why they
+    are dropped: a numeric column missing on every row of one side only (positives from a
+    registry that lacks the field: the median fill makes it constant on that side and varied
+    on the other), or a column whose values on the two sides do not overlap (a copy of ``s``,
+    a value recorded only for labeled rows); each only where chance would hardly give so
+    clean a split (:mod:`puicl_model.estimator.input_checks`). The scores would follow such a column
+    instead of the positives, and with a copy of ``s`` they would flip with its 0/1 coding.
+    ``numbers``: each column's values as ``fit`` read them as numbers (None for categories)."""
+    from puicl_model.estimator.input_checks import all_marked_is_telling, clean_split_is_telling
+
+    labeled = np.asarray(labeled, dtype=bool)
+    telling = clean_split_is_telling(int(labeled.sum()), int((~labeled).sum()))
+    found: dict[str, str] = {}
+    for column, values, numeric in zip(columns, arrays, numbers, strict=True):
+        if numeric is not None:
+            missing = np.isnan(numeric)
+            for side, here, there in (("labeled", labeled, ~labeled),
+                                      ("unlabeled", ~labeled, labeled)):
+                if (missing[here].all() and not missing[there].all()
+                        and all_marked_is_telling(int(here.sum()), int(missing.sum()),
+                                                  len(missing))):
+                    found[column.name] = (f"missing on every {side} row, recorded only for the "
+                                          "others: it would tell them apart")
+            ours, theirs = numeric[labeled & ~missing], numeric[~labeled & ~missing]
+            apart = len(ours) and len(theirs) and (ours.max() < theirs.min()
+                                                   or ours.min() > theirs.max())
+        else:
+            present = ~is_missing(values)
+            ours = {category_key(v) for v in values[labeled & present].tolist()}
+            theirs = {category_key(v) for v in values[~labeled & present].tolist()}
+            apart = bool(ours) and bool(theirs) and not ours & theirs
+        if apart and telling and column.name not in found:
+            found[column.name] = ("separates the labeled rows from the unlabeled ones: its "
+                                  "values on the two sides do not overlap (a copy of s, or a "
+                                  "value recorded only for labeled rows?)")
+    return found
+
+
+def _warn_if_missing_apart(columns: list[ColumnEncoding], arrays: list[np.ndarray],
+                           numbers: list[np.ndarray | None], labeled: np.ndarray,
+                           skip: dict[str, str]) -> None:
+    """Warn, naming them, about the columns whose missing share among the labeled rows and
+    among the unlabeled rows differ by a telling gap (:func:`puicl_model.estimator.input_checks.
+    missing_gap_is_telling`); ``skip``: columns dropped already, with their own reason. A
+    warning only: the column is kept, and the scores are those of any other table."""
+    from puicl_model.estimator.input_checks import missing_gap_is_telling
+
+    labeled = np.asarray(labeled, dtype=bool)
+    n_labeled, n_pool = int(labeled.sum()), int((~labeled).sum())
+    found = []
+    for column, values, numeric in zip(columns, arrays, numbers, strict=True):
+        if column.name in skip:
+            continue
+        missing = np.isnan(numeric) if numeric is not None else is_missing(values)
+        ours, theirs = missing[labeled].mean(), missing[~labeled].mean()
+        if missing_gap_is_telling(float(ours - theirs), n_labeled, n_pool):
+            found.append(f"{column.name!r} (missing on {ours:.0%} of the labeled rows, "
+                         f"{theirs:.0%} of the unlabeled)")
+    if found:
+        warnings.warn(
+            "missing far more often on one side of s than on the other: " + "; ".join(found)
+            + ". Missingness that tells the labeled rows from the pool points at leakage or a "
+            "data error (a field filled in only for confirmed rows, the two sides exported "
+            "differently), and the scores then follow it; check how the column was recorded, "
+            "or drop it (puicl predict: --drop-columns)",
+            UserWarning,
+            stacklevel=4,  # the caller of fit
+        )
+
+
+class TablePreprocessor:
+    """Learns column encodings on the fitted table; turns tables into float32 matrices.
+
+    ``keep_columns``: names of columns to keep as features although they look like identifiers
+    (:mod:`puicl_model.estimator.identifiers`); a numpy array's columns are named "0", "1", ...
+    """
+
+    def __init__(
+        self,
+        categorical: CategoricalStrategy = "onehot",
+        missing: MissingStrategy = "median",
+        numeric: NumericStrategy = "quantile",
+        keep_columns: Sequence[str | int] | None = None,
+    ) -> None:
+        if categorical not in ("onehot", "ordinal", "frequency"):
+            raise ValueError(
+                f"categorical must be 'onehot', 'ordinal' or 'frequency', got {categorical!r}"
+            )
+        if numeric not in ("quantile", "standard", "power"):
+            raise ValueError(
+                f"numeric must be 'quantile', 'standard' or 'power', got {numeric!r}"
+            )
+        self.numeric = numeric
+        if missing not in ("median", "median+indicator", "error"):
+            raise ValueError(
+                f"missing must be 'median', 'median+indicator' or 'error', got {missing!r}"
+            )
+        self.categorical = categorical
+        self.missing = missing
+        self.keep_columns = keep_columns
+
+    # ------------------------------------------------------------------------------- fit
+    @property
+    def has_categorical_(self) -> bool:
+        """Whether the fitted table has a categorical column (declared, or read as text)."""
+        return any(column.kind == "categorical" for column in self.columns_)
+
+    def fit(self, X: Any, labeled: np.ndarray | None = None) -> TablePreprocessor:
+        self._fit(X, labeled)
+        return self
+
+    def _kept_names(self, names: list[str]) -> set[str]:
+        """The names of ``keep_columns``, checked against the table's columns."""
+        given = self.keep_columns
+        if given is None:
+            return set()
+        if isinstance(given, (str, int, np.integer)):
+            given = [given]  # one name
+        wanted = [str(name) for name in given]
+        unknown = [name for name in wanted if name not in names]
+        if unknown:
+            raise ValueError(f"keep_columns names no column of X: {unknown}; its columns are "
+                             f"{names[:20]}" + (" ..." if len(names) > 20 else ""))
+        return set(wanted)
+
+    def _fit(self, X: Any, labeled: np.ndarray | None = None) -> np.ndarray:
+        """Learn the encodings; return the fitted table's encoded features (before scaling),
+        in X's row order. ``labeled`` (the mask of the labeled rows, where known) drops a
+        column that tells the labeled rows from the unlabeled ones by itself
+        (:func:`_split_by_s`)."""
+        names, arrays, is_frame, self._declared_categorical = read_columns(X)
+        if not names:
+            # the rows are counted on X itself: a table without columns has no column to count
+            n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
+            raise ValueError(f"X has 0 feature(s) (shape=({n_rows}, 0)) while a minimum of 1 "
+                             "is required; pass at least one feature")
+        # dates are whole numbers of seconds, all distinct as often as not: measurements
+        not_identifiers = self._kept_names(names) | moment_columns(X)
+        order = None
+        if labeled is not None:
+            # the labeled rows first, then the others, each in their order: the moments and
+            # the power exponent sum the rows in this order, so the same table laid out
+            # otherwise (one file, or its positives and unlabeled rows in two) gives the
+            # same bits
+            labeled = np.asarray(labeled, dtype=bool)
+            order = np.concatenate([np.flatnonzero(labeled), np.flatnonzero(~labeled)])
+            arrays = [values[order] for values in arrays]
+            labeled = labeled[order]
+        self.is_dataframe_ = is_frame
+        self.moment_columns_ = moment_columns(X)  # dates and durations, read as seconds
+        self.feature_names_in_ = names
+        self.n_features_in_ = len(names)
+        columns, numbers, identifiers = self._fit_columns(names, arrays, not_identifiers)
+        self.columns_ = columns
+        raw = encode(columns, arrays, self.missing)
+        low, high = raw.min(axis=0), raw.max(axis=0)
+        keep = high > low
+        features_of = self._feature_slices()
+        for name in identifiers:
+            keep[features_of[name]] = False
+        one_sided = {} if labeled is None else _split_by_s(columns, arrays, numbers, labeled)
+        for name in one_sided:
+            keep[features_of[name]] = False
+        labels = feature_labels(columns)
+        self.dropped_features_ = [
+            label for label, kept in zip(labels, keep, strict=True) if not kept
+        ]
+        self.dropped_reasons_ = self._drop_reasons(arrays, labels, keep, identifiers,
+                                                   one_sided)
+        # the names of the encoded table's features ("colour=red" for a one-hot feature)
+        self.kept_features_ = [label for label, kept in zip(labels, keep, strict=True) if kept]
+        self.keep_ = keep
+        if labeled is not None:
+            _warn_if_missing_apart(columns, arrays, numbers, labeled, one_sided)
+        self._warn_dropped(identifiers)
+        if not keep.any():
+            warnings.warn(
+                "every feature is constant over the fitted rows; the model sees no information "
+                "and gives all unlabeled rows the same prediction",
+                UserWarning,
+                stacklevel=3,
+            )
+            self.center_ = np.zeros(0)
+            self.scale_ = np.ones(0)
+            self.prescale_ = np.ones(0)
+        else:
+            self.center_, self.scale_, self.prescale_ = _moments(raw[:, keep])
+        if order is not None:  # back in X's order
+            unordered = np.empty_like(raw)
+            unordered[order] = raw
+            raw = unordered
+        return raw
+
+    def _fit_columns(self, names: list[str], arrays: list[np.ndarray],
+                     not_identifiers: set[str],
+                     ) -> tuple[list[ColumnEncoding], list[np.ndarray | None], dict[str, str]]:
+        """Each column's encoding, its values as numbers (None for categories) and, by name,
+        the columns that are identifiers with why; warns about text read as numbers and
+        numbers read as categories."""
+        columns: list[ColumnEncoding] = []
+        read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
+        mostly_numbers: list[str] = []  # numbers with stray text, read as categories
+        numbers: list[np.ndarray | None] = []  # each column as numbers (None: categories)
+        identifiers: dict[str, str] = {}
+        for name, values in zip(names, arrays, strict=True):
+            offset = integer_offset(values)  # 0 but for integers too large for float64
+            numeric, tokens = (None, {}) if name in self._declared_categorical else (
+                parse_numeric(values, offset)
+            )
+            numbers.append(numeric)
+            if numeric is not None:
+                columns.append(fit_numeric(name, numeric, self.numeric, self.missing, offset))
+                if values.dtype.kind in "OUS" and tokens:
+                    found = ", ".join(f"{token!r} ×{count}" for token, count in tokens.items())
+                    read_as_numbers.append(f"{name!r} ({found})")
+            else:
+                columns.append(fit_categorical(name, values, self.categorical))
+                if name not in self._declared_categorical:
+                    stray = _stray_text(name, values)
+                    if stray:
+                        mostly_numbers.append(stray)
+            reason = None if name in not_identifiers else identifier_reason(values, numeric)
+            if reason is not None:
+                identifiers[name] = reason
+        if read_as_numbers:
+            warnings.warn(
+                "read as numeric, with these missing-value tokens as missing values: "
+                + "; ".join(read_as_numbers),
+                UserWarning,
+                stacklevel=4,
+            )
+        if mostly_numbers:
+            warnings.warn(
+                "read as categorical although mostly numbers, because of the text in them (each "
+                "distinct number becomes a category, not an amount; replace the text by an "
+                "empty cell or NaN to read the column as numeric): " + "; ".join(mostly_numbers),
+                UserWarning,
+                stacklevel=4,
+            )
+        return columns, numbers, identifiers
+
+    def _warn_dropped(self, identifiers: dict[str, str]) -> None:
+        """One warning for the identifiers dropped, one for the other columns dropped."""
+        if identifiers:
+            warnings.warn(
+                "dropped as identifiers (whole numbers or text, a different value in nearly "
+                "every row; keep_columns, or puicl predict --keep-columns, keeps one as a "
+                "feature): "
+                + "; ".join(f"{name!r} ({why.split(': ', 1)[1]})"
+                            for name, why in identifiers.items()),
+                UserWarning,
+                stacklevel=4,
+            )
+        others = {label: why for label, why in self.dropped_reasons_.items()
+                  if label.split(" (missing)")[0] not in identifiers}
+        if others:
+            warnings.warn(
+                "dropped columns that carry no information: "
+                + "; ".join(f"{label!r} ({why})" for label, why in others.items()),
+                UserWarning,
+                stacklevel=4,
+            )
+
+    def _feature_slices(self) -> dict[str, slice]:
+        """The features each fitted column becomes, by the column's name."""
+        stops = np.cumsum([column.width for column in self.columns_]).tolist()
+        return {column.name: slice(stop - column.width, stop)
+                for column, stop in zip(self.columns_, stops, strict=True)}
+
+    def _drop_reasons(self, arrays: list[np.ndarray], labels: list[str], keep: np.ndarray,
+                      identifiers: dict[str, str],
+                      one_sided: dict[str, str] | None = None) -> dict[str, str]:
+        """Why each dropped feature carries no information, in words a user recognizes."""
+        reasons: dict[str, str] = {}
+        feature = 0
+        for column, values in zip(self.columns_, arrays, strict=True):
+            for offset in range(column.width):
+                index = feature + offset
+                if keep[index]:
+                    continue
+                if column.name in identifiers:
+                    reasons[labels[index]] = identifiers[column.name]
+                    continue
+                if one_sided and column.name in one_sided:
+                    reasons[labels[index]] = one_sided[column.name]
+                    continue
+                missing = is_missing(values)
+                if column.kind == "numeric":
+                    numeric = as_numeric(values)
+                    missing = missing if numeric is None else np.isnan(numeric)
+                # (a "was missing" indicator is constant only when every value is missing)
+                if missing.all() or (column.indicator and offset == 1):
+                    why = "every value missing"
+                elif column.kind == "numeric":
+                    why = f"constant: every value is {column.fill:g}"
+                else:
+                    present = [category_key(v) for v in values[~missing].tolist()]
+                    distinct = len(set(present))
+                    if distinct == 1:
+                        why = f"constant: every value is {values[~missing][0]!r}"
+                    elif distinct == len(values):
+                        why = "text with a different value in every row (an identifier?)"
+                    else:
+                        why = f"{distinct} categories, all equally frequent: their frequency " \
+                              "encoding is constant"
+                reasons[labels[index]] = why
+            feature += column.width
+        return reasons
+
+    # ------------------------------------------------------------------------- transform
+    def transform(self, X: Any) -> np.ndarray:
+        """float32 [n_rows, n_kept_features] for the table ``X`` (columns as in ``fit``)."""
+        names, arrays, is_frame, self._declared_categorical = read_columns(X)
+        if is_frame and self.is_dataframe_:
+            if names != self.feature_names_in_:
+                missing = [n for n in self.feature_names_in_ if n not in names]
+                extra = [n for n in names if n not in self.feature_names_in_]
+                if missing or extra:
+                    raise ValueError(
+                        "X's columns differ from those seen in fit: "
+                        + (f"missing {missing}" if missing else "")
+                        + ("; " if missing and extra else "")
+                        + (f"unexpected {extra}" if extra else "")
+                    )
+                position = {n: i for i, n in enumerate(names)}  # same names, other order
+                arrays = [arrays[position[n]] for n in self.feature_names_in_]
+            self._check_moments(moment_columns(X))
+        elif len(names) != self.n_features_in_:
+            raise ValueError(
+                f"X has {len(names)} columns but the classifier was fitted with "
+                f"{self.n_features_in_}; pass the same columns as in fit"
+            )
+        return self._scaled(encode(self.columns_, arrays, self.missing))
+
+    def _check_moments(self, moments: set[str]) -> None:
+        """Refuse a column that holds dates or durations now and did not at fit, or the
+        reverse: both are read as numbers, so seconds since 1970 would silently be compared
+        with the amounts the column held (or amounts with seconds)."""
+        fitted = getattr(self, "moment_columns_", None)
+        if fitted is None:  # fitted before the types were recorded
+            return
+        for name in self.feature_names_in_:
+            if (name in moments) != (name in fitted):
+                now, then = (("dates or durations", "other values") if name in moments
+                             else ("other values", "dates or durations"))
+                raise ValueError(f"column {name!r} holds {now}, but it held {then} in fit; "
+                                 "pass it as in fit")
+
+    def _scaled(self, raw: np.ndarray) -> np.ndarray:
+        if not self.keep_.any():
+            return np.zeros((raw.shape[0], 1), dtype=np.float32)
+        kept = raw[:, self.keep_]
+        return ((kept / self.prescale_ - self.center_) / self.scale_).astype(np.float32)
+
+    def fit_transform(self, X: Any, labeled: np.ndarray | None = None) -> np.ndarray:
+        return self._scaled(self._fit(X, labeled))  # the fitted table is encoded once

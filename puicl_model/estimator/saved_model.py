@@ -1,0 +1,352 @@
+"""A fitted classifier saved to a folder and loaded back, without pickle
+(``PUICLClassifier.save`` / ``PUICLClassifier.load``, ``puicl predict --save-model/--model``).
+
+Layout of the folder::
+
+    manifest.json        format name and version, the sha256 of every other file, and the
+                         sha256 of the manifest's own content
+    state.json           the classifier's settings and fitted state as JSON: column
+                         encodings, pass planners, the portfolio's choice and blend
+    arrays.safetensors   every array of that state (the encoded table, the scores, the
+                         logistic learners' coefficients), referenced by name from state.json
+    weights/             the model's weights (:func:`puicl_model.net.weights.save_weights`)
+
+Why not pickle: loading a pickle runs whatever code it names. Here the JSON names classes
+only from :data:`_CLASSES`, a fixed list of the project's own plain-data classes (and
+scikit-learn's ``LogisticRegression``, whose fitted state is arrays); each is rebuilt from its
+attributes, so loading runs none of the file's choosing. Objects shared in the classifier (the
+configured view's rows and its ``x_labeled_``) are written once and shared again on load.
+
+The boosted learner (scikit-learn's ``HistGradientBoostingClassifier``) keeps its trees in
+private objects with no public way to rebuild them: its trees are saved as node arrays and
+scored by :class:`puicl_model.estimator.saved_trees.BoostedTrees`, the same bits. Learners the
+chosen blend does not weigh are not needed to score new rows and are left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from puicl_common.atomic import atomic_write_bytes, atomic_write_json, fsync_directory
+from puicl_model.estimator.saved_trees import BoostedTrees
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "SavedModelError", "load", "save"]
+
+FORMAT = "puicl-classifier"
+FORMAT_VERSION = 1
+MANIFEST, STATE, ARRAYS, WEIGHTS = "manifest.json", "state.json", "arrays.safetensors", "weights"
+
+# the only classes state.json may name: plain data of the project (the boosted trees as node
+# arrays among them), and scikit-learn's linear model (coefficients and settings only)
+_CLASSES = frozenset({
+    "puicl_model.estimator.preprocessing.TablePreprocessor",
+    "puicl_model.estimator.column_encoding.ColumnEncoding",
+    "puicl_model.estimator.ensemble.View",
+    "puicl_model.passes.planning.PassPlanner",
+    "puicl_model.estimator.portfolio.Portfolio",
+    "puicl_model.estimator.portfolio.CrossFittedLearner",
+    "puicl_model.estimator.portfolio.Choice",
+    "puicl_model.estimator.portfolio.Blend",
+    "puicl_model.estimator.portfolio.Evidence",
+    "puicl_model.estimator.saved_trees.BoostedTrees",
+    "sklearn.linear_model._logistic.LogisticRegression",
+})
+# the names a folder saved before the package was laid out in wings gives the same classes
+_FORMER_NAMES = {
+    f"puicl_model.{module}.{name}": f"puicl_model.{wing}.{module}.{name}"
+    for wing, module, name in (
+        ("estimator", "preprocessing", "TablePreprocessor"),
+        ("estimator", "column_encoding", "ColumnEncoding"),
+        ("passes", "planning", "PassPlanner"),
+        ("estimator", "portfolio", "Portfolio"),
+        ("estimator", "portfolio", "CrossFittedLearner"),
+        ("estimator", "portfolio", "Choice"),
+        ("estimator", "portfolio", "Blend"),
+        ("estimator", "portfolio", "Evidence"),
+        ("estimator", "saved_trees", "BoostedTrees"),
+    )
+} | {"puicl_model.planning.View": "puicl_model.estimator.ensemble.View"}
+# fitted attributes of the classifier rebuilt on load rather than stored
+_REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index"}
+
+
+class SavedModelError(ValueError):
+    """A saved classifier that cannot be loaded: damaged, of another format, or unsupported."""
+
+
+# ------------------------------------------------------------------------------- encoding
+class _Encoder:
+    """The state as JSON-ready values, its arrays set aside by name."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self._seen: dict[int, int] = {}  # id of a shared object -> its number
+        self._keep: list[Any] = []  # keeps numbered objects alive, so ids stay unique
+
+    def _shared(self, value: Any) -> dict | None:
+        number = self._seen.get(id(value))
+        if number is not None:
+            return {"__ref__": number}
+        self._seen[id(value)] = len(self._keep)
+        self._keep.append(value)
+        return None
+
+    def encode(self, value: Any) -> Any:
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, (int, float)) and type(value) in (int, float):
+            return value if isinstance(value, int) or np.isfinite(value) else {
+                "__float__": repr(value)}
+        if isinstance(value, np.generic):
+            return {"__scalar__": value.dtype.str, "value": self.encode(value.item())}
+        if isinstance(value, np.dtype):
+            return {"__dtype__": value.str}
+        if isinstance(value, np.ndarray):
+            return self._shared(value) or self._array(value)
+        if isinstance(value, (list, tuple)):
+            items = [self.encode(item) for item in value]
+            return items if isinstance(value, list) else {"__tuple__": items}
+        if isinstance(value, (set, frozenset)):
+            return {"__set__": [self.encode(item) for item in sorted(value, key=repr)]}
+        if isinstance(value, dict):
+            return {"__items__": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
+        name = f"{type(value).__module__}.{type(value).__qualname__}"
+        if name not in _CLASSES:
+            raise TypeError(f"cannot save a {name} in a PUICL classifier folder")
+        return self._shared(value) or {
+            "__object__": name, "__id__": self._seen[id(value)],
+            "state": self.encode(dict(vars(value)))}
+
+    def _array(self, array: np.ndarray) -> dict:
+        number = self._seen[id(array)]
+        if array.dtype.kind in "biuf":
+            key = f"a{number}"
+            self.arrays[key] = np.ascontiguousarray(array)
+            return {"__array__": key, "__id__": number}
+        if array.dtype.kind == "O":  # names and categories: text, numbers or None
+            return {"__objects__": [self.encode(item) for item in array.ravel().tolist()],
+                    "shape": list(array.shape), "__id__": number}
+        if array.dtype.kind == "U":
+            return {"__text__": array.ravel().tolist(), "shape": list(array.shape),
+                    "__id__": number}
+        raise TypeError(f"cannot save an array of dtype {array.dtype}")
+
+
+class _Decoder:
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self.arrays = arrays
+        self._built: dict[int, Any] = {}
+
+    def decode(self, value: Any) -> Any:
+        if not isinstance(value, (list, dict)):
+            return value
+        if isinstance(value, list):
+            return [self.decode(item) for item in value]
+        if "__ref__" in value:
+            return self._built[value["__ref__"]]
+        if "__float__" in value:
+            return float(value["__float__"])
+        if "__scalar__" in value:
+            return np.dtype(value["__scalar__"]).type(self.decode(value["value"]))
+        if "__dtype__" in value:
+            return np.dtype(value["__dtype__"])
+        if "__tuple__" in value:
+            return tuple(self.decode(item) for item in value["__tuple__"])
+        if "__set__" in value:
+            return {self.decode(item) for item in value["__set__"]}
+        if "__items__" in value:
+            return {_hashable(self.decode(k)): self.decode(v) for k, v in value["__items__"]}
+        if "__array__" in value:
+            return self._keep(value, self.arrays[value["__array__"]])
+        if "__objects__" in value:
+            items = [self.decode(item) for item in value["__objects__"]]
+            array = np.empty(len(items), dtype=object)
+            array[:] = items
+            return self._keep(value, array.reshape(value["shape"]))
+        if "__text__" in value:
+            return self._keep(value, np.array(value["__text__"]).reshape(value["shape"]))
+        if "__object__" in value:
+            return self._object(value)
+        raise SavedModelError(f"{STATE}: an entry of unknown kind {sorted(value)[:3]}")
+
+    def _keep(self, value: dict, built: Any) -> Any:
+        self._built[value["__id__"]] = built
+        return built
+
+    def _object(self, value: dict) -> Any:
+        name = value["__object__"]
+        name = _FORMER_NAMES.get(name, name)
+        if name not in _CLASSES:
+            raise SavedModelError(f"{STATE} names the class {name}, which puicl does not load")
+        module, _, qualname = name.rpartition(".")
+        cls = getattr(importlib.import_module(module), qualname)
+        instance = cls.__new__(cls)  # no __init__: the attributes are set as they were saved
+        self._keep(value, instance)
+        for key, item in self.decode(value["state"]).items():
+            object.__setattr__(instance, key, item)  # (frozen dataclasses too)
+        return instance
+
+
+def _hashable(key: Any) -> Any:
+    return tuple(key) if isinstance(key, list) else key
+
+
+# ---------------------------------------------------------------------------------- save
+def _fitted_state(classifier: Any) -> dict[str, Any]:
+    """The classifier's fitted attributes, less those rebuilt on load; the portfolio without
+    the learners its chosen blend does not weigh."""
+    state = {key: value for key, value in vars(classifier).items()
+             if key not in _REBUILT and (key.endswith("_") or key.startswith("_"))}
+    portfolio = classifier.portfolio_
+    if portfolio is not None:
+        weighed = set(portfolio.choice.weights) if portfolio.choice is not None else set()
+        learners = {kind: learner for kind, learner in portfolio.learners.items()
+                    if kind in weighed}
+        if "boosted" in learners:  # its trees as arrays (puicl_model.estimator.saved_trees)
+            learners["boosted"] = dataclasses.replace(learners["boosted"], models_=[
+                BoostedTrees.from_sklearn(model) for model in learners["boosted"].models_])
+        state["portfolio_"] = dataclasses.replace(portfolio, learners=learners)
+    return state
+
+
+def _settings(classifier: Any) -> dict[str, Any]:
+    settings = dict(classifier.get_params(deep=False))
+    settings["weights"] = None  # the saved folder's weights/ stand in for them
+    if not isinstance(settings["random_state"], (int, type(None))):
+        # a RandomState or Generator gave the fit one root seed: that seed refits the same
+        settings["random_state"] = int(classifier._entropy)
+    return settings
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _manifest(files: dict[str, str]) -> dict[str, Any]:
+    body = {"format": FORMAT, "version": FORMAT_VERSION, "files": files}
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return {**body, "checksum": digest}
+
+
+def save(classifier: Any, directory: str | Path) -> Path:
+    """Write the fitted ``classifier`` to ``directory`` (created; a folder saved before is
+    replaced; any other non-empty folder is refused). Written in a temporary folder beside it
+    and renamed into place, so a reader sees the old folder or the whole new one."""
+    from safetensors.numpy import save as save_arrays
+
+    from puicl_model.net.weights import save_weights
+
+    classifier._check_fitted()
+    classifier.prepare()  # the pool's scores and the choice, so that load scores as this does
+    directory = Path(directory)
+    if directory.exists() and not (directory / MANIFEST).is_file() and (
+            not directory.is_dir() or any(directory.iterdir())):
+        raise SavedModelError(f"{directory} exists and is not a saved PUICL classifier; give "
+                              "a new folder")
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    try:
+        encoder = _Encoder()
+        state = {"settings": encoder.encode(_settings(classifier)),
+                 "fitted": encoder.encode(_fitted_state(classifier))}
+        atomic_write_bytes(staging / ARRAYS, save_arrays(encoder.arrays))
+        atomic_write_json(staging / STATE, state)
+        save_weights(classifier.model_, staging / WEIGHTS)
+        files = {path.relative_to(staging).as_posix(): _sha256(path)
+                 for path in sorted(staging.rglob("*")) if path.is_file()}
+        atomic_write_json(staging / MANIFEST, _manifest(files))
+        _swap_into_place(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return directory
+
+
+def _swap_into_place(staging: Path, directory: Path) -> None:
+    """Rename ``staging`` to ``directory``; an earlier save there is moved aside first and
+    removed after (a rename cannot replace a non-empty folder)."""
+    old = None
+    if directory.exists() and any(directory.iterdir()):
+        old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
+        os.replace(directory, old / "saved")
+    os.replace(staging, directory)
+    fsync_directory(directory.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------- load
+def _verified(directory: Path) -> dict[str, Any]:
+    """The manifest, after every file it lists is checked against its sha256."""
+    manifest_path = directory / MANIFEST
+    if not manifest_path.is_file():
+        raise SavedModelError(f"{directory} holds no {MANIFEST}: not a saved PUICL classifier")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        body = {key: manifest[key] for key in ("format", "version", "files")}
+        intact = manifest["checksum"] == _manifest(body["files"])["checksum"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        intact = False
+    if not intact:
+        raise SavedModelError(f"{manifest_path}: damaged (not the manifest puicl wrote)")
+    if body["format"] != FORMAT or body["version"] != FORMAT_VERSION:
+        raise SavedModelError(f"{manifest_path}: format {body['format']} version "
+                              f"{body['version']}; this puicl reads {FORMAT} version "
+                              f"{FORMAT_VERSION}")
+    for name, digest in body["files"].items():
+        path = directory / name
+        if not path.is_file():
+            raise SavedModelError(f"{path}: missing from the saved classifier")
+        if _sha256(path) != digest:
+            raise SavedModelError(f"{path}: checksum mismatch; the file is damaged or was "
+                                  "changed after it was saved")
+    for required in (STATE, ARRAYS):
+        if required not in body["files"]:
+            raise SavedModelError(f"{manifest_path}: lists no {required}")
+    return manifest
+
+
+def load(classifier_class: type, directory: str | Path, device: str = "auto") -> Any:
+    """The classifier (of ``classifier_class``, which calls this from its ``load``) saved in
+    ``directory``, its model on ``device``."""
+    from safetensors.numpy import load_file
+
+    from puicl_common.runtime import resolve_device
+    from puicl_model.net.weights import load_model
+
+    directory = Path(directory)
+    _verified(directory)
+    try:  # intact files that are not what save writes (made by hand): one line all the same
+        state = json.loads((directory / STATE).read_text(encoding="utf-8"))
+        decoder = _Decoder(load_file(str(directory / ARRAYS)))
+        settings = decoder.decode(state["settings"])
+        fitted = decoder.decode(state["fitted"])
+    except SavedModelError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, ImportError) as err:
+        raise SavedModelError(f"{directory / STATE}: not a state puicl wrote "
+                              f"({type(err).__name__}: {err})") from None
+    portfolio = fitted.get("portfolio_")
+    if portfolio is not None and portfolio.choice is not None and any(
+            kind not in portfolio.learners for kind in portfolio.choice.weights if kind != "model"):
+        raise SavedModelError(f"{directory}: the saved portfolio lacks a learner its chosen "
+                              "blend weighs; save the classifier again")
+    classifier = classifier_class(**{**settings, "device": device})
+    for key, value in fitted.items():
+        setattr(classifier, key, value)
+    classifier.device_ = resolve_device(device, training=False)
+    classifier.model_ = load_model(directory / WEIGHTS, classifier.device_)
+    classifier.preprocessor_ = classifier.views_[0].preprocessor
+    classifier.planner_ = classifier.planners_[0]
+    classifier._pool_index = None
+    return classifier

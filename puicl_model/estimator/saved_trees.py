@@ -1,0 +1,80 @@
+"""The portfolio's gradient-boosted trees as plain arrays, for a saved classifier
+(:mod:`puicl_model.estimator.saved_model`).
+
+scikit-learn's ``HistGradientBoostingClassifier`` keeps its trees in private objects that have
+no public way to be rebuilt, and pickling them is what the project refuses. Its prediction on
+raw rows is simple, though: start from the baseline log-odds and add, tree by tree in the order
+they were grown, the value of the leaf each row reaches, where a split sends a row left when
+its value is at most the threshold, and a missing value the way the split learned. This module
+stores each tree's node arrays and does exactly that, in the same order and in float64, so the
+scores are the same bits (``tests/model/test_saved_model.py`` compares them). Categorical splits
+are not supported: the portfolio's encoding has none (one-hot columns are numbers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BoostedTrees"]
+
+# the node fields a prediction reads
+_FIELDS = ("value", "feature_idx", "num_threshold", "missing_go_to_left", "left", "right",
+           "is_leaf")
+
+
+@dataclass
+class BoostedTrees:
+    """A fitted binary ``HistGradientBoostingClassifier`` as arrays: every tree's nodes, one
+    after the other (``starts[t]``: tree t's first node; its root)."""
+
+    baseline: np.ndarray  # float64 [1]: the log-odds every row starts from
+    starts: np.ndarray  # int64 [n_trees]
+    value: np.ndarray  # float64 [n_nodes]
+    feature_idx: np.ndarray  # int64
+    num_threshold: np.ndarray  # float64
+    missing_go_to_left: np.ndarray  # uint8
+    left: np.ndarray  # int64, within the tree
+    right: np.ndarray  # int64, within the tree
+    is_leaf: np.ndarray  # uint8
+
+    @classmethod
+    def from_sklearn(cls, model: Any) -> BoostedTrees:
+        trees = [iteration[0].nodes for iteration in model._predictors]
+        if model.n_trees_per_iteration_ != 1 or any(t["is_categorical"].any() for t in trees):
+            raise ValueError("only binary boosted trees without categorical splits are saved")
+        sizes = np.array([len(tree) for tree in trees], dtype=np.int64)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+        fields = {name: np.concatenate([tree[name] for tree in trees]) for name in _FIELDS}
+        return cls(np.asarray(model._baseline_prediction, dtype=np.float64).reshape(1),
+                   starts, fields["value"].astype(np.float64),
+                   fields["feature_idx"].astype(np.int64),
+                   fields["num_threshold"].astype(np.float64),
+                   fields["missing_go_to_left"].astype(np.uint8),
+                   fields["left"].astype(np.int64), fields["right"].astype(np.int64),
+                   fields["is_leaf"].astype(np.uint8))
+
+    def _leaf_values(self, x: np.ndarray, start: int) -> np.ndarray:
+        node = np.zeros(len(x), dtype=np.int64)
+        rows = np.arange(len(x))
+        while True:
+            at = start + node
+            inner = self.is_leaf[at] == 0
+            if not inner.any():
+                return self.value[at]
+            at, which = at[inner], rows[inner]
+            seen = x[which, self.feature_idx[at]]
+            go_left = np.where(np.isnan(seen), self.missing_go_to_left[at] == 1,
+                               seen <= self.num_threshold[at])
+            node[which] = np.where(go_left, self.left[at], self.right[at])
+
+    def decision_function(self, x: np.ndarray) -> np.ndarray:
+        """The log-odds of P(labeled | x) per row, as the fitted model gives them."""
+        x = np.asarray(x, dtype=np.float64)
+        raw = np.zeros(len(x), dtype=np.float64)
+        raw += self.baseline[0]
+        for start in self.starts:
+            raw += self._leaf_values(x, int(start))
+        return raw

@@ -1,0 +1,613 @@
+"""``puicl``: command-line access to the PUICL classifier.
+
+``puicl predict`` reads a PU table from CSV or Parquet files (by extension) in one of two
+layouts
+
+* one table with a 0/1 label column: ``--input table.csv --label-column s``
+  (1 = labeled positive, 0 = unlabeled), or
+* two tables with the same columns (matched by name, in any order):
+  ``--positives pos.parquet --unlabeled unl.parquet``,
+
+fits :class:`~puicl_model.estimator.classifier.PUICLClassifier` and writes one row per unlabeled row
+(``row``: its 0-based position among the data rows of its input file; ``p_positive``;
+``label``: 1 = positive, 0 = negative), reading and writing a batch of rows at a time
+(:mod:`puicl_model.files.large_tables`; ``--scheduler``: on dask,
+:mod:`puicl_model.files.dask_scoring`), then prints π̂, the estimated negative share of the
+unlabeled rows, with what the data identify about it (``class_prior_report``: a lower bound,
+π̂'s interval, a flag), also written as JSON with ``--prior-json PATH``; ``--report FILE.html``
+draws them on a page (:mod:`puicl_model.estimator.report`). ``--save-model DIR`` saves the fitted
+classifier (:mod:`puicl_model.estimator.saved_model`); ``--model DIR`` scores the rows of
+``--input`` with a saved one instead of fitting. ``puicl info
+[WEIGHTS]`` prints a checkpoint's config and parameter counts (without WEIGHTS: the bundled
+model's)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from puicl_common.atomic import atomic_write_json
+from puicl_common.output_paths import OutputPathError, check_output_path
+
+if TYPE_CHECKING:
+    from puicl_model.estimator.classifier import PUICLClassifier
+    from puicl_model.estimator.prior_report import ClassPriorReport
+
+__all__ = ["main"]
+
+
+class CliError(Exception):
+    """A problem with the command line or its input files (exit status 2)."""
+
+
+def _threshold(text: str) -> float | str:
+    if text == "prior":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1) or 'prior', got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _pool_sample_size(text: str) -> int:
+    """``--pool-sample``: 0 (the whole pool) or the classifier's least sample size or more,
+    said in the option's terms rather than as the classifier's ``pool_sample`` error."""
+    from puicl_model.passes.settings import InferenceSettings
+
+    least = InferenceSettings.MINIMUM["pool_sample"]
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value != 0 and value < least:
+        raise argparse.ArgumentTypeError(f"expected 0 (fit the whole pool) or a whole number "
+                                         f">= {least:,}, got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    # the inference defaults and their limits are written once, with the classifier; every
+    # option's help ends with its default
+    from puicl_model.files.large_tables import DEFAULT_BATCH_ROWS
+    from puicl_model.passes.settings import InferenceSettings
+
+    parser = argparse.ArgumentParser(prog="puicl", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    predict = commands.add_parser(
+        "predict",
+        help="score the unlabeled rows of a PU table given as CSV or Parquet",
+        description="Score the unlabeled rows of a PU table (CSV or Parquet files, by their "
+        "extension: .parquet or .pq is Parquet, anything else CSV): writes row, p_positive, "
+        "label per unlabeled row and prints the estimated negative share π̂.",
+    )
+    layout = predict.add_argument_group("input (one of the two layouts)")
+    layout.add_argument("--input", type=Path,
+                        help="one CSV or Parquet table with a label column")
+    layout.add_argument("--label-column", help="the 0/1 column of --input (1 = labeled positive)")
+    layout.add_argument("--positives", type=Path, help="CSV or Parquet file of the labeled "
+                        "positives")
+    layout.add_argument("--unlabeled", type=Path, help="CSV or Parquet file of the unlabeled "
+                        "rows")
+    predict.add_argument("--output", "-o", default="-",
+                         help="output CSV or Parquet file (by its extension); probabilities "
+                         "are written in full precision (default: CSV on standard output)")
+    predict.add_argument("--weights", type=Path, default=None,
+                         help="checkpoint directory or .safetensors file (default: the bundled "
+                         "model)")
+    predict.add_argument("--device", default="auto",
+                         help="auto, cpu, cuda, cuda:N (default: auto, a GPU where there is one)")
+    defaults = InferenceSettings()
+    predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
+                         help="ensemble members, at most "
+                         f"{InferenceSettings.MAXIMUM['n_estimators']} (docs/classifier.md, "
+                         "\"Ensembles\"; default: 1 for numeric tables, 2 for tables with "
+                         "categorical columns)")
+    predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
+                         help="pools up to this many rows are scored in one pass (default: "
+                         f"{defaults.single_pass_limit})")
+    predict.add_argument("--chunk-size", type=int, default=defaults.chunk_size,
+                         help=f"chunk length for larger pools (default: {defaults.chunk_size})")
+    predict.add_argument("--max-labeled", type=int, default=defaults.max_labeled,
+                         help="most labeled positives in one pass; more are subsampled "
+                         f"(default: {defaults.max_labeled})")
+    predict.add_argument("--threshold", type=_threshold, default=0.5,
+                         help="cut on p_positive, or 'prior' to label the share π̂ negative "
+                         "(default: 0.5)")
+    predict.add_argument("--drop-columns", nargs="*", default=[], metavar="NAME",
+                         help="columns to ignore (default: none)")
+    predict.add_argument("--keep-columns", nargs="*", default=[], metavar="NAME",
+                         help="columns to keep as features although they look like "
+                         "identifiers (whole numbers or text with a different value in nearly "
+                         "every row, which are dropped with a note) (default: none)")
+    predict.add_argument("--categorical", choices=("onehot", "ordinal", "frequency"),
+                         default="onehot",
+                         help="encoding of text/category columns (default: onehot)")
+    predict.add_argument("--numeric", choices=("quantile", "standard", "power"),
+                         default="quantile",
+                         help="transform of numeric columns (docs/classifier.md; default: "
+                         "quantile)")
+    predict.add_argument("--prior-json", type=Path, default=None, metavar="PATH",
+                         help="also write π's bound, point and interval to this JSON file "
+                         "(default: not written)")
+    predict.add_argument("--report", type=Path, default=None, metavar="FILE.html",
+                         help="also write a page to look at: the held-out labeled positives' "
+                         "p_positive against the pool's, π's bound, estimate, interval and "
+                         "upper end, and what the portfolio chose (or why the model alone "
+                         "scored the table); one self-contained HTML file, its figures also "
+                         "written beside it as PNG (r.html: r_scores.png, r_prior.png and "
+                         "r_choice.png); needs matplotlib: pip install 'puicl[report]' "
+                         "(docs/classifier.md, \"A report to look at\"; default: not written)")
+    predict.add_argument("--save-model", type=Path, default=None, metavar="DIR",
+                         help="also save the fitted classifier to the folder DIR, without "
+                         "pickle (PUICLClassifier.save; docs/classifier.md, \"Saving a fitted "
+                         "classifier\"); a folder saved before is replaced (default: not "
+                         "saved)")
+    predict.add_argument("--model", type=Path, default=None, metavar="DIR",
+                         help="score every row of --input with the classifier saved in DIR "
+                         "instead of fitting one: no label column, and the fitting options "
+                         "are not used (default: fit on the input)")
+    predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
+                         default=defaults.partner,
+                         help="auto: a portfolio of the model, a logistic regression "
+                         "and gradient-boosted trees fitted on every row, the blend chosen per "
+                         "table on held-out labeled positives; none: the model alone "
+                         f"(docs/classifier.md, \"Tables of every size\"; default: "
+                         f"{defaults.partner})")
+    predict.add_argument("--pool-sample", type=_pool_sample_size, default=defaults.pool_sample,
+                         help="a pool of more unlabeled rows is fitted on a seeded sample of "
+                         "this many; every row is still scored (0: the whole pool; "
+                         f"docs/classifier.md, \"Large tables\"; default: "
+                         f"{defaults.pool_sample})")
+    predict.add_argument("--batch-rows", type=_at_least_one, default=DEFAULT_BATCH_ROWS,
+                         help="rows read and scored at a time; the scores do not depend on it "
+                         f"(default: {DEFAULT_BATCH_ROWS})")
+    predict.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                         help="score the pool by partitions on the dask cluster at ADDRESS "
+                         "(e.g. tcp://127.0.0.1:8786); the same scores as on one process "
+                         "(default: this process)")
+    predict.add_argument("--random-state", type=_count, default=0,
+                         help="seed of every random choice; the same seed gives the same "
+                         "scores on every machine (default: 0)")
+    predict.add_argument("--no-progress", action="store_true",
+                         help="no progress bars (default: bars on a terminal)")
+
+    info = commands.add_parser("info", help="print a checkpoint's model config",
+                               description="Print a checkpoint's file, checksum, model config "
+                               "and parameter counts.")
+    info.add_argument("weights", type=Path, nargs="?", default=None,
+                      help="checkpoint directory or .safetensors file (default: the bundled "
+                      "model)")
+    return parser
+
+
+def _check_output(output: str) -> None:
+    """Refuse an ``--output`` the CSV cannot be written to before the model runs, not after."""
+    if output == "-":
+        return
+    if output == "":
+        # Path("") is the current directory: the message would name a directory nobody gave
+        raise CliError("--output must be a file path, got an empty string")
+    path = Path(output)
+    if path.is_dir():
+        raise CliError(f"--output {output} is a directory; give the path of a CSV or Parquet "
+                       "file")
+    if path.is_block_device() or path.is_socket():
+        # (a character device or a FIFO is written to, as by the shell's ">")
+        raise CliError(f"--output {output} is a block device or a socket; give the path of a "
+                       "CSV or Parquet file")
+    # missing parent directories are created when the CSV is written; the nearest existing
+    # ancestor must be a directory for that to work (a farther one then is too)
+    for ancestor in path.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise CliError(f"--output {output}: {ancestor} exists and is not a directory")
+            break
+
+
+def _check_prior_json(path: Path | None) -> None:
+    """Refuse a ``--prior-json`` path that cannot be written before the model runs, not after
+    the scores are written."""
+    if path is None:
+        return
+    if str(path) in ("", ".") or path.is_dir():
+        raise CliError(f"--prior-json {path} is a directory; give the path of a JSON file")
+    try:
+        check_output_path(path, "file", "--prior-json")
+    except OutputPathError as err:
+        raise CliError(str(err)) from None
+
+
+def _check_report(path: Path | None) -> dict[str, Path]:
+    """Refuse a ``--report`` that cannot be drawn or written before the model runs: matplotlib
+    missing (an extra), a directory, a path under a file. Returns the files it writes."""
+    if path is None:
+        return {}
+    from puicl_model.estimator.report import figure_paths, require_matplotlib
+
+    try:
+        require_matplotlib()
+    except ImportError as err:
+        raise CliError(f"--report: {err}") from None
+    if str(path) in ("", ".") or path.is_dir():
+        raise CliError(f"--report {path} is a directory; give the path of an HTML file")
+    written = {"--report": path, **{f"--report's {name} figure": figure
+                                    for name, figure in figure_paths(path).items()}}
+    for option, where in written.items():
+        try:
+            check_output_path(where, "file", option)
+        except OutputPathError as err:
+            raise CliError(str(err)) from None
+    return written
+
+
+def _check_writable(option: str, output: str | Path) -> None:
+    """Refuse an output whose folder refuses new files (read-only, no permission), before the
+    model runs: the atomic write creates a temporary file there. Tried by creating and
+    removing one, as permission bits alone do not say it (root, read-only mounts)."""
+    path = Path(output)
+    if path.exists() and not path.is_file():
+        return  # a device or a FIFO is written through, not replaced
+    folder = Path(os.path.realpath(path)).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # missing folders are created where the nearest one allows
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".puicl-probe-", dir=folder)
+    except OSError as err:
+        raise CliError(f"cannot write {option} {output}: {folder}: "
+                       f"{err.strerror or err}") from None
+    os.close(handle)
+    os.unlink(probe)
+
+
+def _weights_read(weights: Path | None) -> dict[str, Path | None]:
+    """The files a run reads its weights from (the safetensors file and the config beside
+    it), named as the user knows them; resolved as the classifier resolves them."""
+    from puicl_model.net.weights import (
+        CONFIG_FILE,
+        WeightsError,
+        bundled_weights_path,
+        resolve_weights_path,
+    )
+
+    if weights is None:
+        name, path = "the bundled weights", bundled_weights_path()
+    else:
+        try:
+            name, path = "--weights", resolve_weights_path(weights)
+        except WeightsError:  # reported when the weights are loaded
+            return {"--weights": weights}
+    if path is None:
+        return {}
+    return {name: path, f"the config beside {name}": path.parent / CONFIG_FILE}
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Refuse, before the model runs, outputs that cannot be written or that name a file the
+    command reads (an input table, the weights; through links and other spellings alike),
+    and the same file given as both tables."""
+    from puicl_common.same_file import SameFileError, refuse_output_among_inputs, same_file
+
+    _check_output(args.output)
+    _check_prior_json(args.prior_json)
+    if (args.positives is not None and args.unlabeled is not None
+            and same_file(args.positives, args.unlabeled) and args.positives.exists()):
+        raise CliError(f"--positives {args.positives} and --unlabeled {args.unlabeled} are one "
+                       "file; give the labeled positives and the unlabeled rows in two files")
+    outputs = {"--output": None if args.output == "-" else args.output,
+               "--prior-json": args.prior_json, **_check_report(args.report)}
+    inputs = {"--input": args.input, "--positives": args.positives,
+              "--unlabeled": args.unlabeled, **_weights_read(args.weights)}
+    try:
+        refuse_output_among_inputs(outputs, inputs)
+    except SameFileError as err:
+        raise CliError(str(err)) from None
+    for option, path in outputs.items():
+        if path is not None:
+            _check_writable(option, path)
+
+
+def _portfolio_line(classifier: PUICLClassifier) -> str:
+    """What the portfolio chose on the table, in one line."""
+    choice = classifier.choice_
+    if choice is None:
+        return "scored by: the model alone (partner none, or a table below the portfolio's sizes)"
+    return f"scored by: {choice.describe()}"
+
+
+def _prior_lines(report: ClassPriorReport) -> list[str]:
+    """The class-prior report as printed: the bound, the point with its interval, the note."""
+    bound = "none" if report.lower_bound is None else f"{report.lower_bound:.4f}"
+    low, high = report.interval
+    return [f"π bound (identified lower bound of the negative share): {bound}; "
+            f"π̂ {report.estimate:.4f}, {report.level:.0%} interval [{low:.4f}, {high:.4f}]; "
+            f"read π in [{report.lower_bound or 0.0:.4f}, {report.upper:.4f}]",
+            report.note]  # says whether π is identified, and what that means for the cut
+
+
+def _classifier(args: argparse.Namespace):
+    from puicl_model.estimator.classifier import PUICLClassifier
+
+    return PUICLClassifier(
+        weights=args.weights,
+        device=args.device,
+        n_estimators=args.n_estimators,
+        single_pass_limit=args.single_pass_limit,
+        chunk_size=args.chunk_size,
+        max_labeled=args.max_labeled,
+        threshold=args.threshold,
+        categorical=args.categorical,
+        numeric=args.numeric,
+        partner=args.partner,
+        pool_sample=None if args.pool_sample == 0 else args.pool_sample,
+        random_state=args.random_state,
+        progress=False if args.no_progress else None,
+        keep_columns=args.keep_columns or None,
+    )
+
+
+def _fit(classifier, X, s, source) -> None:
+    from puicl_model.estimator.input_checks import InvertedLabelsWarning, warn_if_inverted
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        classifier.fit(X, s)
+        if len(X) < len(source.labeled_rows) + len(source.pool_rows):
+            # a sampled pool: whether s looks inverted is a question about the whole table
+            caught[:] = [w for w in caught if not issubclass(w.category, InvertedLabelsWarning)]
+            warn_if_inverted(len(source.labeled_rows), len(source.pool_rows))
+    # columns read as numeric or dropped, and why: said on stderr, never silently
+    for warning in caught:
+        if issubclass(warning.category, UserWarning):
+            print(f"puicl predict: note: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from puicl_model.files.large_tables import (
+        bound_process_memory,
+        fitted_rows,
+        open_input,
+        score_pool,
+    )
+    from puicl_model.files.table_io import BatchWriter
+    from puicl_model.passes.phases import phase
+
+    _check_paths(args)
+    if args.model is not None:
+        return _predict_with_saved(args)
+    if args.save_model is not None:
+        _check_save_model(args.save_model)
+    if args.scheduler is not None:  # a wrong address fails now, not after the fit
+        from puicl_model.files.dask_scoring import check_scheduler
+
+        try:
+            check_scheduler(args.scheduler)
+        except ImportError as err:  # dask is an extra
+            raise CliError(str(err)) from None
+    source = open_input(input_path=args.input, label_column=args.label_column,
+                        positives=args.positives, unlabeled=args.unlabeled,
+                        drop_columns=args.drop_columns, batch_rows=args.batch_rows)
+    if args.scheduler is not None:  # what the workers cannot read as one process: now
+        from puicl_model.files.dask_scoring import check_pool_file
+
+        check_pool_file(source)
+    unknown = [name for name in args.keep_columns if name not in source.features]
+    if unknown:
+        raise CliError(f"--keep-columns: no such feature column(s) {unknown}")
+    if len(source.pool_rows) > args.batch_rows:  # read in several batches: keep memory flat
+        bound_process_memory()
+    classifier = _classifier(args)
+    X, s, sampled = fitted_rows(source, classifier.pool_sample, args.random_state,
+                                args.batch_rows)
+    n_fitted = int((s == 0).sum())
+    with phase(f"fitting on a {n_fitted:,}-row sample of the {len(source.pool_rows):,} "
+               "unlabeled rows" if sampled else f"fitting on the {n_fitted:,} unlabeled rows"):
+        _fit(classifier, X, s, source)
+        classifier.prepare()  # the fitted pool's scoring, named as this phase
+    del X
+    n_pool = len(source.pool_rows)
+    writer = BatchWriter(args.output)
+    try:
+        with writer.open():
+            if args.scheduler is not None:
+                from puicl_model.files.dask_scoring import score_pool_on_dask
+
+                negative = score_pool_on_dask(classifier, source, writer.write,
+                                              args.scheduler, args.batch_rows,
+                                              progress=False if args.no_progress else None)
+            else:
+                negative = score_pool(classifier, source, writer.write, args.batch_rows,
+                                      progress=False if args.no_progress else None)
+            report = classifier.class_prior_report()  # π̂, bound and interval (no new pass)
+    except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
+        # (strerror: the error's filename would be the temporary file, not the output)
+        raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
+    read = f", read on a seeded sample of {len(classifier.x_pool_)}" if sampled else ""
+    message = "\n".join([
+        f"π̂ (estimated negative share of the {n_pool} unlabeled rows{read}): "
+        f"{report.estimate:.4f}; predicted negative: {negative}", *_prior_lines(report),
+        _portfolio_line(classifier)])
+    if args.output == "-":
+        print(message, file=sys.stderr)
+    else:
+        print(f"wrote {writer.rows} rows to {args.output}")
+        print(message)
+    if args.prior_json is not None:  # after the scores: a failed write leaves no JSON
+        try:
+            atomic_write_json(args.prior_json, {**report.to_dict(), "n_unlabeled": n_pool})
+        except OSError as err:
+            raise CliError(f"cannot write --prior-json {args.prior_json}: "
+                           f"{err.strerror or err}") from None
+        print(f"wrote π's report to {args.prior_json}", file=sys.stderr)
+    if args.save_model is not None:
+        classifier.save(args.save_model)
+        print(f"saved the fitted classifier to {args.save_model}", file=sys.stderr)
+    if args.report is not None:  # last: it reads the scores the lines above printed
+        try:
+            drawn = classifier.plot_report(args.report)
+        except OSError as err:
+            raise CliError(f"cannot write --report {args.report}: "
+                           f"{err.strerror or err}") from None
+        names = ", ".join(str(where) for where in drawn.figure_paths.values())
+        print(f"wrote the report to {args.report} (figures: {names})", file=sys.stderr)
+    return 0
+
+
+def _check_save_model(folder: Path) -> None:
+    """Refuse a ``--save-model`` folder that cannot take a saved classifier, before the model
+    runs: a file, or a folder holding other things."""
+    from puicl_model.estimator.saved_model import MANIFEST
+
+    if folder.exists() and not (folder / MANIFEST).is_file() and (
+            not folder.is_dir() or any(folder.iterdir())):
+        raise CliError(f"--save-model {folder} exists and is not a saved PUICL classifier; "
+                       "give a new folder")
+    try:
+        check_output_path(folder, "directory", "--save-model")
+    except OutputPathError as err:
+        raise CliError(str(err)) from None
+
+
+def _predict_with_saved(args: argparse.Namespace) -> int:
+    """``--model DIR``: every row of ``--input`` scored by the saved classifier, a batch at a
+    time (a row equal to a fitted pool row gets its fitted score, as in ``predict_proba``)."""
+    import numpy as np
+    import pandas as pd
+
+    from puicl_model.estimator.classifier import PUICLClassifier
+    from puicl_model.files.table_io import BatchWriter, read_batches, scan_table
+
+    if args.input is None or args.positives is not None or args.unlabeled is not None:
+        raise CliError("--model scores the rows of --input; give --input and neither "
+                       "--positives nor --unlabeled")
+    if args.label_column is not None or args.save_model is not None or args.report:
+        raise CliError("--model takes no --label-column, --save-model or --report: the "
+                       "classifier is fitted already")
+    classifier = PUICLClassifier.load(args.model, device=args.device)
+    scan = scan_table(args.input, None, args.batch_rows)
+    unknown = [name for name in args.drop_columns if name not in scan.columns]
+    if unknown:
+        raise CliError(f"--drop-columns: no such column(s) {unknown}")
+    writer = BatchWriter(args.output)
+    try:
+        with writer.open():
+            for batch in read_batches(scan, args.batch_rows):
+                features = batch.drop(columns=args.drop_columns)
+                proba, labels = classifier.predict_and_proba(features)
+                writer.write(pd.DataFrame({"row": np.asarray(batch.index, dtype=np.int64),
+                                           "p_positive": proba[:, 1], "label": labels}))
+    except OSError as err:  # atomic: nothing is left
+        raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
+    print(f"scored {writer.rows} rows with the classifier saved in {args.model}",
+          file=sys.stderr if args.output == "-" else sys.stdout)
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    import json
+
+    from puicl_common.configio import to_dict
+    from puicl_model.net.weights import (
+        bundled_weights_path,
+        load_model,
+        resolve_weights_path,
+        stored_checksum,
+    )
+
+    model = load_model(args.weights)  # None: the bundled model, or a one-line error
+    path = resolve_weights_path(args.weights if args.weights is not None
+                                else bundled_weights_path())
+    bundled = ("  (the model bundled with puicl; its card: docs/model_card.md)"
+               if args.weights is None else "")
+    print(f"weights: {path}{bundled}")
+    print(f"tensors_sha256: {stored_checksum(path)}")
+    print(json.dumps(to_dict(model.config), indent=2, sort_keys=True))
+    counts = model.parameter_counts()
+    print("parameters: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    return 0
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised wherever the program is so that it unwinds as on Ctrl-C: a half-written
+    output is removed and no traceback is printed. A BaseException, like KeyboardInterrupt,
+    so that no ``except Exception`` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Turn SIGTERM into :class:`_Terminated` while the command runs, then restore the
+    previous handler (``main`` is also called in-process, by tests and scripts)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread, where alone Python can handle signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        with _sigterm_unwinds():
+            if args.command == "predict":
+                return _predict(args)
+            return _info(args)
+    except (CliError, ValueError, OSError) as err:
+        # one line: messages carrying pandas' text can end in (or hold) a newline
+        message = " ".join(line.strip() for line in str(err).strip().splitlines())
+        print(f"puicl {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, _Terminated) as stop:
+        # the shell's convention: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)
+        signum = stop.signum if isinstance(stop, _Terminated) else signal.SIGINT
+        print(f"puicl {args.command}: interrupted", file=sys.stderr)
+        return 128 + int(signum)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

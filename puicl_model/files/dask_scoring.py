@@ -1,0 +1,206 @@
+"""``puicl predict --scheduler ADDRESS``: a pool file scored on a dask cluster, partition by
+partition, with the scores of one process.
+
+The pool file is read by the workers (``dask.dataframe.read_parquet`` / ``read_csv``), each
+partition is scored by the fitted classifier on the worker that holds it (a row's score does
+not depend on the rows scored with it, :mod:`puicl_model.passes.query_rows`), and the scores
+come back partition by partition, in file order, to be written as they arrive. The classifier
+is scattered, prepared, to every worker first (``Client.scatter(..., broadcast=True)``), so that
+the partitions spread; a dask DataFrame given to the classifier's own methods is
+:mod:`puicl_model.estimator.dask_frames`' work. The fit itself (labeled rows and the pool's
+sample, :mod:`puicl_model.files.large_tables`) runs where the command runs. Dask is an extra
+(``pip install "puicl[distributed]"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from puicl_model.estimator.dask_frames import import_dask
+
+__all__ = ["SchedulerUnreachable", "check_pool_file", "check_scheduler", "score_pool_on_dask"]
+
+# how long ``puicl predict --scheduler`` waits for the scheduler before it fits anything
+CONNECT_TIMEOUT_S = 10
+
+
+class SchedulerUnreachable(ValueError):
+    """No dask scheduler answers at the address given (a ValueError: bad input, one line)."""
+
+
+def _connect(address: str, timeout_s: float | str = "30s") -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``, or SchedulerUnreachable.
+    (dask reports a refused or timed-out connection as an OSError, which ``puicl predict``
+    would otherwise read as a failure to write its output.)"""
+    import_dask()
+    from distributed import Client
+
+    try:
+        return Client(address, timeout=timeout_s)
+    except (OSError, ValueError, TypeError) as err:
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: {err}") \
+            from None
+
+
+def _scheduler_identity(address: str, timeout_s: float, said_s: float) -> dict[str, Any]:
+    """The scheduler's answer to ``identity`` (its type, its workers), asked in a thread of
+    its own and waited for at most ``timeout_s`` in all: a server that accepts connections
+    but does not speak dask's protocol (an HTTP server) would otherwise hold the connection
+    for minutes, and one that announces a message of exabytes ends in a MemoryError.
+    ``said_s``: the time limit the user knows of, for the message."""
+    import asyncio
+    import threading
+
+    from distributed.core import rpc
+
+    async def ask() -> dict[str, Any]:
+        scheduler = rpc(address, timeout=timeout_s)
+        try:
+            return await scheduler.identity()
+        finally:
+            await scheduler.close_rpc()
+
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["identity"] = asyncio.run(asyncio.wait_for(ask(), timeout_s))
+        except BaseException as err:  # whatever a stranger's server provokes
+            outcome["error"] = err
+
+    # a daemon thread: should the wait itself hang, the command still ends on time
+    thread = threading.Thread(target=run, name="puicl-scheduler-check", daemon=True)
+    thread.start()
+    thread.join(timeout_s + 1.0)
+    error = outcome.get("error")
+    if thread.is_alive() or isinstance(error, (TimeoutError, asyncio.TimeoutError)):
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: no answer "
+                                   f"within {said_s:g} s")
+    if isinstance(error, MemoryError):  # a length header no dask peer would send
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: what "
+                                   "answers there announced a message too large to hold; it "
+                                   "is not a dask scheduler")
+    if error is not None:
+        what = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: "
+                                   f"{type(error).__name__}{': ' + what if what else ''} (is "
+                                   "a dask scheduler listening there?)")
+    identity = outcome.get("identity")
+    if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
+        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: what "
+                                   "answers there is not a dask scheduler")
+    return identity
+
+
+def check_scheduler(address: str, timeout_s: float | None = None) -> None:
+    """Ask the scheduler at ``address`` who it is, waiting at most ``timeout_s`` (None:
+    ``CONNECT_TIMEOUT_S``) in all, and wait as long for it to have a worker: ``puicl predict
+    --scheduler`` calls it before the fit, so that a wrong address, a server that is no dask
+    scheduler or a scheduler without workers (on which the scoring would wait forever) fails
+    in seconds, in one line, not after the fit."""
+    import time
+
+    import_dask()
+    timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else float(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:  # each question gets what is left of the time, so the whole check keeps it
+        identity = _scheduler_identity(address, max(0.5, deadline - time.monotonic()),
+                                       timeout_s)
+        if identity.get("n_workers", len(identity.get("workers", {}))):
+            return
+        if time.monotonic() >= deadline:
+            raise SchedulerUnreachable(f"the dask scheduler at {address} has no workers (none "
+                                       f"joined within {timeout_s:g} s); start some, e.g. "
+                                       f"dask worker {address}")
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
+
+def _score_partition(frame: pd.DataFrame, classifier: Any, start: int, features: list[str],
+                     label_column: str | None,
+                     csv_types: dict[str, str] | None = None) -> pd.DataFrame:
+    """``row``, ``p_positive`` and ``label`` of a partition's pool rows; ``start``: the
+    position of its first row in the file; ``csv_types``: a CSV's column types, as the scan
+    decided them (:func:`puicl_model.files.table_io.restore_csv_types`)."""
+    from puicl_model.files.table_io import restore_csv_types
+
+    if csv_types:
+        frame = restore_csv_types(frame, csv_types)
+    rows = np.arange(start, start + len(frame), dtype=np.int64)
+    if label_column is not None:
+        unlabeled = frame[label_column].to_numpy().astype(np.float64) == 0
+        frame, rows = frame[unlabeled], rows[unlabeled]
+    if len(frame) == 0:
+        return pd.DataFrame({"row": rows, "p_positive": np.empty(0), "label": rows})
+    proba, labels = classifier.predict_and_proba(frame[features].reset_index(drop=True))
+    return pd.DataFrame({"row": rows, "p_positive": proba[:, 1], "label": labels})
+
+
+def check_pool_file(source: Any) -> None:
+    """Refuse a pool file that dask's workers cannot read as one process does (``puicl
+    predict --scheduler`` calls it before the fit): a CSV with a line break inside a quoted
+    cell, as dask cuts the file into byte ranges at line breaks and would split that row."""
+    scan = source.pool_scan
+    if scan.format == "csv" and scan.multiline_cells:
+        raise ValueError(f"{scan.path}: a quoted cell holds a line break, where dask's CSV "
+                         "reader would cut the file; score it without --scheduler, or convert "
+                         "it to Parquet")
+
+
+def _read_pool(source: Any, dd: Any, blocksize: int | None) -> Any:
+    """The pool's file as a dask DataFrame. A CSV's workers read every column with the type
+    the scan decided from the whole file (:mod:`puicl_model.files.table_io`), not the one each
+    would infer from its first rows, and text stays pandas' own text type (dask would make
+    it pyarrow strings), so a partition holds the values one process reads."""
+    import dask
+
+    from puicl_model.files.table_io import csv_read_options
+
+    check_pool_file(source)
+    scan = source.pool_scan
+    if scan.format == "parquet":
+        return dd.read_parquet(scan.path)
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.read_csv(scan.path, blocksize=blocksize or "default",
+                           **csv_read_options(scan.csv_types))
+
+
+def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFrame], None],
+                       address: str, batch_rows: int | None = None,
+                       progress: bool | None = None) -> int:
+    """``puicl predict --scheduler ADDRESS``: score the pool of ``source``
+    (:class:`puicl_model.files.large_tables.PUInput`) on the cluster at ``address`` and ``write``
+    each partition's scores in file order; returns the rows predicted negative.
+    ``batch_rows`` (rows per batch) sets the CSV partitions' size, about 100 bytes a row.
+    ``progress``: a bar over the rows written (None: on a terminal)."""
+    from puicl_model.files.large_tables import pool_progress
+
+    dask = import_dask()
+    import dask.dataframe as dd
+
+    with _connect(address) as client:
+        pool = _read_pool(source, dd, None if batch_rows is None else 100 * batch_rows)
+        lengths = pool.map_partitions(len).compute()
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        if int(np.sum(lengths)) != source.pool_scan.n_rows:
+            raise ValueError(f"{source.pool_scan.path}: dask read {int(np.sum(lengths))} rows, "
+                             f"the scan {source.pool_scan.n_rows}")
+        fitted = client.scatter(classifier.prepare(), broadcast=True)  # once per worker
+        label_column = source.label_column
+        csv_types = source.pool_scan.csv_types or None
+        parts = [dask.delayed(_score_partition)(part, fitted, int(start), source.features,
+                                                label_column, csv_types)
+                 for part, start in zip(pool.to_delayed(), starts, strict=True)]
+        negative = 0
+        with pool_progress(source, progress, "puicl predict (dask)") as bar:
+            for future in client.compute(parts):
+                scores = future.result()
+                write(scores)
+                negative += int((scores["label"] == 0).sum())
+                future.release()
+                bar.update(len(scores))
+    return negative
+

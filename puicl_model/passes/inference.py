@@ -1,0 +1,187 @@
+"""Running the planned forward passes (:mod:`puicl_model.passes.planning`) and averaging them.
+
+The passes of every member (the words are :mod:`puicl_model.passes.planning`'s) are batched into as
+few forward passes of the model as a cell budget allows, and each scored row's probability is
+the mean over members of the member's mean P(y = +) over its passes. :class:`PassScorer` is
+that scoring bound to a fitted classifier's model and run settings: the classifier scores its
+pool and new rows with it, and the class-prior code (:mod:`puicl_model.estimator.prior`) its
+cross-fitted folds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from puicl_model.net.backends.packed_inference import inference_logits
+from puicl_model.net.batch import collate_tasks
+from puicl_model.passes.phases import describe, report
+from puicl_model.passes.planning import Pass, PassPlanner, all_passes
+
+__all__ = ["PassScorer", "ViewRows", "run_passes", "threads"]
+
+
+@contextlib.contextmanager
+def threads(count: int | None) -> Iterator[None]:
+    """Run the block with ``count`` torch threads (restoring the previous count after)."""
+    if count is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+class ViewRows(NamedTuple):
+    """The rows of one view that its passes index: labeled rows, pool, new rows (or None)."""
+
+    labeled: np.ndarray
+    pool: np.ndarray
+    new: np.ndarray | None = None
+
+
+def run_passes(
+    model: torch.nn.Module,
+    views: Sequence[ViewRows],
+    passes: Iterator[Pass],
+    n_scored: int,
+    device: torch.device | str = "cpu",
+    bfloat16: bool = False,
+    cells_per_forward: int = 1 << 16,
+    n_threads: int | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> np.ndarray:
+    """Mean over members of each member's mean P(y = +) per scored row.
+
+    A pass reads the rows ``views[pass.view]``. Scored rows are the pool rows of
+    transductive passes (``new`` None) or the new rows (``new`` given: the same rows in every
+    view). Consecutive passes, of one member or several, are batched into one forward pass up
+    to ``cells_per_forward`` table cells (a single larger pass runs alone), which bounds memory.
+    Every member must score every row. ``progress(n)`` (e.g. a tqdm bar's ``update``) is
+    called with the number of passes run.
+    """
+    device = torch.device(device)
+    scoring_new = views[0].new is not None
+    # per member: the sum of its passes' probabilities and their count, per scored row
+    total: dict[int, np.ndarray] = {}
+    count: dict[int, np.ndarray] = {}
+    autocast = (
+        torch.autocast(device.type, dtype=torch.bfloat16)
+        if bfloat16
+        else contextlib.nullcontext()
+    )
+
+    def flush(group: list[Pass]) -> None:
+        xs, n_labeled, n_context = [], [], []
+        for item in group:
+            view = views[item.view]
+            rows = [view.labeled[item.labeled], view.pool[item.pool]]
+            if scoring_new:
+                rows.append(view.new[item.new])
+            xs.append(np.concatenate(rows)[:, item.features])
+            n_labeled.append(len(item.labeled))
+            n_context.append(len(item.labeled) + len(item.pool))
+        batch = collate_tasks(
+            [torch.from_numpy(t) for t in xs],
+            n_labeled,
+            n_context if scoring_new else None,
+        ).to(device)
+        with autocast:
+            logits = inference_logits(model, batch)
+        proba = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
+        for slot, item in enumerate(group):
+            first = len(item.labeled) + (len(item.pool) if scoring_new else 0)
+            scored = item.new if scoring_new else item.pool
+            if item.member not in total:
+                total[item.member] = np.zeros(n_scored, dtype=np.float64)
+                count[item.member] = np.zeros(n_scored, dtype=np.int64)
+            np.add.at(total[item.member], scored, proba[slot, first : first + len(scored)])
+            np.add.at(count[item.member], scored, 1)
+        if progress is not None:
+            progress(len(group))
+
+    with threads(n_threads), torch.inference_mode():
+        group: list[Pass] = []
+        cells = 0
+        for item in passes:
+            size = item.n_rows * (len(item.features) + 1)
+            if group and cells + size > cells_per_forward:
+                flush(group)
+                group, cells = [], 0
+            group.append(item)
+            cells += size
+        if group:
+            flush(group)
+    if not total or any((scored == 0).any() for scored in count.values()):
+        raise RuntimeError("internal error: some rows were not scored by every member")
+    # (one member: its own mean, bit for bit)
+    return np.mean([total[m] / count[m] for m in sorted(total)], axis=0)
+
+
+@dataclass(frozen=True)
+class PassScorer:
+    """Scores rows by the passes of some planners with one model: the mean P(y=1) of the
+    scored rows (the views' new rows where given, else their pool) and how many passes ran.
+
+    ``PUICLClassifier.scorer_`` builds one from its fitted model and its current settings,
+    so that code outside the classifier (the class prior's cross-fitting, the studies) scores
+    other splits of the fitted rows exactly as the classifier scores its pool."""
+
+    model: torch.nn.Module
+    device: torch.device
+    bfloat16: bool = False
+    n_threads: int | None = None
+    # tqdm bar over the passes; None shows it on a terminal when there are more than a few
+    progress: bool | None = None
+
+    def __call__(self, planners: Sequence[PassPlanner], views: Sequence[ViewRows],
+                 ) -> tuple[np.ndarray, int]:
+        new = None if views[0].new is None else [view.new for view in views]
+        n_scored = len(views[0].pool) if new is None else len(new[0])
+        n_passes = sum(1 for _ in all_passes(planners, new))
+        show = self.progress if self.progress is not None else (
+            sys.stderr.isatty() and n_passes > 4
+        )
+        bar = None
+        if show:
+            from tqdm.auto import tqdm
+
+            what = "the fitted pool" if new is None else f"{n_scored:,} new rows"
+            bar = tqdm(total=n_passes, unit="pass", desc=describe(f"PUICL: scoring {what}"),
+                       leave=False)
+        done = 0
+
+        def advance(count: int) -> None:
+            nonlocal done
+            done += count
+            if bar is not None:
+                bar.update(count)
+            report(done, n_passes)  # the current phase hears how far its passes are
+
+        try:
+            proba = run_passes(
+                self.model,
+                views,
+                all_passes(planners, new),
+                n_scored=n_scored,
+                device=self.device,
+                bfloat16=self.bfloat16,
+                # a few small passes per forward on CPU (fewer, larger ops; the [cells, e]
+                # matrices stay near the cache size); a GPU (CUDA or MPS) wants large batches
+                cells_per_forward=(1 << 15) if self.device.type == "cpu" else (1 << 19),
+                n_threads=self.n_threads,
+                progress=advance,
+            )
+            return proba, n_passes
+        finally:
+            if bar is not None:
+                bar.close()

@@ -1,0 +1,105 @@
+"""The classifier's inference settings: their defaults and limits, written once.
+
+``PUICLClassifier``'s signature, ``puicl predict``'s options and the benchmark adapter's
+``puicl:`` settings all read them from :class:`InferenceSettings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from puicl_common.configio import identity_dict, require
+
+__all__ = ["InferenceSettings", "Partner"]
+
+Partner = Literal["auto", "none"]
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """How the classifier splits a fitted table into forward passes
+    (:mod:`puicl_model.passes.planning`) and whether a portfolio of learners runs beside the model.
+
+    The one place these defaults and their limits are written: ``PUICLClassifier``'s
+    signature, ``puicl predict``'s options and the benchmark adapter's ``puicl:`` settings all
+    read them from here."""
+
+    n_estimators: int | None = None
+    single_pass_limit: int = 1024
+    # 1000, not 200 (the chunk shaped like the training tasks): large chunks next to every
+    # labeled row (up to max_labeled) score the development suite's large pools better, for
+    # a moderate rise in time (docs/classifier.md, "Outside the trained range")
+    chunk_size: int = 1000
+    max_labeled: int = 300
+    # "auto": a portfolio of learners fitted on every row beside the model, the blend chosen
+    # per table on held-out labeled positives (:mod:`puicl_model.estimator.portfolio`); "none": the
+    # model alone
+    partner: Partner = "auto"
+    # pools of more unlabeled rows are fitted on a seeded sample of this many, every pool row
+    # still scored (:mod:`puicl_model.estimator.pool_sample`, docs/classifier.md "Large tables");
+    # None: the whole pool, whatever its size
+    pool_sample: int | None = 20_000
+
+    # the least value of each setting: a chunk must hold two labeled rows and two pool rows.
+    # A pool sample of fewer than 100 rows makes π's report dishonest: its interval counts the
+    # sample's own error by resampling the sample's rows, and on a handful of them it misses
+    # the whole pool's mean of P(y=0) in 14-63 % of draws (2-5 rows; 10 % claimed) while it
+    # can look narrow enough for "π is identified"; from 100 rows it holds it about as often
+    # as claimed (86-91 %; simulated at π = 0.2 / 0.5 / 0.8, docs/classifier.md "Large tables")
+    MINIMUM: ClassVar[dict[str, int]] = {
+        "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
+        "pool_sample": 100,
+    }
+
+    # the most of a setting that has a limit. Ensemble members repeat the few of
+    # ensemble.MEMBERS with fresh draws, each costing about one more single pass: beyond a few
+    # dozen they add time, not accuracy, and a count such as 10**9 is a typo whose plan alone
+    # would fill memory before the first forward pass
+    MAXIMUM: ClassVar[dict[str, int]] = {"n_estimators": 100}
+
+    # the words a setting of choices takes
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "partner": ("auto", "none"),
+    }
+
+    # settings added after results were stored, with the value that reproduces those results:
+    # left out of the settings that identify results (:meth:`identity`) while they hold it, so
+    # that the benchmark's cached replicates keep their keys (puicl_common.versioning)
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"partner": "none", "pool_sample": None}
+
+    # settings that were measured on the development suite and removed (docs/classifier.md,
+    # "Column options that were removed"), each with the default it had: a stored setting
+    # (a benchmark --method-config) that names one at that value loads as if it were absent,
+    # any other value is refused by name (puicl_common.configio.from_mapping). At their
+    # defaults they never entered the results' identity (they were LEGACY_VALUES), so cached
+    # replicates keep their keys.
+    REMOVED_KEYS: ClassVar[Mapping[str, Any]] = {
+        "affine_copies": "keep", "few_valued_integers": "numeric", "categorical_max_levels": 10,
+    }
+    REMOVED_WHY: ClassVar[str] = ("the column option did not beat the default on the "
+                                  "development suite (docs/classifier.md)")
+
+    def validate(self) -> None:
+        for name, minimum in self.MINIMUM.items():
+            value = getattr(self, name)
+            if value is None and name in ("n_estimators", "pool_sample"):
+                continue
+            is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            require(is_int and value >= minimum, name,
+                    f"must be an integer >= {minimum}, got {value!r}")
+            maximum = self.MAXIMUM.get(name)
+            require(maximum is None or value <= maximum, name,
+                    f"must be an integer from {minimum} to {maximum}, got {value!r}")
+        for name, choices in self.CHOICES.items():
+            value = getattr(self, name)
+            words = ", ".join(repr(word) for word in choices[:-1]) + f" or {choices[-1]!r}"
+            require(isinstance(value, str) and value in choices, name,
+                    f"must be {words}, got {value!r}")
+
+    def identity(self) -> dict[str, Any]:
+        """The settings as they identify results: those at their legacy value left out."""
+        return identity_dict(self)
