@@ -153,7 +153,7 @@ def test_invalid_n_estimators_is_a_clear_error(small_weights, table, rng, value)
 def test_an_absurd_n_estimators_is_refused_before_any_member_is_planned(
         small_weights, table, rng, monkeypatch) -> None:
     X, s = table(rng, 10, 20, 3)
-    monkeypatch.setattr("puicl_model.passes.planning.members_for",
+    monkeypatch.setattr("puicl_model.estimator.ensemble.members_for",
                         lambda *a, **k: pytest.fail("members planned"))
     with pytest.raises(ValueError) as caught:
         PUICLClassifier(weights=small_weights, n_estimators=10**9).fit(X, s)
