@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -358,19 +359,18 @@ def _prior_lines(report: ClassPriorReport) -> list[str]:
 
 def _classifier(args: argparse.Namespace):
     from puicl_model.estimator.classifier import PUICLClassifier
+    from puicl_model.passes.settings import InferenceSettings
 
+    # every inference setting has the option of its name (_parser); --pool-sample 0 is None
+    settings = dataclasses.replace(InferenceSettings.read_from(args),
+                                   pool_sample=args.pool_sample or None)
     return PUICLClassifier(
         weights=args.weights,
         device=args.device,
-        n_estimators=args.n_estimators,
-        single_pass_limit=args.single_pass_limit,
-        chunk_size=args.chunk_size,
-        max_labeled=args.max_labeled,
+        **settings.arguments(),
         threshold=args.threshold,
         categorical=args.categorical,
         numeric=args.numeric,
-        partner=args.partner,
-        pool_sample=None if args.pool_sample == 0 else args.pool_sample,
         random_state=args.random_state,
         progress=False if args.no_progress else None,
         keep_columns=args.keep_columns or None,
