@@ -213,12 +213,12 @@ def scored_row(identity: dict, table, s: np.ndarray, y_pool: np.ndarray, seed: i
         clf.fit(table, s.astype(np.int8))
     seconds = {}
     started = time.perf_counter()
-    pool = clf._pool_probabilities()
+    pool = clf.fitted_pool_proba()
     seconds["seconds_pool"] = time.perf_counter() - started
     by_folds = {}
     for k in options.folds:
         started = time.perf_counter()
-        by_folds[k] = clf._held_out_scores(k)
+        by_folds[k] = clf.held_out_scores(k)
         seconds[f"seconds_{k}"] = time.perf_counter() - started
     legacy = legacy_halves(clf) if options.legacy else None
     result = {**row(identity, pool, by_folds, y_pool, legacy), **seconds}
