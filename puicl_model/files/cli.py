@@ -214,7 +214,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check_output(output: str) -> None:
-    """Refuse an ``--output`` the CSV cannot be written to before the model runs, not after."""
+    """Refuse an ``--output`` the scores cannot be written to (CSV or Parquet) before the model
+    runs, not after."""
     if output == "-":
         return
     if output == "":
@@ -228,7 +229,7 @@ def _check_output(output: str) -> None:
         # (a character device or a FIFO is written to, as by the shell's ">")
         raise CliError(f"--output {output} is a block device or a socket; give the path of a "
                        "CSV or Parquet file")
-    # missing parent directories are created when the CSV is written; the nearest existing
+    # missing parent directories are created when the scores are written; the nearest existing
     # ancestor must be a directory for that to work (a farther one then is too)
     for ancestor in path.parents:
         if ancestor.exists():
