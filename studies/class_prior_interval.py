@@ -69,9 +69,9 @@ def score_task(slug: str, repetition: int, pi: float, max_positives: int, partne
     started = time.perf_counter()
     clf.class_prior_report()  # scores the pool and the folds
     arrays = {f"{FOLDS_KEY}_{part}{i}": pair[j]
-              for i, pair in enumerate(clf._held_out_scores(DEFAULT_FOLDS))
+              for i, pair in enumerate(clf.held_out_scores(DEFAULT_FOLDS))
               for j, part in enumerate(("held", "pool"))}
-    np.savez_compressed(path, pool=clf._pool_probabilities(),
+    np.savez_compressed(path, pool=clf.fitted_pool_proba(),
                         y_pool=task.y_true[task.s == 0], dataset=np.asarray(slug),
                         repetition=np.asarray(repetition), target_pi=np.asarray(pi),
                         seconds=np.asarray(time.perf_counter() - started), **arrays)

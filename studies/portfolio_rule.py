@@ -73,7 +73,7 @@ def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path) ->
     arrays: dict[str, np.ndarray] = {"y_pool": task.y_unlabeled,
                                      "n_labeled": np.array(task.n_labeled),
                                      "pi": np.array(task.pi), "seconds": np.array(seconds),
-                                     "default_pool": clf._pool_probabilities()}
+                                     "default_pool": clf.fitted_pool_proba()}
     portfolio = clf.portfolio_
     if portfolio is not None and portfolio.evidence is not None:
         evidence = portfolio.evidence

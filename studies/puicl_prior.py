@@ -73,6 +73,7 @@ from puicl_model.estimator.prior import (
     mean_estimate,
     prior_cut,
 )
+from puicl_model.passes import seed_keys
 from puicl_model.passes.inference import ViewRows
 from studies.dedpul import dedpul_estimate
 
@@ -81,7 +82,9 @@ MIN_SEPARATION = 0.05  # adjusted_mean: below this gap between the two means, th
 SYNTHETIC_POSITIVE_SHARE = 0.5  # the prior's mean positive share of a pool (final stages)
 # the estimates each calibration reads: one feature, the other, and both
 CALIBRATIONS = (("mean",), ("best_bin/2",), ("mean", "best_bin/2"))
-LEGACY_TAG = 11  # the spawn-key tag of the legacy rule's halves (as the classifier had it)
+# the spawn-key tag of the legacy rule's halves, as the classifier had it: the key (11,), apart
+# from the folds' (11, n_folds) (puicl_model.passes.seed_keys)
+LEGACY_TAG = seed_keys.PRIOR_FOLDS
 
 
 def _symmetric(pool: np.ndarray, folds: Folds) -> float:
@@ -210,12 +213,12 @@ def scored_row(identity: dict, table, s: np.ndarray, y_pool: np.ndarray, seed: i
         clf.fit(table, s.astype(np.int8))
     seconds = {}
     started = time.perf_counter()
-    pool = clf._pool_probabilities()
+    pool = clf.fitted_pool_proba()
     seconds["seconds_pool"] = time.perf_counter() - started
     by_folds = {}
     for k in options.folds:
         started = time.perf_counter()
-        by_folds[k] = clf._held_out_scores(k)
+        by_folds[k] = clf.held_out_scores(k)
         seconds[f"seconds_{k}"] = time.perf_counter() - started
     legacy = legacy_halves(clf) if options.legacy else None
     result = {**row(identity, pool, by_folds, y_pool, legacy), **seconds}

@@ -25,7 +25,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from puicl_common.runtime import autocast_for
-from trainer.batching import MicroBatch, assemble_micro_batches
+from trainer.batching import MicroBatch
 from trainer.config import RunConfig
 from trainer.dist_env import DistEnv, all_reduce_sum
 from trainer.heap import release_if_above
@@ -89,20 +89,6 @@ def accumulate_micro_batches(
             (losses.sum() * scale).backward()
         loss_sum += losses.detach().double().sum()
     return hook.loss_sum(loss_sum.cpu())
-
-
-def accumulate_gradients(
-    module: torch.nn.Module,
-    tasks: Sequence,
-    groups: Sequence[Sequence[int]],
-    scale: float,
-    device: torch.device,
-    autocast: Callable[[], contextlib.AbstractContextManager],
-) -> torch.Tensor:
-    """:func:`accumulate_micro_batches` over the micro-batches ``groups`` of ``tasks``."""
-    return accumulate_micro_batches(
-        module, assemble_micro_batches(tasks, groups), scale, device, autocast
-    )
 
 
 def train_step(

@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,9 @@ from benchmark.methods.common import MethodOutput, check_inputs
 from puicl_common.configio import require
 from puicl_model.estimator.input_checks import THRESHOLD_RULE, is_valid_threshold
 from puicl_model.passes.settings import InferenceSettings
+
+if TYPE_CHECKING:
+    from puicl_model import PUICLClassifier
 
 
 def default_weights() -> Path | None:
@@ -73,22 +76,20 @@ class PUICL:
     # identifier rule.
     version: ClassVar[int] = 7
 
-    def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
-                    categorical: Sequence[bool] | None = None) -> MethodOutput:
+    def classifier(self, seed: int) -> PUICLClassifier:
+        """The unfitted classifier of one replicate: every setting of ``config`` (the
+        classifier's inference settings and the threshold) passed on by its name."""
         from puicl_model import PUICLClassifier
 
+        # One torch thread: the runner already runs one replicate per core.
+        return PUICLClassifier(weights=self.weights, device=self.device, random_state=seed,
+                               n_threads=1, progress=False, **self.config.arguments())
+
+    def fit_predict(self, X: np.ndarray, s: np.ndarray, seed: int,
+                    categorical: Sequence[bool] | None = None) -> MethodOutput:
         X, labeled = check_inputs(X, s)
         table = as_table(X, categorical)
-        # One torch thread: the runner already runs one replicate per core.
-        clf = PUICLClassifier(weights=self.weights, device=self.device, random_state=seed,
-                              n_threads=1, progress=False,
-                              n_estimators=self.config.n_estimators,
-                              single_pass_limit=self.config.single_pass_limit,
-                              chunk_size=self.config.chunk_size,
-                              max_labeled=self.config.max_labeled,
-                              threshold=self.config.threshold,
-                              partner=self.config.partner,
-                              pool_sample=self.config.pool_sample)
+        clf = self.classifier(seed)
         clf.fit(table, labeled.astype(np.int8))
         x_u = table[~labeled]
         # one scoring for both (rows beyond a pool sample are scored as new rows, at a cost)

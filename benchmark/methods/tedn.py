@@ -4,7 +4,7 @@ Equations (paper §4–5; our own code after reading github acmi-lab/PU_learning
 
 * Warm start ("PvU"): train f(x) ≈ P(labeled | x) by cross-entropy of the labeled positives
   (class +) against the whole unlabeled training pool (class −).
-* BBE (:mod:`benchmark.methods.mpe`): α̂ from f on a held-out split of P and U.
+* BBE (:func:`puicl_model.estimator.prior.best_bin_alpha`): α̂ from f on a held-out split of P and U.
 * CVIR epoch: rank the unlabeled training rows by f(x) = P(+ | x), discard the top ⌈α̂ n_U⌉ of
   them (the likely positives), and minimize the cross-entropy of P (+) against the kept
   unlabeled rows (−). After each epoch re-estimate α̂ by BBE on the held-out split.
@@ -41,8 +41,8 @@ from benchmark.methods.common import (
     standardize,
     torch_seeded,
 )
-from benchmark.methods.mpe import bbe_alpha
 from puicl_common.configio import require
+from puicl_model.estimator.prior import best_bin_alpha
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def estimate_alpha_pvu(X: np.ndarray, s: np.ndarray, seed: int,
     X, labeled = check_inputs(X, s)
     with torch_seeded(seed):
         _, trainer, x_pv, x_uv, _ = _split_and_train_pvu(X, labeled, config, seed)
-        return bbe_alpha(trainer.prob_positive(x_pv), trainer.prob_positive(x_uv),
+        return best_bin_alpha(trainer.prob_positive(x_pv), trainer.prob_positive(x_uv),
                          config.bbe_delta, config.bbe_gamma)
 
 
@@ -157,7 +157,7 @@ class TEDn:
             _, trainer, x_pv, x_uv, x_u_all = _split_and_train_pvu(X, labeled, cfg, seed)
 
             def estimate() -> float:
-                return bbe_alpha(trainer.prob_positive(x_pv), trainer.prob_positive(x_uv),
+                return best_bin_alpha(trainer.prob_positive(x_pv), trainer.prob_positive(x_uv),
                                  cfg.bbe_delta, cfg.bbe_gamma)
 
             alpha = estimate()

@@ -31,8 +31,8 @@ from typing import ClassVar
 import numpy as np
 
 from benchmark.methods.common import MethodOutput, check_inputs, standardize
-from benchmark.methods.mpe import bbe_alpha
 from puicl_common.configio import require
+from puicl_model.estimator.prior import best_bin_alpha
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class ULSIF:
             model = fit_ulsif(z_p[fold_p != k], z_u[fold_u != k], cfg, rng)
             oof_p[fold_p == k] = model(z_p[fold_p == k])
             oof_u[fold_u == k] = model(z_u[fold_u == k])
-        alpha = bbe_alpha(oof_p, oof_u)
+        alpha = best_bin_alpha(oof_p, oof_u)
         ratio = fit_ulsif(z_p, z_u, cfg, rng)(z_u)
         prob = np.clip(alpha * ratio, 0.0, 1.0)
         return MethodOutput(

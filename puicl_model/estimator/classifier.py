@@ -448,14 +448,36 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         ``MIN_LABELED_FOR_ESTIMATES`` labeled positives, the mean of P(y=0) over the pool.
         Costs ``n_folds`` extra scorings of the pool, computed once per ``n_folds``.
         """
-        self._check_fitted()
-        if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
-            raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
+        self._check_folds(n_folds)
         if n_folds not in self._class_prior:
             folds = (self._held_out_scores(n_folds)
                      if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
             self._class_prior[n_folds] = class_prior_estimate(self._pool_probabilities(), folds)
         return self._class_prior[n_folds]
+
+    def _check_folds(self, n_folds: int) -> None:
+        self._check_fitted()
+        if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+            raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
+
+    def fitted_pool_proba(self) -> np.ndarray:
+        """P(y=1) of every unlabeled row the classifier was fitted on, in their order in ``fit``'s
+        table (where the pool was sampled, ``pool_sample``, the sample's rows): the scores that
+        ``estimate_class_prior`` and the prior cut read, the model's or the chosen portfolio
+        blend's. Computed once (the first call scores the pool); a copy, for studies and reports
+        that read the scores themselves."""
+        return self._pool_probabilities().copy()
+
+    def held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
+                        ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per fold of the labeled positives: (the fold's P(y=1), the fitted pool's P(y=1)),
+        the fold scored as unlabeled rows next to the other folds, by the passes that score the
+        pool (:mod:`puicl_model.estimator.prior`): the evidence π̂ and the portfolio's choice
+        read. Where labeled positives were held out of every pass (``n_held_out_`` > 0), they
+        are the one fold and ``n_folds`` is not used. Computed once per ``n_folds`` (each
+        costs ``n_folds`` scorings of the pool); copies."""
+        self._check_folds(n_folds)
+        return [(held.copy(), pool.copy()) for held, pool in self._held_out_scores(n_folds)]
 
     def _held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
                          ) -> list[tuple[np.ndarray, np.ndarray]]:

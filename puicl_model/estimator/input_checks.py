@@ -153,14 +153,7 @@ def check_settings(estimator: Any) -> InferenceSettings:
         if not is_int or value < minimum:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
-    settings = InferenceSettings(
-        n_estimators=estimator.n_estimators,
-        single_pass_limit=estimator.single_pass_limit,
-        chunk_size=estimator.chunk_size,
-        max_labeled=estimator.max_labeled,
-        partner=estimator.partner,
-        pool_sample=estimator.pool_sample,
-    )
+    settings = InferenceSettings.read_from(estimator)
     settings.validate()
     if estimator.n_threads is not None:
         positive_int("n_threads", estimator.n_threads)

@@ -19,12 +19,9 @@ from typing import Any
 import numpy as np
 
 from puicl_model.estimator.columns import is_dataframe
+from puicl_model.passes import seed_keys
 
-__all__ = ["POOL_SAMPLE_TAG", "fitted_table", "sampled_pool_rows", "take_rows"]
-
-# spawn-key tag of the draw (the classifier's other draws: puicl_model.estimator.prior, .portfolio,
-# .prior_report, .planning)
-POOL_SAMPLE_TAG = 14
+__all__ = ["fitted_table", "sampled_pool_rows", "take_rows"]
 
 
 def sampled_pool_rows(n_pool: int, size: int | None, entropy: int) -> np.ndarray | None:
@@ -32,7 +29,7 @@ def sampled_pool_rows(n_pool: int, size: int | None, entropy: int) -> np.ndarray
     ``entropy`` keeps, or None when it keeps them all (``size`` None or not exceeded)."""
     if size is None or n_pool <= size:
         return None
-    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(POOL_SAMPLE_TAG,)))
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_keys.POOL_SAMPLE,)))
     return np.sort(rng.permutation(n_pool)[:size])
 
 

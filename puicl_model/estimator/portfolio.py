@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
+from puicl_model.passes import seed_keys
+
 __all__ = ["BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WITH_HELD_OUT",
            "LOGISTIC", "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT",
            "MIN_LABELED_FOR_PORTFOLIO", "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice",
@@ -89,12 +91,8 @@ MIN_POOL_FOR_PORTFOLIO = 100
 # many as a pass takes); smaller tables read the class prior's cross-fitted folds instead
 MIN_LABELED_FOR_HOLD_OUT = 600
 MAX_HELD_OUT = 1000
-# spawn-key tags of the learners' fold splits and of the held-out positives (the classifier's
-# other tags: planning 1-5, the class prior's folds 11, the prior report's bootstrap (12, 0) and
-# (12, 1, ...), the pool sample 14)
-HELD_OUT_TAG = 12
-LEARNER_TAGS = {LOGISTIC: 13, BOOSTED: 15}
-JUDGED_TAG = 16
+# spawn-key tags of the learners' fold splits (puicl_model.passes.seed_keys)
+LEARNER_TAGS = {LOGISTIC: seed_keys.LOGISTIC_FOLDS, BOOSTED: seed_keys.BOOSTED_FOLDS}
 # clip of probabilities before their log-odds are taken
 _EPS = 1e-6
 
@@ -315,8 +313,8 @@ class Blend:
 # ---------------------------------------------------------------------------- portfolio
 def held_out_rows(n_labeled: int, n_held: int, entropy: int) -> np.ndarray:
     """The mask of the ``n_held`` labeled rows held out of every pass's context, drawn under
-    the key ``(HELD_OUT_TAG,)`` of the fit's root seed."""
-    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(HELD_OUT_TAG,)))
+    the key ``(seed_keys.HELD_OUT,)`` of the fit's root seed."""
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_keys.HELD_OUT,)))
     mask = np.zeros(n_labeled, dtype=bool)
     mask[rng.choice(n_labeled, size=n_held, replace=False)] = True
     return mask
@@ -324,10 +322,10 @@ def held_out_rows(n_labeled: int, n_held: int, entropy: int) -> np.ndarray:
 
 def judged_pool_rows(n_pool: int, entropy: int) -> np.ndarray:
     """The pool rows (sorted) the blend is chosen against: all of a pool of at most
-    :data:`JUDGED_POOL_ROWS`, else a sample of that many keyed ``(JUDGED_TAG,)``."""
+    :data:`JUDGED_POOL_ROWS`, else a sample of that many keyed ``(seed_keys.JUDGED,)``."""
     if n_pool <= JUDGED_POOL_ROWS:
         return np.arange(n_pool)
-    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(JUDGED_TAG,)))
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_keys.JUDGED,)))
     return np.sort(rng.permutation(n_pool)[:JUDGED_POOL_ROWS])
 
 

@@ -42,19 +42,18 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from puicl_model.estimator.ensemble import View
+from puicl_model.passes import seed_keys
 from puicl_model.passes.inference import ViewRows
 from puicl_model.passes.phases import phase
 from puicl_model.passes.planning import PassPlanner
 
-__all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "PRIOR_FOLDS_TAG", "Folds",
+__all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "Folds",
            "best_bin_alpha", "best_bin_estimate", "class_prior_estimate",
            "cross_fitted_scores", "fold_of", "mean_estimate", "prior_cut"]
 
 # the labeled positives' folds for estimate_class_prior: K = 3 and 5 gave the same π̂ errors on
 # the development suite for 1.5x and 2.8x the time (docs/classifier.md)
 DEFAULT_FOLDS = 2
-# the spawn-key tag of the labeled rows' split in folds (puicl_model.passes.planning's tags are 1-5)
-PRIOR_FOLDS_TAG = 11
 # the fewest labeled positives whose split in folds the score-based estimators run on
 MIN_LABELED_FOR_ESTIMATES = 20
 
@@ -69,11 +68,11 @@ Scorer = Callable[[Sequence[PassPlanner], Sequence[ViewRows]], tuple[np.ndarray,
 
 def fold_of(n_labeled: int, n_folds: int, entropy: int) -> np.ndarray:
     """Each labeled row's fold in 0..n_folds−1: near-equal folds, drawn under the key
-    ``(PRIOR_FOLDS_TAG, n_folds)`` of the fit's root seed."""
+    ``(seed_keys.PRIOR_FOLDS, n_folds)`` of the fit's root seed."""
     if not 2 <= n_folds <= n_labeled // 2:
         raise ValueError(f"n_folds must be from 2 to half the labeled rows ({n_labeled // 2}), "
                          f"got {n_folds}")
-    seed = np.random.SeedSequence(entropy, spawn_key=(PRIOR_FOLDS_TAG, n_folds))
+    seed = np.random.SeedSequence(entropy, spawn_key=(seed_keys.PRIOR_FOLDS, n_folds))
     return np.random.default_rng(seed).permutation(n_labeled) % n_folds
 
 

@@ -31,9 +31,9 @@ from puicl_model.estimator.prior import (
     Folds,
     class_prior_estimate,
 )
+from puicl_model.passes import seed_keys
 
 __all__ = [
-    "BOOTSTRAP_TAG",
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_DELTA",
     "DEFAULT_LEVEL",
@@ -45,8 +45,6 @@ __all__ = [
     "prior_report",
 ]
 
-# the spawn-key tag of the bootstrap's draws (puicl_model.estimator.prior's folds are 11)
-BOOTSTRAP_TAG = 12
 DEFAULT_LEVEL = 0.9
 DEFAULT_BOOTSTRAP = 400
 # the bound's failure probability per sample (pool, held-out positives): both DKW margins hold
@@ -169,19 +167,20 @@ def bootstrap_estimates(pool_positive: np.ndarray, folds: Folds | None, entropy:
 
     A pool row keeps its scores in every scoring (the pool's own and each fold's), so the rows
     are drawn once for all; each fold's positives are drawn on their own. The draws are keyed
-    ``(BOOTSTRAP_TAG, 0)`` for the pool's rows and ``(BOOTSTRAP_TAG, 1, K, k)`` for the
+    ``(seed_keys.BOOTSTRAP, 0)`` for the pool's rows and ``(seed_keys.BOOTSTRAP, 1, K, k)`` for the
     positives of fold k of K.
     """
     pool_positive = np.asarray(pool_positive, dtype=np.float64)
     n_u = len(pool_positive)
-    rows = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(BOOTSTRAP_TAG, 0)))
+    pool_key = (seed_keys.BOOTSTRAP, 0)
+    rows = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=pool_key))
     w_pool = _counts(rows, n_u, n_bootstrap)
     mean = 1.0 - (w_pool @ pool_positive) / n_u
     if folds is None or sum(len(held) for held, _ in folds) < MIN_LABELED_FOR_ESTIMATES:
         return mean  # the rule's mean alone (class_prior_estimate)
     best_bin = np.zeros(n_bootstrap)
     for k, (held, pool) in enumerate(folds):
-        key = (BOOTSTRAP_TAG, 1, len(folds), k)
+        key = (seed_keys.BOOTSTRAP, 1, len(folds), k)
         draws = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
         w_held = _counts(draws, len(held), n_bootstrap)
         best_bin += 1.0 - _weighted_best_bin(np.asarray(held, dtype=np.float64),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -213,7 +214,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check_output(output: str) -> None:
-    """Refuse an ``--output`` the CSV cannot be written to before the model runs, not after."""
+    """Refuse an ``--output`` the scores cannot be written to (CSV or Parquet) before the model
+    runs, not after."""
     if output == "-":
         return
     if output == "":
@@ -227,7 +229,7 @@ def _check_output(output: str) -> None:
         # (a character device or a FIFO is written to, as by the shell's ">")
         raise CliError(f"--output {output} is a block device or a socket; give the path of a "
                        "CSV or Parquet file")
-    # missing parent directories are created when the CSV is written; the nearest existing
+    # missing parent directories are created when the scores are written; the nearest existing
     # ancestor must be a directory for that to work (a farther one then is too)
     for ancestor in path.parents:
         if ancestor.exists():
@@ -358,19 +360,18 @@ def _prior_lines(report: ClassPriorReport) -> list[str]:
 
 def _classifier(args: argparse.Namespace):
     from puicl_model.estimator.classifier import PUICLClassifier
+    from puicl_model.passes.settings import InferenceSettings
 
+    # every inference setting has the option of its name (_parser); --pool-sample 0 is None
+    settings = dataclasses.replace(InferenceSettings.read_from(args),
+                                   pool_sample=args.pool_sample or None)
     return PUICLClassifier(
         weights=args.weights,
         device=args.device,
-        n_estimators=args.n_estimators,
-        single_pass_limit=args.single_pass_limit,
-        chunk_size=args.chunk_size,
-        max_labeled=args.max_labeled,
+        **settings.arguments(),
         threshold=args.threshold,
         categorical=args.categorical,
         numeric=args.numeric,
-        partner=args.partner,
-        pool_sample=None if args.pool_sample == 0 else args.pool_sample,
         random_state=args.random_state,
         progress=False if args.no_progress else None,
         keep_columns=args.keep_columns or None,

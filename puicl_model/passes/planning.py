@@ -44,10 +44,10 @@ by a hash of its values, so its prediction does not depend on its position in th
 either.
 
 Every random choice is drawn from ``numpy.random.SeedSequence(random_state, spawn_key=key)``
-with ``key`` naming what is drawn (docs/architecture.md §3), e.g. ``(_FEATURES, 0)`` for a
-member's partition or ``(_POOL, group)`` for the chunks of a feature group, prefixed
-``(_MEMBER, member)`` for members after the first: the same settings give the same passes on
-every machine.
+with ``key`` naming what is drawn (the table :mod:`puicl_model.passes.seed_keys`,
+docs/architecture.md §3), e.g. ``(FEATURES, 0)`` for a member's partition or ``(POOL, group)``
+for the chunks of a feature group, prefixed ``(MEMBER, member)`` for members after the first:
+the same settings give the same passes on every machine.
 """
 
 from __future__ import annotations
@@ -59,14 +59,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-__all__ = ["MIN_FEATURES_FOR_SUBSET", "Pass", "PassPlanner", "all_passes"]
+from puicl_model.passes import seed_keys
 
-# spawn-key tags: what a random draw is for (11 is the classifier's split of the labeled rows)
-_FEATURES = 1
-_POOL = 2
-_LABELED = 3
-_MEMBER = 4  # prefix of every draw of member m > 0: (_MEMBER, m, ...)
-_FEATURE_SUBSET = 5
+__all__ = ["MIN_FEATURES_FOR_SUBSET", "Pass", "PassPlanner", "all_passes"]
 
 # feature_share applies to tables of at least this many features: fewer would leave a member
 # too few to separate anything
@@ -111,7 +106,7 @@ class PassPlanner:
 
     def _rng(self, *key: int) -> np.random.Generator:
         if self.member:  # member 0 keeps the keys it had before members existed
-            key = (_MEMBER, self.member, *key)
+            key = (seed_keys.MEMBER, self.member, *key)
         return np.random.default_rng(np.random.SeedSequence(self.entropy, spawn_key=key))
 
     # ------------------------------------------------------------------ labeled subsets
@@ -131,7 +126,7 @@ class PassPlanner:
         size = self.labeled_per_pass
         if self.n_labeled <= size:
             return np.arange(self.n_labeled)
-        rng = self._rng(_LABELED, group, chunk)
+        rng = self._rng(seed_keys.LABELED, group, chunk)
         return np.sort(rng.choice(self.n_labeled, size=size, replace=False))
 
     # ------------------------------------------------------------------- feature groups
@@ -150,7 +145,8 @@ class PassPlanner:
         if not self.takes_feature_share:
             return np.arange(self.n_features)
         size = self.n_visible_features
-        return np.sort(self._rng(_FEATURE_SUBSET).choice(self.n_features, size, replace=False))
+        rng = self._rng(seed_keys.FEATURE_SUBSET)
+        return np.sort(rng.choice(self.n_features, size, replace=False))
 
     @property
     def n_feature_groups(self) -> int:
@@ -158,12 +154,12 @@ class PassPlanner:
 
     def features_of(self, group: int) -> np.ndarray:
         """The features of feature group ``group`` (sorted): one part of a random partition
-        of the visible features (keyed ``(_FEATURES, 0)``)."""
+        of the visible features (keyed ``(seed_keys.FEATURES, 0)``)."""
         visible = self.visible_features()
         groups = self.n_feature_groups
         if groups == 1:
             return visible
-        permutation = self._rng(_FEATURES, 0).permutation(len(visible))
+        permutation = self._rng(seed_keys.FEATURES, 0).permutation(len(visible))
         return visible[np.sort(np.array_split(permutation, groups)[group])]
 
     # ------------------------------------------------------------------------- chunks
@@ -178,7 +174,7 @@ class PassPlanner:
         if not self.chunked:
             return [np.arange(self.n_pool)]
         count = math.ceil(self.n_pool / self.chunk_size)
-        order = self._rng(_POOL, group).permutation(self.n_pool)
+        order = self._rng(seed_keys.POOL, group).permutation(self.n_pool)
         return [np.sort(chunk) for chunk in np.array_split(order, count)]
 
     # ------------------------------------------------------------------------- passes

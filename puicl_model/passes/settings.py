@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -99,6 +99,22 @@ class InferenceSettings:
             words = ", ".join(repr(word) for word in choices[:-1]) + f" or {choices[-1]!r}"
             require(isinstance(value, str) and value in choices, name,
                     f"must be {words}, got {value!r}")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The settings' names: each is also a parameter of ``PUICLClassifier`` and an option
+        of ``puicl predict`` (``--chunk-size`` for ``chunk_size``)."""
+        return tuple(field.name for field in fields(InferenceSettings))
+
+    @classmethod
+    def read_from(cls, source: Any) -> InferenceSettings:
+        """The settings held as attributes of ``source`` (a classifier, parsed options), so that
+        a setting added here reaches every caller without a list written by hand."""
+        return InferenceSettings(**{name: getattr(source, name) for name in cls.names()})
+
+    def arguments(self) -> dict[str, Any]:
+        """Every field (a subclass's too) as keyword arguments of ``PUICLClassifier``."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
 
     def identity(self) -> dict[str, Any]:
         """The settings as they identify results: those at their legacy value left out."""

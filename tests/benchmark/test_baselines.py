@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from benchmark.methods import BASELINES, make_method
-from benchmark.methods.mpe import bbe_alpha
 from benchmark.metrics import accuracy, auc_mann_whitney
 from puicl_common.configio import ConfigError
+from puicl_model.estimator.prior import best_bin_alpha
 
 # Shorter training for the neural baselines keeps this file fast (CI budget); the code path is
 # the same as with the defaults.
@@ -76,7 +76,7 @@ def test_bbe_recovers_a_known_mixture_proportion():
     # scores: positives uniform on [0.5, 1]; U = 30 % positives + 70 % negatives on [0, 0.5)
     p = rng.uniform(0.5, 1.0, 2000)
     u = np.concatenate([rng.uniform(0.5, 1.0, 600), rng.uniform(0.0, 0.5, 1400)])
-    assert bbe_alpha(p, u) == pytest.approx(0.3, abs=0.03)
+    assert best_bin_alpha(p, u) == pytest.approx(0.3, abs=0.03)
 
 
 def test_bad_inputs_and_settings_give_clear_errors(easy_task):

@@ -38,3 +38,18 @@ def test_the_wheel_ships_only_the_five_packages(tmp_path) -> None:
     top = {name.split("/", 1)[0] for name in names}
     assert {t for t in top if not t.endswith(".dist-info")} == PACKAGES
     assert "puicl_model/net/weights/model.safetensors" in names
+
+
+def test_the_citation_file_names_the_package_and_the_paper() -> None:
+    import re
+
+    import yaml
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    version = re.search(r'^version = "([^"]+)"', project, re.MULTILINE)
+    assert version is not None and citation["version"] == version.group(1)
+    assert citation["title"] == "puicl"
+    paper = citation["preferred-citation"]
+    assert paper["type"] == "article" and "2605.05591" in paper["url"]
+    assert [a["family-names"] for a in paper["authors"]] == ["Liu", "Chang", "Cheng", "Tian", "Li"]

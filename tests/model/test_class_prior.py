@@ -67,3 +67,23 @@ def test_with_few_labeled_positives_the_prior_is_the_mean(small_weights, rng) ->
     clf = PUICLClassifier(weights=small_weights).fit(X, s)
     mean = float(np.mean(clf.predict_proba(X[s == 0])[:, 0]))
     assert clf.estimate_class_prior() == pytest.approx(mean, abs=1e-12)
+
+
+def test_the_scores_pi_hat_reads_are_public(small_weights, rng) -> None:
+    from puicl_model.estimator.prior import class_prior_estimate
+
+    X = rng.normal(size=(90, 3))
+    s = np.r_[np.ones(30, dtype=int), np.zeros(60, dtype=int)]
+    clf = PUICLClassifier(weights=small_weights, partner="none").fit(X, s)
+    pool = clf.fitted_pool_proba()
+    np.testing.assert_allclose(pool, clf.predict_proba(X[s == 0])[:, 1], atol=1e-12)
+    folds = clf.held_out_scores(2)
+    assert [len(held) for held, _ in folds] == [15, 15]
+    assert all(np.array_equal(fold_pool.shape, pool.shape) for _, fold_pool in folds)
+    assert clf.estimate_class_prior(2) == class_prior_estimate(pool, folds)
+    # copies: a study that edits them leaves the classifier's own scores as they were
+    pool[:] = -1.0
+    folds[0][0][:] = -1.0
+    assert np.all(clf.fitted_pool_proba() >= 0) and np.all(clf.held_out_scores(2)[0][0] >= 0)
+    with pytest.raises(ValueError, match="n_folds must be an integer >= 2"):
+        clf.held_out_scores(1)

@@ -1,5 +1,5 @@
 """PUICLClassifier follows scikit-learn's conventions: feature-name warnings, one source of
-inference defaults shared with the CLI and the benchmark adapter (issues 13 and 17)."""
+inference defaults shared with the CLI and the benchmark adapter."""
 
 from __future__ import annotations
 
@@ -83,6 +83,39 @@ def test_inference_defaults_are_written_once() -> None:
     # the benchmark adapter's settings: the classifier's, plus its threshold
     assert issubclass(PUICLConfig, InferenceSettings)
     assert PUICLConfig().threshold == signature["threshold"].default
+
+
+# a value other than the default for every inference setting
+OTHER_SETTINGS = {"n_estimators": 3, "single_pass_limit": 500, "chunk_size": 200,
+                  "max_labeled": 50, "partner": "none", "pool_sample": 5000}
+
+
+def test_every_setting_reaches_the_classifier(small_weights) -> None:
+    from benchmark.methods.puicl import PUICL
+    from puicl_model.estimator.input_checks import check_settings
+    from puicl_model.files.cli import _classifier
+
+    # a new setting must be added here, and then reaches the classifier by every path below
+    assert set(OTHER_SETTINGS) == set(InferenceSettings.names())
+    expected = InferenceSettings(**OTHER_SETTINGS)
+    assert all(getattr(expected, name) != getattr(InferenceSettings(), name)
+               for name in OTHER_SETTINGS)
+    # the classifier's parameters, read back at fit
+    clf = PUICLClassifier(weights=small_weights, **OTHER_SETTINGS)
+    assert check_settings(clf) == expected
+    # the benchmark adapter's settings, the threshold with them
+    config = PUICLConfig(**OTHER_SETTINGS, threshold="prior")
+    params = PUICL(weights=small_weights, config=config).classifier(seed=4).get_params()
+    assert InferenceSettings.read_from(clf.set_params(**params)) == expected
+    assert (params["threshold"], params["random_state"]) == ("prior", 4)
+    # puicl predict's options, one per setting
+    options = [word for name, value in OTHER_SETTINGS.items()
+               for word in (f"--{name.replace('_', '-')}", str(value))]
+    args = _parser().parse_args(["predict", *options])
+    assert InferenceSettings.read_from(_classifier(args)) == expected
+    # --pool-sample 0: the whole pool
+    args = _parser().parse_args(["predict", "--pool-sample", "0"])
+    assert _classifier(args).pool_sample is None
 
 
 def test_benchmark_threshold_prior_labels_the_estimated_share_negative(small_weights) -> None:

@@ -155,7 +155,7 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
     # model, the model scored only that sample and the held-out positives
     assert len(clf.portfolio_.evidence.pool[0]["model"]) == 2000
     passes = clf.n_passes_
-    folds = clf._held_out_scores()
+    folds = clf.held_out_scores()
     assert len(folds) == 1 and len(folds[0][0]) == clf.n_held_out_
     assert 0.0 <= clf.estimate_class_prior() <= 1.0 and clf.n_passes_ == passes
     again = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
