@@ -9,7 +9,7 @@ next to each half; ``studies/puicl_prior.py``'s ``legacy_halves``). With ``--rep
 ``class_prior_report()`` after ``predict_proba`` (``report``: the K = 2 scorings and the
 bootstrap) and after ``estimate_class_prior()`` (``interval only``: the bootstrap and the bound
 on the kept scores). Rounds interleave the calls; the medians and their ratio to
-``predict_proba``'s are printed (docs/classifier.md, docs/performance.md).
+``predict_proba``'s are printed (docs/performance.md).
 
     python -m speed.class_prior_cost --folds 2,3,5 --rounds 5
     python -m speed.class_prior_cost --folds 2 --no-legacy --report --rounds 5

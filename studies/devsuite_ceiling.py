@@ -1,7 +1,7 @@
 """How much room the development suite leaves: supervised learners that see the pool's true
 labels, on the suite's own PU tasks (docs/recipe.md, "How far the suite's tables can go"), and
 how close to π a class-prior estimator that relies on a pure-positive score range can come on
-them (docs/classifier.md, "How far the suite's tables let π̂ go").
+them (docs/recipe.md, "How far the suite's tables can go").
 
 For every table and target π, the task is the one ``puicl-bench --suite dev`` builds (same
 seed, repetition, labeled positives and pool). A PU method sees only which rows are labeled;

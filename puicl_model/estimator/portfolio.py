@@ -27,7 +27,7 @@ hundred positives: at small π or with few positives it is mostly noise. So the 
 the highest held-out AUC replaces the :data:`FALLBACK` blend only where it beats it by more
 than :data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong &
 Clarke-Pearson, Biometrics 1988); elsewhere the fallback stands, the blend that is best on
-average over the development suite's tables (docs/classifier.md measures both choices).
+average over the development suite's tables (docs/decisions.md measures both choices).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
@@ -69,12 +69,12 @@ CANDIDATES: Mapping[str, Mapping[str, float]] = {
 # fewer than MIN_LABELED_FOR_HOLD_OUT labeled positives (the model's trained range and a little
 # beyond) the model blended half and half with the logistic learner; on larger ones the
 # logistic learner, which there ranks the pool better than the model on average
-# (docs/classifier.md, "Tables of every size": chosen on the development suite's size grid)
+# (docs/decisions.md, "A portfolio chosen per table": chosen on the development suite's size grid)
 FALLBACK = "model+logistic"
 FALLBACK_WITH_HELD_OUT = "logistic"
 # how many standard errors of the paired held-out AUC difference a candidate must lead the
 # fallback by to replace it: lower bars followed the noise of a few hundred positives more
-# often than they found a better candidate (docs/classifier.md)
+# often than they found a better candidate (docs/decisions.md)
 EVIDENCE_Z = 3.0
 # the learners' cross-fitting folds
 LEARNER_FOLDS = 5

@@ -12,7 +12,7 @@ the negatives' part f_U − α f_P non-negative, so the data identify only a LOW
 * the point π̂ (:func:`puicl_model.estimator.prior.class_prior_estimate`), which also rests on the
   model's own probabilities: the mean of P(y=0) over the pool, which is right only where the
   model's P(y=1) is calibrated on this table (in practice it leans on the prior the model was
-  trained on, docs/classifier.md);
+  trained on, docs/recipe.md);
 * :func:`bootstrap_estimates`: the point recomputed on resampled pool rows and held-out
   positives, from the scores already computed (no pass of the model per replicate).
 
@@ -51,7 +51,7 @@ DEFAULT_BOOTSTRAP = 400
 # at once with probability >= 1 − 2δ
 DEFAULT_DELTA = 0.025
 # the upper end's allowance for the point's own error, beyond its sampling noise: π̂ leans on the
-# model's prior and rises about half as fast as π (docs/classifier.md), so π exceeded the
+# model's prior and rises about half as fast as π (docs/recipe.md), so π exceeded the
 # bootstrap's upper end by up to this much on 94 % of the development suite's tasks (40 tables
 # x 2 repetitions x π = 0.2 / 0.5 / 0.8; measured by studies/class_prior_interval.py)
 MODEL_ERROR_ALLOWANCE = 0.2
