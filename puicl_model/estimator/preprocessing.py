@@ -64,6 +64,12 @@ from typing import Any
 
 import numpy as np
 
+from puicl_model.estimator.column_checks import (
+    feature_moments,
+    split_by_s,
+    stray_text,
+    warn_if_missing_apart,
+)
 from puicl_model.estimator.column_encoding import (
     MAX_ONEHOT_LEVELS,
     CategoricalStrategy,
@@ -82,7 +88,6 @@ from puicl_model.estimator.columns import (
     integer_offset,
     is_missing,
     moment_columns,
-    numbers_and_text,
     parse_numeric,
     read_columns,
 )
@@ -96,119 +101,6 @@ __all__ = [
     "NumericStrategy",
     "TablePreprocessor",
 ]
-
-# a text column at least this share of whose present entries are numbers is "mostly numbers":
-# its other entries are stray words that turn the column into categories, said in a warning
-_MOSTLY_NUMBERS = 0.5
-
-
-def _stray_text(name: str, values: np.ndarray) -> str | None:
-    """The warning's description of a text column made mostly of numbers ("'c' (80 % numbers;
-    text 'x' ×12)"), or None for a column of words."""
-    share, text = numbers_and_text(values)
-    if share < _MOSTLY_NUMBERS:
-        return None
-    common = sorted(text.items(), key=lambda item: (-item[1], item[0]))
-    shown = ", ".join(f"{word!r} ×{count}" for word, count in common[:3])
-    more = f" and {len(common) - 3} more" if len(common) > 3 else ""
-    return f"{name!r} ({share:.0%} numbers; text {shown}{more})"
-
-
-def _moments(kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, standard deviation, prescale) of each kept feature: the feature is scaled as
-    ``(x / prescale - mean) / std``.
-
-    The prescale is 1 (an exact no-op) except where the plain moments fail: values near the
-    float64 limit (numeric="standard" passes 1e308 through) overflow the sum or the squares,
-    and values near its smallest magnitudes underflow the squares to a zero deviation. Those
-    features are divided by their largest magnitude first, so that they keep their variation
-    instead of collapsing to a constant.
-    """
-    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        center = kept.mean(axis=0)
-        scale = kept.std(axis=0)
-    prescale = np.ones(kept.shape[1])
-    failed = ~(np.isfinite(center) & np.isfinite(scale) & (scale > 0))
-    if failed.any():
-        # a kept feature is not constant, so its largest magnitude is positive
-        prescale[failed] = np.abs(kept[:, failed]).max(axis=0)
-        shrunk = kept[:, failed] / prescale[failed]
-        center[failed] = shrunk.mean(axis=0)
-        scale[failed] = shrunk.std(axis=0)
-    return center, scale, prescale
-
-
-def _split_by_s(columns: list[ColumnEncoding], arrays: list[np.ndarray],
-                numbers: list[np.ndarray | None], labeled: np.ndarray) -> dict[str, str]:
-    """Columns that tell the labeled rows from the unlabeled ones by themselves, with why they
-    are dropped: a numeric column missing on every row of one side only (positives from a
-    registry that lacks the field: the median fill makes it constant on that side and varied
-    on the other), or a column whose values on the two sides do not overlap (a copy of ``s``,
-    a value recorded only for labeled rows); each only where chance would hardly give so
-    clean a split (:mod:`puicl_model.estimator.input_checks`). The scores would follow such a column
-    instead of the positives, and with a copy of ``s`` they would flip with its 0/1 coding.
-    ``numbers``: each column's values as ``fit`` read them as numbers (None for categories)."""
-    from puicl_model.estimator.input_checks import all_marked_is_telling, clean_split_is_telling
-
-    labeled = np.asarray(labeled, dtype=bool)
-    telling = clean_split_is_telling(int(labeled.sum()), int((~labeled).sum()))
-    found: dict[str, str] = {}
-    for column, values, numeric in zip(columns, arrays, numbers, strict=True):
-        if numeric is not None:
-            missing = np.isnan(numeric)
-            for side, here, there in (("labeled", labeled, ~labeled),
-                                      ("unlabeled", ~labeled, labeled)):
-                if (missing[here].all() and not missing[there].all()
-                        and all_marked_is_telling(int(here.sum()), int(missing.sum()),
-                                                  len(missing))):
-                    found[column.name] = (f"missing on every {side} row, recorded only for the "
-                                          "others: it would tell them apart")
-            ours, theirs = numeric[labeled & ~missing], numeric[~labeled & ~missing]
-            apart = len(ours) and len(theirs) and (ours.max() < theirs.min()
-                                                   or ours.min() > theirs.max())
-        else:
-            present = ~is_missing(values)
-            ours = {category_key(v) for v in values[labeled & present].tolist()}
-            theirs = {category_key(v) for v in values[~labeled & present].tolist()}
-            apart = bool(ours) and bool(theirs) and not ours & theirs
-        if apart and telling and column.name not in found:
-            found[column.name] = ("separates the labeled rows from the unlabeled ones: its "
-                                  "values on the two sides do not overlap (a copy of s, or a "
-                                  "value recorded only for labeled rows?)")
-    return found
-
-
-def _warn_if_missing_apart(columns: list[ColumnEncoding], arrays: list[np.ndarray],
-                           numbers: list[np.ndarray | None], labeled: np.ndarray,
-                           skip: dict[str, str]) -> None:
-    """Warn, naming them, about the columns whose missing share among the labeled rows and
-    among the unlabeled rows differ by a telling gap (:func:`puicl_model.estimator.input_checks.
-    missing_gap_is_telling`); ``skip``: columns dropped already, with their own reason. A
-    warning only: the column is kept, and the scores are those of any other table."""
-    from puicl_model.estimator.input_checks import missing_gap_is_telling
-
-    labeled = np.asarray(labeled, dtype=bool)
-    n_labeled, n_pool = int(labeled.sum()), int((~labeled).sum())
-    found = []
-    for column, values, numeric in zip(columns, arrays, numbers, strict=True):
-        if column.name in skip:
-            continue
-        missing = np.isnan(numeric) if numeric is not None else is_missing(values)
-        ours, theirs = missing[labeled].mean(), missing[~labeled].mean()
-        if missing_gap_is_telling(float(ours - theirs), n_labeled, n_pool):
-            found.append(f"{column.name!r} (missing on {ours:.0%} of the labeled rows, "
-                         f"{theirs:.0%} of the unlabeled)")
-    if found:
-        warnings.warn(
-            "missing far more often on one side of s than on the other: " + "; ".join(found)
-            + ". Missingness that tells the labeled rows from the pool points at leakage or a "
-            "data error (a field filled in only for confirmed rows, the two sides exported "
-            "differently), and the scores then follow it; check how the column was recorded, "
-            "or drop it (puicl predict: --drop-columns)",
-            UserWarning,
-            stacklevel=4,  # the caller of fit
-        )
-
 
 class TablePreprocessor:
     """Learns column encodings on the fitted table; turns tables into float32 matrices.
@@ -300,7 +192,7 @@ class TablePreprocessor:
         features_of = self._feature_slices()
         for name in identifiers:
             keep[features_of[name]] = False
-        one_sided = {} if labeled is None else _split_by_s(columns, arrays, numbers, labeled)
+        one_sided = {} if labeled is None else split_by_s(columns, arrays, numbers, labeled)
         for name in one_sided:
             keep[features_of[name]] = False
         labels = feature_labels(columns)
@@ -313,7 +205,7 @@ class TablePreprocessor:
         self.kept_features_ = [label for label, kept in zip(labels, keep, strict=True) if kept]
         self.keep_ = keep
         if labeled is not None:
-            _warn_if_missing_apart(columns, arrays, numbers, labeled, one_sided)
+            warn_if_missing_apart(columns, arrays, numbers, labeled, one_sided)
         self._warn_dropped(identifiers)
         if not keep.any():
             warnings.warn(
@@ -326,7 +218,7 @@ class TablePreprocessor:
             self.scale_ = np.ones(0)
             self.prescale_ = np.ones(0)
         else:
-            self.center_, self.scale_, self.prescale_ = _moments(raw[:, keep])
+            self.center_, self.scale_, self.prescale_ = feature_moments(raw[:, keep])
         if order is not None:  # back in X's order
             unordered = np.empty_like(raw)
             unordered[order] = raw
@@ -358,7 +250,7 @@ class TablePreprocessor:
             else:
                 columns.append(fit_categorical(name, values, self.categorical))
                 if name not in self._declared_categorical:
-                    stray = _stray_text(name, values)
+                    stray = stray_text(name, values)
                     if stray:
                         mostly_numbers.append(stray)
             reason = None if name in not_identifiers else identifier_reason(values, numeric)

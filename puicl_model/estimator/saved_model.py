@@ -54,7 +54,7 @@ _CLASSES = frozenset({
     "puicl_model.estimator.ensemble.View",
     "puicl_model.passes.planning.PassPlanner",
     "puicl_model.estimator.portfolio.Portfolio",
-    "puicl_model.estimator.portfolio.CrossFittedLearner",
+    "puicl_model.estimator.learners.CrossFittedLearner",
     "puicl_model.estimator.portfolio.Choice",
     "puicl_model.estimator.portfolio.Blend",
     "puicl_model.estimator.portfolio.Evidence",
@@ -69,13 +69,16 @@ _FORMER_NAMES = {
         ("estimator", "column_encoding", "ColumnEncoding"),
         ("passes", "planning", "PassPlanner"),
         ("estimator", "portfolio", "Portfolio"),
-        ("estimator", "portfolio", "CrossFittedLearner"),
         ("estimator", "portfolio", "Choice"),
         ("estimator", "portfolio", "Blend"),
         ("estimator", "portfolio", "Evidence"),
         ("estimator", "saved_trees", "BoostedTrees"),
     )
-} | {"puicl_model.planning.View": "puicl_model.estimator.ensemble.View"}
+} | {
+    "puicl_model.planning.View": "puicl_model.estimator.ensemble.View",
+    "puicl_model.portfolio.CrossFittedLearner":
+        "puicl_model.estimator.learners.CrossFittedLearner",
+}
 # fitted attributes of the classifier rebuilt on load rather than stored
 _REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index"}
 
