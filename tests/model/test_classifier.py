@@ -10,9 +10,10 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 import puicl_model.passes.inference
-from puicl_model import PUICLClassifier, query_rows
+from puicl_model import PUICLClassifier
 from puicl_model.estimator.classifier import NoBundledWeightsError
 from puicl_model.net.batch import collate_tasks
+from puicl_model.passes import query_rows
 
 
 def direct_proba(model, x_labeled: np.ndarray, x_rest: np.ndarray) -> np.ndarray:

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puicl_model import PUICLClassifier, dask_scoring
+from puicl_model import PUICLClassifier
+from puicl_model.files import dask_scoring
 from puicl_model.files.cli import main
 from tests.expected_scores import in_memory_scores_csv
 
