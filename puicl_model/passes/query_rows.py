@@ -54,9 +54,10 @@ __all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCa
 QUERY_BLOCK_ROWS = 128
 
 # What a fitted classifier keeps of its contexts' caches by default. A context of r rows and
-# d features caches 2·(L-1)·r·(d+1)·e + 2·r·e floats: ~140 MB for a chunk of 1,000 pool rows
-# next to 300 labeled rows with 20 features (the default model), so 1 GiB keeps the contexts
-# of a single-pass table or the first several chunks of a chunked pool.
+# d features caches 2·(L-1)·r·(d+1)·e + 2·r·e floats: ~40 MB for a chunk of 1,000 pool rows
+# next to 300 labeled rows with 20 features (the bundled model, e = 64, L = 4), so 1 GiB keeps
+# every context of a 20,000-row table at the default settings (18 of them, 730 MiB) and the
+# first ones of larger fitted pools.
 DEFAULT_CACHE_BYTES = 1 << 30
 
 
