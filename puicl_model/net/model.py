@@ -27,9 +27,10 @@ functions; everything else in a block is per cell. The layouts are the attention
 (:mod:`puicl_model.net.backends`: ``packed``, ``cpu_kernel``, ``bucketed``, chosen by name) and the
 specification's plain dense one (:mod:`puicl_model.net.specification`), which every backend is
 tested against. The one fused fast path, CPU inference without autograd
-(:mod:`puicl_model.net.backends.packed_inference`), is tested against it too. New rows scored next to a fitted context run the same blocks over the
-layouts of :mod:`puicl_model.net.backends.cached_context`, which keep the context's keys and
-values at each attention across rows (:meth:`PUICLModel.cell_logits`).
+(:mod:`puicl_model.net.backends.packed_inference`), is tested against it too. New rows scored
+next to a fitted context run the same blocks over the layouts of
+:mod:`puicl_model.net.backends.cached_context`, which keep the context's keys and values at
+each attention across rows (:meth:`PUICLModel.cell_logits`).
 """
 
 from __future__ import annotations
