@@ -14,6 +14,9 @@ bundled checkpoint, best of N in this process (docs/performance.md, Trainer / ba
     # a large table with and without the partner, π̂ included (what puicl-bench times):
     .venv/bin/python -m speed.classifier_call --shape 3000,12000,20 --partner auto,none \
         --class-prior
+    # what scoring 1,000 new rows costs after fit on a 20,000-row table, on the first call
+    # (the contexts' forwards cached) and later ones, against 1,000 pool rows of fit's scoring:
+    .venv/bin/python -m speed.classifier_call --shape 2000,18000,20 --new-rows 1000
 
 Prints the best time and the first three probabilities (equal across versions that compute
 the same function).
@@ -35,6 +38,35 @@ def parse_size(text: str) -> int | None:
     return None if text.strip() == "default" else int(text)
 
 
+def new_row_costs(table: np.ndarray | pd.DataFrame, s: np.ndarray, rows: int,
+                  budgets: list[int]) -> list[str]:
+    """Seconds to score ``rows`` new rows with the model alone (``partner="none"``), per
+    context cache budget (``context_cache_bytes``): the first call and the second, beside
+    the same number of pool rows inside the fitted pool's scoring (its passes' share)."""
+    rng = np.random.default_rng(1)
+    columns = table.shape[1]
+    new = rng.normal(size=(rows, columns)) + rng.integers(0, 2, size=(rows, 1))
+    lines = []
+    for budget in budgets:
+        clf = PUICLClassifier(random_state=0, partner="none", context_cache_bytes=budget)
+        clf.fit(table, s).prepare()
+        pool_share = clf.inference_seconds_ * rows / len(clf.x_pool_)
+        seconds = []
+        for _ in range(2):
+            start = time.perf_counter()
+            clf.predict_proba(new)
+            seconds.append(time.perf_counter() - start)
+        caches = clf._context_caches
+        kept = "none" if caches is None else f"{len(caches)} ({caches.nbytes / 2**20:,.0f} MiB)"
+        lines.append(f"context_cache_bytes={budget:,}: {rows:,} new rows {seconds[0]:.2f} s "
+                     f"first call, {seconds[1]:.2f} s second call; {rows:,} pool rows in fit's "
+                     f"scoring {pool_share:.2f} s ({clf.n_passes_} passes, "
+                     f"{clf.inference_seconds_:.2f} s for {len(clf.x_pool_):,} rows); "
+                     f"contexts cached: {kept}")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", default="200,800,20", help="P,n_u,d (default 200,800,20)")
@@ -53,6 +85,11 @@ def main() -> None:
                         "(default: the classifier's)")
     parser.add_argument("--class-prior", action="store_true",
                         help="time estimate_class_prior() too, as puicl-bench does")
+    parser.add_argument("--new-rows", type=int, default=0, metavar="ROWS",
+                        help="instead: seconds to score ROWS new rows after fit, first and "
+                        "second call, beside ROWS pool rows of fit's scoring")
+    parser.add_argument("--cache-bytes", default=f"0,{1 << 30},{1 << 33}",
+                        help="with --new-rows: comma-separated context_cache_bytes budgets")
     args = parser.parse_args()
     labeled, pool, features = (int(v) for v in args.shape.split(","))
     rng = np.random.default_rng(0)
@@ -73,6 +110,9 @@ def main() -> None:
     chunks = [None] if args.chunk_size is None else [
         int(k) for k in args.chunk_size.split(",")
     ]
+    if args.new_rows:
+        new_row_costs(table, s, args.new_rows, [int(b) for b in args.cache_bytes.split(",")])
+        return
     partners = [None] if args.partner is None else args.partner.split(",")
     # every (n_estimators, chunk_size, partner) triple; None leaves the classifier's default
     variants = [{"n_estimators": size, **({} if chunk is None else {"chunk_size": chunk}),

@@ -6,7 +6,6 @@ pool scored on a 2-worker dask ``LocalCluster`` against one process (docs/classi
     .venv/bin/python -m speed.large_tables --rows 200000,2000000 --in-memory 200000 \
         --out results/large_tables
     .venv/bin/python -m speed.large_tables --rows 1000000 --columns 5 --dask
-    .venv/bin/python -m speed.large_tables --query-path 20000
 
 Each measurement runs in a fresh process, whose peak resident memory (``ru_maxrss``) is read
 when it ends. The tables are written once under ``--out`` (2,000 labeled positives and a pool
@@ -107,49 +106,15 @@ def dask_check(positives: Path, pool: Path, out: Path) -> dict:
     return {"same_scores": same, "seconds": times}
 
 
-def query_path_check(rows: int, columns: int, repeats: int = 3) -> list[str]:
-    """Seconds to score ``rows`` new rows next to a fitted (500, 5,000, ``columns``) table:
-    the query path (``predict_proba``) against scoring them inside forward passes with their
-    context (``PassScorer`` with new rows, the path before), in turns; medians."""
-    from puicl_model import PUICLClassifier
-    from puicl_model.passes.inference import ViewRows
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(5_500, columns))
-    X[:500] += 0.4
-    s = np.r_[np.ones(500, int), np.zeros(5_000, int)]
-    clf = PUICLClassifier(progress=False).fit(X, s).prepare()
-    new = rng.normal(size=(rows, columns))
-    encoded = clf.preprocessor_.transform(new)
-    views = [ViewRows(view.x_labeled, view.x_pool, encoded) for view in clf.views_]
-    times: dict[str, list[float]] = {"query path": [], "inside passes": []}
-    for _ in range(repeats):
-        for name in times:
-            started = time.perf_counter()
-            if name == "query path":
-                query = clf.predict_proba(new)[:, 1]
-            else:
-                inside = clf.scorer_(clf.planners_, views)[0]
-            times[name].append(time.perf_counter() - started)
-    gap = float(np.abs(query - inside).max())
-    return [f"| {rows:,} new rows | {name} | {np.median(t):.2f} s |" for name, t in times.items()
-            ] + [f"| largest difference | {gap:.1e} | |"]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default="200000,2000000", help="pool sizes, comma-separated")
     parser.add_argument("--columns", type=int, default=20)
     parser.add_argument("--in-memory", default="", help="pool sizes to also run in memory")
     parser.add_argument("--dask", action="store_true", help="the 2-worker check instead")
-    parser.add_argument("--query-path", type=int, default=0, metavar="ROWS",
-                        help="instead: the query path against scoring new rows inside passes")
     parser.add_argument("--out", type=Path, default=Path("results/large_tables"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.query_path:
-        print("\n".join(query_path_check(args.query_path, args.columns)))
-        return
     in_memory = {int(n) for n in args.in_memory.split(",") if n}
     lines = []
     for rows in (int(n) for n in args.rows.split(",")):

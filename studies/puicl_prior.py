@@ -75,6 +75,7 @@ from puicl_model.estimator.prior import (
 )
 from puicl_model.passes import seed_keys
 from puicl_model.passes.inference import ViewRows
+from puicl_model.passes.query_rows import score_new_rows
 from studies.dedpul import dedpul_estimate
 
 MIN_HELD_OUT_MEAN = 0.55  # below it the held-out positives' mean says too little to invert
@@ -191,8 +192,10 @@ def legacy_halves(clf) -> Folds:
         subs = [dataclasses.replace(p, n_labeled=len(context[0])) for p in clf.planners_]
         pool, _ = clf.scorer_(subs, [ViewRows(c, v.x_pool)
                                      for c, v in zip(context, clf.views_, strict=True)])
-        held_scores, _ = clf.scorer_(subs, [ViewRows(c, v.x_pool, h) for c, h, v
-                                            in zip(context, held, clf.views_, strict=True)])
+        held_scores = score_new_rows(clf.model_, [ViewRows(c, v.x_pool) for c, v
+                                                  in zip(context, clf.views_, strict=True)],
+                                     held, subs, device=clf.device_, n_threads=clf.n_threads,
+                                     progress=False)
         scores.append((held_scores, pool))
     return scores
 

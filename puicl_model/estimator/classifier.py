@@ -84,7 +84,7 @@ from puicl_model.estimator.prior_report import (
 )
 from puicl_model.net.weights import NoBundledWeightsError, load_model
 from puicl_model.passes.inference import PassScorer, ViewRows
-from puicl_model.passes.query_rows import score_new_rows
+from puicl_model.passes.query_rows import DEFAULT_CACHE_BYTES, ContextCaches, score_new_rows
 from puicl_model.passes.settings import InferenceSettings, Partner
 
 if TYPE_CHECKING:
@@ -161,6 +161,11 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         text with a different value in nearly every row, :mod:`puicl_model.estimator.identifiers`),
         which ``fit`` otherwise drops with a warning naming them. A numpy array's columns are
         named by their position ("0", "1", ... or 0, 1, ...). None (the default) keeps none.
+    context_cache_bytes : int
+        Memory kept for the fitted contexts' caches (:mod:`puicl_model.passes.query_rows`), so
+        that later calls scoring new rows skip the contexts' forward passes (1 GiB by
+        default; 0 keeps none). Scores are the same bytes either way. The caches are never
+        saved or sent to other processes: each process builds its own as it scores.
     """
 
     def __init__(
@@ -182,6 +187,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         n_threads: int | None = None,
         progress: bool | None = None,
         keep_columns: list[str | int] | None = None,
+        context_cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         # scikit-learn convention: the constructor only stores its arguments; fit checks them
         self.weights = weights
@@ -201,6 +207,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self.n_threads = n_threads
         self.progress = progress
         self.keep_columns = keep_columns
+        self.context_cache_bytes = context_cache_bytes
 
     # the ensemble members n_estimators takes from (studies/ensemble_members.py measures
     # other lists through a subclass)
@@ -274,6 +281,7 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         self._class_prior: dict[int, float] = {}  # π̂ per n_folds
         self._held_out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # scores per n_folds
         self._pool_index: dict[bytes, int] | None = None
+        self._context_caches: ContextCaches | None = None  # (those of an earlier fit go)
         return self
 
     # -------------------------------------------------------------------------- scoring
@@ -368,14 +376,25 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         portfolio = self.portfolio_
         proba = None
         if portfolio is None or portfolio.weighs_model:
-            views = [ViewRows(view.x_labeled, view.x_pool, new)
-                     for view, new in zip(self.views_, x_new, strict=True)]
-            proba = score_new_rows(self.model_, views, self.planners_, device=self.device_,
-                                   n_threads=self.n_threads, progress=self.progress)
+            views = [ViewRows(view.x_labeled, view.x_pool) for view in self.views_]
+            proba = score_new_rows(self.model_, views, x_new, self.planners_,
+                                   device=self.device_, n_threads=self.n_threads,
+                                   progress=self.progress, caches=self._new_row_caches())
         if portfolio is None:
             assert proba is not None
             return proba
         return portfolio.new_row_proba(X_new, proba)
+
+    def _new_row_caches(self) -> ContextCaches | None:
+        """The fitted contexts' caches (made on first use, and again when
+        ``context_cache_bytes`` changed), or None where none are kept."""
+        budget = self.context_cache_bytes
+        if not budget:
+            return None
+        caches = getattr(self, "_context_caches", None)
+        if caches is None or caches.max_bytes != budget:
+            caches = self._context_caches = ContextCaches(budget)
+        return caches
 
     def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""

@@ -157,6 +157,7 @@ def check_settings(estimator: Any) -> InferenceSettings:
     settings.validate()
     if estimator.n_threads is not None:
         positive_int("n_threads", estimator.n_threads)
+    positive_int("context_cache_bytes", estimator.context_cache_bytes, 0)
     if not is_valid_threshold(estimator.threshold):
         raise ValueError(f"threshold must be {THRESHOLD_RULE}, got {estimator.threshold!r}")
     if estimator.precision not in PRECISIONS:

@@ -80,7 +80,8 @@ _FORMER_NAMES = {
         "puicl_model.estimator.learners.CrossFittedLearner",
 }
 # fitted attributes of the classifier rebuilt on load rather than stored
-_REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index"}
+# (the contexts' caches are rebuilt as new rows are scored: large, and cheap to recompute)
+_REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index", "_context_caches"}
 
 
 class SavedModelError(ValueError):
@@ -352,4 +353,5 @@ def load(classifier_class: type, directory: str | Path, device: str = "auto") ->
     classifier.preprocessor_ = classifier.views_[0].preprocessor
     classifier.planner_ = classifier.planners_[0]
     classifier._pool_index = None
+    classifier._context_caches = None
     return classifier

@@ -27,7 +27,10 @@ functions; everything else in a block is per cell. The layouts are the attention
 (:mod:`puicl_model.net.backends`: ``packed``, ``cpu_kernel``, ``bucketed``, chosen by name) and the
 specification's plain dense one (:mod:`puicl_model.net.specification`), which every backend is
 tested against. The one fused fast path, CPU inference without autograd
-(:mod:`puicl_model.net.backends.packed_inference`), is tested against it too.
+(:mod:`puicl_model.net.backends.packed_inference`), is tested against it too. New rows scored
+next to a fitted context run the same blocks over the layouts of
+:mod:`puicl_model.net.backends.cached_context`, which keep the context's keys and values at
+each attention across rows (:meth:`PUICLModel.cell_logits`).
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class SelfAttention(nn.Module):
         ``attend(query [m, e], key_value [n, 2e], num_heads)`` -> [m, e]. Only the m queries
         are projected, not the n.
         """
-        e = h.shape[1]
+        e = h.shape[-1]
         key_value = F.linear(h, self.qkv.weight[e:], self.qkv.bias[e:])
         query = F.linear(queries, self.qkv.weight[:e], self.qkv.bias[:e])
         return self.out(attend(query, key_value, self.num_heads))
@@ -164,7 +167,12 @@ class PUICLModel(nn.Module):
     def forward(self, batch: TaskBatch) -> Tensor:
         batch.validate()
         cells = self.layout(batch)
-        h = self.embed(batch, cells)
+        return self.cell_logits(self.embed(batch, cells), cells)
+
+    def cell_logits(self, h: Tensor, cells: CellLayout) -> Tensor:
+        """The logits of the rows whose embedded cells ``h`` are in ``cells``' layout: the
+        blocks and the decoder. :meth:`forward` over the backend's layout; the query path over
+        a cached context's (:mod:`puicl_model.net.backends.cached_context`)."""
         *inner, last = self.blocks
         for block in inner:
             h = block(h, cells)

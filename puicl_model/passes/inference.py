@@ -42,11 +42,10 @@ def threads(count: int | None) -> Iterator[None]:
 
 
 class ViewRows(NamedTuple):
-    """The rows of one view that its passes index: labeled rows, pool, new rows (or None)."""
+    """The rows of one view that its passes index: labeled rows and pool."""
 
     labeled: np.ndarray
     pool: np.ndarray
-    new: np.ndarray | None = None
 
 
 def run_passes(
@@ -62,15 +61,13 @@ def run_passes(
 ) -> np.ndarray:
     """Mean over members of each member's mean P(y = +) per scored row.
 
-    A pass reads the rows ``views[pass.view]``. Scored rows are the pool rows of
-    transductive passes (``new`` None) or the new rows (``new`` given: the same rows in every
-    view). Consecutive passes, of one member or several, are batched into one forward pass up
-    to ``cells_per_forward`` table cells (a single larger pass runs alone), which bounds memory.
-    Every member must score every row. ``progress(n)`` (e.g. a tqdm bar's ``update``) is
-    called with the number of passes run.
+    A pass reads the rows ``views[pass.view]`` and scores its pool rows (new rows are scored
+    by :mod:`puicl_model.passes.query_rows`). Consecutive passes, of one member or several,
+    are batched into one forward pass up to ``cells_per_forward`` table cells (a single larger
+    pass runs alone), which bounds memory. Every member must score every row. ``progress(n)``
+    (e.g. a tqdm bar's ``update``) is called with the number of passes run.
     """
     device = torch.device(device)
-    scoring_new = views[0].new is not None
     # per member: the sum of its passes' probabilities and their count, per scored row
     total: dict[int, np.ndarray] = {}
     count: dict[int, np.ndarray] = {}
@@ -81,26 +78,18 @@ def run_passes(
     )
 
     def flush(group: list[Pass]) -> None:
-        xs, n_labeled, n_context = [], [], []
+        xs, n_labeled = [], []
         for item in group:
             view = views[item.view]
             rows = [view.labeled[item.labeled], view.pool[item.pool]]
-            if scoring_new:
-                rows.append(view.new[item.new])
             xs.append(np.concatenate(rows)[:, item.features])
             n_labeled.append(len(item.labeled))
-            n_context.append(len(item.labeled) + len(item.pool))
-        batch = collate_tasks(
-            [torch.from_numpy(t) for t in xs],
-            n_labeled,
-            n_context if scoring_new else None,
-        ).to(device)
+        batch = collate_tasks([torch.from_numpy(t) for t in xs], n_labeled).to(device)
         with autocast:
             logits = inference_logits(model, batch)
         proba = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
         for slot, item in enumerate(group):
-            first = len(item.labeled) + (len(item.pool) if scoring_new else 0)
-            scored = item.new if scoring_new else item.pool
+            first, scored = len(item.labeled), item.pool
             if item.member not in total:
                 total[item.member] = np.zeros(n_scored, dtype=np.float64)
                 count[item.member] = np.zeros(n_scored, dtype=np.int64)
@@ -130,7 +119,7 @@ def run_passes(
 @dataclass(frozen=True)
 class PassScorer:
     """Scores rows by the passes of some planners with one model: the mean P(y=1) of the
-    scored rows (the views' new rows where given, else their pool) and how many passes ran.
+    views' pool rows and how many passes ran.
 
     ``PUICLClassifier.scorer_`` builds one from its fitted model and its current settings,
     so that code outside the classifier (the class prior's cross-fitting, the studies) scores
@@ -145,9 +134,8 @@ class PassScorer:
 
     def __call__(self, planners: Sequence[PassPlanner], views: Sequence[ViewRows],
                  ) -> tuple[np.ndarray, int]:
-        new = None if views[0].new is None else [view.new for view in views]
-        n_scored = len(views[0].pool) if new is None else len(new[0])
-        n_passes = sum(1 for _ in all_passes(planners, new))
+        n_scored = len(views[0].pool)
+        n_passes = sum(1 for _ in all_passes(planners))
         show = self.progress if self.progress is not None else (
             sys.stderr.isatty() and n_passes > 4
         )
@@ -155,8 +143,7 @@ class PassScorer:
         if show:
             from tqdm.auto import tqdm
 
-            what = "the fitted pool" if new is None else f"{n_scored:,} new rows"
-            bar = tqdm(total=n_passes, unit="pass", desc=describe(f"PUICL: scoring {what}"),
+            bar = tqdm(total=n_passes, unit="pass", desc=describe("PUICL: scoring the fitted pool"),
                        leave=False)
         done = 0
 
@@ -171,7 +158,7 @@ class PassScorer:
             proba = run_passes(
                 self.model,
                 views,
-                all_passes(planners, new),
+                all_passes(planners),
                 n_scored=n_scored,
                 device=self.device,
                 bfloat16=self.bfloat16,

@@ -55,7 +55,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -80,6 +80,7 @@ class Pass:
     new: np.ndarray | None = None  # indices into the new rows: query rows of the pass
     member: int = 0
     view: int = 0  # which view's rows (inference.ViewRows) its indices refer to
+    chunk: int = 0  # which of its feature group's chunks its pool rows are
 
     @property
     def n_rows(self) -> int:
@@ -195,7 +196,7 @@ class PassPlanner:
             features = self.features_of(group)
             for chunk, rows in enumerate(self.chunks_of(group)):
                 yield Pass(group, self.labeled_of(group, chunk), rows, features,
-                           member=self.member, view=self.view)
+                           member=self.member, view=self.view, chunk=chunk)
 
     def new_row_contexts(self, x_new: np.ndarray) -> Iterator[Pass]:
         """The contexts that score the rows ``x_new``: per feature group and chunk, one pass
@@ -212,23 +213,10 @@ class PassPlanner:
                 joining = np.flatnonzero(home == chunk)
                 if len(joining):
                     yield Pass(group, self.labeled_of(group, chunk), rows, features, joining,
-                               member=self.member, view=self.view)
-
-    def new_row_passes(self, x_new: np.ndarray) -> Iterator[Pass]:
-        """:meth:`new_row_contexts` split into passes of at most ``max_scored_per_pass`` new
-        rows (query rows scored inside one forward pass with their context)."""
-        for context in self.new_row_contexts(x_new):
-            assert context.new is not None
-            for start in range(0, len(context.new), self.max_scored_per_pass):
-                yield replace(context, new=context.new[start : start + self.max_scored_per_pass])
+                               member=self.member, view=self.view, chunk=chunk)
 
 
-def all_passes(planners: Sequence[PassPlanner], x_new: Sequence[np.ndarray] | None = None,
-               ) -> Iterator[Pass]:
-    """Every member's passes, member after member: the pool's (``x_new`` None) or those
-    scoring the new rows ``x_new[view]``."""
+def all_passes(planners: Sequence[PassPlanner]) -> Iterator[Pass]:
+    """Every member's transductive passes, member after member."""
     for planner in planners:
-        if x_new is None:
-            yield from planner.pool_passes()
-        else:
-            yield from planner.new_row_passes(x_new[planner.view])
+        yield from planner.pool_passes()

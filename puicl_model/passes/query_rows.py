@@ -3,9 +3,12 @@
 A new row is scored as a *query row* of a fitted pass (:mod:`puicl_model.passes.planning`): it
 attends to the pass's context rows (its labeled subset and pool chunk) and to itself, and no
 row attends to it (the specification's rule, :mod:`puicl_model.net.specification`). So the context
-is the same whatever new rows are scored: its keys and values at every row attention are
-computed once (:func:`context_cache`), and the new rows are then scored in blocks of a fixed
-number of rows (:func:`query_probabilities`, the last block padded).
+is the same whatever new rows are scored: the model's forward over it records its keys and
+values at every attention across rows once (:func:`context_cache`), and the new rows are then
+scored by the model's forward over them next to that cache, in blocks of a fixed number of rows
+(:func:`query_probabilities`, the last block padded). Both forwards are the model's own
+(:meth:`PUICLModel.cell_logits <puicl_model.net.model.PUICLModel.cell_logits>`) over the layouts
+of :mod:`puicl_model.net.backends.cached_context`.
 
 Why a path of its own: scoring query rows inside a forward pass over context and queries
 together gives each row a result that depends, in its last bits, on how many rows share the
@@ -17,28 +20,32 @@ scoring a table in batches, or on several machines, needs (docs/classifier.md, "
 tables"). It agrees with the specification to float32 rounding
 (``tests/model/test_query_rows.py``).
 
+A fitted classifier keeps the caches of its contexts in a :class:`ContextCaches` (up to a byte
+budget), so that later calls, and later batches on a dask worker, skip the contexts' forwards.
+
 Computed in float32 on any device, without autocast.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from puicl_model.net.model import DualAxisBlock, PUICLModel, SelfAttention
-from puicl_model.net.standardization import LABELED_VALUE, STD_FLOOR_ABSOLUTE, STD_FLOOR_RELATIVE
+from puicl_model.net.backends.cached_context import ContextCache, ContextCells, QueryCells
+from puicl_model.net.batch import TaskBatch
+from puicl_model.net.model import PUICLModel
 from puicl_model.passes.inference import ViewRows, threads
 from puicl_model.passes.phases import describe, report
 from puicl_model.passes.planning import PassPlanner
 
-__all__ = ["QUERY_BLOCK_ROWS", "ContextCache", "context_cache", "query_probabilities",
-           "score_new_rows"]
+__all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCaches",
+           "context_cache", "query_probabilities", "score_new_rows"]
 
 # Query rows per forward: every block has this many rows (the last one padded). Large enough
 # that the products run at full speed, small enough that a block's attention scores
@@ -46,127 +53,35 @@ __all__ = ["QUERY_BLOCK_ROWS", "ContextCache", "context_cache", "query_probabili
 # features) stay small.
 QUERY_BLOCK_ROWS = 128
 
-
-@dataclass(frozen=True)
-class ContextCache:
-    """What query rows read of one pass's context: the labeled rows' feature statistics, and
-    the keys and values of the context's cells at each block's attention across rows
-    (``[columns, heads, rows, head_dim]``; the last block's at the label column only)."""
-
-    mean: Tensor  # [d]
-    scale: Tensor  # [d]
-    keys: tuple[Tensor, ...]
-    values: tuple[Tensor, ...]
+# What a fitted classifier keeps of its contexts' caches by default. A context of r rows and
+# d features caches 2·(L-1)·r·(d+1)·e + 2·r·e floats: ~40 MB for a chunk of 1,000 pool rows
+# next to 300 labeled rows with 20 features (the bundled model, e = 64, L = 4), so 1 GiB keeps
+# every context of a 20,000-row table at the default settings (18 of them, 730 MiB) and the
+# first ones of larger fitted pools.
+DEFAULT_CACHE_BYTES = 1 << 30
 
 
-def _heads(t: Tensor, num_heads: int) -> Tensor:
-    """[rows, columns, e] -> [columns, heads, rows, head_dim]."""
-    rows, columns, e = t.shape
-    return t.view(rows, columns, num_heads, e // num_heads).permute(1, 2, 0, 3)
-
-
-def _merge_heads(t: Tensor) -> Tensor:
-    """[columns, heads, rows, head_dim] -> [rows, columns, e]."""
-    columns, heads, rows, head_dim = t.shape
-    return t.permute(2, 0, 1, 3).reshape(rows, columns, heads * head_dim)
-
-
-def _attend_features(attention: SelfAttention, h: Tensor, queries: Tensor | None = None) -> Tensor:
-    """Attention across the cells of each row: h [rows, columns, e] -> [rows, columns', e]
-    (at ``queries`` [rows, columns', e] only, where given)."""
-    e = h.shape[-1]
-    heads = attention.num_heads
-    queries = h if queries is None else queries
-    q = F.linear(queries, attention.qkv.weight[:e], attention.qkv.bias[:e])
-    k, v = F.linear(h, attention.qkv.weight[e:], attention.qkv.bias[e:]).chunk(2, dim=-1)
-    # [rows, heads, columns, head_dim]: rows are the batch, so each row is attended on its own
-    q, k, v = (t.unflatten(-1, (heads, e // heads)).transpose(1, 2) for t in (q, k, v))
-    if q.shape[2] == k.shape[2]:
-        out = F.scaled_dot_product_attention(q, k, v)
-    else:
-        # written out: with one query per row, scaled_dot_product_attention's result depends
-        # on the row's place in the batch (in the last bits)
-        weights = torch.softmax((q * q.shape[-1] ** -0.5) @ k.transpose(-1, -2), dim=-1)
-        out = weights @ v
-    return attention.out(out.transpose(1, 2).flatten(2))
-
-
-def _embed(model: PUICLModel, z: Tensor, labeled_rows: int) -> Tensor:
-    """Cells [rows, d + 1, e] of standardized features ``z`` [rows, d]; the first
-    ``labeled_rows`` rows are labeled, the others unlabeled."""
-    features = model.embed_features(z)
-    labeled = model.target_encoder.weight[:, 0] * LABELED_VALUE + model.target_encoder.bias
-    label = model.unlabeled_token.expand(z.shape[0], -1).clone()
-    label[:labeled_rows] = labeled
-    return torch.cat([features, label.unsqueeze(1)], dim=1)
-
-
-def _feed_forward(block: DualAxisBlock, h: Tensor) -> Tensor:
-    return block.norm_ff(h + block.ff(h))
+def _task(x: Tensor, n_labeled: int) -> TaskBatch:
+    """``x`` [rows, d] as a batch of one task (unchecked: the cached layouts read ``x`` only)."""
+    sizes = (torch.tensor([value]) for value in (n_labeled, x.shape[0], x.shape[1]))
+    return TaskBatch(x[None], *sizes)
 
 
 @torch.inference_mode()
 def context_cache(model: PUICLModel, x: Tensor, n_labeled: int) -> ContextCache:
-    """The cache of one pass's context ``x`` [rows, d] (float32; its first ``n_labeled``
-    rows labeled): its rows attend to one another, as in a transductive pass."""
-    x = x.float()
-    labeled = x[:n_labeled]
-    var, mean = torch.var_mean(labeled, dim=0, correction=0)
-    scale = torch.maximum(var.sqrt(), mean.abs() * STD_FLOOR_RELATIVE + STD_FLOOR_ABSOLUTE)
-    clip = model.config.feature_clip
-    h = _embed(model, ((x - mean) / scale).clamp(-clip, clip), n_labeled)
-    keys, values = [], []
-    *inner, last = model.blocks
-    for block in inner:
-        h = block.norm_features(h + _attend_features(block.attn_features, h))
-        q, k, v = (_heads(t, block.attn_rows.num_heads)
-                   for t in block.attn_rows.qkv(h).chunk(3, dim=-1))
-        keys.append(k.contiguous())
-        values.append(v.contiguous())
-        h = block.norm_rows(h + block.attn_rows.out(_merge_heads(
-            F.scaled_dot_product_attention(q, k, v))))
-        h = _feed_forward(block, h)
-    # the last block: its attention across rows reads the label cells only
-    label = h[:, -1:]
-    label = last.norm_features(label + _attend_features(last.attn_features, h, label))
-    _, k, v = (_heads(t, last.attn_rows.num_heads)
-               for t in last.attn_rows.qkv(label).chunk(3, dim=-1))
-    keys.append(k.contiguous())
-    values.append(v.contiguous())
-    return ContextCache(mean, scale, tuple(keys), tuple(values))
-
-
-def _attend_rows(attention: SelfAttention, h: Tensor, keys: Tensor, values: Tensor) -> Tensor:
-    """Query cells h [rows, columns, e] attend, per column, to the context's ``keys`` and
-    ``values`` [columns, heads, context rows, head_dim] and to themselves."""
-    q, k_self, v_self = (_heads(t, attention.num_heads) for t in attention.qkv(h).chunk(3, -1))
-    scale = q.shape[-1] ** -0.5
-    scores = torch.matmul(q, keys.transpose(-1, -2)).mul_(scale)  # [c, H, rows, context]
-    own = (q * k_self).sum(-1, keepdim=True).mul_(scale)  # [c, H, rows, 1]
-    top = torch.maximum(scores.amax(-1, keepdim=True), own)
-    weights = scores.sub_(top).exp_()
-    own_weight = (own - top).exp_()
-    # the row's own term joins after the context's sum, so that its place never changes
-    total = weights.sum(-1, keepdim=True) + own_weight
-    out = (torch.matmul(weights, values) + own_weight * v_self) / total
-    return attention.out(_merge_heads(out))
+    """The cache of one pass's context ``x`` [rows, d] (its first ``n_labeled`` rows
+    labeled): the model's forward over it, its rows attending to one another as in a
+    transductive pass, recording what query rows read."""
+    cells = ContextCells(n_labeled)
+    model.cell_logits(model.embed(_task(x, n_labeled), cells), cells)
+    return cells.cache()
 
 
 @torch.inference_mode()
 def _query_logits(model: PUICLModel, cache: ContextCache, x: Tensor) -> Tensor:
-    """Logits [rows, 2] of query rows ``x`` [rows, d] (float32) next to the cached context."""
-    clip = model.config.feature_clip
-    h = _embed(model, ((x - cache.mean) / cache.scale).clamp(-clip, clip), 0)
-    *inner, last = model.blocks
-    for block, keys, values in zip(inner, cache.keys, cache.values, strict=False):
-        h = block.norm_features(h + _attend_features(block.attn_features, h))
-        h = block.norm_rows(h + _attend_rows(block.attn_rows, h, keys, values))
-        h = _feed_forward(block, h)
-    label = h[:, -1:]
-    label = last.norm_features(label + _attend_features(last.attn_features, h, label))
-    label = last.norm_rows(label + _attend_rows(last.attn_rows, label, cache.keys[-1],
-                                                cache.values[-1]))
-    return model.decoder(_feed_forward(last, label)[:, 0]).float()
+    """Logits [rows, 2] of query rows ``x`` [rows, d] next to the cached context."""
+    cells = QueryCells(cache)
+    return model.cell_logits(model.embed(_task(x, 0), cells), cells)[0]
 
 
 def query_probabilities(model: PUICLModel, cache: ContextCache, x: Tensor,
@@ -186,19 +101,63 @@ def query_probabilities(model: PUICLModel, cache: ContextCache, x: Tensor,
     return out
 
 
-def score_new_rows(model: PUICLModel, views: Sequence[ViewRows],
+class ContextCaches:
+    """The context caches of one fitted classifier's passes, kept up to ``max_bytes``.
+
+    A cache is kept while it fits in the budget, in the order contexts are first scored, and
+    then for good: scoring visits the contexts in the same order at every call, so keeping the
+    first ones (rather than the last ones used) makes every later call reuse as many as the
+    budget holds. ``max_bytes=0`` keeps none. A copy (pickle, ``copy``, scikit-learn's
+    ``clone``) starts empty: the caches are rebuilt where they are used, never shipped or
+    saved. Safe to share between threads (dask's threaded workers).
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._caches: dict[Hashable, ContextCache] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(cache.nbytes for cache in self._caches.values())
+
+    def __len__(self) -> int:
+        return len(self._caches)
+
+    def get(self, key: Hashable) -> ContextCache | None:
+        with self._lock:
+            return self._caches.get(key)
+
+    def keep(self, key: Hashable, cache: ContextCache) -> None:
+        """Keep ``cache`` under ``key`` where the budget has room for it."""
+        with self._lock:
+            used = sum(kept.nbytes for kept in self._caches.values())
+            if key not in self._caches and used + cache.nbytes <= self.max_bytes:
+                self._caches[key] = cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"max_bytes": self.max_bytes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["max_bytes"])  # type: ignore[misc]
+
+
+def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence[np.ndarray],
                    planners: Sequence[PassPlanner], device: torch.device | str = "cpu",
-                   n_threads: int | None = None, progress: bool | None = None) -> np.ndarray:
-    """Mean over members of each member's mean P(y = +) over its passes, per new row (the
-    views' ``new`` rows): the query rows of every planner's contexts
-    (:meth:`~puicl_model.passes.planning.PassPlanner.new_row_contexts`), averaged as
-    :func:`puicl_model.passes.inference.run_passes` averages pool rows. ``progress``: a tqdm bar
-    over the contexts (None: on a terminal)."""
+                   n_threads: int | None = None, progress: bool | None = None,
+                   caches: ContextCaches | None = None) -> np.ndarray:
+    """Mean over members of each member's mean P(y = +) over its passes, per new row
+    (``x_new[view]``: the rows in each view's encoding): the query rows of every planner's
+    contexts (:meth:`~puicl_model.passes.planning.PassPlanner.new_row_contexts`), averaged as
+    :func:`puicl_model.passes.inference.run_passes` averages pool rows. ``caches``: where the
+    contexts' caches are looked up and kept (the views' own; None computes every context).
+    ``progress``: a tqdm bar over the contexts (None: on a terminal)."""
     from tqdm.auto import tqdm
 
     contexts = [(planner, item) for planner in planners
-                for item in planner.new_row_contexts(views[planner.view].new)]
-    n_new = len(views[0].new)
+                for item in planner.new_row_contexts(x_new[planner.view])]
+    n_new = len(x_new[0])
     total = {planner.member: np.zeros(n_new) for planner in planners}
     count = {planner.member: np.zeros(n_new, dtype=np.int64) for planner in planners}
     show = progress if progress is not None else sys.stderr.isatty() and len(contexts) > 4
@@ -206,13 +165,18 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows],
     with threads(n_threads), tqdm(contexts, unit="context", desc=name, leave=False,
                                   disable=not show) as bar:
         for done, (planner, item) in enumerate(bar, start=1):
-            view = views[planner.view]
-            context = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
-            cache = context_cache(model, torch.from_numpy(context[:, item.features]).to(device),
-                                  len(item.labeled))
-            queries = torch.from_numpy(view.new[item.new][:, item.features]).to(device)
-            proba = query_probabilities(model, cache, queries).cpu().numpy()
-            np.add.at(total[planner.member], item.new, proba)
+            key = (planner, item.group, item.chunk, str(device))
+            cache = None if caches is None else caches.get(key)
+            if cache is None:
+                view = views[planner.view]
+                context = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
+                cache = context_cache(model, torch.from_numpy(context[:, item.features])
+                                      .to(device), len(item.labeled))
+                if caches is not None:
+                    caches.keep(key, cache)
+            queries = x_new[planner.view][item.new][:, item.features]
+            proba = query_probabilities(model, cache, torch.from_numpy(queries).to(device))
+            np.add.at(total[planner.member], item.new, proba.cpu().numpy())
             np.add.at(count[planner.member], item.new, 1)
             report(done, len(contexts))  # the current phase hears how far its contexts are
     if any((scored == 0).any() for scored in count.values()):

@@ -1,17 +1,27 @@
-"""The query path (puicl_model.passes.query_rows): new rows scored over a cached context agree with
-the
-specification, and a row's probability is the same bytes whatever rows it is scored with."""
+"""The query path (puicl_model.passes.query_rows): the model's own forward over the layouts of a
+cached context (puicl_model.net.backends.cached_context) agrees with the specification, a row's
+probability is the same bytes whatever rows it is scored with, and a fitted classifier reuses its
+contexts' caches without ever shipping or saving them."""
 
 from __future__ import annotations
+
+import pickle
 
 import numpy as np
 import pytest
 import torch
 
+from puicl_model.net.backends.cached_context import ContextCells
 from puicl_model.net.batch import collate_tasks
 from puicl_model.net.config import ModelConfig
 from puicl_model.net.specification import PUICLSpecification
-from puicl_model.passes.query_rows import QUERY_BLOCK_ROWS, context_cache, query_probabilities
+from puicl_model.passes import query_rows
+from puicl_model.passes.query_rows import (
+    QUERY_BLOCK_ROWS,
+    ContextCaches,
+    context_cache,
+    query_probabilities,
+)
 
 
 def specification_of(model) -> PUICLSpecification:
@@ -76,3 +86,91 @@ def test_classifier_new_rows_are_batch_invariant(small_weights, table, rng) -> N
     order = rng.permutation(len(x_new))
     parts = np.vstack([clf.predict_proba(x_new[order][i:i + 33]) for i in range(0, 400, 33)])
     np.testing.assert_array_equal(parts, whole[order])
+
+
+def test_the_context_forward_is_a_transductive_pass(model_factory) -> None:
+    # the recording layout is a layout of the whole task: the model's forward over it gives
+    # the specification's logits of the context's unlabeled rows
+    model = model_factory()
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(70, 5, generator=generator)
+    x[:20] += 0.5
+    cells = ContextCells(20)
+    with torch.no_grad():
+        got = model.cell_logits(model.embed(query_rows._task(x, 20), cells), cells)[0]
+        expected = specification_of(model)(collate_tasks([x], [20]))[0]
+    torch.testing.assert_close(got[20:], expected[20:], rtol=0, atol=2e-5)
+    cache = cells.cache()
+    # one record per block, the last one at the label column only
+    assert len(cache.keys) == model.config.num_layers
+    assert cache.keys[0].shape[:3] == (6, model.config.num_heads, 70)
+    assert cache.keys[-1].shape[0] == 1
+    assert cache.nbytes == sum(t.numel() * 4 for t in (cache.mean, cache.scale, *cache.keys,
+                                                       *cache.values))
+
+
+def test_context_caches_keep_to_their_budget_and_copies_start_empty(model_factory) -> None:
+    model = model_factory()
+    x = torch.randn(40, 3, generator=torch.Generator().manual_seed(1))
+    cache = context_cache(model, x, 10)
+    caches = ContextCaches(max_bytes=2 * cache.nbytes)
+    for key in ("a", "b", "c"):
+        caches.keep(key, cache)
+    assert caches.get("a") is cache and caches.get("b") is cache and caches.get("c") is None
+    assert caches.nbytes == 2 * cache.nbytes
+    copy = pickle.loads(pickle.dumps(caches))
+    assert len(copy) == 0 and copy.max_bytes == caches.max_bytes
+    none = ContextCaches(max_bytes=0)
+    none.keep("a", cache)
+    assert len(none) == 0
+
+
+def test_the_classifier_reuses_its_context_caches(small_weights, table, rng, monkeypatch,
+                                                  tmp_path) -> None:
+    from sklearn.base import clone
+
+    from puicl_model import PUICLClassifier
+
+    X, s = table(rng, 30, 1500, 4)  # a chunked pool: several contexts
+    clf = PUICLClassifier(weights=small_weights, n_estimators=2, random_state=0).fit(X, s)
+    x_new = rng.normal(size=(300, 4))
+    built: list[int] = []
+    original = query_rows.context_cache
+
+    def counted(model, x, n_labeled):
+        built.append(len(x))
+        return original(model, x, n_labeled)
+
+    monkeypatch.setattr(query_rows, "context_cache", counted)
+    first = clf.predict_proba(x_new)
+    n_contexts = len(built)
+    assert n_contexts > 2 and len(clf._context_caches) == n_contexts
+    # later calls, and other batches, build no context again: the same bytes
+    np.testing.assert_array_equal(clf.predict_proba(x_new), first)
+    np.testing.assert_array_equal(clf.predict_proba(x_new[::-1][:50]), first[::-1][:50])
+    assert len(built) == n_contexts
+    # without caches every call builds its contexts, to the same bytes
+    clf.set_params(context_cache_bytes=0)
+    np.testing.assert_array_equal(clf.predict_proba(x_new), first)
+    assert len(built) == 2 * n_contexts
+    # a budget for the largest context keeps one or a few, and scores the same bytes
+    clf.set_params(context_cache_bytes=1 << 30)
+    np.testing.assert_array_equal(clf.predict_proba(x_new), first)
+    largest = max(cache.nbytes for cache in clf._context_caches._caches.values())
+    clf.set_params(context_cache_bytes=largest)
+    np.testing.assert_array_equal(clf.predict_proba(x_new), first)
+    assert 1 <= len(clf._context_caches) < n_contexts
+    # pickled (dask), cloned and saved copies carry no cache, and score the same bytes
+    clf.set_params(context_cache_bytes=1 << 30)
+    clf.predict_proba(x_new)
+    sent = pickle.loads(pickle.dumps(clf))
+    assert len(sent._context_caches) == 0
+    np.testing.assert_array_equal(sent.predict_proba(x_new), first)
+    assert clone(clf).get_params()["context_cache_bytes"] == 1 << 30
+    clf.save(tmp_path / "saved")
+    loaded = PUICLClassifier.load(tmp_path / "saved")
+    assert loaded._context_caches is None
+    np.testing.assert_array_equal(loaded.predict_proba(x_new), first)
+    # a new fit drops the caches of the old one
+    clf.fit(X[::-1], s[::-1])
+    assert clf._context_caches is None

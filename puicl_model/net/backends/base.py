@@ -34,7 +34,11 @@ def split(tensor: Tensor, sizes: list[int], dim: int = 0) -> tuple[Tensor, ...]:
 
 
 class CellLayout:
-    """The cells of one batch, stored as the rows of a matrix ``h`` [n, E]."""
+    """The cells of one batch, stored as the rows of a matrix ``h`` [n, E].
+
+    (A layout may keep more leading dimensions, ``h`` [..., E], where that gives its products
+    the shapes it needs: every step of a block outside the layout is per cell.
+    :mod:`puicl_model.net.backends.cached_context` keeps ``[rows, columns, E]``.)"""
 
     def embed(self, batch: TaskBatch, embed_features: Callable[[Tensor], Tensor],
               labeled: Tensor, unlabeled: Tensor, clip: float) -> Tensor:
