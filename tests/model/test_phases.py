@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from puicl_model import PUICLClassifier, large_tables
+from puicl_model import PUICLClassifier
 from puicl_model.estimator.prior import cross_fitted_scores
+from puicl_model.files import large_tables
 from puicl_model.files.cli import main
 from puicl_model.passes.phases import describe, phase, report
 
