@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,9 @@ def cli_hashes(workdir: Path) -> dict[str, str]:
     X.assign(labeled=s).to_parquet(table)
     command = [sys.executable, "-m", "puicl_model.files.cli", "predict", "--input", str(table),
                "--label-column", "labeled", "--batch-rows", "700", "--no-progress"]
+    # one OpenMP thread in both runs: a LocalCluster sets OMP_NUM_THREADS=1 in this process's
+    # environment, which the run after it inherits, and the pool's last bits depend on it
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     hashes = {}
     for name, extra in (("batched", []), ("dask", ["--scheduler", "local:2"])):
         if name == "dask":
@@ -86,7 +90,7 @@ def cli_hashes(workdir: Path) -> dict[str, str]:
                 continue
         out = workdir / f"{name}.parquet"
         subprocess.run([*command, *extra, "--output", str(out)], check=True,
-                       stdout=subprocess.DEVNULL)
+                       stdout=subprocess.DEVNULL, env=env)
         hashes[name] = _digest([pd.read_parquet(out)["p_positive"].to_numpy()])
         print(f"  cli {name}: {hashes[name][:16]}", flush=True)
     return hashes

@@ -588,10 +588,43 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
             return predict(self, _dask_frame(X))
         return self._labels(*self._positive_probability(X))
 
-    def predict_and_proba(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``(predict_proba(X), predict(X))`` from one scoring of ``X``."""
-        positive, match = self._positive_probability(X)
+    def predict_and_proba(self, X: Any, pool_rows: Any = None,
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """``(predict_proba(X), predict(X))`` from one scoring of ``X``.
+
+        ``pool_rows``: per row of ``X``, its position among the fitted unlabeled rows (the
+        rows of ``x_pool_``, in the order ``fit`` was given them), or -1 for a row that is not
+        one of them. Without it a row is found in the fitted pool by its values, and every
+        copy of a duplicated row gets the first copy's score; a row given its position gets
+        its own transductive score, whatever other rows of ``X`` hold or the batch it is
+        scored in, as scoring the whole fitted pool in one piece does. The rows at -1 are
+        scored as ``predict_proba`` scores them; the rows with a position are not read.
+        A reader that streams the fitted table knows each row's position
+        (:mod:`puicl_model.files.large_tables`)."""
+        if pool_rows is None:
+            positive, match = self._positive_probability(X)
+        else:
+            positive, match = self._placed_probability(X, pool_rows)
         return np.stack([1.0 - positive, positive], axis=1), self._labels(positive, match)
+
+    def _placed_probability(self, X: Any, pool_rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        """P(y=1) per row of X and its fitted-pool row: ``pool_rows`` where given (>= 0), the
+        match by values (:meth:`_positive_probability`) for the other rows."""
+        self._check_fitted()
+        match = np.array(pool_rows, dtype=np.int64)  # a copy: the unplaced rows' are filled in
+        if match.ndim != 1 or len(match) != len(X):
+            raise ValueError(f"pool_rows must hold one position per row of X ({len(X)}), got "
+                             f"shape {match.shape}")
+        if len(match) and (match.min() < -1 or match.max() >= len(self.x_pool_)):
+            raise ValueError(f"pool_rows must be -1 or positions among the {len(self.x_pool_)} "
+                             "fitted unlabeled rows")
+        placed = match >= 0
+        positive = np.empty(len(match), dtype=np.float64)
+        positive[placed] = self._pool_probabilities()[match[placed]]
+        if not placed.all():
+            rest = np.flatnonzero(~placed)
+            positive[rest], match[rest] = self._positive_probability(take_rows(X, rest))
+        return positive, match
 
     def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
         """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""

@@ -26,27 +26,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import os
 import signal
 import sys
-import tempfile
-import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from puicl_common.atomic import atomic_write_json
-from puicl_common.output_paths import OutputPathError, check_output_path
+from puicl_model.files.cli_paths import CliError, check_paths, check_save_model
 
 if TYPE_CHECKING:
     from puicl_model.estimator.classifier import PUICLClassifier
     from puicl_model.estimator.prior_report import ClassPriorReport
 
 __all__ = ["main"]
-
-
-class CliError(Exception):
-    """A problem with the command line or its input files (exit status 2)."""
 
 
 def _threshold(text: str) -> float | str:
@@ -213,133 +206,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_output(output: str) -> None:
-    """Refuse an ``--output`` the scores cannot be written to (CSV or Parquet) before the model
-    runs, not after."""
-    if output == "-":
-        return
-    if output == "":
-        # Path("") is the current directory: the message would name a directory nobody gave
-        raise CliError("--output must be a file path, got an empty string")
-    path = Path(output)
-    if path.is_dir():
-        raise CliError(f"--output {output} is a directory; give the path of a CSV or Parquet "
-                       "file")
-    if path.is_block_device() or path.is_socket():
-        # (a character device or a FIFO is written to, as by the shell's ">")
-        raise CliError(f"--output {output} is a block device or a socket; give the path of a "
-                       "CSV or Parquet file")
-    # missing parent directories are created when the scores are written; the nearest existing
-    # ancestor must be a directory for that to work (a farther one then is too)
-    for ancestor in path.parents:
-        if ancestor.exists():
-            if not ancestor.is_dir():
-                raise CliError(f"--output {output}: {ancestor} exists and is not a directory")
-            break
-
-
-def _check_prior_json(path: Path | None) -> None:
-    """Refuse a ``--prior-json`` path that cannot be written before the model runs, not after
-    the scores are written."""
-    if path is None:
-        return
-    if str(path) in ("", ".") or path.is_dir():
-        raise CliError(f"--prior-json {path} is a directory; give the path of a JSON file")
-    try:
-        check_output_path(path, "file", "--prior-json")
-    except OutputPathError as err:
-        raise CliError(str(err)) from None
-
-
-def _check_report(path: Path | None) -> dict[str, Path]:
-    """Refuse a ``--report`` that cannot be drawn or written before the model runs: matplotlib
-    missing (an extra), a directory, a path under a file. Returns the files it writes."""
-    if path is None:
-        return {}
-    from puicl_model.estimator.report import figure_paths, require_matplotlib
-
-    try:
-        require_matplotlib()
-    except ImportError as err:
-        raise CliError(f"--report: {err}") from None
-    if str(path) in ("", ".") or path.is_dir():
-        raise CliError(f"--report {path} is a directory; give the path of an HTML file")
-    written = {"--report": path, **{f"--report's {name} figure": figure
-                                    for name, figure in figure_paths(path).items()}}
-    for option, where in written.items():
-        try:
-            check_output_path(where, "file", option)
-        except OutputPathError as err:
-            raise CliError(str(err)) from None
-    return written
-
-
-def _check_writable(option: str, output: str | Path) -> None:
-    """Refuse an output whose folder refuses new files (read-only, no permission), before the
-    model runs: the atomic write creates a temporary file there. Tried by creating and
-    removing one, as permission bits alone do not say it (root, read-only mounts)."""
-    path = Path(output)
-    if path.exists() and not path.is_file():
-        return  # a device or a FIFO is written through, not replaced
-    folder = Path(os.path.realpath(path)).parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent  # missing folders are created where the nearest one allows
-    try:
-        handle, probe = tempfile.mkstemp(prefix=".puicl-probe-", dir=folder)
-    except OSError as err:
-        raise CliError(f"cannot write {option} {output}: {folder}: "
-                       f"{err.strerror or err}") from None
-    os.close(handle)
-    os.unlink(probe)
-
-
-def _weights_read(weights: Path | None) -> dict[str, Path | None]:
-    """The files a run reads its weights from (the safetensors file and the config beside
-    it), named as the user knows them; resolved as the classifier resolves them."""
-    from puicl_model.net.weights import (
-        CONFIG_FILE,
-        WeightsError,
-        bundled_weights_path,
-        resolve_weights_path,
-    )
-
-    if weights is None:
-        name, path = "the bundled weights", bundled_weights_path()
-    else:
-        try:
-            name, path = "--weights", resolve_weights_path(weights)
-        except WeightsError:  # reported when the weights are loaded
-            return {"--weights": weights}
-    if path is None:
-        return {}
-    return {name: path, f"the config beside {name}": path.parent / CONFIG_FILE}
-
-
-def _check_paths(args: argparse.Namespace) -> None:
-    """Refuse, before the model runs, outputs that cannot be written or that name a file the
-    command reads (an input table, the weights; through links and other spellings alike),
-    and the same file given as both tables."""
-    from puicl_common.same_file import SameFileError, refuse_output_among_inputs, same_file
-
-    _check_output(args.output)
-    _check_prior_json(args.prior_json)
-    if (args.positives is not None and args.unlabeled is not None
-            and same_file(args.positives, args.unlabeled) and args.positives.exists()):
-        raise CliError(f"--positives {args.positives} and --unlabeled {args.unlabeled} are one "
-                       "file; give the labeled positives and the unlabeled rows in two files")
-    outputs = {"--output": None if args.output == "-" else args.output,
-               "--prior-json": args.prior_json, **_check_report(args.report)}
-    inputs = {"--input": args.input, "--positives": args.positives,
-              "--unlabeled": args.unlabeled, **_weights_read(args.weights)}
-    try:
-        refuse_output_among_inputs(outputs, inputs)
-    except SameFileError as err:
-        raise CliError(str(err)) from None
-    for option, path in outputs.items():
-        if path is not None:
-            _check_writable(option, path)
-
-
 def _portfolio_line(classifier: PUICLClassifier) -> str:
     """What the portfolio chose on the table, in one line."""
     choice = classifier.choice_
@@ -378,40 +244,20 @@ def _classifier(args: argparse.Namespace):
     )
 
 
-def _fit(classifier, X, s, source) -> None:
-    from puicl_model.estimator.input_checks import InvertedLabelsWarning, warn_if_inverted
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
-        classifier.fit(X, s)
-        if len(X) < len(source.labeled_rows) + len(source.pool_rows):
-            # a sampled pool: whether s looks inverted is a question about the whole table
-            caught[:] = [w for w in caught if not issubclass(w.category, InvertedLabelsWarning)]
-            warn_if_inverted(len(source.labeled_rows), len(source.pool_rows))
-    # columns read as numeric or dropped, and why: said on stderr, never silently
-    for warning in caught:
-        if issubclass(warning.category, UserWarning):
-            print(f"puicl predict: note: {warning.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(warning.message, warning.category, warning.filename,
-                                   warning.lineno)
-
-
 def _predict(args: argparse.Namespace) -> int:
     from puicl_model.files.large_tables import (
         bound_process_memory,
-        fitted_rows,
+        fit_on_input,
         open_input,
         score_pool,
     )
     from puicl_model.files.table_io import BatchWriter
-    from puicl_model.passes.phases import phase
 
-    _check_paths(args)
+    check_paths(args)
     if args.model is not None:
         return _predict_with_saved(args)
     if args.save_model is not None:
-        _check_save_model(args.save_model)
+        check_save_model(args.save_model)
     if args.scheduler is not None:  # a wrong address fails now, not after the fit
         from puicl_model.files.dask_scoring import check_scheduler
 
@@ -432,14 +278,7 @@ def _predict(args: argparse.Namespace) -> int:
     if len(source.pool_rows) > args.batch_rows:  # read in several batches: keep memory flat
         bound_process_memory()
     classifier = _classifier(args)
-    X, s, sampled = fitted_rows(source, classifier.pool_sample, args.random_state,
-                                args.batch_rows)
-    n_fitted = int((s == 0).sum())
-    with phase(f"fitting on a {n_fitted:,}-row sample of the {len(source.pool_rows):,} "
-               "unlabeled rows" if sampled else f"fitting on the {n_fitted:,} unlabeled rows"):
-        _fit(classifier, X, s, source)
-        classifier.prepare()  # the fitted pool's scoring, named as this phase
-    del X
+    fitted = fit_on_input(classifier, source, args.random_state, args.batch_rows)
     n_pool = len(source.pool_rows)
     writer = BatchWriter(args.output)
     try:
@@ -447,17 +286,17 @@ def _predict(args: argparse.Namespace) -> int:
             if args.scheduler is not None:
                 from puicl_model.files.dask_scoring import score_pool_on_dask
 
-                negative = score_pool_on_dask(classifier, source, writer.write,
+                negative = score_pool_on_dask(classifier, fitted, writer.write,
                                               args.scheduler, args.batch_rows,
                                               progress=False if args.no_progress else None)
             else:
-                negative = score_pool(classifier, source, writer.write, args.batch_rows,
+                negative = score_pool(classifier, fitted, writer.write, args.batch_rows,
                                       progress=False if args.no_progress else None)
             report = classifier.class_prior_report()  # π̂, bound and interval (no new pass)
     except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
         # (strerror: the error's filename would be the temporary file, not the output)
         raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
-    read = f", read on a seeded sample of {len(classifier.x_pool_)}" if sampled else ""
+    read = f", read on a seeded sample of {fitted.n_fitted}" if fitted.sampled else ""
     message = "\n".join([
         f"π̂ (estimated negative share of the {n_pool} unlabeled rows{read}): "
         f"{report.estimate:.4f}; predicted negative: {negative}", *_prior_lines(report),
@@ -488,28 +327,11 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_save_model(folder: Path) -> None:
-    """Refuse a ``--save-model`` folder that cannot take a saved classifier, before the model
-    runs: a file, or a folder holding other things."""
-    from puicl_model.estimator.saved_model import MANIFEST
-
-    if folder.exists() and not (folder / MANIFEST).is_file() and (
-            not folder.is_dir() or any(folder.iterdir())):
-        raise CliError(f"--save-model {folder} exists and is not a saved PUICL classifier; "
-                       "give a new folder")
-    try:
-        check_output_path(folder, "directory", "--save-model")
-    except OutputPathError as err:
-        raise CliError(str(err)) from None
-
-
 def _predict_with_saved(args: argparse.Namespace) -> int:
     """``--model DIR``: every row of ``--input`` scored by the saved classifier, a batch at a
     time (a row equal to a fitted pool row gets its fitted score, as in ``predict_proba``)."""
-    import numpy as np
-    import pandas as pd
-
     from puicl_model.estimator.classifier import PUICLClassifier
+    from puicl_model.files.large_tables import output_frame
     from puicl_model.files.table_io import BatchWriter, read_batches, scan_table
 
     if args.input is None or args.positives is not None or args.unlabeled is not None:
@@ -529,8 +351,7 @@ def _predict_with_saved(args: argparse.Namespace) -> int:
             for batch in read_batches(scan, args.batch_rows):
                 features = batch.drop(columns=args.drop_columns)
                 proba, labels = classifier.predict_and_proba(features)
-                writer.write(pd.DataFrame({"row": np.asarray(batch.index, dtype=np.int64),
-                                           "p_positive": proba[:, 1], "label": labels}))
+                writer.write(output_frame(batch.index.to_numpy(), proba[:, 1], labels))
     except OSError as err:  # atomic: nothing is left
         raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
     print(f"scored {writer.rows} rows with the classifier saved in {args.model}",

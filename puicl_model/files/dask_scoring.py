@@ -119,24 +119,18 @@ def check_scheduler(address: str, timeout_s: float | None = None) -> None:
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
-def _score_partition(frame: pd.DataFrame, classifier: Any, start: int, features: list[str],
-                     label_column: str | None,
+def _score_partition(frame: pd.DataFrame, classifier: Any, batch: Any, features: list[str],
                      csv_types: dict[str, str] | None = None) -> pd.DataFrame:
-    """``row``, ``p_positive`` and ``label`` of a partition's pool rows; ``start``: the
-    position of its first row in the file; ``csv_types``: a CSV's column types, as the scan
-    decided them (:func:`puicl_model.files.table_io.restore_csv_types`)."""
+    """The output frame of a partition's pool rows (``batch``: a
+    :class:`puicl_model.files.large_tables.PoolBatch`, the rows one process scores in a batch of
+    the same file rows); ``csv_types``: a CSV's column types, as the scan decided them
+    (:func:`puicl_model.files.table_io.restore_csv_types`)."""
+    from puicl_model.files.large_tables import score_batch
     from puicl_model.files.table_io import restore_csv_types
 
     if csv_types:
         frame = restore_csv_types(frame, csv_types)
-    rows = np.arange(start, start + len(frame), dtype=np.int64)
-    if label_column is not None:
-        unlabeled = frame[label_column].to_numpy().astype(np.float64) == 0
-        frame, rows = frame[unlabeled], rows[unlabeled]
-    if len(frame) == 0:
-        return pd.DataFrame({"row": rows, "p_positive": np.empty(0), "label": rows})
-    proba, labels = classifier.predict_and_proba(frame[features].reset_index(drop=True))
-    return pd.DataFrame({"row": rows, "p_positive": proba[:, 1], "label": labels})
+    return score_batch(classifier, batch, frame, features)
 
 
 def check_pool_file(source: Any) -> None:
@@ -168,39 +162,40 @@ def _read_pool(source: Any, dd: Any, blocksize: int | None) -> Any:
                            **csv_read_options(scan.csv_types))
 
 
-def score_pool_on_dask(classifier: Any, source: Any, write: Callable[[pd.DataFrame], None],
+def score_pool_on_dask(classifier: Any, fitted: Any, write: Callable[[pd.DataFrame], None],
                        address: str, batch_rows: int | None = None,
                        progress: bool | None = None) -> int:
-    """``puicl predict --scheduler ADDRESS``: score the pool of ``source``
-    (:class:`puicl_model.files.large_tables.PUInput`) on the cluster at ``address`` and ``write``
-    each partition's scores in file order; returns the rows predicted negative.
+    """``puicl predict --scheduler ADDRESS``: score the pool of ``fitted``
+    (:class:`puicl_model.files.large_tables.FittedPool`) on the cluster at ``address`` and
+    ``write`` each partition's scores in file order; returns the rows predicted negative.
     ``batch_rows`` (rows per batch) sets the CSV partitions' size, about 100 bytes a row.
     ``progress``: a bar over the rows written (None: on a terminal)."""
-    from puicl_model.files.large_tables import pool_progress
+    from puicl_model.files.large_tables import pool_progress, write_scores
 
     dask = import_dask()
     import dask.dataframe as dd
 
+    source = fitted.source
     with _connect(address) as client:
         pool = _read_pool(source, dd, None if batch_rows is None else 100 * batch_rows)
         lengths = pool.map_partitions(len).compute()
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        ends = np.cumsum(lengths).astype(np.int64)
         if int(np.sum(lengths)) != source.pool_scan.n_rows:
             raise ValueError(f"{source.pool_scan.path}: dask read {int(np.sum(lengths))} rows, "
                              f"the scan {source.pool_scan.n_rows}")
-        fitted = client.scatter(classifier.prepare(), broadcast=True)  # once per worker
-        label_column = source.label_column
+        fitted_classifier = client.scatter(classifier.prepare(), broadcast=True)  # per worker
         csv_types = source.pool_scan.csv_types or None
-        parts = [dask.delayed(_score_partition)(part, fitted, int(start), source.features,
-                                                label_column, csv_types)
-                 for part, start in zip(pool.to_delayed(), starts, strict=True)]
+        # which rows of a partition are pool rows, and their fitted positions, are decided
+        # here, from the scan, as for the batches of one process
+        parts = [dask.delayed(_score_partition)(part, fitted_classifier,
+                                                fitted.batch(int(end - length), int(end)),
+                                                source.features, csv_types)
+                 for part, length, end in zip(pool.to_delayed(), lengths, ends, strict=True)]
         negative = 0
         with pool_progress(source, progress, "puicl predict (dask)") as bar:
             for future in client.compute(parts):
                 scores = future.result()
-                write(scores)
-                negative += int((scores["label"] == 0).sum())
+                negative += write_scores(scores, write)
                 future.release()
                 bar.update(len(scores))
     return negative
-

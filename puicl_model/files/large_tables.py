@@ -14,10 +14,18 @@ a time, keep memory bounded by the batch and the fitted table, not the pool:
 3. the pool, scored batch by batch (:meth:`PUICLClassifier.predict_and_proba
    <puicl_model.estimator.classifier.PUICLClassifier.predict_and_proba>`) and written as it goes.
 
-A row's score is the same bytes in a batch of any size (:mod:`puicl_model.passes.query_rows`), and
-the fitted table is the one ``fit`` builds from the whole table in memory, so the scores are those
-of ``PUICLClassifier(...).fit(X, s).predict_proba(pool)``, whatever ``batch_rows``
-(docs/classifier.md, "Large tables").
+The sample is drawn once, here, and :class:`FittedPool` says for every pool row whether it is
+in the fitted pool and where; the batches of this process (:func:`score_pool`) and the
+partitions of a dask cluster (:mod:`puicl_model.files.dask_scoring`) both take their rows from
+it and build their output through :func:`score_batch`. A fitted row is scored by its position
+in the fitted pool, so that a row repeated in the table gets its own transductive score in any
+batch, as in the whole pool scored in one piece; any other row is a new row, whose score is the
+same bytes in a batch of any size (:mod:`puicl_model.passes.query_rows`). The fitted table is
+the one ``fit`` builds from the whole table in memory, so the scores are those of
+``PUICLClassifier(...).fit(X, s).predict_proba(pool)``, whatever ``batch_rows``
+(docs/classifier.md, "Large tables"), except that a sampled row repeated within the sample gets
+its own score where ``predict_proba``, matching rows by their values, gives it the first
+copy's.
 """
 
 from __future__ import annotations
@@ -33,8 +41,9 @@ from puicl_model.estimator.input_checks import check_pu_labels
 from puicl_model.estimator.pool_sample import sampled_pool_rows
 from puicl_model.files.table_io import TableError, TableScan, read_batches, scan_table
 
-__all__ = ["DEFAULT_BATCH_ROWS", "PUInput", "bound_process_memory", "fitted_rows", "open_input",
-           "pool_batches", "pool_progress", "score_pool"]
+__all__ = ["DEFAULT_BATCH_ROWS", "FittedPool", "PUInput", "PoolBatch", "bound_process_memory",
+           "fit_on_input", "fitted_rows", "open_input", "output_frame", "pool_batches",
+           "pool_progress", "rows_between", "score_batch", "score_pool", "write_scores"]
 
 # rows per batch: large enough that the contexts computed per batch (one per pool chunk of
 # the fitted table, :mod:`puicl_model.passes.query_rows`) cost little beside the rows scored, small
@@ -149,50 +158,156 @@ def bound_process_memory() -> None:
     libc.mallopt(m_mmap_threshold, 4 << 20)
 
 
+def rows_between(rows: np.ndarray, first: int, stop: int) -> slice:
+    """Where in the sorted positions ``rows`` those in ``[first, stop)`` are."""
+    return slice(int(np.searchsorted(rows, first)), int(np.searchsorted(rows, stop)))
+
+
 def _gather(scan: TableScan, rows: np.ndarray, columns: list[str],
             batch_rows: int) -> pd.DataFrame:
     """The rows at positions ``rows`` (sorted) of ``scan``'s file, in that order."""
     parts = []
     for batch in read_batches(scan, batch_rows):
-        first, stop = batch.index[0], batch.index[-1] + 1
-        inside = rows[np.searchsorted(rows, first):np.searchsorted(rows, stop)]
+        inside = rows[rows_between(rows, batch.index[0], batch.index[-1] + 1)]
         if len(inside):
             parts.append(batch.loc[inside, columns])
     return pd.concat(parts)
 
 
+@dataclass(frozen=True)
+class PoolBatch:
+    """The pool rows among the file rows ``[first, stop)`` of the pool's file: what one batch
+    (or one dask partition) scores."""
+
+    first: int
+    pool: slice  # their indices among the pool rows (0 = the file's first unlabeled row)
+    rows: np.ndarray  # their positions in the file (``row`` of the output)
+    positions: np.ndarray  # their rows in the fitted pool (``x_pool_``), -1 outside the sample
+
+
+@dataclass(frozen=True)
+class FittedPool:
+    """Which pool rows of ``source`` the classifier is fitted on: the seeded sample drawn once
+    (:func:`puicl_model.estimator.pool_sample.sampled_pool_rows`), and so where each pool row
+    sits in the fitted pool. Every reader of the pool takes its batches from here, so that the
+    batch path and the dask path score the same rows with the same positions."""
+
+    source: PUInput
+    kept: np.ndarray | None  # sorted indices among the pool rows of the sample; None: all
+
+    @property
+    def sampled(self) -> bool:
+        return self.kept is not None
+
+    @property
+    def n_fitted(self) -> int:
+        return len(self.source.pool_rows) if self.kept is None else len(self.kept)
+
+    def batch(self, first: int, stop: int) -> PoolBatch:
+        """The pool rows among the file rows ``[first, stop)``."""
+        where = rows_between(self.source.pool_rows, first, stop)
+        indices = np.arange(where.start, where.stop, dtype=np.int64)
+        if self.kept is None:  # the fitted pool is the pool, in file order
+            positions = indices
+        else:  # the sample, in pool order: a row's place in it, if it is there
+            at = np.searchsorted(self.kept, indices)
+            inside = at < len(self.kept)
+            inside[inside] = self.kept[at[inside]] == indices[inside]
+            positions = np.where(inside, at, -1).astype(np.int64)
+        return PoolBatch(first, where, self.source.pool_rows[where].astype(np.int64), positions)
+
+
 def fitted_rows(source: PUInput, pool_sample: int | None, entropy: int,
-                batch_rows: int = DEFAULT_BATCH_ROWS) -> tuple[pd.DataFrame, np.ndarray, bool]:
-    """``(X, s, sampled)``: the table ``PUICLClassifier.fit`` is given, as ``fit`` would
-    reduce the whole table (random_state ``entropy``), and whether the pool was sampled."""
+                batch_rows: int = DEFAULT_BATCH_ROWS,
+                ) -> tuple[pd.DataFrame, np.ndarray, FittedPool]:
+    """``(X, s, fitted)``: the table ``PUICLClassifier.fit`` is given, as ``fit`` would
+    reduce the whole table (random_state ``entropy``; ``fit`` then keeps all of it, as its
+    pool does not exceed ``pool_sample``), and which pool rows it holds."""
     kept = sampled_pool_rows(len(source.pool_rows), pool_sample, entropy)
+    fitted = FittedPool(source, kept)
     if kept is None and source.one_table:
         # the whole table, in file order, exactly as read in one piece
         rows = np.arange(source.labeled_scan.n_rows)
         X = _gather(source.labeled_scan, rows, source.features, batch_rows)
         s = np.zeros(len(rows), dtype=np.int64)
         s[source.labeled_rows] = 1
-        return X.reset_index(drop=True), s, False
+        return X.reset_index(drop=True), s, fitted
     pool = source.pool_rows if kept is None else source.pool_rows[kept]
     labeled = _gather(source.labeled_scan, source.labeled_rows, source.features, batch_rows)
     unlabeled = _gather(source.pool_scan, pool, source.features, batch_rows)
     X = pd.concat([labeled, unlabeled], ignore_index=True)
     s = np.r_[np.ones(len(labeled), np.int64), np.zeros(len(unlabeled), np.int64)]
-    return X, s, kept is not None
+    return X, s, fitted
 
 
-def pool_batches(source: PUInput, batch_rows: int = DEFAULT_BATCH_ROWS,
-                 ) -> Iterator[tuple[np.ndarray, pd.DataFrame]]:
-    """``(positions, features)`` of the pool's rows, a batch at a time, in file order:
-    positions in the pool's file (``row`` of the output)."""
-    for batch in read_batches(source.pool_scan, batch_rows):
-        if source.one_table:
-            first, stop = batch.index[0], batch.index[-1] + 1
-            rows = source.pool_rows[np.searchsorted(source.pool_rows, first):
-                                    np.searchsorted(source.pool_rows, stop)]
-            batch = batch.loc[rows]
-        if len(batch):
-            yield batch.index.to_numpy(), batch[source.features].reset_index(drop=True)
+def fit_on_input(classifier: Any, source: PUInput, entropy: int,
+                 batch_rows: int = DEFAULT_BATCH_ROWS) -> FittedPool:
+    """Read the fitted table of ``source`` (:func:`fitted_rows`), fit ``classifier`` on it
+    and score its pool, as one phase; the notes ``fit`` warns of are printed on stderr."""
+    from puicl_model.passes.phases import phase
+
+    X, s, fitted = fitted_rows(source, classifier.pool_sample, entropy, batch_rows)
+    n_pool = len(source.pool_rows)
+    with phase(f"fitting on a {fitted.n_fitted:,}-row sample of the {n_pool:,} unlabeled rows"
+               if fitted.sampled else f"fitting on the {fitted.n_fitted:,} unlabeled rows"):
+        _fit(classifier, X, s, source)
+        classifier.prepare()  # the fitted pool's scoring, named as this phase
+    # the pool rows are scored by their positions in it: fit must have kept every row given
+    if len(classifier.x_pool_) != fitted.n_fitted:
+        raise RuntimeError(f"the classifier kept {len(classifier.x_pool_)} of the "
+                           f"{fitted.n_fitted} unlabeled rows it was fitted on")
+    return fitted
+
+
+def _fit(classifier: Any, X: pd.DataFrame, s: np.ndarray, source: PUInput) -> None:
+    import sys
+    import warnings
+
+    from puicl_model.estimator.input_checks import InvertedLabelsWarning, warn_if_inverted
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        classifier.fit(X, s)
+        if len(X) < len(source.labeled_rows) + len(source.pool_rows):
+            # a sampled pool: whether s looks inverted is a question about the whole table
+            caught[:] = [w for w in caught if not issubclass(w.category, InvertedLabelsWarning)]
+            warn_if_inverted(len(source.labeled_rows), len(source.pool_rows))
+    # columns read as numeric or dropped, and why: said on stderr, never silently
+    for warning in caught:
+        if issubclass(warning.category, UserWarning):
+            print(f"puicl predict: note: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
+
+
+def output_frame(rows: np.ndarray, positive: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
+    """What ``puicl predict`` writes per row: its position in its file, P(y=1), its label."""
+    return pd.DataFrame({"row": np.asarray(rows, dtype=np.int64),
+                         "p_positive": np.asarray(positive, dtype=np.float64),
+                         "label": np.asarray(labels, dtype=np.int64)})
+
+
+def score_batch(classifier: Any, batch: PoolBatch, part: pd.DataFrame,
+                features: list[str]) -> pd.DataFrame:
+    """The output frame of ``batch``'s pool rows; ``part``: the file rows ``[batch.first,
+    ...)`` in file order, as read (by this process or by a dask worker). Each row is scored
+    by its fitted-pool position where it has one (``PUICLClassifier.predict_and_proba``), so
+    a duplicated row gets its own score in any batch."""
+    if len(batch.rows) == 0:
+        return output_frame(batch.rows, np.empty(0), batch.rows)
+    X = part.iloc[batch.rows - batch.first][features].reset_index(drop=True)
+    proba, labels = classifier.predict_and_proba(X, pool_rows=batch.positions)
+    return output_frame(batch.rows, proba[:, 1], labels)
+
+
+def pool_batches(fitted: FittedPool, batch_rows: int = DEFAULT_BATCH_ROWS,
+                 ) -> Iterator[tuple[PoolBatch, pd.DataFrame]]:
+    """The pool's batches holding pool rows, in file order, each with its file rows as read."""
+    for part in read_batches(fitted.source.pool_scan, batch_rows):
+        batch = fitted.batch(int(part.index[0]), int(part.index[-1]) + 1)
+        if len(batch.rows):
+            yield batch, part
 
 
 def pool_progress(source: PUInput, progress: bool | None, desc: str = "puicl predict") -> Any:
@@ -207,7 +322,7 @@ def pool_progress(source: PUInput, progress: bool | None, desc: str = "puicl pre
                 unit_scale=True, leave=False)
 
 
-def score_pool(classifier, source: PUInput, write: Callable[[pd.DataFrame], None],
+def score_pool(classifier: Any, fitted: FittedPool, write: Callable[[pd.DataFrame], None],
                batch_rows: int = DEFAULT_BATCH_ROWS, progress: bool | None = None) -> int:
     """Score every pool row with the fitted ``classifier``, ``write`` a frame of ``row``,
     ``p_positive`` and ``label`` per batch; returns the rows predicted negative. Each batch
@@ -215,21 +330,25 @@ def score_pool(classifier, source: PUInput, write: Callable[[pd.DataFrame], None
     are scored, not only once they are written."""
     from puicl_model.passes.phases import phase
 
-    negative = written = 0
+    source = fitted.source
+    negative = 0
     with pool_progress(source, progress) as bar:
-        for number, (rows, features) in enumerate(pool_batches(source, batch_rows), start=1):
-            name = (f"scoring batch {number} (pool rows {written + 1:,}-{written + len(rows):,} "
-                    f"of {len(source.pool_rows):,})")
+        for number, (batch, part) in enumerate(pool_batches(fitted, batch_rows), start=1):
+            name = (f"scoring batch {number} (pool rows {batch.pool.start + 1:,}-"
+                    f"{batch.pool.stop:,} of {len(source.pool_rows):,})")
             bar.set_description_str(f"puicl predict: {name}", refresh=False)
-            moved = _bar_mover(bar, written, len(rows))
+            moved = _bar_mover(bar, batch.pool.start, len(batch.rows))
             with phase(name, moved):
-                proba, labels = classifier.predict_and_proba(features)
-            write(pd.DataFrame({"row": rows.astype(np.int64), "p_positive": proba[:, 1],
-                                "label": labels}))
-            negative += int((labels == 0).sum())
-            written += len(rows)
+                scores = score_batch(classifier, batch, part, source.features)
+            negative += write_scores(scores, write)
             moved(1.0)
     return negative
+
+
+def write_scores(scores: pd.DataFrame, write: Callable[[pd.DataFrame], None]) -> int:
+    """``write`` a batch's output frame; returns its rows predicted negative."""
+    write(scores)
+    return int((scores["label"] == 0).sum())
 
 
 def _bar_mover(bar: Any, start: int, rows: int) -> Callable[[float], None]:

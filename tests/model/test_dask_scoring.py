@@ -65,6 +65,29 @@ def test_puicl_predict_on_a_scheduler_writes_the_local_scores(cluster, frame, sm
         assert len(local) == int((frame.s == 0).sum())
 
 
+def test_a_duplicated_row_gets_its_own_score_on_a_scheduler(cluster, frame, small_weights,
+                                                            tmp_path) -> None:
+    pool = frame.index[frame.s == 0]
+    table = pd.concat([frame, frame.loc[pool[:10]]], ignore_index=True)  # copies further down
+    table.to_parquet(tmp_path / "t.parquet", row_group_size=150)  # six partitions
+    features, s = table.drop(columns="s"), table["s"].to_numpy()
+    chunks = {"single_pass_limit": 60, "chunk_size": 40}  # copies in other chunks
+    for sample in ("0", "200"):
+        args = ["predict", "--input", str(tmp_path / "t.parquet"), "--label-column", "s",
+                "--weights", str(small_weights), "--pool-sample", sample, "--no-progress",
+                "--batch-rows", "100", *(f"--{k.replace('_', '-')}={v}" for k, v in
+                                         chunks.items())]
+        assert main([*args, "-o", str(tmp_path / "local.parquet")]) == 0
+        assert main([*args, "--scheduler", cluster[0].scheduler_address, "-o",
+                     str(tmp_path / "dask.parquet")]) == 0
+        local, spread = (pd.read_parquet(tmp_path / f"{k}.parquet") for k in ("local", "dask"))
+        pd.testing.assert_frame_equal(spread, local, check_exact=True)
+        if sample == "0":  # the whole pool in one piece: each row its own score
+            clf = PUICLClassifier(weights=small_weights, pool_sample=None, **chunks)
+            expected = clf.fit(features, s).predict_proba(features[s == 0])[:, 1]
+            np.testing.assert_array_equal(spread["p_positive"], expected)
+
+
 def test_puicl_predict_refuses_an_unreachable_scheduler_before_fitting(frame, tmp_path,
                                                                       monkeypatch, capsys) -> None:
     import socket
@@ -76,7 +99,8 @@ def test_puicl_predict_refuses_an_unreachable_scheduler_before_fitting(frame, tm
         port = free.getsockname()[1]
     monkeypatch.setattr(dask_scoring, "CONNECT_TIMEOUT_S", 1)
     fitted = []
-    monkeypatch.setattr("puicl_model.files.cli._fit", lambda *args: fitted.append(args))
+    monkeypatch.setattr("puicl_model.files.large_tables.fit_on_input",
+                        lambda *args: fitted.append(args))
     frame.to_csv(tmp_path / "t.csv", index=False)
     out = tmp_path / "scores.parquet"
     args = ["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
+from puicl_model.estimator.pool_sample import sampled_pool_rows
 from puicl_model.files.cli import main
 
 
@@ -44,6 +45,45 @@ def test_parquet_scores_do_not_depend_on_the_batch_and_equal_the_in_memory_path(
                                   clf.predict_proba(features[s == 0])[:, 1])
     np.testing.assert_array_equal(result["label"], clf.predict(features[s == 0]))
     assert result.dtypes.tolist() == [np.int64, np.float64, np.int64]
+
+
+def with_duplicates(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ten of its unlabeled rows repeated further down, labeled and unlabeled."""
+    pool = frame.index[frame.s == 0]
+    copies = frame.loc[pool[:10]].assign(s=[0] * 8 + [1] * 2)
+    return pd.concat([frame, copies], ignore_index=True)
+
+
+def test_a_duplicated_row_gets_its_own_score_in_any_batch(frame, small_weights,
+                                                          tmp_path) -> None:
+    table = with_duplicates(frame)
+    table.to_parquet(tmp_path / "t.parquet", row_group_size=97)
+    chunks = ("--single-pass-limit", "60", "--chunk-size", "40")  # copies in other chunks
+    features, s = table.drop(columns=["s"]), table["s"].to_numpy()
+    pool = features[s == 0]
+    for sample in ("0", "300"):  # the whole pool, and a sample holding copies
+        outputs = []
+        for rows in ("7", "100000"):
+            out = tmp_path / f"scores_{sample}_{rows}.parquet"
+            assert predict(tmp_path / "t.parquet", small_weights, out, "--batch-rows", rows,
+                           "--pool-sample", sample, *chunks) == 0
+            outputs.append(pd.read_parquet(out))
+        pd.testing.assert_frame_equal(outputs[1], outputs[0], check_exact=True)
+        clf = PUICLClassifier(weights=small_weights, random_state=0, single_pass_limit=60,
+                              chunk_size=40, pool_sample=int(sample) or None).fit(features, s)
+        if sample == "0":  # the whole pool in one piece: each row its own transductive score
+            np.testing.assert_array_equal(outputs[0]["p_positive"],
+                                          clf.predict_proba(pool)[:, 1])
+            scores = outputs[0].set_index("row")["p_positive"]
+            copies = [(a, b) for a, b in zip(pool.index[:8], pool.index[-8:], strict=True)]
+            assert any(scores[a] != scores[b] for a, b in copies)  # the test tells them apart
+        else:  # a sampled row gets its own score, any other row predict_proba's
+            kept = sampled_pool_rows(len(pool), 300, 0)
+            expected = clf.predict_proba(pool)[:, 1]
+            own = clf.predict_and_proba(pool.iloc[kept], pool_rows=np.arange(len(kept)))[0]
+            assert (own[:, 1] != expected[kept]).any()  # copies in the sample told apart
+            expected[kept] = own[:, 1]
+            np.testing.assert_array_equal(outputs[0]["p_positive"], expected)
 
 
 def test_csv_in_batches_reads_a_column_as_one_read_does(small_weights, tmp_path, table,
@@ -88,11 +128,11 @@ def test_a_failure_mid_way_leaves_no_output(frame, small_weights, tmp_path, monk
     frame.to_parquet(tmp_path / "t.parquet")
     scored = []
 
-    def fails_on_the_third_batch(self, X):
+    def fails_on_the_third_batch(self, X, pool_rows=None):
         scored.append(len(X))
         if len(scored) == 3:
             raise OSError(28, "No space left on device")
-        return original(self, X)
+        return original(self, X, pool_rows)
 
     original = PUICLClassifier.predict_and_proba
     monkeypatch.setattr(PUICLClassifier, "predict_and_proba", fails_on_the_third_batch)
