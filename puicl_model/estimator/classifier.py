@@ -32,8 +32,6 @@ rows' predictions come from forward passes of the pretrained model over the whol
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,26 +39,24 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from puicl_common.runtime import resolve_device, resolve_precision
+from puicl_common.runtime import resolve_device
 from puicl_model.estimator.ensemble import MEMBERS, Member, fit_ensemble, hold_out, plan_passes
+from puicl_model.estimator.fitted_scores import FittedScores
 from puicl_model.estimator.input_checks import (
     _check_feature_names,
     check_pu_table,
     check_settings,
-    check_table_after_fit,
     has_mixed_names,
     warn_about_leaks,
 )
-from puicl_model.estimator.pool_sample import fitted_table, take_rows
+from puicl_model.estimator.pool_sample import fitted_table
 from puicl_model.estimator.portfolio import (
     MAX_HELD_OUT,
     MIN_LABELED_FOR_HOLD_OUT,
     MIN_LABELED_FOR_PORTFOLIO,
     MIN_POOL_FOR_PORTFOLIO,
-    Choice,
     Portfolio,
     held_out_rows,
-    judged_pool_rows,
 )
 from puicl_model.estimator.preprocessing import (
     CategoricalStrategy,
@@ -70,10 +66,6 @@ from puicl_model.estimator.preprocessing import (
 from puicl_model.estimator.prior import (
     DEFAULT_FOLDS,
     MIN_LABELED_FOR_ESTIMATES,
-    class_prior_estimate,
-    cross_fitted_scores,
-    fold_of,
-    prior_cut,
 )
 from puicl_model.estimator.prior_report import (
     DEFAULT_BOOTSTRAP,
@@ -83,8 +75,7 @@ from puicl_model.estimator.prior_report import (
     prior_report,
 )
 from puicl_model.net.weights import NoBundledWeightsError, load_model
-from puicl_model.passes.inference import PassScorer, ViewRows
-from puicl_model.passes.query_rows import DEFAULT_CACHE_BYTES, ContextCaches, score_new_rows
+from puicl_model.passes.query_rows import DEFAULT_CACHE_BYTES, ContextCaches
 from puicl_model.passes.settings import InferenceSettings, Partner
 
 if TYPE_CHECKING:
@@ -93,7 +84,7 @@ if TYPE_CHECKING:
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
 
 
-class PUICLClassifier(ClassifierMixin, BaseEstimator):
+class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
     """In-context positive-unlabeled classifier (paper §3–§5).
 
     Parameters
@@ -291,136 +282,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
             raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
 
-    @property
-    def scorer_(self) -> PassScorer:
-        """Scores rows of the fitted table by planned passes, with the fitted model and the
-        current ``precision``, ``n_threads`` and ``progress`` (:class:`PassScorer`): the
-        pool, new rows, and the class prior's cross-fitted folds are all scored by it."""
-        self._check_fitted()
-        return PassScorer(self.model_, self.device_,
-                          bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
-                          n_threads=self.n_threads, progress=self.progress)
-
-    def _pool_probabilities(self) -> np.ndarray:
-        """P(y=1) of every fitted unlabeled row (computed once): the model's, or the chosen
-        portfolio blend's (:mod:`puicl_model.estimator.portfolio`)."""
-        self._check_fitted()
-        if self._pool_proba is None:
-            started = time.perf_counter()
-            self.n_passes_ = 0
-            if self.portfolio_ is not None and self._x_held is not None:
-                self._choose_on_held_out(self.portfolio_)
-            else:
-                proba = self._model_scores(np.arange(len(self.x_pool_)), with_held=False)
-                if self.portfolio_ is None:
-                    self._pool_proba = proba
-                else:  # the class prior's cross-fitted folds are the evidence
-                    folds = self._model_folds(DEFAULT_FOLDS)
-                    self._pool_proba = self.portfolio_.choose_on_folds(
-                        proba, folds, self._fold_masks(DEFAULT_FOLDS))
-            self.inference_seconds_ = time.perf_counter() - started
-        return self._pool_proba
-
-    def _model_scores(self, rows: np.ndarray, with_held: bool) -> np.ndarray:
-        """The model's P(y=1) of the fitted pool's rows ``rows``, then (``with_held``) of the
-        held-out positives, by passes planned over just those rows (all the pool's rows, and
-        the held-out ones: the passes of the whole fitted pool)."""
-        n_pool = len(self.x_pool_)
-        if with_held:
-            rows = np.concatenate([rows, np.arange(n_pool, n_pool + self.n_held_out_)])
-        views = [ViewRows(view.x_labeled, np.ascontiguousarray(view.x_pool[rows]))
-                 for view in self.views_]
-        planners = [dataclasses.replace(p, n_pool=len(rows)) for p in self.planners_]
-        proba, passes = self.scorer_(planners, views)
-        self.n_passes_ += passes
-        return proba
-
-    def _choose_on_held_out(self, portfolio: Portfolio) -> None:
-        """Score the held-out positives and the judged pool rows, choose the blend on them,
-        and score the rest of the pool with the model only where the blend weighs it."""
-        n_pool = len(self.x_pool_)
-        judged = judged_pool_rows(n_pool, self._entropy)
-        proba = self._model_scores(judged, with_held=True)
-        model_judged, model_held = proba[:len(judged)], proba[len(judged):]
-        portfolio.choose_on_held_out(model_judged, model_held, judged)
-        model_pool = None
-        if len(judged) == n_pool:
-            model_pool = model_judged
-        elif portfolio.weighs_model:
-            rest = np.setdiff1d(np.arange(n_pool), judged, assume_unique=True)
-            model_pool = np.empty(n_pool)
-            model_pool[judged] = model_judged
-            model_pool[rest] = self._model_scores(rest, with_held=False)
-        self._pool_proba, self._held_proba = portfolio.held_out_proba(
-            model_pool, model_held, model_judged, judged)
-
-    @property
-    def choice_(self) -> Choice | None:
-        """What the portfolio chose on this table (members, weights, each candidate's held-out
-        AUC, why), or None where the model alone runs (``partner="none"``, or a table below
-        the portfolio's sizes); scores the pool if it was not scored yet."""
-        if self.portfolio_ is None:
-            return None
-        self._pool_probabilities()
-        return self.portfolio_.choice
-
-    @property
-    def blend_weight_(self) -> float:
-        """The model's weight in the chosen blend (1.0: the model alone)."""
-        choice = self.choice_
-        return 1.0 if choice is None else float(choice.weights.get("model", 0.0))
-
-    def _new_probabilities(self, x_new: list[np.ndarray], X_new: Any) -> np.ndarray:
-        """P(y=1) of new rows ``X_new``, ``x_new[view]`` their encoding in each view."""
-        self._pool_probabilities()  # the blend, where there is one, is chosen on the pool
-        portfolio = self.portfolio_
-        proba = None
-        if portfolio is None or portfolio.weighs_model:
-            views = [ViewRows(view.x_labeled, view.x_pool) for view in self.views_]
-            proba = score_new_rows(self.model_, views, x_new, self.planners_,
-                                   device=self.device_, n_threads=self.n_threads,
-                                   progress=self.progress, caches=self._new_row_caches())
-        if portfolio is None:
-            assert proba is not None
-            return proba
-        return portfolio.new_row_proba(X_new, proba)
-
-    def _new_row_caches(self) -> ContextCaches | None:
-        """The fitted contexts' caches (made on first use, and again when
-        ``context_cache_bytes`` changed), or None where none are kept."""
-        budget = self.context_cache_bytes
-        if not budget:
-            return None
-        caches = getattr(self, "_context_caches", None)
-        if caches is None or caches.max_bytes != budget:
-            caches = self._context_caches = ContextCaches(budget)
-        return caches
-
-    def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
-        self._check_fitted()
-        check_table_after_fit(self, X)
-        table = self.preprocessor_.transform(X)
-        pool_proba = self._pool_probabilities()
-        if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):
-            return pool_proba.copy(), np.arange(len(table))
-        if self._pool_index is None:
-            index: dict[bytes, int] = {}
-            for row, values in enumerate(self.x_pool_):
-                index.setdefault(values.tobytes(), row)
-            self._pool_index = index
-        match = np.array([self._pool_index.get(values.tobytes(), -1) for values in table],
-                         dtype=np.int64)
-        proba = np.empty(len(table), dtype=np.float64)
-        known = match >= 0
-        proba[known] = pool_proba[match[known]]
-        if (~known).any():
-            new = [np.ascontiguousarray(table[~known])]
-            for view in self.views_[1:]:  # the other views' encodings of the same rows
-                new.append(np.ascontiguousarray(view.preprocessor.transform(X)[~known]))
-            proba[~known] = self._new_probabilities(new, take_rows(X, np.flatnonzero(~known)))
-        return proba, match
-
     def prepare(self) -> PUICLClassifier:
         """Score the fitted pool, choose the blend and (``threshold="prior"``) estimate π̂
         now, not at the first scoring: a copy sent to other processes then carries them and
@@ -455,79 +316,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         eps = np.finfo(np.float64).eps
         clipped = np.clip(positive, eps, 1.0 - eps)
         return np.log(clipped) - np.log1p(-clipped)
-
-    def estimate_class_prior(self, n_folds: int = DEFAULT_FOLDS) -> float:
-        """π̂: the estimated negative share of the fitted unlabeled pool.
-
-        The labeled positives are cross-fitted (:mod:`puicl_model.estimator.prior`): split in
-        ``n_folds`` folds, each fold is scored as unlabeled rows next to the other folds, by
-        the same passes that score the pool. The rule on those scores and the pool's is
-        :func:`puicl_model.estimator.prior.class_prior_estimate` (docs/benchmark.md measures it
-        against other estimators). With fewer than
-        ``MIN_LABELED_FOR_ESTIMATES`` labeled positives, the mean of P(y=0) over the pool.
-        Costs ``n_folds`` extra scorings of the pool, computed once per ``n_folds``.
-        """
-        self._check_folds(n_folds)
-        if n_folds not in self._class_prior:
-            folds = (self._held_out_scores(n_folds)
-                     if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
-            self._class_prior[n_folds] = class_prior_estimate(self._pool_probabilities(), folds)
-        return self._class_prior[n_folds]
-
-    def _check_folds(self, n_folds: int) -> None:
-        self._check_fitted()
-        if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
-            raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
-
-    def fitted_pool_proba(self) -> np.ndarray:
-        """P(y=1) of every unlabeled row the classifier was fitted on, in their order in ``fit``'s
-        table (where the pool was sampled, ``pool_sample``, the sample's rows): the scores that
-        ``estimate_class_prior`` and the prior cut read, the model's or the chosen portfolio
-        blend's. Computed once (the first call scores the pool); a copy, for studies and reports
-        that read the scores themselves."""
-        return self._pool_probabilities().copy()
-
-    def held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
-                        ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per fold of the labeled positives: (the fold's P(y=1), the fitted pool's P(y=1)),
-        the fold scored as unlabeled rows next to the other folds, by the passes that score the
-        pool (:mod:`puicl_model.estimator.prior`): the evidence π̂ and the portfolio's choice
-        read. Where labeled positives were held out of every pass (``n_held_out_`` > 0), they
-        are the one fold and ``n_folds`` is not used. Computed once per ``n_folds`` (each
-        costs ``n_folds`` scorings of the pool); copies."""
-        self._check_folds(n_folds)
-        return [(held.copy(), pool.copy()) for held, pool in self._held_out_scores(n_folds)]
-
-    def _held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
-                         ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per fold of the labeled positives: (its P(y=1), the pool's P(y=1)), scored by the
-        same passes next to the other folds (:mod:`puicl_model.estimator.prior`); computed once
-        per ``n_folds``, so that ``class_prior_report`` reuses ``estimate_class_prior``'s.
-        Where labeled positives were held out of the passes, they are the one fold: already
-        scored with the pool, at no extra cost (``n_folds`` is then not used)."""
-        if self._x_held is not None:
-            pool = self._pool_probabilities()
-            assert self._held_proba is not None
-            return [(self._held_proba, pool)]
-        folds = self._model_folds(n_folds)
-        if self.portfolio_ is None:
-            return folds
-        self._pool_probabilities()  # the blend is chosen on the default folds
-        return [self.portfolio_.fold_proba(fold, mask)
-                for fold, mask in zip(folds, self._fold_masks(n_folds), strict=True)]
-
-    def _model_folds(self, n_folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The model's cross-fitted scores
-        (:func:`puicl_model.estimator.prior.cross_fitted_scores`),
-        computed once per ``n_folds``."""
-        if n_folds not in self._held_out:
-            self._held_out[n_folds] = cross_fitted_scores(self.scorer_, self.planners_,
-                                                           self.views_, n_folds)
-        return self._held_out[n_folds]
-
-    def _fold_masks(self, n_folds: int) -> list[np.ndarray]:
-        fold = fold_of(len(self.x_labeled_), n_folds, self._entropy)
-        return [fold == k for k in range(n_folds)]
 
     def class_prior_report(self, level: float = DEFAULT_LEVEL,
                            n_bootstrap: int = DEFAULT_BOOTSTRAP,
@@ -575,10 +363,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
 
         return load(cls, directory, device)
 
-    def _prior_cut(self) -> tuple[np.ndarray, float]:
-        """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
-        return prior_cut(self._pool_probabilities(), self.estimate_class_prior())
-
     def predict(self, X: Any) -> np.ndarray:
         """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``; for a dask
         DataFrame a lazy dask array [n] (see :meth:`predict_proba`)."""
@@ -606,25 +390,6 @@ class PUICLClassifier(ClassifierMixin, BaseEstimator):
         else:
             positive, match = self._placed_probability(X, pool_rows)
         return np.stack([1.0 - positive, positive], axis=1), self._labels(positive, match)
-
-    def _placed_probability(self, X: Any, pool_rows: Any) -> tuple[np.ndarray, np.ndarray]:
-        """P(y=1) per row of X and its fitted-pool row: ``pool_rows`` where given (>= 0), the
-        match by values (:meth:`_positive_probability`) for the other rows."""
-        self._check_fitted()
-        match = np.array(pool_rows, dtype=np.int64)  # a copy: the unplaced rows' are filled in
-        if match.ndim != 1 or len(match) != len(X):
-            raise ValueError(f"pool_rows must hold one position per row of X ({len(X)}), got "
-                             f"shape {match.shape}")
-        if len(match) and (match.min() < -1 or match.max() >= len(self.x_pool_)):
-            raise ValueError(f"pool_rows must be -1 or positions among the {len(self.x_pool_)} "
-                             "fitted unlabeled rows")
-        placed = match >= 0
-        positive = np.empty(len(match), dtype=np.float64)
-        positive[placed] = self._pool_probabilities()[match[placed]]
-        if not placed.all():
-            rest = np.flatnonzero(~placed)
-            positive[rest], match[rest] = self._positive_probability(take_rows(X, rest))
-        return positive, match
 
     def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
         """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""

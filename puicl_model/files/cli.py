@@ -91,11 +91,6 @@ def _pool_sample_size(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    # the inference defaults and their limits are written once, with the classifier; every
-    # option's help ends with its default
-    from puicl_model.files.large_tables import DEFAULT_BATCH_ROWS
-    from puicl_model.passes.settings import InferenceSettings
-
     parser = argparse.ArgumentParser(prog="puicl", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -106,6 +101,23 @@ def _parser() -> argparse.ArgumentParser:
         "extension: .parquet or .pq is Parquet, anything else CSV): writes row, p_positive, "
         "label per unlabeled row and prints the estimated negative share π̂.",
     )
+    _add_predict_options(predict)
+
+    info = commands.add_parser("info", help="print a checkpoint's model config",
+                               description="Print a checkpoint's file, checksum, model config "
+                               "and parameter counts.")
+    info.add_argument("weights", type=Path, nargs="?", default=None,
+                      help="checkpoint directory or .safetensors file (default: the bundled "
+                      "model)")
+    return parser
+
+
+def _add_predict_options(predict: argparse.ArgumentParser) -> None:
+    """``puicl predict``'s options. The inference defaults and their limits are written once,
+    with the classifier; every option's help ends with its default."""
+    from puicl_model.files.large_tables import DEFAULT_BATCH_ROWS
+    from puicl_model.passes.settings import InferenceSettings
+
     layout = predict.add_argument_group("input (one of the two layouts)")
     layout.add_argument("--input", type=Path,
                         help="one CSV or Parquet table with a label column")
@@ -196,14 +208,6 @@ def _parser() -> argparse.ArgumentParser:
                          "scores on every machine (default: 0)")
     predict.add_argument("--no-progress", action="store_true",
                          help="no progress bars (default: bars on a terminal)")
-
-    info = commands.add_parser("info", help="print a checkpoint's model config",
-                               description="Print a checkpoint's file, checksum, model config "
-                               "and parameter counts.")
-    info.add_argument("weights", type=Path, nargs="?", default=None,
-                      help="checkpoint directory or .safetensors file (default: the bundled "
-                      "model)")
-    return parser
 
 
 def _portfolio_line(classifier: PUICLClassifier) -> str:

@@ -149,3 +149,19 @@ def test_the_model_package_has_no_import_circle() -> None:
         if state.get(start) is None and visit(start, [start]):
             break
     assert circle == []
+
+
+def test_the_model_package_reads_in_modules_and_functions_of_bounded_size() -> None:
+    # a module over 450 lines, or a function over 100, has grown two jobs
+    too_long = []
+    for path in sorted((ROOT / "puicl_model").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        name = str(path.relative_to(ROOT))
+        if text.count("\n") > 450:
+            too_long.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > 100:
+                    too_long.append(f"{name}: {node.name} is {length} lines")
+    assert too_long == []
