@@ -41,7 +41,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puicl_common.runtime import resolve_device
 from puicl_model.estimator.ensemble import MEMBERS, Member, fit_ensemble, hold_out, plan_passes
-from puicl_model.estimator.fitted_scores import FittedScores
+from puicl_model.estimator.fitted_scores import FittedScores, NoTrainingDataError
 from puicl_model.estimator.input_checks import (
     _check_feature_names,
     check_pu_table,
@@ -81,7 +81,8 @@ from puicl_model.passes.settings import InferenceSettings, Partner
 if TYPE_CHECKING:
     from puicl_model.estimator.report import Report
 
-__all__ = ["InferenceSettings", "NoBundledWeightsError", "PUICLClassifier"]
+__all__ = ["InferenceSettings", "NoBundledWeightsError", "NoTrainingDataError",
+           "PUICLClassifier"]
 
 
 class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
@@ -155,8 +156,9 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
     context_cache_bytes : int
         Memory kept for the fitted contexts' caches (:mod:`puicl_model.passes.query_rows`), so
         that later calls scoring new rows skip the contexts' forward passes (1 GiB by
-        default; 0 keeps none). Scores are the same bytes either way. The caches are never
-        saved or sent to other processes: each process builds its own as it scores.
+        default; 0 keeps none). Scores are the same bytes either way. The caches are not saved
+        or sent to other processes: each process builds its own as it scores (but
+        ``save(..., training_data=False)`` saves every one, in place of the table).
     """
 
     def __init__(
@@ -287,7 +289,7 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         now, not at the first scoring: a copy sent to other processes then carries them and
         scores as this one does (:mod:`puicl_model.estimator.dask_frames`); computed there again,
         with other thread counts, their last bits could differ."""
-        self._pool_probabilities()
+        self._prepare_pool()
         if self.threshold == "prior":
             self.estimate_class_prior()
         return self
@@ -328,6 +330,7 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         one-line note where π is poorly identified. Reads the scores ``estimate_class_prior``
         computes (no further pass of the model): ``n_bootstrap`` resamples of them.
         """
+        self._needs_training_data("class_prior_report()")
         self.estimate_class_prior(n_folds)  # checks n_folds; scores the folds once
         # the folds estimate_class_prior read (below MIN_LABELED_FOR_ESTIMATES none: no bound)
         folds = (self._held_out_scores(n_folds)
@@ -343,17 +346,31 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         matplotlib (``pip install 'puicl[report]'``); reads ``class_prior_report()``'s scores."""
         from puicl_model.estimator.report import plot_report
 
+        self._needs_training_data("plot_report()")
         return plot_report(self, path)
 
-    def save(self, directory: str | Path) -> Path:
+    def save(self, directory: str | Path, training_data: bool = True) -> Path:
         """Write this fitted classifier to ``directory`` without pickle
         (:mod:`puicl_model.estimator.saved_model`): its settings, column encodings and the
         portfolio's choice as JSON, its arrays and the model's weights as safetensors, each file's
         sha256 in a manifest; atomically (a temporary folder renamed into place). The pool is scored
-        first, so that the loaded classifier returns the same bits."""
+        first, so that the loaded classifier returns the same bits.
+
+        ``training_data=False`` leaves the encoded table and its rows' scores out, for scoring
+        new rows only: every fitted context's cache (its keys and values) is computed and saved
+        instead, and the loaded classifier scores every row as a new row, the bytes this one
+        gives rows new to it (on the same device). The caches are far larger than the table:
+        ~40 MB per context of a 1,000-row pool chunk with 20 features for the bundled model
+        (2·(L-1)·r·(d+1)·e + 2·r·e floats for r rows and d features), one context per chunk,
+        feature group and member. π̂ and the prior cut are fixed at save time (estimated first
+        with ``threshold="prior"``); what reads the table (``class_prior_report``,
+        ``plot_report``, ``fitted_pool_proba``, ``held_out_scores``, ``estimate_class_prior``
+        with other ``n_folds``, ``pool_rows``) raises :class:`NoTrainingDataError` on the loaded
+        one. The column encodings, the learners and the blend's sorted pool scores (a
+        distribution, no row's own score) are kept."""
         from puicl_model.estimator.saved_model import save
 
-        return save(self, directory)
+        return save(self, directory, training_data)
 
     @classmethod
     def load(cls, directory: str | Path, device: str = "auto") -> PUICLClassifier:

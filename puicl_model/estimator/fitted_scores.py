@@ -7,12 +7,18 @@ A mixin of the classifier, apart so that the estimator's own module holds its sc
 surface (construction, ``fit``, the ``predict`` family, reports and saving) and this one the
 scoring those call. It reads the fitted attributes ``fit`` sets (``model_``, ``views_``,
 ``planners_``, ``x_pool_``, ``portfolio_``, ...) and computes each score once.
+
+A classifier loaded from a folder saved without its training table
+(:mod:`puicl_model.estimator.saved_model`) has no pool and no labeled rows: it scores every row
+as a new row, over the fitted contexts' caches it was loaded with, and what reads the table
+raises :class:`NoTrainingDataError`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -29,14 +35,36 @@ from puicl_model.estimator.prior import (
     fold_of,
     prior_cut,
 )
+from puicl_model.net.backends.cached_context import ContextCache
 from puicl_model.passes.inference import PassScorer, ViewRows
 from puicl_model.passes.query_rows import ContextCaches, score_new_rows
 
-__all__ = ["FittedScores"]
+__all__ = ["FittedScores", "NoTrainingDataError"]
+
+
+class NoTrainingDataError(RuntimeError):
+    """What needs the fitted table, asked of a classifier saved without it."""
 
 
 class FittedScores:
     """The scoring methods of a fitted classifier (a mixin of ``PUICLClassifier``)."""
+
+    # a classifier loaded without its training table: every fitted context's cache (keyed as
+    # the query path looks them up), and the prior cut for new rows (None: π̂ was not estimated
+    # before the save); a fitted one has its table, and these stay None
+    _saved_contexts: dict[Hashable, ContextCache] | None = None
+    _new_row_cut: float | None = None
+
+    def _needs_training_data(self, what: str) -> None:
+        if self._saved_contexts is not None:
+            raise NoTrainingDataError(f"{what} needs the training data, and this PUICLClassifier "
+                                      "was saved without it (save(..., training_data=False))")
+
+    def _prepare_pool(self) -> None:
+        """The pool scored and the blend chosen (before the save, where the table was left
+        out of it)."""
+        if self._saved_contexts is None:
+            self._pool_probabilities()
 
     @property
     def scorer_(self) -> PassScorer:
@@ -53,6 +81,7 @@ class FittedScores:
         portfolio blend's (:mod:`puicl_model.estimator.portfolio`)."""
         self._check_fitted()
         if self._pool_proba is None:
+            self._needs_training_data("scoring the fitted pool")
             started = time.perf_counter()
             self.n_passes_ = 0
             if self.portfolio_ is not None and self._x_held is not None:
@@ -108,7 +137,7 @@ class FittedScores:
         the portfolio's sizes); scores the pool if it was not scored yet."""
         if self.portfolio_ is None:
             return None
-        self._pool_probabilities()
+        self._prepare_pool()
         return self.portfolio_.choice
 
     @property
@@ -119,10 +148,11 @@ class FittedScores:
 
     def _new_probabilities(self, x_new: list[np.ndarray], X_new: Any) -> np.ndarray:
         """P(y=1) of new rows ``X_new``, ``x_new[view]`` their encoding in each view."""
-        self._pool_probabilities()  # the blend, where there is one, is chosen on the pool
+        self._prepare_pool()  # the blend, where there is one, is chosen on the pool
         portfolio = self.portfolio_
         proba = None
         if portfolio is None or portfolio.weighs_model:
+            # (without the table every context is cached: the views' rows are never read)
             views = [ViewRows(view.x_labeled, view.x_pool) for view in self.views_]
             proba = score_new_rows(self.model_, views, x_new, self.planners_,
                                    device=self.device_, n_threads=self.n_threads,
@@ -134,7 +164,17 @@ class FittedScores:
 
     def _new_row_caches(self) -> ContextCaches | None:
         """The fitted contexts' caches (made on first use, and again when
-        ``context_cache_bytes`` changed), or None where none are kept."""
+        ``context_cache_bytes`` changed), or None where none are kept; without the table,
+        those it was loaded with, whatever the budget."""
+        saved = self._saved_contexts
+        if saved is not None:
+            caches = getattr(self, "_context_caches", None)
+            if caches is None or len(caches) < len(saved):  # (a copy's store arrives empty)
+                total = sum(cache.nbytes for cache in saved.values())
+                self._context_caches = ContextCaches(total)
+                for key, cache in saved.items():
+                    self._context_caches.keep(key, cache)
+            return self._context_caches
         budget = self.context_cache_bytes
         if not budget:
             return None
@@ -148,6 +188,10 @@ class FittedScores:
         self._check_fitted()
         check_table_after_fit(self, X)
         table = self.preprocessor_.transform(X)
+        if self._saved_contexts is not None:  # no fitted pool to find rows in: all are new
+            views = [table] + [view.preprocessor.transform(X) for view in self.views_[1:]]
+            return (self._new_probabilities([np.ascontiguousarray(x) for x in views], X),
+                    np.full(len(table), -1, dtype=np.int64))
         pool_proba = self._pool_probabilities()
         if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):
             return pool_proba.copy(), np.arange(len(table))
@@ -181,6 +225,7 @@ class FittedScores:
         """
         self._check_folds(n_folds)
         if n_folds not in self._class_prior:
+            self._needs_training_data(f"estimate_class_prior(n_folds={n_folds})")
             folds = (self._held_out_scores(n_folds)
                      if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
             self._class_prior[n_folds] = class_prior_estimate(self._pool_probabilities(), folds)
@@ -197,6 +242,7 @@ class FittedScores:
         ``estimate_class_prior`` and the prior cut read, the model's or the chosen portfolio
         blend's. Computed once (the first call scores the pool); a copy, for studies and reports
         that read the scores themselves."""
+        self._needs_training_data("fitted_pool_proba()")
         return self._pool_probabilities().copy()
 
     def held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
@@ -208,6 +254,7 @@ class FittedScores:
         are the one fold and ``n_folds`` is not used. Computed once per ``n_folds`` (each
         costs ``n_folds`` scorings of the pool); copies."""
         self._check_folds(n_folds)
+        self._needs_training_data("held_out_scores()")
         return [(held.copy(), pool.copy()) for held, pool in self._held_out_scores(n_folds)]
 
     def _held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
@@ -233,6 +280,7 @@ class FittedScores:
         (:func:`puicl_model.estimator.prior.cross_fitted_scores`),
         computed once per ``n_folds``."""
         if n_folds not in self._held_out:
+            self._needs_training_data("scoring the labeled positives' folds")
             self._held_out[n_folds] = cross_fitted_scores(self.scorer_, self.planners_,
                                                            self.views_, n_folds)
         return self._held_out[n_folds]
@@ -243,6 +291,11 @@ class FittedScores:
 
     def _prior_cut(self) -> tuple[np.ndarray, float]:
         """Labels of the pool rows with the π̂ share negative, and the cut for new rows."""
+        if self._saved_contexts is not None:  # no pool rows; the cut found before the save
+            if self._new_row_cut is None:
+                self._needs_training_data('threshold="prior" (π̂ was not estimated before the '
+                                          "save)")
+            return np.zeros(0, dtype=np.int64), float(self._new_row_cut)
         return prior_cut(self._pool_probabilities(), self.estimate_class_prior())
 
     def _placed_probability(self, X: Any, pool_rows: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -253,12 +306,15 @@ class FittedScores:
         if match.ndim != 1 or len(match) != len(X):
             raise ValueError(f"pool_rows must hold one position per row of X ({len(X)}), got "
                              f"shape {match.shape}")
+        if (match >= 0).any():
+            self._needs_training_data("pool_rows (positions in the fitted pool)")
         if len(match) and (match.min() < -1 or match.max() >= len(self.x_pool_)):
             raise ValueError(f"pool_rows must be -1 or positions among the {len(self.x_pool_)} "
                              "fitted unlabeled rows")
         placed = match >= 0
         positive = np.empty(len(match), dtype=np.float64)
-        positive[placed] = self._pool_probabilities()[match[placed]]
+        if placed.any():
+            positive[placed] = self._pool_probabilities()[match[placed]]
         if not placed.all():
             rest = np.flatnonzero(~placed)
             positive[rest], match[rest] = self._positive_probability(take_rows(X, rest))

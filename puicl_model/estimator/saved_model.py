@@ -10,6 +10,18 @@ Layout of the folder::
     arrays.safetensors   every array of that state (the encoded table, the scores, the
                          logistic learners' coefficients), referenced by name from state.json
     weights/             the model's weights (:func:`puicl_model.net.weights.save_weights`)
+    contexts.safetensors (saved without the training table only) the fitted contexts' caches
+                         (:mod:`puicl_model.estimator.saved_contexts`)
+
+Saved without its training table (``training_data=False``): the encoded rows (the views',
+``x_labeled_``, ``x_pool_``, the portfolio's) and every per-row score of the fitted table are left
+out, and the fitted contexts' caches stand in for them, so the loaded classifier scores every row
+as a new row. What stays of the table: the column encodings (for ``numeric="quantile"`` each
+numeric column's sorted fitted values, the map of its ranks), the learners' fitted models, and
+the chosen blend's sorted pool scores and probabilities (the pool's score distribution that maps
+a blended score to a probability, no row's own score). Such a folder is written as version
+:data:`WITHOUT_TRAINING_DATA_VERSION`, which a puicl that predates it refuses; a folder with its
+table stays version :data:`FORMAT_VERSION`.
 
 Why not pickle: loading a pickle runs whatever code it names. Here the JSON names classes
 only from :data:`_CLASSES`, a fixed list of the project's own plain-data classes (and
@@ -38,12 +50,23 @@ from typing import Any
 import numpy as np
 
 from puicl_common.atomic import atomic_write_bytes, atomic_write_json, fsync_directory
+from puicl_model.estimator.fitted_scores import NoTrainingDataError
+from puicl_model.estimator.prior import DEFAULT_FOLDS
+from puicl_model.estimator.saved_contexts import (
+    CONTEXTS,
+    classifier_contexts,
+    read_contexts,
+    write_contexts,
+)
 from puicl_model.estimator.saved_trees import BoostedTrees
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SavedModelError", "load", "save"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
+           "load", "save"]
 
 FORMAT = "puicl-classifier"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # a folder with its training table
+WITHOUT_TRAINING_DATA_VERSION = 2  # one without it: its contexts' caches instead
+_VERSIONS = (FORMAT_VERSION, WITHOUT_TRAINING_DATA_VERSION)
 MANIFEST, STATE, ARRAYS, WEIGHTS = "manifest.json", "state.json", "arrays.safetensors", "weights"
 
 # the only classes state.json may name: plain data of the project (the boosted trees as node
@@ -80,8 +103,12 @@ _FORMER_NAMES = {
         "puicl_model.estimator.learners.CrossFittedLearner",
 }
 # fitted attributes of the classifier rebuilt on load rather than stored
-# (the contexts' caches are rebuilt as new rows are scored: large, and cheap to recompute)
-_REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index", "_context_caches"}
+# (the contexts' caches are rebuilt as new rows are scored: large, and cheap to recompute;
+# saved, in contexts.safetensors, only where the table they are computed from is left out)
+_REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index", "_context_caches",
+            "_saved_contexts"}
+# what a folder without its training table leaves out: the encoded rows and their scores
+_TRAINING_DATA = {"x_labeled_", "x_pool_", "_x_held", "_pool_proba", "_held_proba", "_held_out"}
 
 
 class SavedModelError(ValueError):
@@ -206,11 +233,18 @@ def _hashable(key: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------- save
-def _fitted_state(classifier: Any) -> dict[str, Any]:
+def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
     """The classifier's fitted attributes, less those rebuilt on load; the portfolio without
-    the learners its chosen blend does not weigh."""
+    the learners its chosen blend does not weigh; without ``training_data``, less the table's
+    rows and their scores."""
+    left_out = _REBUILT if training_data else _REBUILT | _TRAINING_DATA
     state = {key: value for key, value in vars(classifier).items()
-             if key not in _REBUILT and (key.endswith("_") or key.startswith("_"))}
+             if key not in left_out and (key.endswith("_") or key.startswith("_"))}
+    if not training_data:
+        state["views_"] = [dataclasses.replace(view, x_labeled=None, x_pool=None)
+                           for view in classifier.views_]
+        if DEFAULT_FOLDS in classifier._class_prior:  # the prior cut, off the unsaved scores
+            state["_new_row_cut"] = classifier._prior_cut()[1]
     portfolio = classifier.portfolio_
     if portfolio is not None:
         weighed = set(portfolio.choice.weights) if portfolio.choice is not None else set()
@@ -220,6 +254,10 @@ def _fitted_state(classifier: Any) -> dict[str, Any]:
             learners["boosted"] = dataclasses.replace(learners["boosted"], models_=[
                 BoostedTrees.from_sklearn(model) for model in learners["boosted"].models_])
         state["portfolio_"] = dataclasses.replace(portfolio, learners=learners)
+        if not training_data:  # the learners' rows, and every per-row score they read
+            state["portfolio_"] = dataclasses.replace(
+                state["portfolio_"], x_labeled=None, x_pool=None, labeled_scores={},
+                pool_scores={}, evidence=None, member_pool_scores={})
     return state
 
 
@@ -233,24 +271,32 @@ def _settings(classifier: Any) -> dict[str, Any]:
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    with path.open("rb") as file:  # in pieces: a folder's caches can be gigabytes
+        for piece in iter(lambda: file.read(1 << 24), b""):
+            digest.update(piece)
+    return digest.hexdigest()
 
 
-def _manifest(files: dict[str, str]) -> dict[str, Any]:
-    body = {"format": FORMAT, "version": FORMAT_VERSION, "files": files}
+def _manifest(files: dict[str, str], version: int = FORMAT_VERSION) -> dict[str, Any]:
+    body = {"format": FORMAT, "version": version, "files": files}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     return {**body, "checksum": digest}
 
 
-def save(classifier: Any, directory: str | Path) -> Path:
+def save(classifier: Any, directory: str | Path, training_data: bool = True) -> Path:
     """Write the fitted ``classifier`` to ``directory`` (created; a folder saved before is
     replaced; any other non-empty folder is refused). Written in a temporary folder beside it
-    and renamed into place, so a reader sees the old folder or the whole new one."""
+    and renamed into place, so a reader sees the old folder or the whole new one. Without
+    ``training_data``: the fitted contexts' caches instead of the table (the module's note)."""
     from safetensors.numpy import save as save_arrays
 
     from puicl_model.net.weights import save_weights
 
     classifier._check_fitted()
+    if training_data and classifier._saved_contexts is not None:
+        raise NoTrainingDataError("this PUICLClassifier was saved without its training data: "
+                                  "save it again with training_data=False")
     classifier.prepare()  # the pool's scores and the choice, so that load scores as this does
     directory = Path(directory)
     if directory.exists() and not (directory / MANIFEST).is_file() and (
@@ -262,13 +308,17 @@ def save(classifier: Any, directory: str | Path) -> Path:
     try:
         encoder = _Encoder()
         state = {"settings": encoder.encode(_settings(classifier)),
-                 "fitted": encoder.encode(_fitted_state(classifier))}
+                 "fitted": encoder.encode(_fitted_state(classifier, training_data))}
+        if not training_data:
+            state["contexts"] = write_contexts(classifier_contexts(classifier),
+                                               staging / CONTEXTS)
         atomic_write_bytes(staging / ARRAYS, save_arrays(encoder.arrays))
         atomic_write_json(staging / STATE, state)
         save_weights(classifier.model_, staging / WEIGHTS)
         files = {path.relative_to(staging).as_posix(): _sha256(path)
                  for path in sorted(staging.rglob("*")) if path.is_file()}
-        atomic_write_json(staging / MANIFEST, _manifest(files))
+        atomic_write_json(staging / MANIFEST, _manifest(
+            files, FORMAT_VERSION if training_data else WITHOUT_TRAINING_DATA_VERSION))
         _swap_into_place(staging, directory)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -298,15 +348,15 @@ def _verified(directory: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         body = {key: manifest[key] for key in ("format", "version", "files")}
-        intact = manifest["checksum"] == _manifest(body["files"])["checksum"]
+        intact = manifest["checksum"] == _manifest(body["files"], body["version"])["checksum"]
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         intact = False
     if not intact:
         raise SavedModelError(f"{manifest_path}: damaged (not the manifest puicl wrote)")
-    if body["format"] != FORMAT or body["version"] != FORMAT_VERSION:
+    if body["format"] != FORMAT or body["version"] not in _VERSIONS:
         raise SavedModelError(f"{manifest_path}: format {body['format']} version "
-                              f"{body['version']}; this puicl reads {FORMAT} version "
-                              f"{FORMAT_VERSION}")
+                              f"{body['version']}; this puicl reads {FORMAT} versions "
+                              f"{', '.join(map(str, _VERSIONS))}")
     for name, digest in body["files"].items():
         path = directory / name
         if not path.is_file():
@@ -314,7 +364,7 @@ def _verified(directory: Path) -> dict[str, Any]:
         if _sha256(path) != digest:
             raise SavedModelError(f"{path}: checksum mismatch; the file is damaged or was "
                                   "changed after it was saved")
-    for required in (STATE, ARRAYS):
+    for required in (STATE, ARRAYS) + ((CONTEXTS,) if body["version"] != FORMAT_VERSION else ()):
         if required not in body["files"]:
             raise SavedModelError(f"{manifest_path}: lists no {required}")
     return manifest
@@ -329,7 +379,7 @@ def load(classifier_class: type, directory: str | Path, device: str = "auto") ->
     from puicl_model.net.weights import load_model
 
     directory = Path(directory)
-    _verified(directory)
+    with_table = _verified(directory)["version"] == FORMAT_VERSION
     try:  # intact files that are not what save writes (made by hand): one line all the same
         state = json.loads((directory / STATE).read_text(encoding="utf-8"))
         decoder = _Decoder(load_file(str(directory / ARRAYS)))
@@ -354,4 +404,12 @@ def load(classifier_class: type, directory: str | Path, device: str = "auto") ->
     classifier.planner_ = classifier.planners_[0]
     classifier._pool_index = None
     classifier._context_caches = None
+    if not with_table:
+        try:
+            classifier._saved_contexts = read_contexts(
+                state["contexts"], directory / CONTEXTS, classifier.planners_,
+                classifier.device_)
+        except (KeyError, TypeError, ValueError, IndexError) as err:
+            raise SavedModelError(f"{directory / CONTEXTS}: not the caches puicl wrote "
+                                  f"({type(err).__name__}: {err})") from None
     return classifier

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,8 @@ from puicl_model.passes.phases import describe, report
 from puicl_model.passes.planning import PassPlanner
 
 __all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCaches",
-           "context_cache", "query_probabilities", "score_new_rows"]
+           "context_cache", "context_key", "fitted_contexts", "query_probabilities",
+           "score_new_rows"]
 
 # Query rows per forward: every block has this many rows (the last one padded). Large enough
 # that the products run at full speed, small enough that a block's attention scores
@@ -108,8 +109,9 @@ class ContextCaches:
     then for good: scoring visits the contexts in the same order at every call, so keeping the
     first ones (rather than the last ones used) makes every later call reuse as many as the
     budget holds. ``max_bytes=0`` keeps none. A copy (pickle, ``copy``, scikit-learn's
-    ``clone``) starts empty: the caches are rebuilt where they are used, never shipped or
-    saved. Safe to share between threads (dask's threaded workers).
+    ``clone``) starts empty: the caches are rebuilt where they are used, never shipped (a
+    classifier saved without its table saves them apart). Safe to share between threads
+    (dask's threaded workers).
     """
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
@@ -143,6 +145,37 @@ class ContextCaches:
         self.__init__(state["max_bytes"])  # type: ignore[misc]
 
 
+def context_key(planner: PassPlanner, group: int, chunk: int,
+                device: torch.device | str) -> Hashable:
+    """The key of a context's cache in a :class:`ContextCaches`: the pass planner (its fields:
+    equal planners key alike), the feature group and chunk, and the device it lies on."""
+    return (planner, group, chunk, str(device))
+
+
+def _pass_context(model: PUICLModel, view: ViewRows, labeled: np.ndarray, pool: np.ndarray,
+                  features: np.ndarray, device: torch.device | str) -> ContextCache:
+    context = np.concatenate([view.labeled[labeled], view.pool[pool]])
+    return context_cache(model, torch.from_numpy(context[:, features]).to(device), len(labeled))
+
+
+def fitted_contexts(model: PUICLModel, views: Sequence[ViewRows],
+                    planners: Sequence[PassPlanner], device: torch.device | str = "cpu",
+                    n_threads: int | None = None,
+                    ) -> Iterator[tuple[int, int, int, ContextCache]]:
+    """Every context new rows can be scored against, as ``(planner's index, feature group,
+    chunk, its cache)``: the same caches :func:`score_new_rows` computes (and keeps under
+    :func:`context_key`), made one at a time so that a caller can set each aside."""
+    for index, planner in enumerate(planners):
+        view = views[planner.view]
+        for group in range(planner.n_feature_groups):
+            features = planner.features_of(group)
+            for chunk, rows in enumerate(planner.chunks_of(group)):
+                with threads(n_threads):
+                    cache = _pass_context(model, view, planner.labeled_of(group, chunk), rows,
+                                          features, device)
+                yield index, group, chunk, cache
+
+
 def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence[np.ndarray],
                    planners: Sequence[PassPlanner], device: torch.device | str = "cpu",
                    n_threads: int | None = None, progress: bool | None = None,
@@ -165,13 +198,11 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence
     with threads(n_threads), tqdm(contexts, unit="context", desc=name, leave=False,
                                   disable=not show) as bar:
         for done, (planner, item) in enumerate(bar, start=1):
-            key = (planner, item.group, item.chunk, str(device))
+            key = context_key(planner, item.group, item.chunk, device)
             cache = None if caches is None else caches.get(key)
             if cache is None:
-                view = views[planner.view]
-                context = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
-                cache = context_cache(model, torch.from_numpy(context[:, item.features])
-                                      .to(device), len(item.labeled))
+                cache = _pass_context(model, views[planner.view], item.labeled, item.pool,
+                                      item.features, device)
                 if caches is not None:
                     caches.keep(key, cache)
             queries = x_new[planner.view][item.new][:, item.features]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -136,3 +138,111 @@ def test_a_generator_seed_is_saved_as_the_fits_root_seed(small_weights, tmp_path
     loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
     assert loaded.random_state == clf._entropy
     assert loaded.predict_proba(X).tobytes() == clf.predict_proba(X).tobytes()
+
+
+# ------------------------------------------------------------------ without the training data
+@pytest.mark.parametrize("partner", ["auto", "none"])
+def test_a_round_trip_without_training_data_scores_new_rows_the_same(small_weights, tmp_path,
+                                                                     partner) -> None:
+    from safetensors.numpy import load_file
+
+    X, s = _frame(40, 160)
+    # chunks of 40 pool rows and two members: several contexts per member
+    clf = PUICLClassifier(weights=small_weights, device="cpu", partner=partner, n_estimators=2,
+                          single_pass_limit=40, chunk_size=40, threshold="prior").fit(X, s)
+    new = _frame(5, 30, seed=9)[0]
+    before = clf.predict_proba(new), clf.predict(new)
+    saved = clf.save(tmp_path / "saved", training_data=False)
+    loaded = PUICLClassifier.load(saved, device="cpu")
+    after = loaded.predict_proba(new), loaded.predict(new)
+    for one, two in zip(before, after, strict=True):
+        assert one.tobytes() == two.tobytes()
+    # one row at a time, as any batch: the same bytes; and a copy sent to another process
+    # (dask's workers) carries the caches
+    assert loaded.predict_proba(new.iloc[3:4]).tobytes() == before[0][3:4].tobytes()
+    copy = pickle.loads(pickle.dumps(loaded))
+    assert copy.predict_proba(new).tobytes() == before[0].tobytes()
+    assert loaded.estimate_class_prior() == clf.estimate_class_prior()
+    assert (loaded.choice_ is None) == (partner == "none")
+    # a fitted pool row is scored as a new row: there is no pool to find it in
+    pool_row = X[s == 0].iloc[:1]
+    assert clf.predict_proba(pool_row).tobytes() != loaded.predict_proba(pool_row).tobytes()
+    # no array of the training table: what has a value per fitted row is sorted (the columns'
+    # quantile maps, the blend's pool distribution), no row's values in the rows' order
+    arrays = {**load_file(str(saved / "arrays.safetensors")),
+              **load_file(str(saved / "contexts.safetensors"))}
+    for name, array in arrays.items():
+        if array.ndim and array.shape[0] in {40, 160, 200}:
+            values = array[~np.isnan(array)] if array.ndim == 1 else array
+            assert values.ndim == 1 and (np.diff(values) >= 0).all(), (name, array.shape)
+    assert clf.x_pool_[:2].tobytes() not in (saved / "arrays.safetensors").read_bytes()
+    # the caches are the keys/values of every context: [columns, heads, rows, head_dim]
+    assert any(name.endswith(".keys.0") for name in arrays)
+
+
+def test_a_classifier_without_training_data_refuses_what_needs_it(small_weights,
+                                                                  tmp_path) -> None:
+    from puicl_model.estimator.classifier import NoTrainingDataError
+
+    X, s = _frame(40, 160)
+    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
+    loaded = PUICLClassifier.load(clf.save(tmp_path / "saved", training_data=False),
+                                  device="cpu")
+    calls = {"estimate_class_prior": lambda: loaded.estimate_class_prior(n_folds=3),
+             "class_prior_report": loaded.class_prior_report,
+             "plot_report": lambda: loaded.plot_report(),
+             "fitted_pool_proba": loaded.fitted_pool_proba,
+             "held_out_scores": loaded.held_out_scores,
+             "pool_rows": lambda: loaded.predict_and_proba(X.iloc[:2], pool_rows=[0, -1]),
+             "save": lambda: loaded.save(tmp_path / "again")}
+    for name, call in calls.items():
+        with pytest.raises(NoTrainingDataError, match="saved without") as caught:
+            call()
+        assert "\n" not in str(caught.value), name
+    # threshold="prior" needs π̂, which was not estimated before this save
+    loaded.set_params(threshold="prior")
+    with pytest.raises(NoTrainingDataError, match="π̂"):
+        loaded.predict(X.iloc[:2])
+    # it saves again without the table, and scores the same
+    loaded.set_params(threshold=0.5)
+    again = PUICLClassifier.load(loaded.save(tmp_path / "again", training_data=False),
+                                 device="cpu")
+    assert again.predict_proba(X.iloc[:5]).tobytes() == loaded.predict_proba(X.iloc[:5]).tobytes()
+
+
+def test_a_flipped_byte_without_training_data_is_refused(small_weights, tmp_path) -> None:
+    X, s = _frame(40, 160)
+    saved = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s).save(
+        tmp_path / "saved", training_data=False)
+    for name in ("contexts.safetensors", "state.json", "manifest.json"):
+        path = saved / name
+        data = path.read_bytes()
+        damaged = bytearray(data)
+        damaged[len(data) // 2] ^= 0x01
+        path.write_bytes(bytes(damaged))
+        with pytest.raises(SavedModelError) as caught:
+            PUICLClassifier.load(saved, device="cpu")
+        assert "\n" not in str(caught.value) and str(path) in str(caught.value)
+        path.write_bytes(data)
+    PUICLClassifier.load(saved, device="cpu")
+
+
+def test_predict_saves_the_model_without_training_data(small_weights, tmp_path) -> None:
+    from puicl_model.files.cli import main
+
+    X, s = _frame(30, 120)
+    X.assign(s=s).to_csv(tmp_path / "table.csv", index=False)
+    _frame(4, 6, seed=11)[0].to_csv(tmp_path / "new.csv", index=False)
+    scores = {}
+    for name, flags in (("full", []), ("bare", ["--no-training-data"])):
+        assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                     "--weights", str(small_weights), "-o", str(tmp_path / f"{name}.csv"),
+                     "--save-model", str(tmp_path / name), "--no-progress", *flags]) == 0
+        assert main(["predict", "--model", str(tmp_path / name), "--input",
+                     str(tmp_path / "new.csv"), "-o", str(tmp_path / f"{name}_new.csv")]) == 0
+        scores[name] = pd.read_csv(tmp_path / f"{name}_new.csv")
+    assert scores["full"].equals(scores["bare"])
+    assert not (tmp_path / "full" / "contexts.safetensors").exists()
+    assert (tmp_path / "bare" / "contexts.safetensors").is_file()
+    assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
+                 "--no-training-data"]) == 2
