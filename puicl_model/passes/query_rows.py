@@ -48,11 +48,13 @@ __all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCa
            "context_cache", "context_key", "fitted_contexts", "query_probabilities",
            "score_new_rows"]
 
-# Query rows per forward: every block has this many rows (the last one padded). Large enough
-# that the products run at full speed, small enough that a block's attention scores
-# ([columns, heads, rows, context rows] floats, ~60 MB next to a 1,300-row context with 20
-# features) stay small.
-QUERY_BLOCK_ROWS = 128
+# Query rows per forward: every block has this many rows (the last one padded). A new row joins
+# one chunk's context, so a call of n rows gives each of the k contexts about n/k rows: small
+# blocks waste little on padding (a block's cost grows with its rows), and a block's attention
+# scores ([columns, heads, rows, context rows] floats, ~15 MB next to a 1,300-row context with
+# 20 features) stay in cache. 32 rows scored 1,000 new rows over 18 contexts in a third of the
+# time 128 took, to the same bits (docs/performance.md, "New rows after fit").
+QUERY_BLOCK_ROWS = 32
 
 # What a fitted classifier keeps of its contexts' caches by default. A context of r rows and
 # d features caches 2·(L-1)·r·(d+1)·e + 2·r·e floats: ~40 MB for a chunk of 1,000 pool rows
