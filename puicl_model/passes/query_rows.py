@@ -52,8 +52,8 @@ __all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCa
 # one chunk's context, so a call of n rows gives each of the k contexts about n/k rows: small
 # blocks waste little on padding (a block's cost grows with its rows), and a block's attention
 # scores ([columns, heads, rows, context rows] floats, ~15 MB next to a 1,300-row context with
-# 20 features) stay in cache. 32 rows scored 1,000 new rows over 18 contexts in a third of the
-# time 128 took, to the same bits (docs/performance.md, "New rows after fit").
+# 20 features) stay in cache. 32 rows give the same bits as 128 did on the development
+# tables (docs/performance.md, "New rows after fit").
 QUERY_BLOCK_ROWS = 32
 
 # What a fitted classifier keeps of its contexts' caches by default. A context of r rows and

@@ -164,7 +164,7 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
     # new rows: read off the same blend, inside the pool's range of probabilities; where
     # the blend gives the model no weight, no pass of the model runs for them
     if not clf.portfolio_.weighs_model:
-        import puicl_model.estimator.classifier as module
+        import puicl_model.estimator.fitted_scores as module
 
         monkeypatch.setattr(module, "score_new_rows", lambda *a, **k: pytest.fail("a pass ran"))
     new = clf.predict_proba(X[s == 0][:7] + 1e-3)[:, 1]
