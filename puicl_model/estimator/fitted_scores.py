@@ -189,8 +189,7 @@ class FittedScores:
         check_table_after_fit(self, X)
         table = self.preprocessor_.transform(X)
         if self._saved_contexts is not None:  # no fitted pool to find rows in: all are new
-            views = [table] + [view.preprocessor.transform(X) for view in self.views_[1:]]
-            return (self._new_probabilities([np.ascontiguousarray(x) for x in views], X),
+            return (self._new_probabilities(self._view_rows(X, table), X),
                     np.full(len(table), -1, dtype=np.int64))
         pool_proba = self._pool_probabilities()
         if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):
@@ -206,11 +205,16 @@ class FittedScores:
         known = match >= 0
         proba[known] = pool_proba[match[known]]
         if (~known).any():
-            new = [np.ascontiguousarray(table[~known])]
-            for view in self.views_[1:]:  # the other views' encodings of the same rows
-                new.append(np.ascontiguousarray(view.preprocessor.transform(X)[~known]))
-            proba[~known] = self._new_probabilities(new, take_rows(X, np.flatnonzero(~known)))
+            proba[~known] = self._new_probabilities(self._view_rows(X, table, ~known),
+                                                    take_rows(X, np.flatnonzero(~known)))
         return proba, match
+
+    def _view_rows(self, X: Any, table: np.ndarray, rows: np.ndarray | None = None,
+                   ) -> list[np.ndarray]:
+        """The rows ``rows`` (all where None) of ``X`` in every view's encoding: ``table``, the
+        configured view's, then the other views' encodings of the same rows."""
+        views = [table] + [view.preprocessor.transform(X) for view in self.views_[1:]]
+        return [np.ascontiguousarray(view if rows is None else view[rows]) for view in views]
 
     def estimate_class_prior(self, n_folds: int = DEFAULT_FOLDS) -> float:
         """π̂: the estimated negative share of the fitted unlabeled pool.
