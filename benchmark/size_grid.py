@@ -24,6 +24,11 @@ Label-frequency cells (``--label-frequency 0.05,0.2``) label a share c of a tabl
 positives and put every other row in the pool (:func:`benchmark.protocol.composition`): real PU
 data is often labeled far more sparsely than the paper's third.
 
+``--baselines GRID_CSV`` takes the other methods' rows of the same cells from an earlier
+``grid.csv`` instead of running them again (a new PUICL judged against committed baselines):
+only rows of methods not run now are taken, and a row whose task differs from this run's task
+of the same table, repetition and cell (its labeled rows, pool rows or realized π) is refused.
+
 Usage (docs/benchmark.md, "Tasks of every size")::
 
     python -m benchmark.size_grid --out results/size_grid --jobs 2
@@ -87,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, default=None, help="the suite's folder")
     parser.add_argument("--method-config", type=Path, default=None,
                         help="YAML mapping method name -> settings (as puicl-bench takes)")
+    parser.add_argument("--baselines", type=Path, default=None, metavar="GRID_CSV",
+                        help="an earlier grid.csv: its rows of methods not run now join the "
+                        "report, for the same cells and tasks (default: run every method)")
     parser.add_argument("--no-progress", action="store_true")
     return parser
 
@@ -319,17 +327,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     return exit_status("size_grid", lambda: _grid(args))
 
 
+def with_baselines(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` and the rows of ``path`` (an earlier grid.csv) of its cells and tasks whose
+    methods ``frame`` lacks; those methods, in the file's order. A taken row must describe
+    the same task as ``frame``'s rows of its table, repetition and cell."""
+    if not path.is_file():
+        raise ValueError(f"--baselines: no file at {path}")
+    earlier = pd.read_csv(path)
+    missing = [column for column in COLUMNS if column not in earlier]
+    if missing:
+        raise ValueError(f"--baselines: {path} is not a size grid's grid.csv: it lacks "
+                         f"{', '.join(missing)}")
+    task = ["dataset", "repetition", *CELL]
+    earlier = earlier[~earlier["method"].isin(frame["method"].unique())]
+    ours = frame.drop_duplicates(task)[[*task, "n_labeled", "n_unlabeled", "pi_true"]]
+    joined = earlier.merge(ours, on=task, suffixes=("", "_now"))  # NaN cell keys match NaN
+    differs = ((joined["n_labeled"] != joined["n_labeled_now"])
+               | (joined["n_unlabeled"] != joined["n_unlabeled_now"])
+               | ~np.isclose(joined["pi_true"], joined["pi_true_now"]))
+    if differs.any():
+        row = joined[differs].iloc[0]
+        raise ValueError(f"--baselines: {path} holds another task for {row['dataset']} "
+                         f"repetition {row['repetition']} ({row['n_labeled']} labeled and "
+                         f"{row['n_unlabeled']} pool rows there, {row['n_labeled_now']} and "
+                         f"{row['n_unlabeled_now']} now)")
+    methods = list(dict.fromkeys(joined["method"]))
+    return pd.concat([frame, joined[COLUMNS]], ignore_index=True), methods
+
+
 def _grid(args: argparse.Namespace) -> int:
     specs = grid_specs(args)
+    if args.baselines is not None and not args.baselines.is_file():
+        raise ValueError(f"--baselines: no file at {args.baselines}")
     records = [run(spec, progress=False if args.no_progress else None) for spec in specs]
     frame = grid_frame(specs, records)
+    methods = list(specs[0].methods)
+    if args.baselines is not None:
+        frame, taken = with_baselines(frame, args.baselines)
+        methods += taken
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_output(args.out / "grid.csv") as temporary:
         frame.to_csv(temporary, index=False)
-    atomic_write_text(args.out / "grid.md", grid_markdown(frame, specs[0].methods))
-    plot_grid(frame, specs[0].methods, args.out / "grid.png")
-    if len(specs[0].methods) > 1:
-        plot_per_task(frame, specs[0].methods, args.out / "per_task.png")
+    atomic_write_text(args.out / "grid.md", grid_markdown(frame, methods))
+    plot_grid(frame, methods, args.out / "grid.png")
+    if len(methods) > 1:
+        plot_per_task(frame, methods, args.out / "per_task.png")
     print(f"size_grid: wrote {args.out / 'grid.md'}, {args.out / 'grid.csv'}, "
           f"{args.out / 'grid.png'}, {args.out / 'per_task.png'}")
     return 0

@@ -30,17 +30,23 @@ from benchmark.devsuite import devsuite_slugs, load_devsuite_table
 from benchmark.methods.puicl import as_table
 from benchmark.protocol import EVERY_ROW, make_task, method_seed
 from benchmark.size_grid import parse_cell
+from puicl_model.estimator.learners import BAGGED, BOOSTED, LOGISTIC
 from puicl_model.estimator.portfolio import (
-    CANDIDATES,
+    EVIDENCE_Z,
+    FALLBACK,
+    FALLBACK_WITH_HELD_OUT,
     MEMBERS,
+    MIN_LABELED_FOR_HOLD_OUT,
     MODEL,
     Blend,
     Evidence,
+    candidates,
     held_out_aucs,
 )
 
-FALLBACKS = tuple(CANDIDATES)
 ZS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, np.inf)
+# what collect runs: every learner the portfolio has, so that evaluate can replay any set
+COLLECTED = (MODEL, LOGISTIC, BOOSTED, BAGGED)
 
 
 def cell_name(size: int, pi: float, frequency: float | None) -> str:
@@ -54,6 +60,7 @@ def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path) ->
 
     # the rule is replayed against the whole pool: every member scores every pool row
     puicl_model.estimator.portfolio.JUDGED_POOL_ROWS = 2**62
+    puicl_model.estimator.portfolio.MEMBERS = COLLECTED
 
     size, pi, frequency = cell
     path = out / cell_name(*cell) / f"{slug}.npz"
@@ -79,7 +86,7 @@ def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path) ->
         evidence = portfolio.evidence
         arrays["folds"] = np.array(len(evidence.held))
         for k, (held, pool) in enumerate(zip(evidence.held, evidence.pool, strict=True)):
-            for member in MEMBERS:
+            for member in portfolio.members:
                 arrays[f"held{k}_{member}"] = held[member]
                 arrays[f"pool{k}_{member}"] = pool[member]
         for member, scores in portfolio.member_pool_scores.items():
@@ -97,26 +104,28 @@ def _auc(y: np.ndarray, score: np.ndarray) -> float:
     return float(roc_auc_score(y, score))
 
 
-def evaluate_task(path: Path) -> list[dict]:
-    """Per rule (fallback, z): the true AUC of the candidate the rule picks on this task."""
+def evaluate_task(path: Path, members: Sequence[str] = MEMBERS) -> list[dict]:
+    """Per rule (fallback, z): the true AUC of the candidate the rule picks on this task, the
+    portfolio running ``members``."""
     data = np.load(path)
+    blends = candidates(members)
     y = data["y_pool"]
     base = {"dataset": path.stem, "cell": path.parent.name, "n_labeled": int(data["n_labeled"]),
             "pi": float(data["pi"]), "default": _auc(y, data["default_pool"])}
     if "folds" not in data:
         return [{**base, "fallback": f, "z": z, "picked": "model", "auc": base["default"],
                  "model": base["default"], "oracle": base["default"]}
-                for f in FALLBACKS for z in ZS]
+                for f in blends for z in ZS]
     folds = int(data["folds"])
-    evidence = Evidence([{m: data[f"held{k}_{m}"] for m in MEMBERS} for k in range(folds)],
-                        [{m: data[f"pool{k}_{m}"] for m in MEMBERS} for k in range(folds)])
-    final = {m: data[f"final_{m}"] for m in MEMBERS}
+    evidence = Evidence([{m: data[f"held{k}_{m}"] for m in members} for k in range(folds)],
+                        [{m: data[f"pool{k}_{m}"] for m in members} for k in range(folds)])
+    final = {m: data[f"final_{m}"] for m in members}
     model_proba = 1.0 / (1.0 + np.exp(-final[MODEL]))
     true = {name: _auc(y, Blend.on_pool(weights, final, model_proba).score(final))
-            for name, weights in CANDIDATES.items()}
+            for name, weights in blends.items()}
     rows = []
-    for fallback in FALLBACKS:
-        aucs, se = held_out_aucs(evidence, MEMBERS, fallback)
+    for fallback in blends:
+        aucs, se = held_out_aucs(evidence, members, fallback)
         best = max(aucs, key=lambda name: aucs[name])
         for z in ZS:
             lead = aucs[best] - aucs[fallback]
@@ -141,7 +150,9 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    rows = [row for path in sorted(args.out.glob("*/*.npz")) for row in evaluate_task(path)]
+    members = tuple(args.members.split(","))
+    rows = [row for path in sorted(args.out.glob("*/*.npz"))
+            for row in evaluate_task(path, members)]
     frame = pd.DataFrame(rows)
     if args.grid is not None:
         grid = pd.read_csv(args.grid)
@@ -153,10 +164,35 @@ def _evaluate(args: argparse.Namespace) -> int:
                         for r in grid.itertuples()]
         best = grid.groupby(["cell", "dataset"])["auc"].max().rename("baseline")
         frame = frame.join(best, on=["cell", "dataset"])
-    frame.to_csv(args.out / "rules.csv", index=False)
+    frame.to_csv(args.out / f"rules_{'+'.join(members)}.csv", index=False)
     summary = rule_summary(frame)
     print(summary.to_string())
+    if "baseline" in frame:
+        rules = [tuple(rule.split(":")) for rule in args.rules.split(",")]
+        print(sized_rules(frame, [(small, large, float(z)) for small, large, z in rules])
+              .to_string())
     return 0
+
+
+def sized_rules(frame: pd.DataFrame, rules: Sequence[tuple[str, str, float]]) -> pd.DataFrame:
+    """Per cell, the rules as the classifier runs them: fallback ``small`` and bar ``z`` on
+    tables below MIN_LABELED_FOR_HOLD_OUT labeled positives, fallback ``large`` from there on.
+    Columns: mean AUC, the share of tasks more than 0.02 behind the per-task best baseline,
+    the worst shortfall, and the mean gain over the model alone."""
+    large = frame["n_labeled"] >= MIN_LABELED_FOR_HOLD_OUT
+    parts = []
+    for small_fallback, large_fallback, z in rules:
+        picked = frame[(frame["z"] == z) & np.where(large, frame["fallback"] == large_fallback,
+                                                    frame["fallback"] == small_fallback)]
+        behind = picked["auc"] - picked["baseline"]
+        parts.append(picked.assign(rule=f"{small_fallback} / {large_fallback}, {z:g} SE",
+                                   behind=behind, gain=picked["auc"] - picked["model"]))
+    table = pd.concat(parts).groupby(["rule", "cell"], sort=False)
+    return pd.DataFrame({
+        "auc": table["auc"].mean(), "baseline": table["baseline"].mean(),
+        "behind_0.02": table["behind"].apply(lambda v: (v < -0.02).mean()),
+        "worst": table["behind"].min(), "gain_over_model": table["gain"].mean(),
+    }).round(4)
 
 
 def rule_summary(frame: pd.DataFrame) -> pd.DataFrame:
@@ -187,6 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     collect.add_argument("--jobs", type=int, default=2)
     evaluate = sub.add_parser("evaluate", help="replay the rules on the kept scores")
     evaluate.add_argument("--out", type=Path, required=True)
+    evaluate.add_argument("--members", default=",".join(MEMBERS),
+                          help="the members the replayed portfolio runs (of those collected)")
+    evaluate.add_argument("--rules", default=f"{FALLBACK}:{FALLBACK_WITH_HELD_OUT}:{EVIDENCE_Z:g}",
+                          help="sized rules to judge per cell, SMALL_FALLBACK:LARGE_FALLBACK:Z "
+                          "joined by commas (default: the shipped rule)")
     evaluate.add_argument("--grid", type=Path, default=None,
                           help="a size grid's grid.csv with the baselines of the same cells")
     args = parser.parse_args(argv)

@@ -121,12 +121,13 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
     partner : "auto" or "none"
         "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PORTFOLIO`` (20)
         labeled positives and ``MIN_POOL_FOR_PORTFOLIO`` (100) unlabeled rows, a logistic
-        regression and a gradient boosting of labeled against unlabeled rows (cross-fitted on
-        every row) join the model, and the candidate blend chosen per table on held-out labeled
-        positives orders the pool (:mod:`puicl_model.estimator.portfolio`, docs/classifier.md
-        "Tables of every size"). From ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives, up to
-        ``MAX_HELD_OUT`` (1,000) of them are held out of the passes' context and scored with
-        the pool; below, the class prior's cross-fitted folds are the evidence. After ``fit``:
+        regression of labeled against unlabeled rows and PU bagging of gradient-boosted trees
+        (both scored out of fold on every row) join the model, and the candidate blend chosen
+        per table on held-out labeled positives orders the pool
+        (:mod:`puicl_model.estimator.portfolio`, docs/classifier.md "Tables of every size").
+        From ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives, up to ``MAX_HELD_OUT``
+        (1,000) of them are held out of the passes' context and scored with the pool; below,
+        the class prior's cross-fitted folds are the evidence. After ``fit``:
         ``portfolio_``, ``n_held_out_`` and, once the pool is scored, ``choice_`` (what was
         chosen and why) and ``blend_weight_`` (the model's weight). "none": the model alone.
     pool_sample : int or None

@@ -5,7 +5,14 @@ Under SCAR, P(labeled | x) ranks rows as P(y = 1 | x) does (Elkan & Noto, KDD 20
 classifier is a PU learner; cross-fitting scores every row by models that never saw it, so its
 scores of labeled rows are held-out evidence beside the pool's
 (:mod:`puicl_model.estimator.portfolio` reads them). ``logistic`` is a logistic regression,
-``boosted`` scikit-learn's histogram gradient boosting.
+``boosted`` scikit-learn's histogram gradient boosting, both cross-fitted in folds of every row.
+
+``bagged`` is PU bagging (Mordelet & Vert, Pattern Recognition Letters 37, 2014) over the same
+boosting: each bag fits the labeled positives against as many pool rows drawn with replacement,
+so every tree sees a balanced sample where ``boosted`` sees the table's own imbalance. Each bag
+leaves out one fold of the labeled positives, so that every row, labeled or not, is scored only
+by bags that did not train on it: a pool row by the bags that did not draw it (out of bag), a
+labeled positive by the bags of its fold.
 """
 
 from __future__ import annotations
@@ -17,14 +24,19 @@ import numpy as np
 
 from puicl_model.passes import seed_keys
 
-__all__ = ["BOOSTED", "LEARNER_FOLDS", "LOGISTIC", "CrossFittedLearner", "learner_encoding",
-           "log_odds"]
+__all__ = ["BAGGED", "BAGS", "BOOSTED", "LEARNER_FOLDS", "LOGISTIC", "CrossFittedLearner",
+           "learner_encoding", "log_odds"]
 
-LOGISTIC, BOOSTED = "logistic", "boosted"
+LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # spawn-key tags of the learners' fold splits
-LEARNER_TAGS = {LOGISTIC: seed_keys.LOGISTIC_FOLDS, BOOSTED: seed_keys.BOOSTED_FOLDS}
-# the learners' cross-fitting folds
+LEARNER_TAGS = {LOGISTIC: seed_keys.LOGISTIC_FOLDS, BOOSTED: seed_keys.BOOSTED_FOLDS,
+                BAGGED: seed_keys.BAGS}
+# the learners' cross-fitting folds (for ``bagged``: of the labeled positives)
 LEARNER_FOLDS = 5
+# PU bagging's bags: Mordelet & Vert's and the benchmark's pu-bagging baseline's count
+# (benchmark/methods/pu_bagging.py); a multiple of LEARNER_FOLDS, so every fold of positives
+# is scored by as many bags
+BAGS = 30
 # clip of probabilities before their log-odds are taken
 _EPS = 1e-6
 
@@ -61,7 +73,7 @@ class CrossFittedLearner:
     ``fit`` returns the out-of-fold log-odds of P(labeled | x) of the labeled rows and of the
     pool, ``decision`` scores other rows by the fold models' mean log-odds."""
 
-    kind: str  # LOGISTIC or BOOSTED
+    kind: str  # LOGISTIC, BOOSTED or BAGGED
     entropy: int
     folds: int = LEARNER_FOLDS
     # OpenMP threads of the boosting (None: the library's default, every core). On a busy
@@ -85,13 +97,20 @@ class CrossFittedLearner:
         return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1,
                                               early_stopping=False, random_state=seed)
 
+    def _seed(self, *key: int) -> int:
+        sequence = np.random.SeedSequence(self.entropy, spawn_key=(LEARNER_TAGS[self.kind], *key))
+        return int(sequence.generate_state(1)[0] % 2**31)
+
     def fit(self, x_labeled: np.ndarray, x_pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Out-of-fold log-odds of P(labeled | x): of the labeled rows, then of the pool."""
+        if self.kind == BAGGED:
+            return self._fit_bags(np.asarray(x_labeled, np.float64),
+                                  np.asarray(x_pool, np.float64))
         from sklearn.model_selection import StratifiedKFold
 
         x = np.vstack([x_labeled, x_pool]).astype(np.float64)
         target = np.r_[np.ones(len(x_labeled), np.int64), np.zeros(len(x_pool), np.int64)]
-        seed = int(np.random.SeedSequence(self.entropy, spawn_key=(LEARNER_TAGS[self.kind],))
-                   .generate_state(1)[0] % 2**31)
+        seed = self._seed()
         split = StratifiedKFold(n_splits=self.folds, shuffle=True, random_state=seed)
         scores = np.empty(len(x))
         self.models_ = []
@@ -102,7 +121,45 @@ class CrossFittedLearner:
                 self.models_.append(model)
         return scores[: len(x_labeled)], scores[len(x_labeled):]
 
-    def decision(self, x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float64)
+    def _fit_bags(self, x_labeled: np.ndarray, x_pool: np.ndarray,
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """PU bagging: bag b trains on the labeled positives outside fold ``b % folds`` against
+        as many pool rows drawn with replacement (its own key), and scores that fold's
+        positives and the pool rows it did not draw. A pool row that every bag drew (a chance
+        of about 0.63 ** BAGS) is scored by all of them, as a new row would be."""
+        n_labeled, n_pool = len(x_labeled), len(x_pool)
+        fold = np.random.default_rng(self._seed()).permutation(n_labeled) % self.folds
+        labeled_sum, pool_sum = np.zeros(n_labeled), np.zeros(n_pool)
+        labeled_count, pool_count = np.zeros(n_labeled), np.zeros(n_pool)
+        self.models_ = []
         with self._threads():
-            return np.mean([_row_decision(model, x) for model in self.models_], axis=0)
+            for bag in range(BAGS):
+                held = fold == bag % self.folds
+                size = min(int((~held).sum()), n_pool)
+                drawn = np.random.default_rng(self._seed(bag)).integers(0, n_pool, size)
+                target = np.r_[np.ones(int((~held).sum()), np.int64), np.zeros(size, np.int64)]
+                model = self._estimator(self._seed(bag)).fit(
+                    np.vstack([x_labeled[~held], x_pool[drawn]]), target)
+                out_of_bag = np.ones(n_pool, dtype=bool)
+                out_of_bag[drawn] = False
+                pool_sum[out_of_bag] += _row_decision(model, x_pool[out_of_bag])
+                pool_count[out_of_bag] += 1
+                labeled_sum[held] += _row_decision(model, x_labeled[held])
+                labeled_count[held] += 1
+                self.models_.append(model)
+            never_out = pool_count == 0
+            if never_out.any():
+                pool_sum[never_out] = self.decision(x_pool[never_out]) * BAGS
+                pool_count[never_out] = BAGS
+        return labeled_sum / labeled_count, pool_sum / pool_count
+
+    def decision(self, x: np.ndarray) -> np.ndarray:
+        """The fitted models' mean log-odds of each row of ``x``, summed model by model: a
+        row's bits do not depend on how many rows are scored with it (``np.mean`` over a
+        stack sums a single row's column pairwise, a larger block's rows one by one)."""
+        x = np.asarray(x, dtype=np.float64)
+        total = np.zeros(len(x), dtype=np.float64)
+        with self._threads():
+            for model in self.models_:
+                total += _row_decision(model, x)
+        return total / len(self.models_)

@@ -8,11 +8,12 @@ interactions or thresholds (docs/classifier.md, "Tables of every size"). The por
 such learners beside the model and lets each table say which to trust.
 
 Members. ``model`` (the passes' P(y = 1)), ``logistic`` (a logistic regression of labeled (1)
-against unlabeled (0) rows) and ``boosted`` (scikit-learn's histogram gradient boosting of the
-same target), both learners on an encoding of their own (:func:`learner_encoding`: one-hot
-categories, standardized numbers, missing-value indicators) and cross-fitted over every row, so
-that no row is scored by a learner trained on it. Under SCAR, P(labeled | x) ranks rows as
-P(y = 1 | x) does (Elkan & Noto, KDD 2008).
+against unlabeled (0) rows) and ``bagged`` (PU bagging over scikit-learn's histogram gradient
+boosting: each bag fits the labeled positives against as many pool rows drawn at random), both
+learners on an encoding of their own (:func:`learner_encoding`: one-hot categories,
+standardized numbers, missing-value indicators) and scored out of fold over every row, so that
+no row is scored by a learner trained on it (:mod:`puicl_model.estimator.learners`). Under
+SCAR, P(labeled | x) ranks rows as P(y = 1 | x) does (Elkan & Noto, KDD 2008).
 
 Evidence. Labeled positives that no member saw as labeled: for the model, positives held out
 of its passes' context (large tables) or the class prior's cross-fitted folds (smaller ones,
@@ -45,6 +46,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from puicl_model.estimator.learners import (
+    BAGGED,
     BOOSTED,
     LOGISTIC,
     CrossFittedLearner,
@@ -53,31 +55,37 @@ from puicl_model.estimator.learners import (
 )
 from puicl_model.passes import seed_keys
 
-__all__ = ["BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WITH_HELD_OUT",
+__all__ = ["BAGGED", "BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WITH_HELD_OUT",
            "LOGISTIC", "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT",
            "MIN_LABELED_FOR_PORTFOLIO", "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice",
-           "CrossFittedLearner", "Evidence", "Portfolio", "choose", "held_out_rows",
+           "CrossFittedLearner", "Evidence", "Portfolio", "candidates", "choose", "held_out_rows",
            "judged_pool_rows", "learner_encoding"]
 
 MODEL = "model"
-MEMBERS = (MODEL, LOGISTIC, BOOSTED)
+# the members a fit runs (docs/decisions.md, "A portfolio chosen per table"). BOOSTED, the
+# boosting of labeled against unlabeled rows that PU bagging replaced, stays a learner that the
+# rule's study runs beside them and that classifiers saved with it score new rows with
+MEMBERS = (MODEL, LOGISTIC, BAGGED)
 
-# the blends the choice is made from: weights on each member's standardized scores
-CANDIDATES: Mapping[str, Mapping[str, float]] = {
-    "model": {MODEL: 1.0},
-    "logistic": {LOGISTIC: 1.0},
-    "boosted": {BOOSTED: 1.0},
-    "model+logistic": {MODEL: 0.5, LOGISTIC: 0.5},
-    "model+boosted": {MODEL: 0.5, BOOSTED: 0.5},
-    "logistic+boosted": {LOGISTIC: 0.5, BOOSTED: 0.5},
-    "all": {MODEL: 1 / 3, LOGISTIC: 1 / 3, BOOSTED: 1 / 3},
-}
+
+def candidates(members: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The blends the choice is made from: every non-empty set of ``members``, each weighted
+    equally on its standardized scores, named by its members joined with "+"."""
+    import itertools
+
+    return {"+".join(chosen): {member: 1.0 / size for member in chosen}
+            for size in range(1, len(members) + 1)
+            for chosen in itertools.combinations(members, size)}
+
+
+CANDIDATES: Mapping[str, Mapping[str, float]] = candidates(MEMBERS)
 # the candidate that stands where the evidence does not clearly favour another: on tables with
 # fewer than MIN_LABELED_FOR_HOLD_OUT labeled positives (the model's trained range and a little
-# beyond) the model blended half and half with the logistic learner; on larger ones the
-# logistic learner, which there ranks the pool better than the model on average
-# (docs/decisions.md, "A portfolio chosen per table": chosen on the development suite's size grid)
-FALLBACK = "model+logistic"
+# beyond) the three members in thirds, whose errors differ; on larger ones the logistic
+# learner, which there ranks the pool about as well as any blend on average and needs no model
+# pass beyond the judged rows (docs/decisions.md, "A portfolio chosen per table": chosen on the
+# development suite's size grid)
+FALLBACK = "model+logistic+bagged"
 FALLBACK_WITH_HELD_OUT = "logistic"
 # how many standard errors of the paired held-out AUC difference a candidate must lead the
 # fallback by to replace it: lower bars followed the noise of a few hundred positives more
@@ -139,7 +147,7 @@ def _placements(held: np.ndarray, pool: np.ndarray) -> tuple[float, np.ndarray, 
 class Choice:
     """What the portfolio chose on a table, and the evidence it read."""
 
-    name: str  # a key of CANDIDATES
+    name: str  # a key of candidates(members)
     weights: Mapping[str, float]
     held_out_auc: Mapping[str, float]  # per candidate, mean over the folds
     lead_se: Mapping[str, float]  # per candidate: the SE of its held-out AUC minus the fallback's
@@ -157,24 +165,23 @@ def held_out_aucs(evidence: Evidence, members: Sequence[str],
     """Each candidate's held-out AUC (mean over folds) and the standard error of its paired
     difference with ``fallback``'s (DeLong; the folds' held-out rows are disjoint, their pool
     rows the same, so the pool's share of the variance is not divided by the folds)."""
-    candidates = {name: weights for name, weights in CANDIDATES.items()
-                  if set(weights) <= set(members)}
+    blends = candidates(members)
     folds = len(evidence.held)
-    aucs = {name: 0.0 for name in candidates}
-    held_var = {name: 0.0 for name in candidates}
-    pool_var = {name: 0.0 for name in candidates}
+    aucs = {name: 0.0 for name in blends}
+    held_var = {name: 0.0 for name in blends}
+    pool_var = {name: 0.0 for name in blends}
     for held, pool in zip(evidence.held, evidence.pool, strict=True):
         standard = {member: _standardizer(np.asarray(pool[member], dtype=np.float64))
                     for member in members}
         placed = {name: _placements(_blended(weights, held, standard),
                                     _blended(weights, pool, standard))
-                  for name, weights in candidates.items()}
+                  for name, weights in blends.items()}
         _, base_held, base_pool = placed[fallback]
         for name, (auc, v_held, v_pool) in placed.items():
             aucs[name] += auc / folds
             held_var[name] += np.var(v_held - base_held, ddof=1) / len(v_held) / folds**2
             pool_var[name] += np.var(v_pool - base_pool, ddof=1) / len(v_pool) / folds
-    se = {name: float(np.sqrt(held_var[name] + pool_var[name])) for name in candidates}
+    se = {name: float(np.sqrt(held_var[name] + pool_var[name])) for name in blends}
     return aucs, se
 
 
@@ -192,7 +199,7 @@ def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBA
     else:
         name, reason = fallback, (f"no candidate leads {fallback} by more than {z:g} standard "
                                   "errors of held-out AUC")
-    return Choice(name, dict(CANDIDATES[name]), aucs, se, n_held, reason)
+    return Choice(name, candidates(members)[name], aucs, se, n_held, reason)
 
 
 # -------------------------------------------------------------------------------- blend
@@ -267,6 +274,8 @@ class Portfolio:
     fallback: str = FALLBACK
     n_threads: int | None = None  # the learners' threads (the classifier's n_threads at fit)
     z: float = EVIDENCE_Z
+    # the members it runs: MEMBERS when built (read at build time, so that a study may run others)
+    members: tuple[str, ...] = MEMBERS
     learners: dict[str, CrossFittedLearner] = field(default_factory=dict)
     labeled_scores: dict[str, np.ndarray] = field(default_factory=dict)
     pool_scores: dict[str, np.ndarray] = field(default_factory=dict)
@@ -293,12 +302,15 @@ class Portfolio:
             x_labeled = np.concatenate([x_labeled[~held], x_labeled[held]])
         n_held = 0 if held is None else int(held.sum())
         return cls(entropy, encoder, x_labeled, table[~labeled], n_held,
-                   fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads)
+                   fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads,
+                   members=MEMBERS)
 
     def _fit_learners(self) -> None:
         if self.learners:
             return
-        for kind in (LOGISTIC, BOOSTED):
+        for kind in self.members:
+            if kind == MODEL:
+                continue
             learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
             self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(self.x_labeled,
                                                                             self.x_pool)
@@ -307,7 +319,7 @@ class Portfolio:
     def _decide(self, evidence: Evidence, pool: Mapping[str, np.ndarray],
                 model_pool: np.ndarray) -> None:
         self.evidence, self.member_pool_scores = evidence, dict(pool)
-        self.choice = choose(evidence, MEMBERS, fallback=self.fallback, z=self.z)
+        self.choice = choose(evidence, self.members, fallback=self.fallback, z=self.z)
         self.blend = Blend.on_pool(self.choice.weights, pool, model_pool)
 
     def _held_scores(self, model_held: np.ndarray) -> dict[str, np.ndarray]:
@@ -324,7 +336,7 @@ class Portfolio:
         pool = {MODEL: log_odds(model_judged),
                 **{kind: scores[judged] for kind, scores in self.pool_scores.items()}}
         self.evidence, self.member_pool_scores = Evidence([held], [pool]), pool
-        self.choice = choose(self.evidence, MEMBERS, fallback=self.fallback, z=self.z)
+        self.choice = choose(self.evidence, self.members, fallback=self.fallback, z=self.z)
 
     def held_out_proba(self, model_pool: np.ndarray | None, model_held: np.ndarray,
                        model_judged: np.ndarray, judged: np.ndarray,

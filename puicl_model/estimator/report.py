@@ -36,7 +36,6 @@ from scipy.stats import rankdata
 
 from puicl_common.atomic import atomic_write_bytes, atomic_write_text
 from puicl_model.estimator.portfolio import (
-    CANDIDATES,
     EVIDENCE_Z,
     MIN_LABELED_FOR_PORTFOLIO,
     MIN_POOL_FOR_PORTFOLIO,
@@ -185,7 +184,7 @@ def _choice_figure(choice: Choice, fallback: str) -> bytes:
 
     figure = _new_figure(9.0, 4.2)
     auc_axes, weight_axes = figure.subplots(1, 2, width_ratios=(2.2, 1.0))
-    names = [name for name in CANDIDATES if name in choice.held_out_auc]
+    names = list(choice.held_out_auc)  # in the order of the candidates
     aucs = np.array([choice.held_out_auc[name] for name in names])
     rows = np.arange(len(names))[::-1]  # the first candidate on top
     # dots, not bars: the axis is zoomed to the AUCs, where a bar's length would mislead

@@ -29,10 +29,11 @@ scikit-learn's ``LogisticRegression``, whose fitted state is arrays); each is re
 attributes, so loading runs none of the file's choosing. Objects shared in the classifier (the
 configured view's rows and its ``x_labeled_``) are written once and shared again on load.
 
-The boosted learner (scikit-learn's ``HistGradientBoostingClassifier``) keeps its trees in
-private objects with no public way to rebuild them: its trees are saved as node arrays and
-scored by :class:`puicl_model.estimator.saved_trees.BoostedTrees`, the same bits. Learners the
-chosen blend does not weigh are not needed to score new rows and are left out.
+The tree learners (PU bagging's and the boosted learner's scikit-learn
+``HistGradientBoostingClassifier``) keep their trees in private objects with no public way to
+rebuild them: their trees are saved as node arrays and scored by
+:class:`puicl_model.estimator.saved_trees.BoostedTrees`, the same bits. Learners the chosen
+blend does not weigh are not needed to score new rows and are left out.
 """
 
 from __future__ import annotations
@@ -250,9 +251,11 @@ def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
         weighed = set(portfolio.choice.weights) if portfolio.choice is not None else set()
         learners = {kind: learner for kind, learner in portfolio.learners.items()
                     if kind in weighed}
-        if "boosted" in learners:  # its trees as arrays (puicl_model.estimator.saved_trees)
-            learners["boosted"] = dataclasses.replace(learners["boosted"], models_=[
-                BoostedTrees.from_sklearn(model) for model in learners["boosted"].models_])
+        for kind in ("boosted", "bagged"):  # trees as arrays (puicl_model.estimator.saved_trees)
+            if kind in learners:
+                learners[kind] = dataclasses.replace(learners[kind], models_=[
+                    model if isinstance(model, BoostedTrees) else BoostedTrees.from_sklearn(model)
+                    for model in learners[kind].models_])  # (a loaded classifier's are arrays)
         state["portfolio_"] = dataclasses.replace(portfolio, learners=learners)
         if not training_data:  # the learners' rows, and every per-row score they read
             state["portfolio_"] = dataclasses.replace(

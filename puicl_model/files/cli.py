@@ -190,8 +190,8 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
                          "are not used (default: fit on the input)")
     predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
                          default=defaults.partner,
-                         help="auto: a portfolio of the model, a logistic regression "
-                         "and gradient-boosted trees fitted on every row, the blend chosen per "
+                         help="auto: a portfolio of the model, a logistic regression and PU "
+                         "bagging of boosted trees fitted on every row, the blend chosen per "
                          "table on held-out labeled positives; none: the model alone "
                          f"(docs/classifier.md, \"Tables of every size\"; default: "
                          f"{defaults.partner})")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
-    "BOOSTED_FOLDS", "BOOTSTRAP", "FEATURES", "FEATURE_SUBSET", "HELD_OUT", "JUDGED",
+    "BAGS", "BOOSTED_FOLDS", "BOOTSTRAP", "FEATURES", "FEATURE_SUBSET", "HELD_OUT", "JUDGED",
     "KEY_SHAPES", "LABELED", "LOGISTIC_FOLDS", "MEMBER", "POOL", "POOL_SAMPLE", "PRIOR_FOLDS",
 ]
 
@@ -58,6 +58,9 @@ LOGISTIC_FOLDS: Final = 13
 BOOSTED_FOLDS: Final = 15
 # the pool rows the blend is chosen against, on pools larger than it reads: (JUDGED,)
 JUDGED: Final = 16
+# PU bagging's draws: the labeled positives' split in folds, (BAGS,); the pool rows drawn into
+# bag b, (BAGS, b)
+BAGS: Final = 17
 
 # -------------------------------------------------------- the pool sample (estimator.pool_sample)
 # the unlabeled rows a fit keeps from a pool larger than pool_sample: (POOL_SAMPLE,)
@@ -78,4 +81,5 @@ KEY_SHAPES: Final[dict[str, tuple[tuple[int | str, ...], ...]]] = {
     "POOL_SAMPLE": ((POOL_SAMPLE,),),
     "BOOSTED_FOLDS": ((BOOSTED_FOLDS,),),
     "JUDGED": ((JUDGED,),),
+    "BAGS": ((BAGS,), (BAGS, "bag")),
 }

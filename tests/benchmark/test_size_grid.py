@@ -162,3 +162,29 @@ def test_an_out_that_cannot_be_written_is_one_line(suite_dir, tmp_path, capsys, 
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"{name}: error: "), err
         assert str(out) in err[0]
+
+
+def test_baselines_of_an_earlier_grid_join_a_new_run_of_the_same_tasks(suite_dir, tmp_path,
+                                                                        capsys):
+    first = tmp_path / "first"
+    cells = ["--data-dir", str(suite_dir), "--cells", "150:0.5,all:c0.1", "--no-progress"]
+    assert size_grid.main(["--out", str(first), "--methods", "elkan-noto,ulsif", *cells]) == 0
+    earlier = pd.read_csv(first / "grid.csv")
+    again = tmp_path / "again"
+    assert size_grid.main(["--out", str(again), "--methods", "elkan-noto", *cells,
+                           "--baselines", str(first / "grid.csv")]) == 0
+    joined = pd.read_csv(again / "grid.csv")
+    order = ["method", "dataset", "max_positives", "label_frequency"]
+    pd.testing.assert_frame_equal(  # elkan-noto ran again: all but its seconds are equal
+        joined.sort_values(order).reset_index(drop=True).drop(columns="fit_predict_s"),
+        earlier.sort_values(order).reset_index(drop=True).drop(columns="fit_predict_s"))
+    tables = [(folder / "grid.md").read_text().split("### Seconds")[0]
+              for folder in (first, again)]
+    assert tables[0] == tables[1] and "(ulsif)" in tables[1]
+    # another task under the same table and cell is refused, and nothing is written
+    earlier.loc[earlier["method"] == "ulsif", "n_labeled"] += 1
+    earlier.to_csv(tmp_path / "other.csv", index=False)
+    third = tmp_path / "third"
+    assert size_grid.main(["--out", str(third), "--methods", "elkan-noto", *cells,
+                           "--baselines", str(tmp_path / "other.csv")]) == 2
+    assert "another task" in capsys.readouterr().err and not (third / "grid.md").exists()

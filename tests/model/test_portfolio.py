@@ -9,6 +9,7 @@ from sklearn.metrics import roc_auc_score
 
 from puicl_model import PUICLClassifier
 from puicl_model.estimator.portfolio import (
+    BAGGED,
     BOOSTED,
     CANDIDATES,
     LOGISTIC,
@@ -39,7 +40,7 @@ def _evidence(rng: np.random.Generator, signal: dict[str, float], n_held: int = 
 
 
 def test_held_out_auc_is_the_mann_whitney_auc_and_its_error_shrinks_with_rows(rng) -> None:
-    evidence = _evidence(rng, {MODEL: 1.0, LOGISTIC: 0.5, BOOSTED: 0.0})
+    evidence = _evidence(rng, {MODEL: 1.0, LOGISTIC: 0.5, BAGGED: 0.0})
     aucs, se = held_out_aucs(evidence, MEMBERS, fallback="model")
     held, pool = evidence.held[0], evidence.pool[0]
     for member in MEMBERS:
@@ -48,26 +49,27 @@ def test_held_out_auc_is_the_mann_whitney_auc_and_its_error_shrinks_with_rows(rn
         assert aucs[member] == pytest.approx(expected, abs=1e-12)
     assert se["model"] == 0.0  # the fallback against itself
     assert se["logistic"] > 0.0
-    larger = held_out_aucs(_evidence(rng, {MODEL: 1.0, LOGISTIC: 0.5, BOOSTED: 0.0},
+    larger = held_out_aucs(_evidence(rng, {MODEL: 1.0, LOGISTIC: 0.5, BAGGED: 0.0},
                                      n_held=3000, n_pool=9000), MEMBERS, fallback="model")[1]
     assert larger["logistic"] < se["logistic"] / 2
 
 
 def test_the_rule_follows_strong_evidence_and_falls_back_on_thin(rng) -> None:
-    strong = _evidence(rng, {MODEL: 0.0, LOGISTIC: 0.2, BOOSTED: 2.0})
+    strong = _evidence(rng, {MODEL: 0.0, LOGISTIC: 0.2, BAGGED: 2.0})
     for fallback in ("model", "model+logistic", "logistic"):
-        assert choose(strong, MEMBERS, fallback=fallback).name in ("boosted", "logistic+boosted")
+        assert choose(strong, MEMBERS, fallback=fallback).name in ("bagged", "logistic+bagged")
     # a tie in truth: whatever leads by noise does not replace the fallback at a high bar
-    tie = _evidence(rng, {MODEL: 1.0, LOGISTIC: 1.0, BOOSTED: 1.0}, n_held=60, n_pool=200)
+    tie = _evidence(rng, {MODEL: 1.0, LOGISTIC: 1.0, BAGGED: 1.0}, n_held=60, n_pool=200)
     assert choose(tie, MEMBERS, fallback="model", z=10.0).name == "model"
-    assert choose(tie, MEMBERS, fallback="all", z=10.0).name == "all"
+    assert choose(tie, MEMBERS, fallback="model+logistic+bagged",
+                  z=10.0).name == "model+logistic+bagged"
     # with no bar the best held-out AUC wins
     aucs, _ = held_out_aucs(tie, MEMBERS, fallback="model")
     assert choose(tie, MEMBERS, fallback="model", z=0.0).name == max(aucs, key=aucs.get)
 
 
 def test_folds_are_averaged(rng) -> None:
-    evidence = _evidence(rng, {MODEL: 1.0, LOGISTIC: 0.0, BOOSTED: 0.0}, folds=2)
+    evidence = _evidence(rng, {MODEL: 1.0, LOGISTIC: 0.0, BAGGED: 0.0}, folds=2)
     aucs, _ = held_out_aucs(evidence, MEMBERS)
     single = [held_out_aucs(Evidence([h], [p]), MEMBERS)[0]["model"]
               for h, p in zip(evidence.held, evidence.pool, strict=True)]
@@ -77,8 +79,8 @@ def test_folds_are_averaged(rng) -> None:
 def test_blended_probabilities_keep_the_models_distribution_over_the_pool(rng) -> None:
     model_pool = 1.0 / (1.0 + np.exp(-rng.normal(size=500)))
     pool = {MODEL: np.log(model_pool / (1 - model_pool)), LOGISTIC: rng.normal(size=500),
-            BOOSTED: rng.normal(size=500)}
-    blend = Blend.on_pool(CANDIDATES["all"], pool, model_pool)
+            BAGGED: rng.normal(size=500)}
+    blend = Blend.on_pool(CANDIDATES["model+logistic+bagged"], pool, model_pool)
     proba = blend.proba(pool)
     assert np.allclose(np.sort(proba), np.sort(model_pool))  # the same distribution
     order = np.argsort(blend.score(pool), kind="stable")
@@ -89,11 +91,48 @@ def test_blended_probabilities_keep_the_models_distribution_over_the_pool(rng) -
 
 def test_learners_are_cross_fitted_and_keyed_by_the_seed(rng) -> None:
     x_labeled, x_pool = rng.normal(size=(60, 3)) + 1.0, rng.normal(size=(200, 3))
-    for kind in (LOGISTIC, BOOSTED):
+    for kind in (LOGISTIC, BOOSTED, BAGGED):
         first = CrossFittedLearner(kind, 7).fit(x_labeled, x_pool)
         again = CrossFittedLearner(kind, 7).fit(x_labeled, x_pool)
         assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
         assert roc_auc_score(np.r_[np.ones(60), np.zeros(200)], np.r_[first]) > 0.7
+
+
+def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) -> None:
+    """The bagged learner: a pool row is scored by the bags that did not draw it, a labeled
+    positive by the bags of its fold (which left it out), each draw keyed by the seed."""
+    from puicl_model.estimator.learners import BAGGED, BAGS
+    from puicl_model.passes import seed_keys
+
+    x_labeled, x_pool = rng.normal(size=(60, 3)) + 1.0, rng.normal(size=(200, 3))
+    learner = CrossFittedLearner(BAGGED, 7, n_threads=1)
+    labeled, pool = learner.fit(x_labeled, x_pool)
+    again = CrossFittedLearner(BAGGED, 7, n_threads=1).fit(x_labeled, x_pool)
+    assert labeled.tobytes() == again[0].tobytes() and pool.tobytes() == again[1].tobytes()
+    assert not np.array_equal(pool, CrossFittedLearner(BAGGED, 8).fit(x_labeled, x_pool)[1])
+    assert len(learner.models_) == BAGS
+
+    def seed(*key: int) -> int:
+        sequence = np.random.SeedSequence(7, spawn_key=(seed_keys.BAGS, *key))
+        return int(sequence.generate_state(1)[0] % 2**31)
+
+    fold = np.random.default_rng(seed()).permutation(60) % learner.folds
+    drawn = [np.random.default_rng(seed(bag)).integers(0, 200, int((fold != bag % 5).sum()))
+             for bag in range(BAGS)]
+    decisions = [model.decision_function(x) for model in learner.models_
+                 for x in (np.vstack([x_labeled, x_pool]),)]
+    for row in (0, 17, 59):
+        bags = [bag for bag in range(BAGS) if bag % 5 == fold[row]]
+        assert labeled[row] == pytest.approx(np.mean([decisions[b][row] for b in bags]))
+    for row in (0, 101, 199):
+        bags = [bag for bag in range(BAGS) if row not in drawn[bag]]
+        assert 0 < len(bags) < BAGS
+        assert pool[row] == pytest.approx(np.mean([decisions[b][60 + row] for b in bags]))
+    assert roc_auc_score(np.r_[np.ones(60), np.zeros(200)], np.r_[labeled, pool]) > 0.7
+    # a new row's score has the same bits alone as in a block (30 bags: no pairwise sum)
+    block = learner.decision(x_pool)
+    assert all(learner.decision(x_pool[i:i + 1]).tobytes() == block[i:i + 1].tobytes()
+               for i in range(0, 200, 13))
 
 
 def test_held_out_rows_are_keyed_by_the_seed() -> None:
@@ -135,7 +174,7 @@ def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_
     model = alone.predict_proba(X[s == 0])[:, 1]
     # the blend keeps the model's distribution of probabilities over the pool
     assert np.allclose(np.sort(proba), np.sort(model))
-    assert clf.portfolio_.fallback == "model+logistic"
+    assert clf.portfolio_.fallback == "model+logistic+bagged"
     if choice.name == "model":
         assert np.array_equal(proba, model)
 
@@ -173,7 +212,7 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
 
 def test_where_trees_see_the_signal_the_portfolio_follows_them(small_weights) -> None:
     """An interaction that a linear score and the tiny test model cannot see: the labeled
-    positives sit where two columns share their sign. The boosted member ranks the pool far
+    positives sit where two columns share their sign. The bagged trees rank the pool far
     better, and the portfolio picks a blend that weighs it."""
     rng = np.random.default_rng(0)
     n_pos, n_neg, n_labeled = 1800, 900, 700
@@ -186,7 +225,7 @@ def test_where_trees_see_the_signal_the_portfolio_follows_them(small_weights) ->
     s[:n_labeled] = 1
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(x, s)
     proba = clf.predict_proba(x[s == 0])[:, 1]
-    assert BOOSTED in clf.choice_.weights
+    assert BAGGED in clf.choice_.weights
     assert roc_auc_score(positive[s == 0], proba) > 0.9
 
 

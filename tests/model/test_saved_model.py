@@ -66,8 +66,8 @@ def test_a_flipped_byte_in_any_file_is_refused_in_one_line(small_weights, tmp_pa
     PUICLClassifier.load(saved, device="cpu")  # intact again
 
 
-@pytest.mark.parametrize("blend", ["boosted", "model+boosted"])
-def test_a_blend_that_weighs_the_boosted_learner_gives_the_same_bits(small_weights, tmp_path,
+@pytest.mark.parametrize("blend", ["bagged", "model+bagged"])
+def test_a_blend_that_weighs_the_bagged_trees_gives_the_same_bits(small_weights, tmp_path,
                                                                      blend) -> None:
     import dataclasses
 
@@ -85,7 +85,7 @@ def test_a_blend_that_weighs_the_boosted_learner_gives_the_same_bits(small_weigh
     new = _frame(5, 10, seed=9)[0]
     before = clf.predict_proba(new)
     loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
-    assert type(loaded.portfolio_.learners["boosted"].models_[0]).__name__ == "BoostedTrees"
+    assert type(loaded.portfolio_.learners["bagged"].models_[0]).__name__ == "BoostedTrees"
     assert loaded.predict_proba(new).tobytes() == before.tobytes()
 
 
