@@ -91,7 +91,7 @@ def test_blended_probabilities_keep_the_models_distribution_over_the_pool(rng) -
 
 def test_learners_are_cross_fitted_and_keyed_by_the_seed(rng) -> None:
     x_labeled, x_pool = rng.normal(size=(60, 3)) + 1.0, rng.normal(size=(200, 3))
-    for kind in (LOGISTIC, BOOSTED, BAGGED):
+    for kind in (LOGISTIC, BOOSTED):  # BAGGED: the test below
         first = CrossFittedLearner(kind, 7).fit(x_labeled, x_pool)
         again = CrossFittedLearner(kind, 7).fit(x_labeled, x_pool)
         assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
