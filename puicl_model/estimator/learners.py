@@ -142,16 +142,17 @@ class CrossFittedLearner:
                     np.vstack([x_labeled[~held], x_pool[drawn]]), target)
                 out_of_bag = np.ones(n_pool, dtype=bool)
                 out_of_bag[drawn] = False
-                pool_sum[out_of_bag] += _row_decision(model, x_pool[out_of_bag])
-                pool_count[out_of_bag] += 1
+                if out_of_bag.any():
+                    pool_sum[out_of_bag] += _row_decision(model, x_pool[out_of_bag])
+                    pool_count[out_of_bag] += 1
                 labeled_sum[held] += _row_decision(model, x_labeled[held])
                 labeled_count[held] += 1
                 self.models_.append(model)
-            never_out = pool_count == 0
-            if never_out.any():
-                pool_sum[never_out] = self.decision(x_pool[never_out]) * BAGS
-                pool_count[never_out] = BAGS
-        return labeled_sum / labeled_count, pool_sum / pool_count
+        never_out = pool_count == 0
+        pool_scores = pool_sum / np.maximum(pool_count, 1)
+        if never_out.any():
+            pool_scores[never_out] = self.decision(x_pool[never_out])
+        return labeled_sum / labeled_count, pool_scores
 
     def decision(self, x: np.ndarray) -> np.ndarray:
         """The fitted models' mean log-odds of each row of ``x``, summed model by model: a

@@ -38,6 +38,7 @@ map at its blended score. The model alone keeps its own probabilities, bit for b
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,8 +72,6 @@ MEMBERS = (MODEL, LOGISTIC, BAGGED)
 def candidates(members: Sequence[str]) -> dict[str, dict[str, float]]:
     """The blends the choice is made from: every non-empty set of ``members``, each weighted
     equally on its standardized scores, named by its members joined with "+"."""
-    import itertools
-
     return {"+".join(chosen): {member: 1.0 / size for member in chosen}
             for size in range(1, len(members) + 1)
             for chosen in itertools.combinations(members, size)}

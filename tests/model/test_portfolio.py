@@ -129,6 +129,9 @@ def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) ->
         assert 0 < len(bags) < BAGS
         assert pool[row] == pytest.approx(np.mean([decisions[b][60 + row] for b in bags]))
     assert roc_auc_score(np.r_[np.ones(60), np.zeros(200)], np.r_[labeled, pool]) > 0.7
+    # a pool row that every bag drew (here the only one) is scored as a new row is
+    single = CrossFittedLearner(BAGGED, 7, n_threads=1)
+    assert single.fit(x_labeled, x_pool[:1])[1].tobytes() == single.decision(x_pool[:1]).tobytes()
     # a new row's score has the same bits alone as in a block (30 bags: no pairwise sum)
     block = learner.decision(x_pool)
     assert all(learner.decision(x_pool[i:i + 1]).tobytes() == block[i:i + 1].tobytes()
