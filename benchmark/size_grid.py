@@ -327,10 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return exit_status("size_grid", lambda: _grid(args))
 
 
-def with_baselines(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """``frame`` and the rows of ``path`` (an earlier grid.csv) of its cells and tasks whose
-    methods ``frame`` lacks; those methods, in the file's order. A taken row must describe
-    the same task as ``frame``'s rows of its table, repetition and cell."""
+def read_baselines(path: Path) -> pd.DataFrame:
+    """An earlier grid.csv for ``--baselines``, checked before any cell runs."""
     if not path.is_file():
         raise ValueError(f"--baselines: no file at {path}")
     earlier = pd.read_csv(path)
@@ -338,6 +336,14 @@ def with_baselines(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, list[
     if missing:
         raise ValueError(f"--baselines: {path} is not a size grid's grid.csv: it lacks "
                          f"{', '.join(missing)}")
+    return earlier
+
+
+def with_baselines(frame: pd.DataFrame, earlier: pd.DataFrame, path: Path,
+                   ) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` and the rows of ``earlier`` (read from ``path``) of its cells and tasks whose
+    methods ``frame`` lacks; those methods, in the file's order. A taken row must describe
+    the same task as ``frame``'s rows of its table, repetition and cell."""
     task = ["dataset", "repetition", *CELL]
     earlier = earlier[~earlier["method"].isin(frame["method"].unique())]
     ours = frame.drop_duplicates(task)[[*task, "n_labeled", "n_unlabeled", "pi_true"]]
@@ -357,13 +363,12 @@ def with_baselines(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, list[
 
 def _grid(args: argparse.Namespace) -> int:
     specs = grid_specs(args)
-    if args.baselines is not None and not args.baselines.is_file():
-        raise ValueError(f"--baselines: no file at {args.baselines}")
+    earlier = None if args.baselines is None else read_baselines(args.baselines)
     records = [run(spec, progress=False if args.no_progress else None) for spec in specs]
     frame = grid_frame(specs, records)
     methods = list(specs[0].methods)
-    if args.baselines is not None:
-        frame, taken = with_baselines(frame, args.baselines)
+    if earlier is not None:
+        frame, taken = with_baselines(frame, earlier, args.baselines)
         methods += taken
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_output(args.out / "grid.csv") as temporary:

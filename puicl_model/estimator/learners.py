@@ -135,10 +135,11 @@ class CrossFittedLearner:
         with self._threads():
             for bag in range(BAGS):
                 held = fold == bag % self.folds
-                size = min(int((~held).sum()), n_pool)
-                drawn = np.random.default_rng(self._seed(bag)).integers(0, n_pool, size)
-                target = np.r_[np.ones(int((~held).sum()), np.int64), np.zeros(size, np.int64)]
-                model = self._estimator(self._seed(bag)).fit(
+                n_train, bag_seed = int((~held).sum()), self._seed(bag)
+                size = min(n_train, n_pool)
+                drawn = np.random.default_rng(bag_seed).integers(0, n_pool, size)
+                target = np.r_[np.ones(n_train, np.int64), np.zeros(size, np.int64)]
+                model = self._estimator(bag_seed).fit(
                     np.vstack([x_labeled[~held], x_pool[drawn]]), target)
                 out_of_bag = np.ones(n_pool, dtype=bool)
                 out_of_bag[drawn] = False

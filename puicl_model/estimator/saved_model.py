@@ -234,6 +234,15 @@ def _hashable(key: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------- save
+def _savable(model: Any) -> Any:
+    """A learner's fitted model as save writes it: a linear one as it is (its state is arrays),
+    boosted trees as node arrays (puicl_model.estimator.saved_trees; a loaded classifier's
+    already are)."""
+    if hasattr(model, "coef_") or isinstance(model, BoostedTrees):
+        return model
+    return BoostedTrees.from_sklearn(model)
+
+
 def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
     """The classifier's fitted attributes, less those rebuilt on load; the portfolio without
     the learners its chosen blend does not weigh; without ``training_data``, less the table's
@@ -251,11 +260,8 @@ def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
         weighed = set(portfolio.choice.weights) if portfolio.choice is not None else set()
         learners = {kind: learner for kind, learner in portfolio.learners.items()
                     if kind in weighed}
-        for kind in ("boosted", "bagged"):  # trees as arrays (puicl_model.estimator.saved_trees)
-            if kind in learners:
-                learners[kind] = dataclasses.replace(learners[kind], models_=[
-                    model if isinstance(model, BoostedTrees) else BoostedTrees.from_sklearn(model)
-                    for model in learners[kind].models_])  # (a loaded classifier's are arrays)
+        learners = {kind: dataclasses.replace(learner, models_=[
+            _savable(model) for model in learner.models_]) for kind, learner in learners.items()}
         state["portfolio_"] = dataclasses.replace(portfolio, learners=learners)
         if not training_data:  # the learners' rows, and every per-row score they read
             state["portfolio_"] = dataclasses.replace(
