@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+import torch
 
 from puicl_common.run_files import open_append_inside, read_text_inside, write_bytes_inside
 from trainer.heap import peak_resident_bytes, resident_bytes
@@ -200,6 +201,9 @@ class SegmentLog:
             "rss_gb": resident_bytes() / 1e9,
             "peak_rss_gb": peak_resident_bytes() / 1e9,
         }
+        if torch.cuda.is_initialized():
+            # the GPU's peak since the run started: what sizes micro_batch_cells there
+            record["gpu_peak_gb"] = torch.cuda.max_memory_allocated() / 1e9
         if self.metrics is not None:
             self.metrics.write(record)
         if self.reporter.bar is None:

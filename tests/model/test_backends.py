@@ -154,6 +154,30 @@ def test_backend_matches_the_specification_outputs_and_gradients(backend, device
         model.to("cpu"), spec.to("cpu")
 
 
+def test_bucketed_attention_never_takes_cudnn(models, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuDNN plans a kernel for every new shape (puicl_model.net.backends.bucketed): both of the
+    bucketed layout's attentions run with its kernels switched off, and only there."""
+    import puicl_model.net.backends.bucketed as bucketed
+
+    model, _ = models
+    flags, attend = [], bucketed.F.scaled_dot_product_attention
+
+    def recording(*args, **kwargs):
+        flags.append(torch.backends.cuda.cudnn_sdp_enabled())
+        return attend(*args, **kwargs)
+
+    monkeypatch.setattr(bucketed.F, "scaled_dot_product_attention", recording)
+    model.attention = "bucketed"
+    try:
+        with torch.no_grad():
+            model(make_batch(0))
+    finally:
+        model.attention = "auto"
+    buckets = len(bucketed.BucketedCells(make_batch(0)).buckets)
+    assert len(flags) == 2 * CONFIG.num_layers * buckets and not any(flags)
+    assert torch.backends.cuda.cudnn_sdp_enabled()  # restored outside
+
+
 @pytest.mark.parametrize("queries", [False, True])
 def test_the_allocation_free_inference_path_matches_the_specification(models, queries) -> None:
     model, spec = models

@@ -15,6 +15,12 @@ without waiting; the forward and backward passes have no per-task Python loop an
 device-to-host synchronisation.
 
 Padded rows get finite values and are never attended to, so they cannot change a real output.
+
+Both attentions run with cuDNN's attention kernels excluded (:data:`ATTENTION_KERNELS`). cuDNN
+builds and caches a kernel plan for every new shape it meets, and the row counts of a training
+step, or of a user's table, are new nearly every time: on tasks of thousands of rows the plans
+cost many times the attention itself, and their cache grows the host memory step after step
+(measured: docs/performance.md, "GPU").
 """
 
 from __future__ import annotations
@@ -26,14 +32,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from puicl_model.net.backends.base import CellLayout, join, split
 from puicl_model.net.batch import TaskBatch
 from puicl_model.net.standardization import standardize_padded
 
-__all__ = ["DEFAULT_ROW_GRID", "BucketedCells"]
+__all__ = ["ATTENTION_KERNELS", "DEFAULT_ROW_GRID", "BucketedCells"]
 
 DEFAULT_ROW_GRID = 32
+# the kernels the attentions may take: every one PyTorch has but cuDNN's (module docstring)
+ATTENTION_KERNELS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 @dataclass(frozen=True)
@@ -141,7 +150,8 @@ class BucketedCells(CellLayout):
         for bucket, block in zip(self.buckets, split(qkv, self._cell_counts()), strict=True):
             tokens = bucket.n_tasks * bucket.rows
             q, k, v = block.view(tokens, bucket.columns, 3, num_heads, -1).permute(2, 0, 3, 1, 4)
-            out = F.scaled_dot_product_attention(q, k, v)  # [tokens, H, C, dh]
+            with sdpa_kernel(ATTENTION_KERNELS):
+                out = F.scaled_dot_product_attention(q, k, v)  # [tokens, H, C, dh]
             parts.append(out.transpose(1, 2).reshape(-1, e))
         return join(parts)
 
@@ -158,7 +168,8 @@ class BucketedCells(CellLayout):
             mask = None
             if bucket.row_mask is not None:
                 mask = bucket.row_mask[:, None].expand(b, c, r, r).reshape(b * c, 1, r, r)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # [b·C, H, R, dh]
+            with sdpa_kernel(ATTENTION_KERNELS):
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # [b·C, H, R, dh]
             parts.append(out.view(b, c, num_heads, r, -1).permute(0, 3, 1, 2, 4).reshape(-1, e))
         return join(parts)
 
