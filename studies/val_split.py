@@ -6,8 +6,8 @@ The split is the one ``prior-gen --config CONFIG --split val`` writes (the confi
 ``validation.stages`` and ``steps_per_stage``, or ``--steps``); the summary has the AUC,
 accuracy and loss overall and by the config's π buckets. On CPU, in float32::
 
-    python -m studies.val_split --config configs/puicl_v11_ft_pi.yaml \\
-        --shards runs/ft_pi/shards --steps 20 puicl_model/net/weights runs/ft_pi/weights
+    python -m studies.val_split --config configs/puicl_v11_ft_large.yaml \\
+        --shards runs/ft_large/shards --steps 20 puicl_model/net/weights runs/ft_large/weights
 """
 
 from __future__ import annotations

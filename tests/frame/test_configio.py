@@ -237,10 +237,6 @@ CONFIG_HASHES = {
         "de7a6b60aa5559aeca33f522861ada91c13c949ff904485c5f0a90a6290f6f84",
         "4982f6650bddce841c34d95730d8672a39e44321f8929e99e2ce06382708e78a",
     ),
-    "puicl_v11_ft_pi.yaml": (
-        "d80bad5ac234007c58467450a80c1e9d9882b83f124be00fe0e94b07270a3b07",
-        "fd6acf157dc1d3f723786a12cd72cc1559b240dcc1f67d8c2278a710eb49df6d",
-    ),
     "prior_study/continued/control.yaml": (
         "7229921bf2f727928d9742049dfa272afb473d14237c5a098648bad67b5e877e",
         "1abcd5ecfe23bf1cc2c41ad528905095aa69c4b62c80da99ddf3028f18c7d09f",
