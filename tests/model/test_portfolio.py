@@ -111,6 +111,9 @@ def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) ->
     assert labeled.tobytes() == again[0].tobytes() and pool.tobytes() == again[1].tobytes()
     assert not np.array_equal(pool, CrossFittedLearner(BAGGED, 8).fit(x_labeled, x_pool)[1])
     assert len(learner.models_) == BAGS
+    # the classifier's n_threads reaches the boosting: its scores keep their bits on two threads
+    two = CrossFittedLearner(BAGGED, 7, n_threads=2).fit(x_labeled, x_pool)
+    assert labeled.tobytes() == two[0].tobytes() and pool.tobytes() == two[1].tobytes()
 
     def seed(*key: int) -> int:
         sequence = np.random.SeedSequence(7, spawn_key=(seed_keys.BAGS, *key))
