@@ -18,8 +18,9 @@ labeled rows (disjoint while there are enough), and averages the K probabilities
 labeled rows are used.
 
 For each development-suite table of at least ``--min-rows`` rows, the task with every row at
-target π (``benchmark.protocol.make_task``, repetition 0); AUC on the whole pool, ``--draws``
-draws of the context each::
+target π (``benchmark.protocol.make_task``, repetition 0; ``--max-positives`` caps its
+positives as the size grid does); AUC on the whole pool, ``--draws`` draws of the context
+each::
 
     python -m studies.shared_context --out results/shared_context.csv --pi 0.5
     python -m studies.shared_context --out results/shared_context_k4.csv --pi 0.5 --contexts 4
@@ -49,7 +50,8 @@ def context_rows(kind: str, rng: np.random.Generator, n_pool: int, size: int,
     return np.r_[low, rng.choice(rest, size - len(low), replace=False)]
 
 
-def measure_table(slug: str, pi: float, draws: int, n_labeled: int, size: int,
+def measure_table(slug: str, pi: float, max_positives: int, draws: int, n_labeled: int,
+                  size: int,
                   contexts: int, weights: Path | None, kinds: list[str],
                   data_dir: Path | None) -> list[dict]:
     from sklearn.metrics import roc_auc_score
@@ -62,7 +64,7 @@ def measure_table(slug: str, pi: float, draws: int, n_labeled: int, size: int,
     from puicl_model.estimator.preprocessing import TablePreprocessor
 
     dataset = load_devsuite_table(slug, data_dir)
-    task = make_task(dataset, 0, 0, max_positives=EVERY_ROW, target_pi=pi)
+    task = make_task(dataset, 0, 0, max_positives=max_positives or EVERY_ROW, target_pi=pi)
     table = as_table(task.X, dataset.categorical)
     labeled, pool = np.flatnonzero(task.s == 1), np.flatnonzero(task.s == 0)
     y_pool = task.y_true[pool]
@@ -107,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m studies.shared_context")
     parser.add_argument("--out", type=Path, required=True, help="CSV of every measurement")
     parser.add_argument("--pi", type=float, default=0.5, help="the tasks' target π")
+    parser.add_argument("--max-positives", type=int, default=None,
+                        help="cap on a task's positives, as the size grid's (default: every row)")
     parser.add_argument("--draws", type=int, default=2)
     parser.add_argument("--labeled", type=int, default=300, help="labeled rows in the context")
     parser.add_argument("--context", type=int, default=1000, help="pool rows in the context")
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
              else list(manifest.loc[manifest["rows"] >= args.min_rows, "slug"]))
     rows = []
     for slug in slugs:
-        rows += measure_table(slug, args.pi, args.draws, args.labeled, args.context,
+        rows += measure_table(slug, args.pi, args.max_positives, args.draws, args.labeled,
+                              args.context,
                               args.contexts, args.weights, kinds,
                               args.data_dir)
         print(f"shared_context: {slug} done", file=sys.stderr, flush=True)
