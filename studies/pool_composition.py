@@ -18,9 +18,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from studies.size_diagnosis import rows_of
 
 LABELED, POOL = 300, 1000
 
@@ -36,17 +39,14 @@ def draw_pool(rng: np.random.Generator, positives: np.ndarray, negatives: np.nda
                  rng.choice(negatives, n_negative, replace=False)]
 
 
-def measure_table(slug: str, pi: float, shares: list[float], draws: int,
-                  weights: dict[str, Path | None], data_dir: Path | None) -> list[dict]:
+def measure_table(slug: str, dataset: Any, task: Any, shares: list[float], draws: int,
+                  weights: dict[str, Path | None]) -> list[dict]:
+    """The sub-tasks of one table's every-row ``task`` (of ``dataset``)."""
     from sklearn.metrics import roc_auc_score
 
-    from benchmark.devsuite import load_devsuite_table
     from benchmark.methods.puicl import as_table
-    from benchmark.protocol import EVERY_ROW, make_task
     from puicl_model import PUICLClassifier
 
-    dataset = load_devsuite_table(slug, data_dir)
-    task = make_task(dataset, 0, 0, max_positives=EVERY_ROW, target_pi=pi)
     table = as_table(task.X, dataset.categorical)
     labeled, pool = np.flatnonzero(task.s == 1), np.flatnonzero(task.s == 0)
     positives, negatives = pool[task.y_true[pool] == 1], pool[task.y_true[pool] == 0]
@@ -56,7 +56,7 @@ def measure_table(slug: str, pi: float, shares: list[float], draws: int,
             rng = np.random.default_rng(draw)
             chosen = np.r_[rng.choice(labeled, LABELED, replace=False),
                            draw_pool(rng, positives, negatives, share)]
-            sub = table.iloc[chosen] if hasattr(table, "iloc") else table[chosen]
+            sub = rows_of(table, chosen)
             s = np.r_[np.ones(LABELED), np.zeros(POOL)]
             y_pool = task.y_true[chosen[LABELED:]]
             row = {"table": slug, "task_pi": task.pi, "draw": draw,
@@ -65,7 +65,7 @@ def measure_table(slug: str, pi: float, shares: list[float], draws: int,
             for name, path in weights.items():
                 clf = PUICLClassifier(weights=path, random_state=draw, n_threads=1,
                                       progress=False, partner="none").fit(sub, s)
-                pool_rows = sub.iloc[LABELED:] if hasattr(sub, "iloc") else sub[LABELED:]
+                pool_rows = rows_of(sub, np.arange(LABELED, LABELED + POOL))
                 row[name] = roc_auc_score(y_pool, clf.predict_proba(pool_rows)[:, 1])
             rows.append(row)
     return rows
@@ -107,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     manifest = pd.read_csv(resolve_devsuite_dir(args.data_dir) / "manifest.csv")
     rows = []
     for slug in manifest.loc[manifest["rows"] >= args.min_rows, "slug"]:
-        task = make_task(load_devsuite_table(slug, args.data_dir), 0, 0,
-                         max_positives=EVERY_ROW, target_pi=args.pi)
+        dataset = load_devsuite_table(slug, args.data_dir)
+        task = make_task(dataset, 0, 0, max_positives=EVERY_ROW, target_pi=args.pi)
         if task.pi < args.below:
-            rows += measure_table(slug, args.pi, shares, args.draws, weights, args.data_dir)
+            rows += measure_table(slug, dataset, task, shares, args.draws, weights)
             print(f"pool_composition: {slug} done", file=sys.stderr, flush=True)
     frame = pd.DataFrame(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from studies.size_diagnosis import rows_of
+
 KINDS = ("random", "enriched")
 
 
@@ -74,7 +76,6 @@ def measure_table(slug: str, pi: float, max_positives: int, draws: int, n_labele
     rows = [{"table": slug, "pi": task.pi, "labeled": len(labeled), "pool": len(pool),
              "kind": "logistic", "draw": 0, "context_pi": np.nan,
              "auc": roc_auc_score(y_pool, first), "seconds": np.nan}]
-    pick = (lambda index: table.iloc[index]) if hasattr(table, "iloc") else table.__getitem__
     n_labeled = min(n_labeled, len(labeled))
     for kind in kinds:
         for draw in range(draws):
@@ -92,9 +93,9 @@ def measure_table(slug: str, pi: float, max_positives: int, draws: int, n_labele
                 negatives.append(float((y_pool[context] == 0).mean()))
                 clf = PUICLClassifier(weights=weights, random_state=draw, n_threads=1,
                                       progress=False, partner="none").fit(
-                    pick(np.r_[chosen_l, pool[context]]),
+                    rows_of(table, np.r_[chosen_l, pool[context]]),
                     np.r_[np.ones(len(chosen_l)), np.zeros(len(context))])
-                scores += clf.predict_proba(pick(pool))[:, 1] / contexts
+                scores += clf.predict_proba(rows_of(table, pool))[:, 1] / contexts
             rows.append({"table": slug, "pi": task.pi, "labeled": len(labeled),
                          "pool": len(pool), "kind": kind, "draw": draw,
                          "context_pi": float(np.mean(negatives)),

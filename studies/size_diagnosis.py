@@ -44,7 +44,7 @@ def _logistic_auc(x: np.ndarray, n_labeled: int, y_pool: np.ndarray, seed: int) 
     return float(roc_auc_score(y_pool, pool_scores))
 
 
-def _rows(table, index: np.ndarray):
+def rows_of(table, index: np.ndarray):
     return table.iloc[index] if hasattr(table, "iloc") else table[index]
 
 
@@ -67,13 +67,13 @@ def measure_table(slug: str, pi: float, data_dir: Path | None) -> list[dict]:
             chosen_l = rng.choice(labeled, min(n_l, len(labeled)), replace=False)
             chosen_u = rng.choice(pool, min(n_u, len(pool)), replace=False)
             s = np.r_[np.ones(len(chosen_l)), np.zeros(len(chosen_u))]
-            sub = _rows(table, np.r_[chosen_l, chosen_u])
+            sub = rows_of(table, np.r_[chosen_l, chosen_u])
             clf = PUICLClassifier(random_state=draw, n_threads=1, progress=False,
                                   partner="none").fit(sub, s)
             y_u = task.y_true[chosen_u]
             row = {"table": slug, "pi": task.pi, "labeled": len(chosen_l),
                    "pool": len(chosen_u), "draw": draw,
-                   "model": roc_auc_score(y_u, clf.predict_proba(_rows(table, chosen_u))[:, 1]),
+                   "model": roc_auc_score(y_u, clf.predict_proba(rows_of(table, chosen_u))[:, 1]),
                    "logistic": _logistic_auc(np.vstack([clf.views_[0].x_labeled,
                                                         clf.views_[0].x_pool]),
                                              len(chosen_l), y_u, draw)}
@@ -83,7 +83,7 @@ def measure_table(slug: str, pi: float, data_dir: Path | None) -> list[dict]:
                                                             if hasattr(sub, "iloc")
                                                             else sub[:len(chosen_l) + 20],
                                                             s[:len(chosen_l) + 20])
-                queries = _rows(table, chosen_u[20:])
+                queries = rows_of(table, chosen_u[20:])
                 row["model_pool_of_20"] = roc_auc_score(
                     y_u[20:], alone.predict_proba(queries)[:, 1])
                 row["model_same_rows"] = roc_auc_score(

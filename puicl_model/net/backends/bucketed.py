@@ -147,30 +147,32 @@ class BucketedCells(CellLayout):
     def attend_features(self, qkv: Tensor, num_heads: int) -> Tensor:
         e = qkv.shape[1] // 3
         parts = []
-        for bucket, block in zip(self.buckets, split(qkv, self._cell_counts()), strict=True):
-            tokens = bucket.n_tasks * bucket.rows
-            q, k, v = block.view(tokens, bucket.columns, 3, num_heads, -1).permute(2, 0, 3, 1, 4)
-            with sdpa_kernel(ATTENTION_KERNELS):
+        with sdpa_kernel(ATTENTION_KERNELS):
+            for bucket, block in zip(self.buckets, split(qkv, self._cell_counts()), strict=True):
+                tokens = bucket.n_tasks * bucket.rows
+                q, k, v = (block.view(tokens, bucket.columns, 3, num_heads, -1)
+                           .permute(2, 0, 3, 1, 4))
                 out = F.scaled_dot_product_attention(q, k, v)  # [tokens, H, C, dh]
-            parts.append(out.transpose(1, 2).reshape(-1, e))
+                parts.append(out.transpose(1, 2).reshape(-1, e))
         return join(parts)
 
     def attend_rows(self, qkv: Tensor, num_heads: int) -> Tensor:
         e = qkv.shape[1] // 3
         parts = []
-        for bucket, block in zip(self.buckets, split(qkv, self._cell_counts()), strict=True):
-            b, r, c = bucket.n_tasks, bucket.rows, bucket.columns
-            # [b, R, C, 3, H, dh] -> q, k, v as [b·C, H, R, dh]
-            q, k, v = (
-                t.reshape(b * c, num_heads, r, -1)
-                for t in block.view(b, r, c, 3, num_heads, -1).permute(3, 0, 2, 4, 1, 5)
-            )
-            mask = None
-            if bucket.row_mask is not None:
-                mask = bucket.row_mask[:, None].expand(b, c, r, r).reshape(b * c, 1, r, r)
-            with sdpa_kernel(ATTENTION_KERNELS):
+        with sdpa_kernel(ATTENTION_KERNELS):
+            for bucket, block in zip(self.buckets, split(qkv, self._cell_counts()), strict=True):
+                b, r, c = bucket.n_tasks, bucket.rows, bucket.columns
+                # [b, R, C, 3, H, dh] -> q, k, v as [b·C, H, R, dh]
+                q, k, v = (
+                    t.reshape(b * c, num_heads, r, -1)
+                    for t in block.view(b, r, c, 3, num_heads, -1).permute(3, 0, 2, 4, 1, 5)
+                )
+                mask = None
+                if bucket.row_mask is not None:
+                    mask = bucket.row_mask[:, None].expand(b, c, r, r).reshape(b * c, 1, r, r)
                 out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # [b·C, H, R, dh]
-            parts.append(out.view(b, c, num_heads, r, -1).permute(0, 3, 1, 2, 4).reshape(-1, e))
+                parts.append(out.view(b, c, num_heads, r, -1).permute(0, 3, 1, 2, 4)
+                             .reshape(-1, e))
         return join(parts)
 
     # ------------------------------------------------------------------ label cells and rows
