@@ -17,13 +17,14 @@ torch is imported on first use only.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["PRECISIONS", "PRECISION_ALIASES", "autocast_active", "autocast_for",
-           "resolve_device", "resolve_precision"]
+           "resolve_device", "resolve_precision", "torch_threads"]
 
 PRECISIONS = ("auto", "float32", "bfloat16")
 # the trainer's former spellings, still read in run configs (which keep them in their hashes)
@@ -92,3 +93,20 @@ def autocast_active(device_type: str) -> bool:
         if device_type == "cpu":
             return bool(torch.is_autocast_cpu_enabled())
         return bool(torch.is_autocast_enabled())
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Run the block with ``count`` torch threads (None: as they are), restoring the previous
+    count after."""
+    if count is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -10,6 +10,12 @@ with that checkout first on the path::
     .venv/bin/python -m speed.large_tasks --methods puicl,elkan-noto
     PYTHONPATH=/path/to/other/checkout .venv/bin/python speed/large_tasks.py --methods puicl
 
+A method may carry settings of its own after a colon (the adapter's ``--method-config``
+settings, ``key=value`` joined by ``+``), so that two settings of one method take turns::
+
+    .venv/bin/python -m speed.large_tasks \
+        --methods puicl:large_pool=chunks,puicl:large_pool=shared
+
 Prints one line per table and method (seconds, AUC) and the totals.
 """
 
@@ -29,10 +35,19 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+    import yaml
 
     from benchmark.devsuite import devsuite_slugs, load_devsuite_table, resolve_devsuite_dir
     from benchmark.protocol import EVERY_ROW, make_task, method_seed
     from benchmark.runner import evaluate_replicate
+
+    def variant(text: str) -> tuple[str, dict | None]:
+        """``method`` or ``method:key=value+key=value`` -> the method and its settings."""
+        name, _, settings = text.partition(":")
+        if not settings:
+            return name, None
+        pairs = (item.split("=", 1) for item in settings.split("+"))
+        return name, {key: yaml.safe_load(value) for key, value in pairs}
 
     torch.set_num_threads(1)
     rows = pd.read_csv(resolve_devsuite_dir() / "manifest.csv").set_index("slug")["rows"]
@@ -44,7 +59,9 @@ def main() -> None:
                          target_pi=args.pi)
         for method in methods:
             started = time.perf_counter()
-            record = evaluate_replicate(task, method, method_seed(0, slug, 0, method))
+            name, overrides = variant(method)
+            record = evaluate_replicate(task, name, method_seed(0, slug, 0, name),
+                                        overrides=overrides)
             seconds = time.perf_counter() - started
             totals[method] += seconds
             print(f"{slug:24s} {method:12s} {seconds:8.2f} s  AUC {record['auc']:.4f}",

@@ -54,7 +54,8 @@ def cell_name(size: int, pi: float, frequency: float | None) -> str:
     return f"{cap}_c{frequency:g}" if frequency is not None else f"{cap}_pi{pi:g}"
 
 
-def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path) -> str:
+def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path,
+                 large_pool: str = "chunks") -> str:
     import puicl_model.estimator.portfolio
     from puicl_model import PUICLClassifier
 
@@ -73,7 +74,7 @@ def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path) ->
     table = as_table(task.X, task.categorical)
     started = time.perf_counter()
     clf = PUICLClassifier(random_state=method_seed(0, slug, 0, "puicl"), n_threads=1,
-                          progress=False).fit(table, task.s)
+                          progress=False, large_pool=large_pool).fit(table, task.s)
     clf.predict_proba(table[task.s == 0] if isinstance(table, np.ndarray)
                       else table.iloc[np.flatnonzero(task.s == 0)])
     seconds = time.perf_counter() - started
@@ -144,7 +145,7 @@ def _collect(args: argparse.Namespace) -> int:
     slugs = devsuite_slugs() if args.datasets == "all" else args.datasets.split(",")
     jobs = [(slug, cell) for cell in cells for slug in slugs]
     done = Parallel(n_jobs=args.jobs, verbose=5)(
-        delayed(collect_task)(slug, cell, args.out) for slug, cell in jobs)
+        delayed(collect_task)(slug, cell, args.out, args.large_pool) for slug, cell in jobs)
     print(f"portfolio_rule: {len(done)} tasks in {args.out}")
     return 0
 
@@ -221,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     collect.add_argument("--cells", default="600:0.2,600:0.5,all:0.2,all:0.5,all:c0.05,all:c0.2")
     collect.add_argument("--datasets", default="all")
     collect.add_argument("--jobs", type=int, default=2)
+    collect.add_argument("--large-pool", choices=("chunks", "shared"), default="chunks",
+                         help="how the classifier scores pools larger than one pass")
     evaluate = sub.add_parser("evaluate", help="replay the rules on the kept scores")
     evaluate.add_argument("--out", type=Path, required=True)
     evaluate.add_argument("--members", default=",".join(MEMBERS),

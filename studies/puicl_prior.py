@@ -74,7 +74,7 @@ from puicl_model.estimator.prior import (
     prior_cut,
 )
 from puicl_model.passes import seed_keys
-from puicl_model.passes.inference import ViewRows
+from puicl_model.passes.planning import ViewRows
 from puicl_model.passes.query_rows import score_new_rows
 from studies.dedpul import dedpul_estimate
 

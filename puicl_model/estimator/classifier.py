@@ -40,7 +40,14 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puicl_common.runtime import resolve_device
-from puicl_model.estimator.ensemble import MEMBERS, Member, fit_ensemble, hold_out, plan_passes
+from puicl_model.estimator.ensemble import (
+    MEMBERS,
+    Member,
+    fit_ensemble,
+    hold_out,
+    plan_passes,
+    with_ranking,
+)
 from puicl_model.estimator.fitted_scores import FittedScores, NoTrainingDataError
 from puicl_model.estimator.input_checks import (
     _check_feature_names,
@@ -49,6 +56,7 @@ from puicl_model.estimator.input_checks import (
     has_mixed_names,
     warn_about_leaks,
 )
+from puicl_model.estimator.pool_ranking import pool_ranking
 from puicl_model.estimator.pool_sample import fitted_table
 from puicl_model.estimator.portfolio import (
     MAX_HELD_OUT,
@@ -76,7 +84,7 @@ from puicl_model.estimator.prior_report import (
 )
 from puicl_model.net.weights import NoBundledWeightsError, load_model
 from puicl_model.passes.query_rows import DEFAULT_CACHE_BYTES, ContextCaches
-from puicl_model.passes.settings import InferenceSettings, Partner
+from puicl_model.passes.settings import InferenceSettings, LargePool, Partner
 
 if TYPE_CHECKING:
     from puicl_model.estimator.report import Report
@@ -136,6 +144,15 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         and π̂ come from the sample, and every pool row is still scored, the others as new rows, by
         ``predict_proba``. ``n_pool_in_`` counts the unlabeled rows given to ``fit``. None
         fits the whole pool (docs/classifier.md, "Large tables").
+    large_pool : "chunks" or "shared"
+        How a pool of more than ``single_pass_limit`` rows is scored. "chunks" (the default):
+        random chunks of ``chunk_size`` rows, each next to its own labeled rows. "shared": per
+        member and feature group one context of ``max_labeled`` labeled rows and
+        ``chunk_size`` pool rows, half of them from the third of the pool that a logistic
+        regression ranks least positive (:mod:`puicl_model.estimator.pool_ranking`); every
+        other pool row, as every new row, is scored as a query row of that context, so all of
+        them are ranked against the same rows (docs/classifier.md, "Outside the trained
+        range").
     random_state : int, numpy RandomState or Generator, or None
         Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
         gives the same predictions on every machine; a RandomState or Generator gives
@@ -176,6 +193,7 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         numeric: NumericStrategy = "quantile",
         partner: Partner = InferenceSettings.partner,
         pool_sample: int | None = InferenceSettings.pool_sample,
+        large_pool: LargePool = InferenceSettings.large_pool,
         random_state: int | None = 0,
         precision: Literal["auto", "float32", "bfloat16"] = "auto",
         n_threads: int | None = None,
@@ -196,6 +214,7 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         self.numeric = numeric
         self.partner = partner
         self.pool_sample = pool_sample
+        self.large_pool = large_pool
         self.random_state = random_state
         self.precision = precision
         self.n_threads = n_threads
@@ -246,6 +265,12 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
                 ensemble = hold_out(ensemble, held)
             portfolio = Portfolio.build(X, labeled, held, entropy, self.keep_columns,
                                         self.n_threads)
+        context = ensemble.views[0]
+        if (settings.large_pool == "shared"
+                and len(context.x_labeled) + len(context.x_pool) > settings.single_pass_limit):
+            # (the class prior's folds move labeled rows into the pool: they need a rank too)
+            ensemble = with_ranking(ensemble, *pool_ranking(context.x_labeled, context.x_pool,
+                                                            entropy, self.n_threads))
 
         self.device_ = device
         self.model_ = model

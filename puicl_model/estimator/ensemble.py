@@ -15,6 +15,7 @@ power-ordinal) when the table has categorical columns (:func:`default_n_estimato
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from puicl_model.estimator.preprocessing import (
     NumericStrategy,
     TablePreprocessor,
 )
-from puicl_model.passes.planning import PassPlanner
+from puicl_model.passes.planning import PassPlanner, ViewRows
 from puicl_model.passes.settings import InferenceSettings
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "hold_out",
     "members_for",
     "plan_passes",
+    "with_ranking",
 ]
 
 
@@ -114,6 +116,30 @@ class View:
     preprocessor: TablePreprocessor
     x_labeled: np.ndarray
     x_pool: np.ndarray
+    # each row's ranking score, low where it looks least positive, that shared contexts are
+    # drawn by (:mod:`puicl_model.estimator.pool_ranking`); None where no pass shares one
+    labeled_score: np.ndarray | None = None
+    pool_score: np.ndarray | None = None
+
+    def rows(self, pool: np.ndarray | None = None) -> ViewRows:
+        """Its rows as the passes read them: every pool row, or the pool rows ``pool``."""
+        if pool is None:
+            return ViewRows(self.x_labeled, self.x_pool, self.pool_score)
+        score = None if self.pool_score is None else self.pool_score[pool]
+        return ViewRows(self.x_labeled, np.ascontiguousarray(self.x_pool[pool]), score)
+
+    def with_fold_in_pool(self, held: np.ndarray) -> View:
+        """The view with the ``held`` labeled rows moved out of the labeled rows to the end
+        of its pool, where the passes score them as unlabeled rows."""
+        def moved(labeled: np.ndarray | None, pool: np.ndarray | None) -> tuple:
+            if labeled is None or pool is None:
+                return None, None
+            return (np.ascontiguousarray(labeled[~held]),
+                    np.ascontiguousarray(np.concatenate([pool, labeled[held]])))
+
+        x_labeled, x_pool = moved(self.x_labeled, self.x_pool)
+        labeled_score, pool_score = moved(self.labeled_score, self.pool_score)
+        return View(self.preprocessor, x_labeled, x_pool, labeled_score, pool_score)
 
 
 @dataclass(frozen=True)
@@ -165,8 +191,15 @@ def fit_ensemble(X: Any, labeled: np.ndarray, n_estimators: int | None,
 def hold_out(ensemble: Ensemble, held: np.ndarray) -> Ensemble:
     """The ensemble with the ``held`` labeled rows moved out of every view's labeled rows (the
     passes' context) to the end of its pool, where the passes score them."""
-    views = [View(view.preprocessor, np.ascontiguousarray(view.x_labeled[~held]),
-                  np.ascontiguousarray(np.concatenate([view.x_pool, view.x_labeled[held]])))
+    return Ensemble([view.with_fold_in_pool(held) for view in ensemble.views],
+                    ensemble.members, ensemble.member_views)
+
+
+def with_ranking(ensemble: Ensemble, labeled_score: np.ndarray, pool_score: np.ndarray,
+                 ) -> Ensemble:
+    """The ensemble with every view holding the rows' ranking scores (one ranking of the rows,
+    whatever their encoding)."""
+    views = [dataclasses.replace(view, labeled_score=labeled_score, pool_score=pool_score)
              for view in ensemble.views]
     return Ensemble(views, ensemble.members, ensemble.member_views)
 
@@ -195,6 +228,7 @@ def plan_passes(ensemble: Ensemble, settings: InferenceSettings, max_features: i
             view=view,
             labeled_share=member.labeled_share,
             feature_share=member.feature_share,
+            shared_context=settings.large_pool == "shared",
         )
         shown = (view, member.labeled_share, member.feature_share)
         if not planner.random_choices and shown in seen:

@@ -36,7 +36,7 @@ from puicl_model.estimator.prior import (
     prior_cut,
 )
 from puicl_model.net.backends.cached_context import ContextCache
-from puicl_model.passes.inference import PassScorer, ViewRows
+from puicl_model.passes.inference import PassScorer
 from puicl_model.passes.query_rows import ContextCaches, score_new_rows
 
 __all__ = ["FittedScores", "NoTrainingDataError"]
@@ -104,10 +104,15 @@ class FittedScores:
         n_pool = len(self.x_pool_)
         if with_held:
             rows = np.concatenate([rows, np.arange(n_pool, n_pool + self.n_held_out_)])
-        views = [ViewRows(view.x_labeled, np.ascontiguousarray(view.x_pool[rows]))
-                 for view in self.views_]
-        planners = [dataclasses.replace(p, n_pool=len(rows)) for p in self.planners_]
-        proba, passes = self.scorer_(planners, views)
+        if all(planner.shares_context for planner in self.planners_):
+            # every row against the same contexts, drawn from the whole pool: the rows asked
+            # for are scored against them (a query row's score does not depend on the others)
+            views = [view.rows() for view in self.views_]
+            proba, passes = self.scorer_(self.planners_, views, rows=rows)
+        else:  # the rows asked for, planned as a pool of their own
+            views = [view.rows(rows) for view in self.views_]
+            planners = [dataclasses.replace(p, n_pool=len(rows)) for p in self.planners_]
+            proba, passes = self.scorer_(planners, views)
         self.n_passes_ += passes
         return proba
 
@@ -153,7 +158,7 @@ class FittedScores:
         proba = None
         if portfolio is None or portfolio.weighs_model:
             # (without the table every context is cached: the views' rows are never read)
-            views = [ViewRows(view.x_labeled, view.x_pool) for view in self.views_]
+            views = [view.rows() for view in self.views_]
             proba = score_new_rows(self.model_, views, x_new, self.planners_,
                                    device=self.device_, n_threads=self.n_threads,
                                    progress=self.progress, caches=self._new_row_caches())

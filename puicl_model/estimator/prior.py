@@ -43,9 +43,8 @@ import numpy as np
 
 from puicl_model.estimator.ensemble import View
 from puicl_model.passes import seed_keys
-from puicl_model.passes.inference import ViewRows
 from puicl_model.passes.phases import phase
-from puicl_model.passes.planning import PassPlanner
+from puicl_model.passes.planning import PassPlanner, ViewRows
 
 __all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "Folds",
            "best_bin_alpha", "best_bin_estimate", "class_prior_estimate",
@@ -87,10 +86,7 @@ def cross_fitted_scores(score: Scorer, planners: Sequence[PassPlanner], views: S
     scores = []
     for k in range(n_folds):
         held = fold == k
-        rows = [ViewRows(np.ascontiguousarray(view.x_labeled[~held]),
-                         np.ascontiguousarray(np.concatenate([view.x_pool,
-                                                              view.x_labeled[held]])))
-                for view in views]
+        rows = [view.with_fold_in_pool(held).rows() for view in views]
         subs = [dataclasses.replace(p, n_labeled=int((~held).sum()),
                                     n_pool=n_pool + int(held.sum()))
                 for p in planners]

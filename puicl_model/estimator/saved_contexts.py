@@ -26,7 +26,6 @@ import numpy as np
 import torch
 
 from puicl_model.net.backends.cached_context import ContextCache
-from puicl_model.passes.inference import ViewRows
 from puicl_model.passes.planning import PassPlanner
 from puicl_model.passes.query_rows import context_key, fitted_contexts
 
@@ -44,7 +43,7 @@ def classifier_contexts(classifier: Any) -> Iterable[Context]:
     if saved is not None:
         index = {planner: number for number, planner in enumerate(classifier.planners_)}
         return [(index[key[0]], key[1], key[2], cache) for key, cache in saved.items()]
-    views = [ViewRows(view.x_labeled, view.x_pool) for view in classifier.views_]
+    views = [view.rows() for view in classifier.views_]
     return fitted_contexts(classifier.model_, views, classifier.planners_,
                            device=classifier.device_, n_threads=classifier.n_threads)
 
@@ -98,7 +97,7 @@ def read_contexts(entries: Sequence[dict[str, Any]], path: Path,
                          tuple(tensor(f"{name}.values.{block}") for block in range(blocks)))
     expected = {context_key(planner, group, chunk, device) for planner in planners
                 for group in range(planner.n_feature_groups)
-                for chunk in range(len(planner.chunks_of(group)))}
+                for chunk in range(planner.n_contexts)}
     if set(caches) != expected:
         raise KeyError(f"{path.name} holds {len(caches)} of the {len(expected)} fitted contexts")
     return caches

@@ -251,7 +251,8 @@ def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
     state = {key: value for key, value in vars(classifier).items()
              if key not in left_out and (key.endswith("_") or key.startswith("_"))}
     if not training_data:
-        state["views_"] = [dataclasses.replace(view, x_labeled=None, x_pool=None)
+        state["views_"] = [dataclasses.replace(view, x_labeled=None, x_pool=None,
+                                               labeled_score=None, pool_score=None)
                            for view in classifier.views_]
         if DEFAULT_FOLDS in classifier._class_prior:  # the prior cut, off the unsaved scores
             state["_new_row_cut"] = classifier._prior_cut()[1]

@@ -200,6 +200,13 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
                          "this many; every row is still scored (0: the whole pool; "
                          f"docs/classifier.md, \"Large tables\"; default: "
                          f"{defaults.pool_sample})")
+    predict.add_argument("--large-pool", choices=InferenceSettings.CHOICES["large_pool"],
+                         default=defaults.large_pool,
+                         help="chunks: a pool larger than one pass is scored in random chunks, "
+                         "each next to its own labeled rows; shared: against one context per "
+                         "member, enriched with the rows a logistic regression ranks least "
+                         "positive (docs/classifier.md, \"Outside the trained range\"; "
+                         f"default: {defaults.large_pool})")
     predict.add_argument("--batch-rows", type=_at_least_one, default=DEFAULT_BATCH_ROWS,
                          help="rows read and scored at a time; the scores do not depend on it "
                          f"(default: {DEFAULT_BATCH_ROWS})")

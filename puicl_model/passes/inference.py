@@ -14,38 +14,18 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from puicl_common.runtime import torch_threads
 from puicl_model.net.backends.packed_inference import inference_logits
 from puicl_model.net.batch import collate_tasks
 from puicl_model.passes.phases import describe, report
-from puicl_model.passes.planning import Pass, PassPlanner, all_passes
+from puicl_model.passes.planning import Pass, PassPlanner, ViewRows, all_passes
+from puicl_model.passes.query_rows import context_cache, query_probabilities
 
-__all__ = ["PassScorer", "ViewRows", "run_passes", "threads"]
-
-
-@contextlib.contextmanager
-def threads(count: int | None) -> Iterator[None]:
-    """Run the block with ``count`` torch threads (restoring the previous count after)."""
-    if count is None:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-class ViewRows(NamedTuple):
-    """The rows of one view that its passes index: labeled rows and pool."""
-
-    labeled: np.ndarray
-    pool: np.ndarray
+__all__ = ["PassScorer", "run_passes"]
 
 
 def run_passes(
@@ -58,14 +38,18 @@ def run_passes(
     cells_per_forward: int = 1 << 16,
     n_threads: int | None = None,
     progress: Callable[[int], object] | None = None,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mean over members of each member's mean P(y = +) per scored row.
 
-    A pass reads the rows ``views[pass.view]`` and scores its pool rows (new rows are scored
-    by :mod:`puicl_model.passes.query_rows`). Consecutive passes, of one member or several,
+    A pass reads the rows ``views[pass.view]`` and scores its pool rows, and its ``queries``
+    (a shared context's other pool rows) as query rows of its context on the path new rows
+    take (:mod:`puicl_model.passes.query_rows`). Consecutive passes, of one member or several,
     are batched into one forward pass up to ``cells_per_forward`` table cells (a single larger
     pass runs alone), which bounds memory. Every member must score every row. ``progress(n)``
-    (e.g. a tqdm bar's ``update``) is called with the number of passes run.
+    (e.g. a tqdm bar's ``update``) is called with the number of passes run. ``rows``: the
+    pool rows whose probabilities are returned (None: all), where the passes score only those
+    outside their contexts (shared contexts, :meth:`PassPlanner.pool_passes`).
     """
     device = torch.device(device)
     # per member: the sum of its passes' probabilities and their count, per scored row
@@ -95,10 +79,17 @@ def run_passes(
                 count[item.member] = np.zeros(n_scored, dtype=np.int64)
             np.add.at(total[item.member], scored, proba[slot, first : first + len(scored)])
             np.add.at(count[item.member], scored, 1)
+            if item.queries is not None and len(item.queries):
+                view = views[item.view]
+                cache = context_cache(model, torch.from_numpy(xs[slot]).to(device), first)
+                queries = view.pool[item.queries][:, item.features]
+                scores = query_probabilities(model, cache, torch.from_numpy(queries).to(device))
+                np.add.at(total[item.member], item.queries, scores.cpu().numpy())
+                np.add.at(count[item.member], item.queries, 1)
         if progress is not None:
             progress(len(group))
 
-    with threads(n_threads), torch.inference_mode():
+    with torch_threads(n_threads), torch.inference_mode():
         group: list[Pass] = []
         cells = 0
         for item in passes:
@@ -110,10 +101,11 @@ def run_passes(
             cells += size
         if group:
             flush(group)
-    if not total or any((scored == 0).any() for scored in count.values()):
+    wanted = slice(None) if rows is None else rows
+    if not total or any((scored[wanted] == 0).any() for scored in count.values()):
         raise RuntimeError("internal error: some rows were not scored by every member")
     # (one member: its own mean, bit for bit)
-    return np.mean([total[m] / count[m] for m in sorted(total)], axis=0)
+    return np.mean([total[m][wanted] / count[m][wanted] for m in sorted(total)], axis=0)
 
 
 @dataclass(frozen=True)
@@ -133,11 +125,16 @@ class PassScorer:
     progress: bool | None = None
 
     def __call__(self, planners: Sequence[PassPlanner], views: Sequence[ViewRows],
-                 ) -> tuple[np.ndarray, int]:
+                 rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """(P(y=1) of the views' pool rows, passes run); ``rows``: only those pool rows,
+        against the contexts planned over the whole pool (shared contexts only)."""
         n_scored = len(views[0].pool)
-        n_passes = sum(1 for _ in all_passes(planners))
+        passes = list(all_passes(planners, views, rows))
+        n_passes = len(passes)
+        # a shared context's pass scores its query rows too: long work in few passes
+        n_queries = sum(0 if item.queries is None else len(item.queries) for item in passes)
         show = self.progress if self.progress is not None else (
-            sys.stderr.isatty() and n_passes > 4
+            sys.stderr.isatty() and (n_passes > 4 or n_queries > 4_000)
         )
         bar = None
         if show:
@@ -158,7 +155,7 @@ class PassScorer:
             proba = run_passes(
                 self.model,
                 views,
-                all_passes(planners),
+                iter(passes),
                 n_scored=n_scored,
                 device=self.device,
                 bfloat16=self.bfloat16,
@@ -167,6 +164,7 @@ class PassScorer:
                 cells_per_forward=(1 << 15) if self.device.type == "cpu" else (1 << 19),
                 n_threads=self.n_threads,
                 progress=advance,
+                rows=rows,
             )
             return proba, n_passes
         finally:

@@ -27,12 +27,21 @@ model can take, planned from these words (used with these meanings in the classi
   pool size. Large chunks next to many labeled rows score real tables better than chunks
   shaped like the training tasks, though far outside their pool-to-labeled ratios
   (docs/classifier.md, "Outside the trained range").
+* **shared context** — with ``shared_context`` (``large_pool="shared"``), a pool larger than
+  ``single_pass_limit`` is not chunked: each feature group has one context of
+  ``labeled_per_pass`` labeled rows and ``chunk_size`` pool rows, half of them drawn from the
+  third of the pool that a ranking score puts least positive
+  (:mod:`puicl_model.estimator.pool_ranking`) and the rest at random, and every other pool row
+  is scored as a *query row* of that one pass, as new rows are (below). So every pool row is
+  ranked against the same context, which holds negatives even where the pool is almost all
+  positives (docs/recipe.md, "Training on large tasks, and pools almost all positive").
 * **labeled subset** — the labeled rows one pass holds: all of them, or a random subset of
   ``labeled_per_pass`` rows where there are more than a pass holds (``max_labeled``, and at
   most ``chunk_size // 2`` in a chunked pool, or the member's ``labeled_share``).
-* **pass** — one forward pass (:class:`Pass`): one member's feature group, chunk and labeled
-  subset. A member inside the trained range is exactly one pass. A :class:`PassPlanner` plans
-  the passes of one member; :func:`plan_passes` plans every member's.
+* **pass** — one forward pass (:class:`Pass`): one member's feature group, chunk (or shared
+  context, with its query rows) and labeled subset. A member inside the trained range is
+  exactly one pass. A :class:`PassPlanner` plans the passes of one member;
+  :func:`plan_passes` plans every member's.
 
 **New rows** (rows that are not in the fitted pool) are scored as *query rows* of a fitted
 pass (:mod:`puicl_model.net.batch`): the pass holds the labeled subset and chunk of a transductive
@@ -41,7 +50,8 @@ new row therefore gets the prediction it would get as one more unlabeled row of 
 task — minus its own negligible influence on the other rows — independently of the other new
 rows and of how they are grouped. When the pool is chunked, each new row joins the chunk picked
 by a hash of its values, so its prediction does not depend on its position in the input
-either.
+either; next to a shared context, every new row joins it, and gets the bytes a pool row outside
+the context with the same values gets.
 
 Every random choice is drawn from ``numpy.random.SeedSequence(random_state, spawn_key=key)``
 with ``key`` naming what is drawn (the table :mod:`puicl_model.passes.seed_keys`,
@@ -56,16 +66,26 @@ import math
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from puicl_model.passes import seed_keys
 
-__all__ = ["MIN_FEATURES_FOR_SUBSET", "Pass", "PassPlanner", "all_passes"]
+__all__ = ["MIN_FEATURES_FOR_SUBSET", "Pass", "PassPlanner", "ViewRows", "all_passes"]
 
 # feature_share applies to tables of at least this many features: fewer would leave a member
 # too few to separate anything
 MIN_FEATURES_FOR_SUBSET = 6
+
+
+class ViewRows(NamedTuple):
+    """The rows of one view that its passes index: labeled rows and pool, and (for shared
+    contexts) each pool row's ranking score, low where a row looks least positive."""
+
+    labeled: np.ndarray
+    pool: np.ndarray
+    pool_score: np.ndarray | None = None
 
 
 # ----------------------------------------------------------------------------------- passes
@@ -78,12 +98,16 @@ class Pass:
     pool: np.ndarray  # indices into the fitted pool (scored in transductive passes)
     features: np.ndarray  # feature indices (sorted)
     new: np.ndarray | None = None  # indices into the new rows: query rows of the pass
+    # indices into the fitted pool scored as query rows of the pass (a shared context's
+    # pool rows outside the context)
+    queries: np.ndarray | None = None
     member: int = 0
     view: int = 0  # which view's rows (inference.ViewRows) its indices refer to
     chunk: int = 0  # which of its feature group's chunks its pool rows are
 
     @property
     def n_rows(self) -> int:
+        """The rows of its transductive forward: the context, and the new rows it scores."""
         return len(self.labeled) + len(self.pool) + (0 if self.new is None else len(self.new))
 
 
@@ -104,6 +128,9 @@ class PassPlanner:
     view: int = 0  # ... and names the view its passes read
     labeled_share: float = 1.0  # share of the labeled rows each pass holds (at least 2)
     feature_share: float = 1.0  # share of the features the member sees (wide enough tables)
+    # a pool larger than one pass: one shared context per feature group, every other pool row
+    # a query row of it (``large_pool="shared"``), instead of random chunks
+    shared_context: bool = False
 
     def _rng(self, *key: int) -> np.random.Generator:
         if self.member:  # member 0 keeps the keys it had before members existed
@@ -178,6 +205,34 @@ class PassPlanner:
         order = self._rng(seed_keys.POOL, group).permutation(self.n_pool)
         return [np.sort(chunk) for chunk in np.array_split(order, count)]
 
+    @property
+    def shares_context(self) -> bool:
+        """Whether the pool is scored through one shared context per feature group."""
+        return self.shared_context and self.chunked
+
+    @property
+    def n_contexts(self) -> int:
+        """The contexts (chunks, or the one shared context) of each feature group."""
+        if self.shares_context or not self.chunked:
+            return 1
+        return math.ceil(self.n_pool / self.chunk_size)
+
+    def context_rows(self, group: int, pool_score: np.ndarray | None) -> np.ndarray:
+        """The pool rows of feature group ``group``'s shared context (sorted):
+        ``chunk_size`` rows, half of them drawn from the third of the pool that ranks least
+        positive by ``pool_score`` (low: least positive), the rest from the other rows. Where a
+        pool is almost all positives, a random context would hold too few negatives for the
+        model, which was trained on pools of 10-90 % negatives (docs/recipe.md, "Training on
+        large tasks, and pools almost all positive")."""
+        if pool_score is None or len(pool_score) != self.n_pool:
+            raise ValueError("a shared context needs a ranking score of every pool row")
+        rng = self._rng(seed_keys.CONTEXT, group)
+        size = min(self.chunk_size, self.n_pool)
+        least = np.argsort(pool_score, kind="stable")[: max(self.n_pool // 3, size // 2)]
+        low = rng.choice(least, size // 2, replace=False)
+        rest = np.setdiff1d(np.arange(self.n_pool), low, assume_unique=True)
+        return np.sort(np.r_[low, rng.choice(rest, size - len(low), replace=False)])
+
     # ------------------------------------------------------------------------- passes
     @property
     def random_choices(self) -> bool:
@@ -190,18 +245,51 @@ class PassPlanner:
             or self.takes_feature_share
         )
 
-    def pool_passes(self) -> Iterator[Pass]:
-        """Transductive passes: every pool row once per feature group."""
+    def pool_passes(self, pool_score: np.ndarray | None = None,
+                    rows: np.ndarray | None = None) -> Iterator[Pass]:
+        """Transductive passes: every pool row once per feature group, in a pass's context or
+        (a shared context) as one of its query rows (``pool_score``: the pool rows' ranking,
+        which a shared context is drawn by). ``rows``: a shared context's pass scores only
+        these of the pool rows outside it (a query row's score does not depend on the others
+        scored with it); a chunked pool takes no ``rows``."""
+        if rows is not None and not self.shares_context:
+            raise ValueError("only shared contexts score a subset of the pool; plan the "
+                             "subset as a pool of its own")
         for group in range(self.n_feature_groups):
             features = self.features_of(group)
+            if self.shares_context:
+                context = self.context_rows(group, pool_score)
+                scored = np.arange(self.n_pool) if rows is None else np.unique(rows)
+                outside = np.setdiff1d(scored, context, assume_unique=True)
+                yield Pass(group, self.labeled_of(group, 0), context, features,
+                           queries=outside, member=self.member, view=self.view)
+                continue
             for chunk, rows in enumerate(self.chunks_of(group)):
                 yield Pass(group, self.labeled_of(group, chunk), rows, features,
                            member=self.member, view=self.view, chunk=chunk)
 
-    def new_row_contexts(self, x_new: np.ndarray) -> Iterator[Pass]:
-        """The contexts that score the rows ``x_new``: per feature group and chunk, one pass
-        whose ``new`` are all the new rows that join that chunk (each row once per feature
-        group, next to the chunk its values pick). A context without new rows is left out."""
+    def contexts(self, pool_score: np.ndarray | None = None) -> Iterator[Pass]:
+        """Every context that new rows can be scored against, one pass each without rows to
+        score: per feature group, its chunks or its shared context."""
+        for item in self.pool_passes(pool_score):
+            yield Pass(item.group, item.labeled, item.pool, item.features, member=item.member,
+                       view=item.view, chunk=item.chunk)
+
+    def new_row_contexts(self, x_new: np.ndarray, pool_score: np.ndarray | None = None,
+                         ) -> Iterator[Pass]:
+        """The contexts that score the rows ``x_new``: per feature group and context, one pass
+        whose ``new`` are all the new rows that join that context (each row once per feature
+        group: next to the shared context, or to the chunk its values pick). A context without
+        new rows is left out. Without ``pool_score`` a shared context's pass has no pool rows:
+        only a classifier loaded without its table, whose contexts are all cached, asks so."""
+        if self.shares_context:
+            every = np.arange(len(x_new))
+            for group in range(self.n_feature_groups):
+                rows = (np.empty(0, dtype=np.int64) if pool_score is None
+                        else self.context_rows(group, pool_score))
+                yield Pass(group, self.labeled_of(group, 0), rows, self.features_of(group),
+                           every, member=self.member, view=self.view)
+            return
         hashes = [zlib.crc32(row.tobytes()) for row in np.ascontiguousarray(x_new)]
         for group in range(self.n_feature_groups):
             features = self.features_of(group)
@@ -216,7 +304,11 @@ class PassPlanner:
                                member=self.member, view=self.view, chunk=chunk)
 
 
-def all_passes(planners: Sequence[PassPlanner]) -> Iterator[Pass]:
-    """Every member's transductive passes, member after member."""
+def all_passes(planners: Sequence[PassPlanner], views: Sequence[ViewRows] | None = None,
+               rows: np.ndarray | None = None) -> Iterator[Pass]:
+    """Every member's transductive passes, member after member (``views``: the rows each
+    planner reads, whose pool scores shared contexts are drawn by; ``rows``: the pool rows to
+    score, :meth:`PassPlanner.pool_passes`)."""
     for planner in planners:
-        yield from planner.pool_passes()
+        score = None if views is None else views[planner.view].pool_score
+        yield from planner.pool_passes(score, rows)

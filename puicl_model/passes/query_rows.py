@@ -37,12 +37,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from puicl_common.runtime import torch_threads
 from puicl_model.net.backends.cached_context import ContextCache, ContextCells, QueryCells
 from puicl_model.net.batch import TaskBatch
 from puicl_model.net.model import PUICLModel
-from puicl_model.passes.inference import ViewRows, threads
 from puicl_model.passes.phases import describe, report
-from puicl_model.passes.planning import PassPlanner
+from puicl_model.passes.planning import PassPlanner, ViewRows
 
 __all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCaches",
            "context_cache", "context_key", "fitted_contexts", "query_probabilities",
@@ -169,13 +169,11 @@ def fitted_contexts(model: PUICLModel, views: Sequence[ViewRows],
     :func:`context_key`), made one at a time so that a caller can set each aside."""
     for index, planner in enumerate(planners):
         view = views[planner.view]
-        for group in range(planner.n_feature_groups):
-            features = planner.features_of(group)
-            for chunk, rows in enumerate(planner.chunks_of(group)):
-                with threads(n_threads):
-                    cache = _pass_context(model, view, planner.labeled_of(group, chunk), rows,
-                                          features, device)
-                yield index, group, chunk, cache
+        for item in planner.contexts(view.pool_score):
+            with torch_threads(n_threads):
+                cache = _pass_context(model, view, item.labeled, item.pool, item.features,
+                                      device)
+            yield index, item.group, item.chunk, cache
 
 
 def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence[np.ndarray],
@@ -191,13 +189,14 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence
     from tqdm.auto import tqdm
 
     contexts = [(planner, item) for planner in planners
-                for item in planner.new_row_contexts(x_new[planner.view])]
+                for item in planner.new_row_contexts(x_new[planner.view],
+                                                     views[planner.view].pool_score)]
     n_new = len(x_new[0])
     total = {planner.member: np.zeros(n_new) for planner in planners}
     count = {planner.member: np.zeros(n_new, dtype=np.int64) for planner in planners}
     show = progress if progress is not None else sys.stderr.isatty() and len(contexts) > 4
     name = describe(f"PUICL: scoring {n_new:,} new rows")
-    with threads(n_threads), tqdm(contexts, unit="context", desc=name, leave=False,
+    with torch_threads(n_threads), tqdm(contexts, unit="context", desc=name, leave=False,
                                   disable=not show) as bar:
         for done, (planner, item) in enumerate(bar, start=1):
             key = context_key(planner, item.group, item.chunk, device)

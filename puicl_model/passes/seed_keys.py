@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
-    "BAGS", "BOOSTED_FOLDS", "BOOTSTRAP", "FEATURES", "FEATURE_SUBSET", "HELD_OUT", "JUDGED",
-    "KEY_SHAPES", "LABELED", "LOGISTIC_FOLDS", "MEMBER", "POOL", "POOL_SAMPLE", "PRIOR_FOLDS",
+    "BAGS", "BOOSTED_FOLDS", "BOOTSTRAP", "CONTEXT", "FEATURES", "FEATURE_SUBSET", "HELD_OUT",
+    "JUDGED", "KEY_SHAPES", "LABELED", "LOGISTIC_FOLDS", "MEMBER", "POOL", "POOL_SAMPLE",
+    "PRIOR_FOLDS", "RANKING",
 ]
 
 # --------------------------------------------------------- the passes (passes.planning)
@@ -33,6 +34,8 @@ LABELED: Final = 3
 MEMBER: Final = 4
 # the share of the features one member sees: (FEATURE_SUBSET,)
 FEATURE_SUBSET: Final = 5
+# the pool rows of a feature group's shared context: (CONTEXT, group)
+CONTEXT: Final = 6
 
 # ------------------------------------------------------ the class prior (estimator.prior)
 # the labeled positives' split in folds for π̂: (PRIOR_FOLDS, n_folds). The key (11,) alone
@@ -62,6 +65,10 @@ JUDGED: Final = 16
 # bag b, (BAGS, b)
 BAGS: Final = 17
 
+# the seed of the logistic regression's folds that rank the pool for shared contexts
+# (estimator.pool_ranking): (RANKING,)
+RANKING: Final = 18
+
 # -------------------------------------------------------- the pool sample (estimator.pool_sample)
 # the unlabeled rows a fit keeps from a pool larger than pool_sample: (POOL_SAMPLE,)
 POOL_SAMPLE: Final = 14
@@ -74,6 +81,7 @@ KEY_SHAPES: Final[dict[str, tuple[tuple[int | str, ...], ...]]] = {
     "LABELED": ((LABELED, "group", "chunk"),),
     "MEMBER": ((MEMBER, "member", "..."),),
     "FEATURE_SUBSET": ((FEATURE_SUBSET,),),
+    "CONTEXT": ((CONTEXT, "group"),),
     "PRIOR_FOLDS": ((PRIOR_FOLDS, "n_folds"),),
     "BOOTSTRAP": ((BOOTSTRAP, 0), (BOOTSTRAP, 1, "n_folds", "fold")),
     "HELD_OUT": ((HELD_OUT,),),
@@ -82,4 +90,5 @@ KEY_SHAPES: Final[dict[str, tuple[tuple[int | str, ...], ...]]] = {
     "BOOSTED_FOLDS": ((BOOSTED_FOLDS,),),
     "JUDGED": ((JUDGED,),),
     "BAGS": ((BAGS,), (BAGS, "bag")),
+    "RANKING": ((RANKING,),),
 }

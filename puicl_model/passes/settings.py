@@ -14,9 +14,10 @@ import numpy as np
 
 from puicl_common.configio import identity_dict, require
 
-__all__ = ["InferenceSettings", "Partner"]
+__all__ = ["InferenceSettings", "LargePool", "Partner"]
 
 Partner = Literal["auto", "none"]
+LargePool = Literal["chunks", "shared"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,13 @@ class InferenceSettings:
     # still scored (:mod:`puicl_model.estimator.pool_sample`, docs/benchmark.md "The pool sample");
     # None: the whole pool, whatever its size
     pool_sample: int | None = 20_000
+    # how a pool larger than single_pass_limit is scored (:mod:`puicl_model.passes.planning`):
+    # "chunks", random chunks of chunk_size rows, each next to its own labeled rows; "shared",
+    # per member and feature group one context of max_labeled labeled rows and chunk_size pool
+    # rows, half of them from the third of the pool a logistic regression ranks least positive
+    # (:mod:`puicl_model.estimator.pool_ranking`), every other pool row scored as a query row
+    # of it (docs/recipe.md, "Training on large tasks, and pools almost all positive")
+    large_pool: LargePool = "chunks"
 
     # the least value of each setting: a chunk must hold two labeled rows and two pool rows.
     # A pool sample of fewer than 100 rows makes π's report dishonest: its interval counts the
@@ -64,12 +72,14 @@ class InferenceSettings:
     # the words a setting of choices takes
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "partner": ("auto", "none"),
+        "large_pool": ("chunks", "shared"),
     }
 
     # settings added after results were stored, with the value that reproduces those results:
     # left out of the settings that identify results (:meth:`identity`) while they hold it, so
     # that the benchmark's cached replicates keep their keys (puicl_common.versioning)
-    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"partner": "none", "pool_sample": None}
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"partner": "none", "pool_sample": None,
+                                               "large_pool": "chunks"}
 
     # settings that were measured on the development suite and removed (docs/classifier.md,
     # "Column options that were removed"), each with the default it had: a stored setting

