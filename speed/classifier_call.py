@@ -17,6 +17,9 @@ bundled checkpoint, best of N in this process (docs/performance.md, Trainer / ba
     # what scoring 1,000 new rows costs after fit on a 20,000-row table, on the first call
     # (the contexts' forwards cached) and later ones, against 1,000 pool rows of fit's scoring:
     .venv/bin/python -m speed.classifier_call --shape 2000,18000,20 --new-rows 1000
+    # a large pool scored in chunks and through shared contexts, π̂ included:
+    .venv/bin/python -m speed.classifier_call --shape 2000,18000,20 --partner none \
+        --large-pool chunks,shared --class-prior
 
 Prints the best time and the first three probabilities (equal across versions that compute
 the same function).
@@ -39,16 +42,18 @@ def parse_size(text: str) -> int | None:
 
 
 def new_row_costs(table: np.ndarray | pd.DataFrame, s: np.ndarray, rows: int,
-                  budgets: list[int]) -> list[str]:
+                  budgets: list[int], large_pool: str | None = None) -> list[str]:
     """Seconds to score ``rows`` new rows with the model alone (``partner="none"``), per
     context cache budget (``context_cache_bytes``): the first call and the second, beside
-    the same number of pool rows inside the fitted pool's scoring (its passes' share)."""
+    the same number of pool rows inside the fitted pool's scoring (its passes' share).
+    ``large_pool``: the classifier's setting (None: its default)."""
     rng = np.random.default_rng(1)
     columns = table.shape[1]
     new = rng.normal(size=(rows, columns)) + rng.integers(0, 2, size=(rows, 1))
     lines = []
     for budget in budgets:
-        clf = PUICLClassifier(random_state=0, partner="none", context_cache_bytes=budget)
+        clf = PUICLClassifier(random_state=0, partner="none", context_cache_bytes=budget,
+                              **({} if large_pool is None else {"large_pool": large_pool}))
         clf.fit(table, s).prepare()
         pool_share = clf.inference_seconds_ * rows / len(clf.x_pool_)
         seconds = []
@@ -88,6 +93,9 @@ def main() -> None:
     parser.add_argument("--new-rows", type=int, default=0, metavar="ROWS",
                         help="instead: seconds to score ROWS new rows after fit, first and "
                         "second call, beside ROWS pool rows of fit's scoring")
+    parser.add_argument("--large-pool", default=None,
+                        help="comma-separated large_pool settings to take turns (default: "
+                        "the classifier's); with --new-rows, one of them")
     parser.add_argument("--cache-bytes", default=f"0,{1 << 30},{1 << 33}",
                         help="with --new-rows: comma-separated context_cache_bytes budgets")
     args = parser.parse_args()
@@ -111,13 +119,16 @@ def main() -> None:
         int(k) for k in args.chunk_size.split(",")
     ]
     if args.new_rows:
-        new_row_costs(table, s, args.new_rows, [int(b) for b in args.cache_bytes.split(",")])
+        new_row_costs(table, s, args.new_rows, [int(b) for b in args.cache_bytes.split(",")],
+                      args.large_pool)
         return
     partners = [None] if args.partner is None else args.partner.split(",")
-    # every (n_estimators, chunk_size, partner) triple; None leaves the classifier's default
+    pools = [None] if args.large_pool is None else args.large_pool.split(",")
+    # every (n_estimators, chunk_size, partner, large_pool); None leaves the classifier's default
     variants = [{"n_estimators": size, **({} if chunk is None else {"chunk_size": chunk}),
-                 **({} if partner is None else {"partner": partner})}
-                for size in sizes for chunk in chunks for partner in partners]
+                 **({} if partner is None else {"partner": partner}),
+                 **({} if pool is None else {"large_pool": pool})}
+                for size in sizes for chunk in chunks for partner in partners for pool in pools]
 
     def call(settings: dict) -> tuple[float, np.ndarray]:
         start = time.perf_counter()

@@ -117,8 +117,9 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
     single_pass_limit : int
         Pools of at most this many unlabeled rows are scored in one forward pass.
     chunk_size : int
-        Larger pools are split into near-equal chunks of at most this many rows, each scored
-        next to at most ``min(max_labeled, chunk_size // 2)`` labeled positives.
+        The pool rows of a larger pool's shared context; with ``large_pool="chunks"``, the
+        most rows of each of its near-equal chunks, each scored next to at most
+        ``min(max_labeled, chunk_size // 2)`` labeled positives.
     max_labeled : int
         Most labeled positives in one forward pass; more are subsampled per pass.
     threshold : float in (0, 1) or "prior"
@@ -144,15 +145,14 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         and π̂ come from the sample, and every pool row is still scored, the others as new rows, by
         ``predict_proba``. ``n_pool_in_`` counts the unlabeled rows given to ``fit``. None
         fits the whole pool (docs/classifier.md, "Large tables").
-    large_pool : "chunks" or "shared"
-        How a pool of more than ``single_pass_limit`` rows is scored. "chunks" (the default):
-        random chunks of ``chunk_size`` rows, each next to its own labeled rows. "shared": per
-        member and feature group one context of ``max_labeled`` labeled rows and
+    large_pool : "shared" or "chunks"
+        How a pool of more than ``single_pass_limit`` rows is scored. "shared" (the default):
+        per member and feature group one context of ``max_labeled`` labeled rows and
         ``chunk_size`` pool rows, half of them from the third of the pool that a logistic
         regression ranks least positive (:mod:`puicl_model.estimator.pool_ranking`); every
         other pool row, as every new row, is scored as a query row of that context, so all of
-        them are ranked against the same rows (docs/classifier.md, "Outside the trained
-        range").
+        them are ranked against the same rows. "chunks": random chunks of ``chunk_size`` rows,
+        each next to its own labeled rows (docs/classifier.md, "Outside the trained range").
     random_state : int, numpy RandomState or Generator, or None
         Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
         gives the same predictions on every machine; a RandomState or Generator gives

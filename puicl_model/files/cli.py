@@ -144,7 +144,8 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
                          help="pools up to this many rows are scored in one pass (default: "
                          f"{defaults.single_pass_limit})")
     predict.add_argument("--chunk-size", type=int, default=defaults.chunk_size,
-                         help=f"chunk length for larger pools (default: {defaults.chunk_size})")
+                         help="pool rows of a larger pool's shared context, or of each chunk "
+                         f"(default: {defaults.chunk_size})")
     predict.add_argument("--max-labeled", type=int, default=defaults.max_labeled,
                          help="most labeled positives in one pass; more are subsampled "
                          f"(default: {defaults.max_labeled})")
@@ -182,8 +183,9 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
                          "saved)")
     predict.add_argument("--no-training-data", action="store_true",
                          help="with --save-model: save the fitted contexts' caches, not the "
-                         "table, to score new rows only: ~40 MB per 1,000-row chunk with 20 "
-                         "features (bundled model); π̂ fixed at save (default: the table)")
+                         "table, to score new rows only: ~40 MB per context of 1,000 pool rows "
+                         "with 20 features (bundled model); π̂ fixed at save (default: the "
+                         "table)")
     predict.add_argument("--model", type=Path, default=None, metavar="DIR",
                          help="score every row of --input with the classifier saved in DIR "
                          "instead of fitting one: no label column, and the fitting options "
@@ -202,10 +204,10 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
                          f"{defaults.pool_sample})")
     predict.add_argument("--large-pool", choices=InferenceSettings.CHOICES["large_pool"],
                          default=defaults.large_pool,
-                         help="chunks: a pool larger than one pass is scored in random chunks, "
-                         "each next to its own labeled rows; shared: against one context per "
-                         "member, enriched with the rows a logistic regression ranks least "
-                         "positive (docs/classifier.md, \"Outside the trained range\"; "
+                         help="shared: a pool larger than one pass is scored against one "
+                         "context per member, enriched with the rows a logistic regression "
+                         "ranks least positive; chunks: in random chunks, each next to its own "
+                         "labeled rows (docs/classifier.md, \"Outside the trained range\"; "
                          f"default: {defaults.large_pool})")
     predict.add_argument("--batch-rows", type=_at_least_one, default=DEFAULT_BATCH_ROWS,
                          help="rows read and scored at a time; the scores do not depend on it "

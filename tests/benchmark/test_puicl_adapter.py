@@ -103,15 +103,17 @@ def test_settings_enter_the_cache_key_only_away_from_their_legacy_value(random_w
 
     default = method_settings(make_method("puicl", weights=random_weights))
     # the keys cached replicates were stored under before later settings existed, and the
-    # partner and the pool's sample, whose defaults ("auto", 20,000) are not the values those
-    # replicates were computed with ("none", the whole pool)
-    assert sorted(default) == ["_version", "chunk_size", "max_labeled", "n_estimators",
-                               "partner", "pool_sample", "single_pass_limit", "threshold",
-                               "weights_sha256"]
+    # partner, the pool's sample and the large pools' contexts, whose defaults ("auto", 20,000,
+    # "shared") are not the values those replicates were computed with ("none", the whole
+    # pool, "chunks")
+    assert sorted(default) == ["_version", "chunk_size", "large_pool", "max_labeled",
+                               "n_estimators", "partner", "pool_sample", "single_pass_limit",
+                               "threshold", "weights_sha256"]
     assert default["partner"] == "auto" and default["pool_sample"] == 20_000
-    before = method_settings(make_method("puicl", weights=random_weights,
-                                         overrides={"partner": "none", "pool_sample": None}))
-    assert sorted(before) == sorted(set(default) - {"partner", "pool_sample"})
+    assert default["large_pool"] == "shared"
+    before = method_settings(make_method("puicl", weights=random_weights, overrides={
+        "partner": "none", "pool_sample": None, "large_pool": "chunks"}))
+    assert sorted(before) == sorted(set(default) - {"partner", "pool_sample", "large_pool"})
 
 
 def test_removed_column_options_load_at_their_old_default_and_are_refused_otherwise(

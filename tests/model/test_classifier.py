@@ -173,7 +173,7 @@ def test_large_pool_is_chunked_with_bounded_passes(
 ) -> None:
     X, s = table(rng, 12, 100, 3)
     clf = PUICLClassifier(weights=small_weights, single_pass_limit=99, chunk_size=16,
-                          random_state=1).fit(X, s)
+                          large_pool="chunks", random_state=1).fit(X, s)
     planner = clf.planner_
     chunks = planner.chunks_of(0)
     assert len(chunks) == 7 and max(len(c) for c in chunks) <= 16

@@ -88,7 +88,7 @@ def test_inference_defaults_are_written_once() -> None:
 # a value other than the default for every inference setting
 OTHER_SETTINGS = {"n_estimators": 3, "single_pass_limit": 500, "chunk_size": 200,
                   "max_labeled": 50, "partner": "none", "pool_sample": 5000,
-                  "large_pool": "shared"}
+                  "large_pool": "chunks"}
 
 
 def test_every_setting_reaches_the_classifier(small_weights) -> None:

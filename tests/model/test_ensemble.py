@@ -126,7 +126,7 @@ def test_wide_chunked_tables_are_scored_whole_by_every_member(small_weights, tab
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(45)])
     frame["colour"] = pd.Categorical(rng.choice(list("abcdefgh"), size=len(frame)))
     clf = PUICLClassifier(weights=small_weights, n_estimators=2, single_pass_limit=60,
-                          chunk_size=40, random_state=2).fit(frame, s)
+                          chunk_size=40, large_pool="chunks", random_state=2).fit(frame, s)
     base, power = clf.planners_
     # one-hot gives 45 + 8 features (3 groups), ordinal codes 45 + 1 (3 groups)
     assert (base.n_features, power.n_features) == (53, 46)

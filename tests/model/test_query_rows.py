@@ -132,7 +132,8 @@ def test_the_classifier_reuses_its_context_caches(small_weights, table, rng, mon
     from puicl_model import PUICLClassifier
 
     X, s = table(rng, 30, 1500, 4)  # a chunked pool: several contexts
-    clf = PUICLClassifier(weights=small_weights, n_estimators=2, random_state=0).fit(X, s)
+    clf = PUICLClassifier(weights=small_weights, n_estimators=2, large_pool="chunks",
+                          random_state=0).fit(X, s)
     x_new = rng.normal(size=(300, 4))
     built: list[int] = []
     original = query_rows.context_cache

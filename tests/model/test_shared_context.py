@@ -70,8 +70,9 @@ def test_pools_of_one_pass_are_planned_as_before() -> None:
 def test_large_pool_is_checked_by_name_and_left_out_of_old_identities() -> None:
     with pytest.raises(ValueError, match="large_pool"):
         InferenceSettings(large_pool="local").validate()
-    assert "large_pool" not in InferenceSettings().identity()
-    assert InferenceSettings(large_pool="shared").identity()["large_pool"] == "shared"
+    # results stored before the setting existed were scored in chunks, and keep their keys
+    assert "large_pool" not in InferenceSettings(large_pool="chunks").identity()
+    assert InferenceSettings().identity()["large_pool"] == "shared"
 
 
 def test_a_small_table_scores_the_same_bits_with_either_setting(small_weights, table,
