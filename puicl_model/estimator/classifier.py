@@ -20,11 +20,10 @@ rows' predictions come from forward passes of the pretrained model over the whol
   model's scores of the pool and of cross-fitted labeled positives
   (:mod:`puicl_model.estimator.prior`).
 * ``class_prior_report()`` adds what the data identify about π: a lower bound, π̂'s bootstrap
-  interval and a flag where π is poorly identified (:mod:`puicl_model.estimator.prior_report`).
-* ``plot_report(path)`` draws the scores, π and the portfolio's choice on one HTML page
-  (:mod:`puicl_model.estimator.report`).
-* ``save(folder)`` / ``PUICLClassifier.load(folder)`` write and read a fitted classifier
-  without pickle (:mod:`puicl_model.estimator.saved_model`).
+  interval and a flag where π is poorly identified (:mod:`~.prior_report`).
+* ``plot_report(path)`` draws the scores, π and the portfolio's choice on one HTML page;
+  ``save(folder)`` / ``PUICLClassifier.load(folder)`` write and read a fitted classifier
+  without pickle (:mod:`puicl_model.estimator.report`, :mod:`~.saved_model`).
 * ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
   fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
   to new rows too).
@@ -40,14 +39,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puicl_common.runtime import resolve_device
-from puicl_model.estimator.ensemble import (
-    MEMBERS,
-    Member,
-    fit_ensemble,
-    hold_out,
-    plan_passes,
-    with_ranking,
-)
+from puicl_model.estimator.ensemble import MEMBERS, Member, fit_ensemble, hold_out, plan_passes
 from puicl_model.estimator.fitted_scores import FittedScores, NoTrainingDataError
 from puicl_model.estimator.input_checks import (
     _check_feature_names,
@@ -56,7 +48,7 @@ from puicl_model.estimator.input_checks import (
     has_mixed_names,
     warn_about_leaks,
 )
-from puicl_model.estimator.pool_ranking import pool_ranking
+from puicl_model.estimator.pool_ranking import ranked
 from puicl_model.estimator.pool_sample import fitted_table
 from puicl_model.estimator.portfolio import (
     MAX_HELD_OUT,
@@ -117,9 +109,8 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
     single_pass_limit : int
         Pools of at most this many unlabeled rows are scored in one forward pass.
     chunk_size : int
-        The pool rows of a larger pool's shared context; with ``large_pool="chunks"``, the
-        most rows of each of its near-equal chunks, each scored next to at most
-        ``min(max_labeled, chunk_size // 2)`` labeled positives.
+        Pool rows of a larger pool's shared context, or the most of each chunk (next to at
+        most ``min(max_labeled, chunk_size // 2)`` labeled positives) where it is chunked.
     max_labeled : int
         Most labeled positives in one forward pass; more are subsampled per pass.
     threshold : float in (0, 1) or "prior"
@@ -146,13 +137,9 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         ``predict_proba``. ``n_pool_in_`` counts the unlabeled rows given to ``fit``. None
         fits the whole pool (docs/classifier.md, "Large tables").
     large_pool : "shared" or "chunks"
-        How a pool of more than ``single_pass_limit`` rows is scored. "shared" (the default):
-        per member and feature group one context of ``max_labeled`` labeled rows and
-        ``chunk_size`` pool rows, half of them from the third of the pool that a logistic
-        regression ranks least positive (:mod:`puicl_model.estimator.pool_ranking`); every
-        other pool row, as every new row, is scored as a query row of that context, so all of
-        them are ranked against the same rows. "chunks": random chunks of ``chunk_size`` rows,
-        each next to its own labeled rows (docs/classifier.md, "Outside the trained range").
+        A pool of more than ``single_pass_limit`` rows is scored against one enriched context
+        per member and feature group ("shared", the default), or in random chunks ("chunks")
+        (docs/classifier.md, "Outside the trained range").
     random_state : int, numpy RandomState or Generator, or None
         Seeds every random choice (feature groups and shares, chunks, labeled subsets). An integer
         gives the same predictions on every machine; a RandomState or Generator gives
@@ -256,8 +243,7 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         device = resolve_device(self.device, training=False)
         model = load_model(self.weights, device)
         n_labeled = len(base.x_labeled)
-        held = None
-        portfolio = None
+        held = portfolio = None
         if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PORTFOLIO
                 and len(base.x_pool) >= MIN_POOL_FOR_PORTFOLIO):
             if n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
@@ -265,12 +251,7 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
                 ensemble = hold_out(ensemble, held)
             portfolio = Portfolio.build(X, labeled, held, entropy, self.keep_columns,
                                         self.n_threads)
-        context = ensemble.views[0]
-        if (settings.large_pool == "shared"
-                and len(context.x_labeled) + len(context.x_pool) > settings.single_pass_limit):
-            # (the class prior's folds move labeled rows into the pool: they need a rank too)
-            ensemble = with_ranking(ensemble, *pool_ranking(context.x_labeled, context.x_pool,
-                                                            entropy, self.n_threads))
+        ensemble = ranked(ensemble, settings, entropy, self.n_threads)
 
         self.device_ = device
         self.model_ = model

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from puicl_model.estimator.ensemble import Ensemble, with_ranking
 from puicl_model.estimator.learners import LOGISTIC, CrossFittedLearner
 from puicl_model.passes import seed_keys
+from puicl_model.passes.settings import InferenceSettings
 
-__all__ = ["pool_ranking"]
+__all__ = ["pool_ranking", "ranked"]
 
 
 def pool_ranking(x_labeled: np.ndarray, x_pool: np.ndarray, entropy: int,
@@ -30,3 +32,16 @@ def pool_ranking(x_labeled: np.ndarray, x_pool: np.ndarray, entropy: int,
     seed = np.random.SeedSequence(entropy, spawn_key=(seed_keys.RANKING,))
     learner = CrossFittedLearner(LOGISTIC, int(seed.generate_state(1)[0]), n_threads=n_threads)
     return learner.fit(x_labeled, x_pool)
+
+
+def ranked(ensemble: Ensemble, settings: InferenceSettings, entropy: int,
+           n_threads: int | None = None) -> Ensemble:
+    """The fitted ensemble with its rows' ranking where a pass may share a context: with
+    ``large_pool="shared"``, where the labeled rows and the pool together exceed
+    ``single_pass_limit`` (the class prior's folds move labeled rows into the pool, so a
+    fold's pool can be larger than one pass when the pool alone is not)."""
+    rows = ensemble.views[0]
+    if (settings.large_pool != "shared"
+            or len(rows.x_labeled) + len(rows.x_pool) <= settings.single_pass_limit):
+        return ensemble
+    return with_ranking(ensemble, *pool_ranking(rows.x_labeled, rows.x_pool, entropy, n_threads))

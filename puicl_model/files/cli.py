@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from puicl_common.atomic import atomic_write_json
 from puicl_model.files.cli_paths import CliError, check_paths, check_save_model
+from puicl_model.files.cli_settings import add_setting_options
 
 if TYPE_CHECKING:
     from puicl_model.estimator.classifier import PUICLClassifier
@@ -74,22 +75,6 @@ def _at_least_one(text: str) -> int:
     return value
 
 
-def _pool_sample_size(text: str) -> int:
-    """``--pool-sample``: 0 (the whole pool) or the classifier's least sample size or more,
-    said in the option's terms rather than as the classifier's ``pool_sample`` error."""
-    from puicl_model.passes.settings import InferenceSettings
-
-    least = InferenceSettings.MINIMUM["pool_sample"]
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value != 0 and value < least:
-        raise argparse.ArgumentTypeError(f"expected 0 (fit the whole pool) or a whole number "
-                                         f">= {least:,}, got {text!r}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="puicl", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -116,7 +101,6 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
     """``puicl predict``'s options. The inference defaults and their limits are written once,
     with the classifier; every option's help ends with its default."""
     from puicl_model.files.large_tables import DEFAULT_BATCH_ROWS
-    from puicl_model.passes.settings import InferenceSettings
 
     layout = predict.add_argument_group("input (one of the two layouts)")
     layout.add_argument("--input", type=Path,
@@ -134,21 +118,7 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
                          "model)")
     predict.add_argument("--device", default="auto",
                          help="auto, cpu, cuda, cuda:N (default: auto, a GPU where there is one)")
-    defaults = InferenceSettings()
-    predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
-                         help="ensemble members, at most "
-                         f"{InferenceSettings.MAXIMUM['n_estimators']} (docs/classifier.md, "
-                         "\"Ensembles\"; default: 1 for numeric tables, 2 for tables with "
-                         "categorical columns)")
-    predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
-                         help="pools up to this many rows are scored in one pass (default: "
-                         f"{defaults.single_pass_limit})")
-    predict.add_argument("--chunk-size", type=int, default=defaults.chunk_size,
-                         help="pool rows of a larger pool's shared context, or of each chunk "
-                         f"(default: {defaults.chunk_size})")
-    predict.add_argument("--max-labeled", type=int, default=defaults.max_labeled,
-                         help="most labeled positives in one pass; more are subsampled "
-                         f"(default: {defaults.max_labeled})")
+    add_setting_options(predict)
     predict.add_argument("--threshold", type=_threshold, default=0.5,
                          help="cut on p_positive, or 'prior' to label the share π̂ negative "
                          "(default: 0.5)")
@@ -190,25 +160,6 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
                          help="score every row of --input with the classifier saved in DIR "
                          "instead of fitting one: no label column, and the fitting options "
                          "are not used (default: fit on the input)")
-    predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
-                         default=defaults.partner,
-                         help="auto: a portfolio of the model, a logistic regression and PU "
-                         "bagging of boosted trees fitted on every row, the blend chosen per "
-                         "table on held-out labeled positives; none: the model alone "
-                         f"(docs/classifier.md, \"Tables of every size\"; default: "
-                         f"{defaults.partner})")
-    predict.add_argument("--pool-sample", type=_pool_sample_size, default=defaults.pool_sample,
-                         help="a pool of more unlabeled rows is fitted on a seeded sample of "
-                         "this many; every row is still scored (0: the whole pool; "
-                         f"docs/classifier.md, \"Large tables\"; default: "
-                         f"{defaults.pool_sample})")
-    predict.add_argument("--large-pool", choices=InferenceSettings.CHOICES["large_pool"],
-                         default=defaults.large_pool,
-                         help="shared: a pool larger than one pass is scored against one "
-                         "context per member, enriched with the rows a logistic regression "
-                         "ranks least positive; chunks: in random chunks, each next to its own "
-                         "labeled rows (docs/classifier.md, \"Outside the trained range\"; "
-                         f"default: {defaults.large_pool})")
     predict.add_argument("--batch-rows", type=_at_least_one, default=DEFAULT_BATCH_ROWS,
                          help="rows read and scored at a time; the scores do not depend on it "
                          f"(default: {DEFAULT_BATCH_ROWS})")

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,9 +88,11 @@ def _query_logits(model: PUICLModel, cache: ContextCache, x: Tensor) -> Tensor:
 
 
 def query_probabilities(model: PUICLModel, cache: ContextCache, x: Tensor,
-                        block_rows: int = QUERY_BLOCK_ROWS) -> Tensor:
+                        block_rows: int = QUERY_BLOCK_ROWS,
+                        advance: Callable[[int], object] | None = None) -> Tensor:
     """P(y = +) [rows] of query rows ``x`` [rows, d] next to the cached context, scored in
-    blocks of exactly ``block_rows`` rows (the last padded with zero rows, discarded)."""
+    blocks of exactly ``block_rows`` rows (the last padded with zero rows, discarded);
+    ``advance(rows)`` hears each block's rows as it is scored."""
     x = x.float()
     n = x.shape[0]
     out = torch.empty(n, dtype=torch.float32, device=x.device)
@@ -101,6 +103,8 @@ def query_probabilities(model: PUICLModel, cache: ContextCache, x: Tensor,
             block = torch.cat([block, block.new_zeros(block_rows - size, block.shape[1])])
         logits = _query_logits(model, cache, block)
         out[start : start + size] = torch.softmax(logits, dim=-1)[:size, 1]
+        if advance is not None:
+            advance(size)
     return out
 
 
@@ -196,9 +200,18 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence
     count = {planner.member: np.zeros(n_new, dtype=np.int64) for planner in planners}
     show = progress if progress is not None else sys.stderr.isatty() and len(contexts) > 4
     name = describe(f"PUICL: scoring {n_new:,} new rows")
+    # the current phase hears the rows scored, block by block: a shared context is one
+    # context for every new row
+    work, scored = sum(len(item.new) for _, item in contexts), 0
+
+    def advance(rows: int) -> None:
+        nonlocal scored
+        scored += rows
+        report(scored, work)
+
     with torch_threads(n_threads), tqdm(contexts, unit="context", desc=name, leave=False,
                                   disable=not show) as bar:
-        for done, (planner, item) in enumerate(bar, start=1):
+        for planner, item in bar:
             key = context_key(planner, item.group, item.chunk, device)
             cache = None if caches is None else caches.get(key)
             if cache is None:
@@ -207,10 +220,10 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence
                 if caches is not None:
                     caches.keep(key, cache)
             queries = x_new[planner.view][item.new][:, item.features]
-            proba = query_probabilities(model, cache, torch.from_numpy(queries).to(device))
+            proba = query_probabilities(model, cache, torch.from_numpy(queries).to(device),
+                                        advance=advance)
             np.add.at(total[planner.member], item.new, proba.cpu().numpy())
             np.add.at(count[planner.member], item.new, 1)
-            report(done, len(contexts))  # the current phase hears how far its contexts are
     if any((scored == 0).any() for scored in count.values()):
         raise RuntimeError("internal error: some new rows were not scored by every member")
     # (one member: its own mean, bit for bit)

@@ -340,7 +340,8 @@ def _provenance(suite_dir: Path, chunk_size: int) -> None:
         settings = {"weights_sha256": "ab" * 32, "_version": PUICL.version,
                     "chunk_size": chunk_size,
                     "max_labeled": 300, "n_estimators": 1, "partner": "auto",
-                    "pool_sample": 20_000, "single_pass_limit": 1024, "threshold": 0.5}
+                    "pool_sample": 20_000, "single_pass_limit": 1024, "threshold": 0.5,
+                    "large_pool": "shared"}
         (suite_dir / f"pi_{pi}" / "provenance.json").write_text(
             json.dumps({"method_settings": {"puicl": settings}}))
 

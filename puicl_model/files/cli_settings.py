@@ -1,0 +1,65 @@
+"""``puicl predict``'s options for the classifier's inference settings, one per setting of
+:class:`~puicl_model.passes.settings.InferenceSettings` (``--chunk-size`` for ``chunk_size``),
+each with the default and limits written there."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_setting_options"]
+
+
+def _pool_sample_size(text: str) -> int:
+    """``--pool-sample``: 0 (the whole pool) or the classifier's least sample size or more,
+    said in the option's terms rather than as the classifier's ``pool_sample`` error."""
+    from puicl_model.passes.settings import InferenceSettings
+
+    least = InferenceSettings.MINIMUM["pool_sample"]
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value != 0 and value < least:
+        raise argparse.ArgumentTypeError(f"expected 0 (fit the whole pool) or a whole number "
+                                         f">= {least:,}, got {text!r}")
+    return value
+
+
+def add_setting_options(predict: argparse.ArgumentParser) -> None:
+    """The options of the inference settings; every help ends with its default."""
+    from puicl_model.passes.settings import InferenceSettings
+
+    defaults = InferenceSettings()
+    predict.add_argument("--n-estimators", type=int, default=defaults.n_estimators,
+                         help="ensemble members, at most "
+                         f"{InferenceSettings.MAXIMUM['n_estimators']} (docs/classifier.md, "
+                         "\"Ensembles\"; default: 1 for numeric tables, 2 for tables with "
+                         "categorical columns)")
+    predict.add_argument("--single-pass-limit", type=int, default=defaults.single_pass_limit,
+                         help="pools up to this many rows are scored in one pass (default: "
+                         f"{defaults.single_pass_limit})")
+    predict.add_argument("--chunk-size", type=int, default=defaults.chunk_size,
+                         help="pool rows of a larger pool's shared context, or of each chunk "
+                         f"(default: {defaults.chunk_size})")
+    predict.add_argument("--max-labeled", type=int, default=defaults.max_labeled,
+                         help="most labeled positives in one pass; more are subsampled "
+                         f"(default: {defaults.max_labeled})")
+    predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
+                         default=defaults.partner,
+                         help="auto: a portfolio of the model, a logistic regression and PU "
+                         "bagging of boosted trees fitted on every row, the blend chosen per "
+                         "table on held-out labeled positives; none: the model alone "
+                         f"(docs/classifier.md, \"Tables of every size\"; default: "
+                         f"{defaults.partner})")
+    predict.add_argument("--pool-sample", type=_pool_sample_size, default=defaults.pool_sample,
+                         help="a pool of more unlabeled rows is fitted on a seeded sample of "
+                         "this many; every row is still scored (0: the whole pool; "
+                         f"docs/classifier.md, \"Large tables\"; default: "
+                         f"{defaults.pool_sample})")
+    predict.add_argument("--large-pool", choices=InferenceSettings.CHOICES["large_pool"],
+                         default=defaults.large_pool,
+                         help="shared: a pool larger than one pass is scored against one "
+                         "context per member, enriched with the rows a logistic regression "
+                         "ranks least positive; chunks: in random chunks, each next to its own "
+                         "labeled rows (docs/classifier.md, \"Outside the trained range\"; "
+                         f"default: {defaults.large_pool})")
