@@ -108,7 +108,8 @@ class FittedScores:
             # every row against the same contexts, drawn from the whole pool: the rows asked
             # for are scored against them (a query row's score does not depend on the others)
             views = [view.rows() for view in self.views_]
-            proba, passes = self.scorer_(self.planners_, views, rows=rows)
+            proba, passes = self.scorer_(self.planners_, views, rows=rows,
+                                         caches=self._new_row_caches())
         else:  # the rows asked for, planned as a pool of their own
             views = [view.rows(rows) for view in self.views_]
             planners = [dataclasses.replace(p, n_pool=len(rows)) for p in self.planners_]

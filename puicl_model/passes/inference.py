@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,12 @@ from puicl_model.net.backends.packed_inference import inference_logits
 from puicl_model.net.batch import collate_tasks
 from puicl_model.passes.phases import describe, report
 from puicl_model.passes.planning import Pass, PassPlanner, ViewRows, all_passes
-from puicl_model.passes.query_rows import context_cache, query_probabilities
+from puicl_model.passes.query_rows import (
+    ContextCaches,
+    context_cache,
+    context_key,
+    query_probabilities,
+)
 
 __all__ = ["PassScorer", "run_passes"]
 
@@ -39,6 +44,7 @@ def run_passes(
     n_threads: int | None = None,
     progress: Callable[[int], object] | None = None,
     rows: np.ndarray | None = None,
+    caches: tuple[ContextCaches, Callable[[Pass], Hashable]] | None = None,
 ) -> np.ndarray:
     """Mean over members of each member's mean P(y = +) per scored row.
 
@@ -49,7 +55,9 @@ def run_passes(
     pass runs alone), which bounds memory. Every member must score every row. ``progress(n)``
     (e.g. a tqdm bar's ``update``) is called with the number of passes run. ``rows``: the
     pool rows whose probabilities are returned (None: all), where the passes score only those
-    outside their contexts (shared contexts, :meth:`PassPlanner.pool_passes`).
+    outside their contexts (shared contexts, :meth:`PassPlanner.pool_passes`). ``caches``:
+    a store of shared contexts' caches and the key of each pass's (the query path's own, so
+    that new rows scored later reuse them), looked up before a context is computed.
     """
     device = torch.device(device)
     # per member: the sum of its passes' probabilities and their count, per scored row
@@ -81,7 +89,12 @@ def run_passes(
             np.add.at(count[item.member], scored, 1)
             if item.queries is not None and len(item.queries):
                 view = views[item.view]
-                cache = context_cache(model, torch.from_numpy(xs[slot]).to(device), first)
+                key = None if caches is None else caches[1](item)
+                cache = None if key is None else caches[0].get(key)
+                if cache is None:
+                    cache = context_cache(model, torch.from_numpy(xs[slot]).to(device), first)
+                    if key is not None:
+                        caches[0].keep(key, cache)
                 queries = view.pool[item.queries][:, item.features]
                 scores = query_probabilities(model, cache, torch.from_numpy(queries).to(device))
                 np.add.at(total[item.member], item.queries, scores.cpu().numpy())
@@ -125,9 +138,11 @@ class PassScorer:
     progress: bool | None = None
 
     def __call__(self, planners: Sequence[PassPlanner], views: Sequence[ViewRows],
-                 rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+                 rows: np.ndarray | None = None, caches: ContextCaches | None = None,
+                 ) -> tuple[np.ndarray, int]:
         """(P(y=1) of the views' pool rows, passes run); ``rows``: only those pool rows,
-        against the contexts planned over the whole pool (shared contexts only)."""
+        against the contexts planned over the whole pool (shared contexts only); ``caches``:
+        where shared contexts' caches are looked up and kept, under the query path's keys."""
         n_scored = len(views[0].pool)
         passes = list(all_passes(planners, views, rows))
         n_passes = len(passes)
@@ -165,8 +180,15 @@ class PassScorer:
                 n_threads=self.n_threads,
                 progress=advance,
                 rows=rows,
+                caches=None if caches is None else (caches, self._keys(planners)),
             )
             return proba, n_passes
         finally:
             if bar is not None:
                 bar.close()
+
+    def _keys(self, planners: Sequence[PassPlanner]) -> Callable[[Pass], Hashable]:
+        """A pass's context's key in the query path's store (:func:`context_key`)."""
+        by_member = {planner.member: planner for planner in planners}
+        return lambda item: context_key(by_member[item.member], item.group, item.chunk,
+                                        self.device)

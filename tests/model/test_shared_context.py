@@ -146,3 +146,24 @@ def test_a_subset_of_the_pool_scores_as_the_whole_pool_does(shared_classifier) -
     chunked = dataclasses.replace(clf.planners_[0], shared_context=False)
     with pytest.raises(ValueError, match="only shared contexts"):
         next(chunked.pool_passes(None, rows))
+
+
+def test_new_rows_reuse_the_contexts_the_pool_was_scored_with(small_weights, table, rng,
+                                                              monkeypatch) -> None:
+    from puicl_model import PUICLClassifier
+    from puicl_model.passes import query_rows
+
+    X, s = table(rng, 40, 1500, 4)
+    x_new = rng.normal(size=(50, 4))
+    kept = PUICLClassifier(weights=small_weights, partner="none", random_state=0).fit(X, s)
+    kept.prepare()  # scores the pool: its shared context's cache is kept
+    fresh = PUICLClassifier(weights=small_weights, partner="none", random_state=0,
+                            context_cache_bytes=0).fit(X, s).prepare()
+    built: list[int] = []
+    original = query_rows.context_cache
+    monkeypatch.setattr(query_rows, "context_cache",
+                        lambda *args: built.append(1) or original(*args))
+    reused = kept.predict_proba(x_new)
+    assert built == []  # the first call after fit builds no context
+    np.testing.assert_array_equal(reused, fresh.predict_proba(x_new))  # computed anew: same
+    assert len(built) == 1
