@@ -8,6 +8,18 @@ import argparse
 
 __all__ = ["add_setting_options"]
 
+# what each word of a setting of choices means, ending in the docs' section
+_CHOICE_HELP = {
+    "partner": "auto: a portfolio of the model, a logistic regression and PU bagging of "
+               "boosted trees fitted on every row, the blend chosen per table on held-out "
+               "labeled positives; none: the model alone (docs/classifier.md, \"Tables of "
+               "every size\"",
+    "large_pool": "shared: a pool larger than one pass is scored against one context per "
+                  "member, enriched with the rows a logistic regression ranks least positive; "
+                  "chunks: in random chunks, each next to its own labeled rows "
+                  "(docs/classifier.md, \"Outside the trained range\"",
+}
+
 
 def _pool_sample_size(text: str) -> int:
     """``--pool-sample``: 0 (the whole pool) or the classifier's least sample size or more,
@@ -44,22 +56,12 @@ def add_setting_options(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("--max-labeled", type=int, default=defaults.max_labeled,
                          help="most labeled positives in one pass; more are subsampled "
                          f"(default: {defaults.max_labeled})")
-    predict.add_argument("--partner", choices=InferenceSettings.CHOICES["partner"],
-                         default=defaults.partner,
-                         help="auto: a portfolio of the model, a logistic regression and PU "
-                         "bagging of boosted trees fitted on every row, the blend chosen per "
-                         "table on held-out labeled positives; none: the model alone "
-                         f"(docs/classifier.md, \"Tables of every size\"; default: "
-                         f"{defaults.partner})")
     predict.add_argument("--pool-sample", type=_pool_sample_size, default=defaults.pool_sample,
                          help="a pool of more unlabeled rows is fitted on a seeded sample of "
                          "this many; every row is still scored (0: the whole pool; "
                          f"docs/classifier.md, \"Large tables\"; default: "
                          f"{defaults.pool_sample})")
-    predict.add_argument("--large-pool", choices=InferenceSettings.CHOICES["large_pool"],
-                         default=defaults.large_pool,
-                         help="shared: a pool larger than one pass is scored against one "
-                         "context per member, enriched with the rows a logistic regression "
-                         "ranks least positive; chunks: in random chunks, each next to its own "
-                         "labeled rows (docs/classifier.md, \"Outside the trained range\"; "
-                         f"default: {defaults.large_pool})")
+    for name, words in InferenceSettings.CHOICES.items():  # the settings of a few words
+        predict.add_argument(f"--{name.replace('_', '-')}", choices=words,
+                             default=getattr(defaults, name),
+                             help=f"{_CHOICE_HELP[name]}; default: {getattr(defaults, name)})")
