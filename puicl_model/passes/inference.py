@@ -48,12 +48,14 @@ def run_passes(
 ) -> np.ndarray:
     """Mean over members of each member's mean P(y = +) per scored row.
 
-    A pass reads the rows ``views[pass.view]`` and scores its pool rows, and its ``queries``
-    (a shared context's other pool rows) as query rows of its context on the path new rows
-    take (:mod:`puicl_model.passes.query_rows`). Consecutive passes, of one member or several,
-    are batched into one forward pass up to ``cells_per_forward`` table cells (a single larger
-    pass runs alone), which bounds memory. Every member must score every row. ``progress(n)``
-    (e.g. a tqdm bar's ``update``) is called with the number of passes run. ``rows``: the
+    A pass reads the rows ``views[pass.view]`` and scores its pool rows. A shared context's
+    pass (one with ``queries``, the pool rows outside its context) runs on the path new rows
+    take (:mod:`puicl_model.passes.query_rows`): one float32 forward over the context scores
+    its pool rows and records the cache that its query rows are then scored next to. Other
+    consecutive passes, of one member or several, are batched into one forward pass up to
+    ``cells_per_forward`` table cells (a single larger pass runs alone), which bounds memory.
+    Every member must score every row. ``progress(n)`` (e.g. a tqdm bar's ``update``) is
+    called with the number of passes run. ``rows``: the
     pool rows whose probabilities are returned (None: all), where the passes score only those
     outside their contexts (shared contexts, :meth:`PassPlanner.pool_passes`). ``caches``:
     a store of shared contexts' caches and the key of each pass's (the query path's own, so
@@ -69,43 +71,58 @@ def run_passes(
         else contextlib.nullcontext()
     )
 
+    def add(member: int, scored: np.ndarray, proba: np.ndarray) -> None:
+        if member not in total:
+            total[member] = np.zeros(n_scored, dtype=np.float64)
+            count[member] = np.zeros(n_scored, dtype=np.int64)
+        np.add.at(total[member], scored, proba)
+        np.add.at(count[member], scored, 1)
+
     def flush(group: list[Pass]) -> None:
         xs, n_labeled = [], []
         for item in group:
             view = views[item.view]
-            rows = [view.labeled[item.labeled], view.pool[item.pool]]
-            xs.append(np.concatenate(rows)[:, item.features])
+            xs.append(np.concatenate([view.labeled[item.labeled],
+                                      view.pool[item.pool]])[:, item.features])
             n_labeled.append(len(item.labeled))
         batch = collate_tasks([torch.from_numpy(t) for t in xs], n_labeled).to(device)
         with autocast:
             logits = inference_logits(model, batch)
         proba = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
         for slot, item in enumerate(group):
-            first, scored = len(item.labeled), item.pool
-            if item.member not in total:
-                total[item.member] = np.zeros(n_scored, dtype=np.float64)
-                count[item.member] = np.zeros(n_scored, dtype=np.int64)
-            np.add.at(total[item.member], scored, proba[slot, first : first + len(scored)])
-            np.add.at(count[item.member], scored, 1)
-            if item.queries is not None and len(item.queries):
-                view = views[item.view]
-                key = None if caches is None else caches[1](item)
-                cache = None if key is None else caches[0].get(key)
-                if cache is None:
-                    cache = context_cache(model, torch.from_numpy(xs[slot]).to(device), first)
-                    if key is not None:
-                        caches[0].keep(key, cache)
-                queries = view.pool[item.queries][:, item.features]
-                scores = query_probabilities(model, cache, torch.from_numpy(queries).to(device))
-                np.add.at(total[item.member], item.queries, scores.cpu().numpy())
-                np.add.at(count[item.member], item.queries, 1)
+            first = len(item.labeled)
+            add(item.member, item.pool, proba[slot, first : first + len(item.pool)])
         if progress is not None:
             progress(len(group))
+
+    def shared(item: Pass) -> None:
+        # one forward over the context scores its pool rows and records the cache its query
+        # rows are scored next to (float32, as new rows are: the query path takes no autocast)
+        view, first = views[item.view], len(item.labeled)
+        key = None if caches is None else caches[1](item)
+        cache = None if key is None else caches[0].get(key)
+        if cache is None or cache.row_logits is None:
+            x = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
+            cache = context_cache(model, torch.from_numpy(x[:, item.features]).to(device), first)
+            if key is not None:
+                caches[0].keep(key, cache)
+        assert cache.row_logits is not None
+        proba = torch.softmax(cache.row_logits[first:], dim=-1)[:, 1]
+        add(item.member, item.pool, proba.cpu().numpy())
+        if len(item.queries):
+            queries = torch.from_numpy(view.pool[item.queries][:, item.features]).to(device)
+            add(item.member, item.queries,
+                query_probabilities(model, cache, queries).cpu().numpy())
+        if progress is not None:
+            progress(1)
 
     with torch_threads(n_threads), torch.inference_mode():
         group: list[Pass] = []
         cells = 0
         for item in passes:
+            if item.queries is not None:
+                shared(item)
+                continue
             size = item.n_rows * (len(item.features) + 1)
             if group and cells + size > cells_per_forward:
                 flush(group)

@@ -74,10 +74,10 @@ def _task(x: Tensor, n_labeled: int) -> TaskBatch:
 def context_cache(model: PUICLModel, x: Tensor, n_labeled: int) -> ContextCache:
     """The cache of one pass's context ``x`` [rows, d] (its first ``n_labeled`` rows
     labeled): the model's forward over it, its rows attending to one another as in a
-    transductive pass, recording what query rows read."""
+    transductive pass, recording what query rows read and the context rows' own logits."""
     cells = ContextCells(n_labeled)
-    model.cell_logits(model.embed(_task(x, n_labeled), cells), cells)
-    return cells.cache()
+    logits = model.cell_logits(model.embed(_task(x, n_labeled), cells), cells)
+    return cells.cache(row_logits=logits[0])
 
 
 @torch.inference_mode()

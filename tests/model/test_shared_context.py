@@ -109,6 +109,30 @@ def test_pool_rows_outside_the_context_score_as_new_rows_do(shared_classifier) -
     np.testing.assert_array_equal(as_new, pool[rows])
 
 
+def test_a_shared_context_is_scored_by_the_one_forward_that_builds_its_cache(
+        shared_classifier, monkeypatch) -> None:
+    import torch
+
+    from puicl_model.passes import inference
+    from puicl_model.passes.query_rows import context_cache, query_probabilities
+
+    clf = shared_classifier
+    views = [view.rows() for view in clf.views_]
+    planner = clf.planners_[0]
+    item = next(planner.pool_passes(views[planner.view].pool_score))
+    view = views[item.view]
+    monkeypatch.setattr(inference, "inference_logits", lambda *args: pytest.fail("batched"))
+    proba = inference.run_passes(clf.model_, views, iter([item]), n_scored=len(view.pool))
+    context = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
+    cache = context_cache(clf.model_, torch.from_numpy(context[:, item.features]),
+                          len(item.labeled))
+    own = torch.softmax(cache.row_logits[len(item.labeled):], dim=-1)[:, 1]
+    np.testing.assert_array_equal(proba[item.pool], own.numpy())
+    queries = torch.from_numpy(view.pool[item.queries][:, item.features])
+    np.testing.assert_array_equal(proba[item.queries],
+                                  query_probabilities(clf.model_, cache, queries).numpy())
+
+
 def test_the_class_prior_folds_and_saves_work_with_shared_contexts(shared_classifier,
                                                                     tmp_path, rng) -> None:
     from puicl_model import PUICLClassifier

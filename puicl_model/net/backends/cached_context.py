@@ -48,17 +48,22 @@ _CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cp
 class ContextCache:
     """What query rows read of one context: the labeled rows' feature statistics, and the keys
     and values of the context's cells at each block's attention across rows
-    (``[columns, heads, rows, head_dim]``; the last block's at the label column only)."""
+    (``[columns, heads, rows, head_dim]``; the last block's at the label column only).
+    ``row_logits``: the context rows' own logits [rows, 2], the forward's output, so that a
+    context's pool rows are scored by the same forward that built the cache (None where the
+    cache was read from a file)."""
 
     mean: Tensor  # [d]
     scale: Tensor  # [d]
     keys: tuple[Tensor, ...]
     values: tuple[Tensor, ...]
+    row_logits: Tensor | None = None
 
     @property
     def nbytes(self) -> int:
         tensors = (self.mean, self.scale, *self.keys, *self.values)
-        return sum(t.element_size() * t.nelement() for t in tensors)
+        extra = () if self.row_logits is None else (self.row_logits,)
+        return sum(t.element_size() * t.nelement() for t in (*tensors, *extra))
 
 
 def _heads(t: Tensor, num_heads: int) -> Tensor:
@@ -136,12 +141,12 @@ class ContextCells(_RowCells):
         self._values.append(v.contiguous())
         return _merge_heads(F.scaled_dot_product_attention(q, k, v))
 
-    def cache(self) -> ContextCache:
-        """What the forward recorded, once it has run."""
+    def cache(self, row_logits: Tensor | None = None) -> ContextCache:
+        """What the forward recorded, once it has run (``row_logits``: its output)."""
         if self._statistics is None:
             raise RuntimeError("ContextCells.cache() before the context's forward")
         mean, scale = self._statistics
-        return ContextCache(mean, scale, tuple(self._keys), tuple(self._values))
+        return ContextCache(mean, scale, tuple(self._keys), tuple(self._values), row_logits)
 
 
 class QueryCells(_RowCells):
