@@ -1,11 +1,12 @@
 """The model alone on a large pool through one shared context instead of random chunks
 (docs/recipe.md, "Training on large tasks, and pools almost all positive").
 
-Today a pool larger than one pass is cut into random chunks, each scored next to its own random
-subset of the labeled rows, so each chunk is ranked against its own context. Here every pool row
-is ranked against the same context: ``--labeled`` labeled rows and ``--context`` pool rows are
-fitted as one task, and every other pool row is scored as a new row of it (the query path:
-it attends to the context, nothing attends to it). The context's pool rows are drawn
+With ``large_pool="chunks"`` a pool larger than one pass is cut into random chunks, each scored
+next to its own random subset of the labeled rows, so each chunk is ranked against its own
+context. Here every pool row is ranked against the same context: ``--labeled`` labeled rows
+and ``--context`` pool rows are fitted as one task, and every other pool row is scored as a
+new row of it (the query path: it attends to the context, nothing attends to it). The
+context's pool rows are drawn
 
 * ``random``: at random;
 * ``enriched``: half of them from the third of the pool that a logistic regression of the
@@ -44,7 +45,9 @@ KINDS = ("random", "enriched")
 def context_rows(kind: str, rng: np.random.Generator, n_pool: int, size: int,
                  least_positive: np.ndarray) -> np.ndarray:
     """``size`` pool positions for the context (``least_positive``: positions ordered by the
-    first score, least positive first)."""
+    first score, least positive first). The study's own draw, kept so that the figures of
+    docs/recipe.md reproduce; the classifier's default (``large_pool="shared"``) draws its
+    context by the same rule with its own seed keys, ``PassPlanner.context_rows``."""
     if kind == "random":
         return rng.choice(n_pool, size, replace=False)
     low = rng.choice(least_positive[: max(n_pool // 3, size // 2)], size // 2, replace=False)
