@@ -96,23 +96,11 @@ def run_passes(
             progress(len(group))
 
     def shared(item: Pass) -> None:
-        # one forward over the context scores its pool rows and records the cache its query
-        # rows are scored next to (float32, as new rows are: the query path takes no autocast)
-        view, first = views[item.view], len(item.labeled)
         key = None if caches is None else caches[1](item)
-        cache = None if key is None else caches[0].get(key)
-        if cache is None or cache.row_logits is None:
-            x = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
-            cache = context_cache(model, torch.from_numpy(x[:, item.features]).to(device), first)
-            if key is not None:
-                caches[0].keep(key, cache)
-        assert cache.row_logits is not None
-        proba = torch.softmax(cache.row_logits[first:], dim=-1)[:, 1]
-        add(item.member, item.pool, proba.cpu().numpy())
-        if len(item.queries):
-            queries = torch.from_numpy(view.pool[item.queries][:, item.features]).to(device)
-            add(item.member, item.queries,
-                query_probabilities(model, cache, queries).cpu().numpy())
+        store = None if caches is None else caches[0]
+        pool, queries = _shared_context_scores(model, views[item.view], item, store, key, device)
+        add(item.member, item.pool, pool)
+        add(item.member, item.queries, queries)
         if progress is not None:
             progress(1)
 
@@ -136,6 +124,29 @@ def run_passes(
         raise RuntimeError("internal error: some rows were not scored by every member")
     # (one member: its own mean, bit for bit)
     return np.mean([total[m][wanted] / count[m][wanted] for m in sorted(total)], axis=0)
+
+
+def _shared_context_scores(model: torch.nn.Module, view: ViewRows, item: Pass,
+                           store: ContextCaches | None, key: Hashable | None,
+                           device: torch.device) -> tuple[np.ndarray, np.ndarray]:
+    """P(y = +) of a shared context's pool rows and of its query rows: one forward over the
+    context scores its own rows and records the cache the query rows are scored next to
+    (float32, as new rows are: the query path takes no autocast). The cache is looked up in,
+    and kept by, ``store`` under ``key``."""
+    first = len(item.labeled)
+    cache = None if store is None or key is None else store.get(key)
+    if cache is None or cache.row_logits is None:
+        x = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
+        cache = context_cache(model, torch.from_numpy(x[:, item.features]).to(device), first)
+        if store is not None and key is not None:
+            store.keep(key, cache)
+    assert cache.row_logits is not None  # (a cache read from a file has none: not kept here)
+    own = torch.softmax(cache.row_logits[first:], dim=-1)[:, 1].cpu().numpy()
+    queries = np.empty(0, dtype=np.float32)
+    if item.queries is not None and len(item.queries):
+        rows = torch.from_numpy(view.pool[item.queries][:, item.features]).to(device)
+        queries = query_probabilities(model, cache, rows).cpu().numpy()
+    return own, queries
 
 
 @dataclass(frozen=True)
