@@ -25,8 +25,8 @@ from puicl_model.passes.phases import describe, report
 from puicl_model.passes.planning import Pass, PassPlanner, ViewRows, all_passes
 from puicl_model.passes.query_rows import (
     ContextCaches,
-    context_cache,
     context_key,
+    kept_context,
     query_probabilities,
 )
 
@@ -55,9 +55,9 @@ def run_passes(
     consecutive passes, of one member or several, are batched into one forward pass up to
     ``cells_per_forward`` table cells (a single larger pass runs alone), which bounds memory.
     Every member must score every row. ``progress(n)`` (e.g. a tqdm bar's ``update``) is
-    called with the number of passes run. ``rows``: the
-    pool rows whose probabilities are returned (None: all), where the passes score only those
-    outside their contexts (shared contexts, :meth:`PassPlanner.pool_passes`). ``caches``:
+    called with the number of passes run. ``rows``: the pool rows whose probabilities are
+    returned (None: all), where the passes score only those outside their contexts (shared
+    contexts, :meth:`PassPlanner.pool_passes`). ``caches``:
     a store of shared contexts' caches and the key of each pass's (the query path's own, so
     that new rows scored later reuse them), looked up before a context is computed.
     """
@@ -96,8 +96,7 @@ def run_passes(
             progress(len(group))
 
     def shared(item: Pass) -> None:
-        key = None if caches is None else caches[1](item)
-        store = None if caches is None else caches[0]
+        store, key = (None, None) if caches is None else (caches[0], caches[1](item))
         pool, queries = _shared_context_scores(model, views[item.view], item, store, key, device)
         add(item.member, item.pool, pool)
         add(item.member, item.queries, queries)
@@ -127,21 +126,17 @@ def run_passes(
 
 
 def _shared_context_scores(model: torch.nn.Module, view: ViewRows, item: Pass,
-                           store: ContextCaches | None, key: Hashable | None,
+                           store: ContextCaches | None, key: Hashable,
                            device: torch.device) -> tuple[np.ndarray, np.ndarray]:
     """P(y = +) of a shared context's pool rows and of its query rows: one forward over the
     context scores its own rows and records the cache the query rows are scored next to
     (float32, as new rows are: the query path takes no autocast). The cache is looked up in,
     and kept by, ``store`` under ``key``."""
-    first = len(item.labeled)
-    cache = None if store is None or key is None else store.get(key)
-    if cache is None or cache.row_logits is None:
-        x = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
-        cache = context_cache(model, torch.from_numpy(x[:, item.features]).to(device), first)
-        if store is not None and key is not None:
-            store.keep(key, cache)
-    assert cache.row_logits is not None  # (a cache read from a file has none: not kept here)
-    own = torch.softmax(cache.row_logits[first:], dim=-1)[:, 1].cpu().numpy()
+    cache = kept_context(model, view, item, device, store, key)
+    # (only a classifier loaded without its table holds caches without them, and it has no
+    # pool to score)
+    assert cache.row_logits is not None
+    own = torch.softmax(cache.row_logits[len(item.labeled):], dim=-1)[:, 1].cpu().numpy()
     queries = np.empty(0, dtype=np.float32)
     if item.queries is not None and len(item.queries):
         rows = torch.from_numpy(view.pool[item.queries][:, item.features]).to(device)

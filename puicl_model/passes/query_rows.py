@@ -42,10 +42,11 @@ from puicl_model.net.backends.cached_context import ContextCache, ContextCells, 
 from puicl_model.net.batch import TaskBatch
 from puicl_model.net.model import PUICLModel
 from puicl_model.passes.phases import describe, report
-from puicl_model.passes.planning import PassPlanner, ViewRows
+from puicl_model.passes.planning import Pass, PassPlanner, ViewRows
 
 __all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCaches",
-           "context_cache", "context_key", "fitted_contexts", "query_probabilities",
+           "context_cache", "context_key", "fitted_contexts", "kept_context",
+           "query_probabilities",
            "score_new_rows"]
 
 # Query rows per forward: every block has this many rows (the last one padded). A new row joins
@@ -158,10 +159,23 @@ def context_key(planner: PassPlanner, group: int, chunk: int,
     return (planner, group, chunk, str(device))
 
 
-def _pass_context(model: PUICLModel, view: ViewRows, labeled: np.ndarray, pool: np.ndarray,
-                  features: np.ndarray, device: torch.device | str) -> ContextCache:
-    context = np.concatenate([view.labeled[labeled], view.pool[pool]])
-    return context_cache(model, torch.from_numpy(context[:, features]).to(device), len(labeled))
+def _pass_context(model: PUICLModel, view: ViewRows, item: Pass,
+                  device: torch.device | str) -> ContextCache:
+    context = np.concatenate([view.labeled[item.labeled], view.pool[item.pool]])
+    return context_cache(model, torch.from_numpy(context[:, item.features]).to(device),
+                         len(item.labeled))
+
+
+def kept_context(model: PUICLModel, view: ViewRows, item: Pass, device: torch.device | str,
+                 caches: ContextCaches | None, key: Hashable) -> ContextCache:
+    """The cache of ``item``'s context: the one ``caches`` keeps under ``key``, else computed
+    and offered to ``caches``."""
+    cache = None if caches is None else caches.get(key)
+    if cache is None:
+        cache = _pass_context(model, view, item, device)
+        if caches is not None:
+            caches.keep(key, cache)
+    return cache
 
 
 def fitted_contexts(model: PUICLModel, views: Sequence[ViewRows],
@@ -175,8 +189,7 @@ def fitted_contexts(model: PUICLModel, views: Sequence[ViewRows],
         view = views[planner.view]
         for item in planner.contexts(view.pool_score):
             with torch_threads(n_threads):
-                cache = _pass_context(model, view, item.labeled, item.pool, item.features,
-                                      device)
+                cache = _pass_context(model, view, item, device)
             yield index, item.group, item.chunk, cache
 
 
@@ -213,12 +226,7 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence
                                   disable=not show) as bar:
         for planner, item in bar:
             key = context_key(planner, item.group, item.chunk, device)
-            cache = None if caches is None else caches.get(key)
-            if cache is None:
-                cache = _pass_context(model, views[planner.view], item.labeled, item.pool,
-                                      item.features, device)
-                if caches is not None:
-                    caches.keep(key, cache)
+            cache = kept_context(model, views[planner.view], item, device, caches, key)
             queries = x_new[planner.view][item.new][:, item.features]
             proba = query_probabilities(model, cache, torch.from_numpy(queries).to(device),
                                         advance=advance)

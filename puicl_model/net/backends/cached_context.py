@@ -61,9 +61,8 @@ class ContextCache:
 
     @property
     def nbytes(self) -> int:
-        tensors = (self.mean, self.scale, *self.keys, *self.values)
-        extra = () if self.row_logits is None else (self.row_logits,)
-        return sum(t.element_size() * t.nelement() for t in (*tensors, *extra))
+        tensors = [self.mean, self.scale, *self.keys, *self.values, self.row_logits]
+        return sum(t.element_size() * t.nelement() for t in tensors if t is not None)
 
 
 def _heads(t: Tensor, num_heads: int) -> Tensor:
