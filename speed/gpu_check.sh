@@ -1,73 +1,128 @@
 #!/usr/bin/env bash
-# What one machine with a CUDA GPU checks and measures, in one run of about 9 minutes:
-#   1. the CUDA tests (the GPU backends, bf16 inference close to the CPU's);
-#   2. the paper's model on the paper's prior: tasks/s, GPU memory and data wait over
-#      60 steps of stage 1 (configs/paper.yaml, one forward pass a step, no validation);
-#   3. the large-task fine-tuning pilot (configs/puicl_v11_ft_large.yaml): step time and the
-#      large-size validation AUC every 100 steps, for what is left of SECONDS (default 540)
-#      less a minute, then its EMA weights.
-# Each part is boxed in time and logged on its own, so that one failing leaves the others.
+# What one machine with a CUDA GPU checks and measures, in one run of under 8 minutes. Run it
+# first whenever a GPU is at hand; every part is boxed in time and logged on its own, so that
+# one failing leaves the others.
+#   1. the CUDA tests (the GPU backends against the specification, deterministic start-up,
+#      bf16 inference close to the CPU's);
+#   2. bit for bit: two identical runs of STEPS steps of the paper's config (stage 1, one
+#      forward pass a step, deterministic kernels: the default) and a run stopped at STEPS/2
+#      and resumed, compared tensor by tensor: IDENTICAL or DIFFERENT;
+#   3. tasks/s and the data-wait share, side by side, for each attention backend (bucketed,
+#      bucketed_matmul) with deterministic kernels on and off, and with torch.compile;
+#   4. each kernel's milliseconds for the step's two attentions (speed.bench_attention);
+#   5. a torch.profiler table of a few steps of the default and of bucketed_matmul;
+#   6. the classifier (the model alone) on the device: rows/s of a pool, two fits compared
+#      byte for byte, and the largest difference to the CPU's scores.
 #
-#   speed/gpu_check.sh OUT_DIR [SECONDS]
+#   speed/gpu_check.sh OUT_DIR            # on the GPU machine
+#   DEVICE=cpu speed/gpu_check.sh OUT_DIR # a dry run of the script itself (the smoke config;
+#                                         # tests/frame/test_gpu_check.py runs it)
 #
-# OUT_DIR receives log.txt, tests.txt, paper_metrics.jsonl and pilot.tar.gz (the pilot's
-# metrics.jsonl, config.yaml and exported weights). Figures: docs/performance.md ("GPU") and
-# docs/recipe.md ("Training on large tasks").
+# OUT_DIR receives log.txt (everything, with the verdicts and tables), tests.txt and
+# runs.tar.gz (every run's metrics.jsonl and config.yaml). Figures: docs/performance.md, "GPU".
 set -uo pipefail
-OUT=${1:?usage: speed/gpu_check.sh OUT_DIR [SECONDS]}
-DEADLINE=$((SECONDS + ${2:-540}))
+OUT=${1:?usage: speed/gpu_check.sh OUT_DIR}
 PY=${PYTHON:-python3}
+DEVICE=${DEVICE:-cuda}
 WORK=${WORK:-/tmp/puicl_gpu_check}
 WORKERS=$(nproc)
-DEVICE=${DEVICE:-cuda}  # cpu: a dry run of the script itself
+if [ "$DEVICE" = cpu ]; then
+    # the smoke config's stages have 4 steps: its first two stages
+    BASE=${CONFIG:-configs/smoke.yaml} STEPS=${STEPS:-8} LOG_EVERY=2 COMPILE=0 PROFILED=2
+    SHARD_STEPS=(--stages 1-2)
+    CLASSIFIER=(--rows 1500 --labeled 300 --cpu-rows 600)
+    TESTS=(tests/trainer/test_determinism.py)
+else
+    BASE=${CONFIG:-configs/paper.yaml} STEPS=${STEPS:-40} LOG_EVERY=5 COMPILE=1 PROFILED=4
+    SHARD_STEPS=(--stages 1 --steps "0-$((STEPS - 1))")
+    CLASSIFIER=(--rows 50000 --labeled 2000 --cpu-rows 3000)
+    TESTS=(tests/model/test_backends.py tests/model/test_classifier_precision.py
+           tests/trainer/test_determinism.py)
+fi
+HALF=$((STEPS / 2))
 mkdir -p "$OUT" "$WORK"
+rm -rf "$WORK/runs" "$WORK/configs"  # runs start afresh; the shards are kept and checked
+mkdir -p "$WORK/runs" "$WORK/configs"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 LOG=$OUT/log.txt
+: >"$LOG"
 
 say() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
 
+# config NAME [KEY: VALUE, ...]: the base config, one forward pass a step, no validation
+config() {
+    local file=$WORK/configs/$1.yaml
+    cat >"$file" <<EOF
+extends: $PWD/$BASE
+training: {log_every: $LOG_EVERY, checkpoint_every: 100000, micro_batch_cells: null${2:+, $2}}
+validation: {every_steps: 0}
+EOF
+    echo "$file"
+}
+
+# train NAME CONFIG SECONDS [ARGS...]: a run of the trainer, boxed in time
+train() {
+    local name=$1 file=$2 seconds=$3
+    shift 3
+    timeout "$seconds" $PY trainer/main.py --config "$file" --shards "$WORK/shards" \
+        --run-dir "$WORK/runs/$name" --device "$DEVICE" "$@" >>"$LOG" 2>&1
+    say "run $name exit $?"
+}
+
 say "machine"
 {
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-    $PY -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
+    $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+        torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
     echo "cores $WORKERS"; grep -m1 "model name" /proc/cpuinfo
 } >>"$LOG" 2>&1
 
-say "CUDA tests"
-timeout 100 $PY -m pytest -q -p no:cacheprovider tests/model/test_backends.py \
-    tests/model/test_classifier_precision.py >"$OUT/tests.txt" 2>&1
-say "CUDA tests exit $?: $(tail -n 1 "$OUT/tests.txt")"
+say "tests: ${TESTS[*]}"
+timeout 150 $PY -m pytest -q -p no:cacheprovider "${TESTS[@]}" >"$OUT/tests.txt" 2>&1
+say "tests exit $?: $(tail -n 1 "$OUT/tests.txt")"
 
-say "shards: the paper's stage 1, steps 0-59; the pilot's stage and its validation split"
-PAPER=$WORK/paper.yaml
-cat >"$PAPER" <<EOF
-extends: $PWD/configs/paper.yaml
-training: {log_every: 10, checkpoint_every: 1000, micro_batch_cells: null}
-validation: {every_steps: 0}
-EOF
-timeout 120 $PY -m prior_gen.cli --config "$PAPER" --stages 1 --steps 0-59 \
-    --out "$WORK/paper_shards" --workers "$WORKERS" >>"$LOG" 2>&1
-CONFIG=configs/puicl_v11_ft_large.yaml
-timeout 150 $PY -m prior_gen.cli --config $CONFIG --stages 1 --out "$WORK/pilot_shards" \
-    --workers "$WORKERS" >>"$LOG" 2>&1
-timeout 60 $PY -m prior_gen.cli --config $CONFIG --split val --stages 1 --steps 0-1 \
-    --out "$WORK/pilot_shards" --workers "$WORKERS" >>"$LOG" 2>&1
-say "shards done"
+say "shards: $BASE, ${SHARD_STEPS[*]}"
+timeout 150 $PY -m prior_gen.cli --config "$BASE" "${SHARD_STEPS[@]}" \
+    --out "$WORK/shards" --workers "$WORKERS" >>"$LOG" 2>&1
+say "shards exit $?"
 
-say "the paper's model, 60 steps of 48 tasks"
-timeout 120 $PY trainer/main.py --config "$PAPER" --shards "$WORK/paper_shards" \
-    --run-dir "$WORK/paper_run" --device "$DEVICE" --until-step 60 >>"$LOG" 2>&1
-say "paper run exit $?"
-cp "$WORK/paper_run/metrics.jsonl" "$OUT/paper_metrics.jsonl" 2>/dev/null
+say "bit for bit: two runs of $STEPS steps, and $HALF steps resumed to $STEPS"
+DEFAULT=$(config default)
+train det_a "$DEFAULT" 150 --until-step "$STEPS"
+train det_b "$DEFAULT" 150 --until-step "$STEPS"
+train det_resumed "$DEFAULT" 100 --until-step "$HALF"
+train det_resumed "$DEFAULT" 100 --until-step "$STEPS"
+$PY -m speed.training_runs compare "$WORK/runs/det_a" "$WORK/runs/det_b" \
+    "$WORK/runs/det_resumed" 2>&1 | tee -a "$LOG"
 
-LEFT=$((DEADLINE - SECONDS - 60))
-PILOT_MINUTES=$(awk "BEGIN {print $LEFT / 60}")
-say "the large-task pilot, $PILOT_MINUTES minutes"
-timeout $((LEFT + 30)) $PY trainer/main.py --config $CONFIG \
-    --shards "$WORK/pilot_shards" --run-dir "$WORK/pilot_run" --device "$DEVICE" \
-    --time-limit "$PILOT_MINUTES" >>"$LOG" 2>&1
-say "pilot exit $?"
-timeout 60 $PY -m trainer.cli export "$WORK/pilot_run" --out "$WORK/pilot_run/weights" \
-    >>"$LOG" 2>&1
-tar -czf "$OUT/pilot.tar.gz" -C "$WORK/pilot_run" metrics.jsonl config.yaml weights 2>>"$LOG"
+say "tasks/s by attention backend, deterministic kernels on and off"
+train bucketed_nondet "$(config bucketed_nondet "attention: bucketed, deterministic: false")" \
+    150 --until-step "$STEPS"
+train matmul_det "$(config matmul_det "attention: bucketed_matmul")" 150 --until-step "$STEPS"
+train matmul_nondet "$(config matmul_nondet "attention: bucketed_matmul, deterministic: false")" \
+    150 --until-step "$STEPS"
+RUNS=(det_a bucketed_nondet matmul_det matmul_nondet)
+if [ "$COMPILE" = 1 ]; then
+    train matmul_det_compiled "$(config matmul_compiled "attention: bucketed_matmul, compile: true")" \
+        150 --until-step "$STEPS"
+    RUNS+=(matmul_det_compiled)
+fi
+$PY -m speed.training_runs speed "${RUNS[@]/#/$WORK/runs/}" 2>&1 | tee -a "$LOG"
+
+say "each attention kernel at the step's shapes"
+timeout 120 $PY -m speed.bench_attention --config "$BASE" --device "$DEVICE" --repeats 3 \
+    2>&1 | tee -a "$LOG"
+
+for backend in auto bucketed_matmul; do
+    say "profile of $PROFILED steps, attention $backend"
+    timeout 90 $PY -m speed.profile_step --config "$(config "profile_$backend" "attention: $backend")" \
+        --shards "$WORK/shards" --run-dir "$WORK/runs/profile_$backend" --steps "$PROFILED" \
+        --warmup 2 --rows 20 --device "$DEVICE" 2>&1 | grep -v "^step \|profiler_st" | tee -a "$LOG"
+done
+
+say "the classifier on $DEVICE"
+timeout 120 $PY -m speed.classifier_device --device "$DEVICE" "${CLASSIFIER[@]}" 2>&1 \
+    | grep -v "Warning\|proba = " | tee -a "$LOG"
+
+tar -czf "$OUT/runs.tar.gz" -C "$WORK/runs" --exclude checkpoints . 2>>"$LOG"
 say "done"

@@ -127,11 +127,12 @@ class TrainingConfig:
     group_by_rows: bool = True  # order a rank's tasks by row count before cutting
     # recompute each block in the backward pass instead of storing its activations
     activation_checkpointing: bool = False
-    # the attention backend (puicl_model.net.backends): auto | packed | cpu_kernel | bucketed.
+    # the attention backend (puicl_model.net.backends): auto | packed | cpu_kernel | bucketed |
+    # bucketed_matmul.
     # "auto" is resolved once when a run starts (bucketed on a GPU; on CPU cpu_kernel only where
     # it was measured faster on this CPU, else packed) and the result is recorded in every
     # checkpoint: a resumed run keeps its backend, since backends differ in float rounding.
-    attention: Literal["auto", "packed", "cpu_kernel", "bucketed"] = "auto"
+    attention: Literal["auto", "packed", "cpu_kernel", "bucketed", "bucketed_matmul"] = "auto"
     # after a step that leaves this process holding more than this many GB, hand the
     # allocator's free pages back to the system (trainer.heap; glibc). The heap otherwise
     # keeps every page it ever touched, and with steps of varying sizes it grows well past
@@ -145,6 +146,13 @@ class TrainingConfig:
     # run the model under torch.compile (applied by the trainer, around DDP); changes float
     # rounding only, like the micro-batch layout, so it may differ between segments
     compile: bool = False
+    # strict deterministic kernels on CUDA (trainer.determinism): two runs of one config, and a
+    # resumed run, end with identical weights on the same GPU model, software and world size.
+    # Off trains with PyTorch's default kernels (flash attention's backward is then
+    # non-deterministic). No effect on CPU, whose kernels are deterministic already. It
+    # changes float rounding only, so it stays out of the run's identity; a resume that
+    # switches it is allowed, with a warning that the run is then not reproducible bit for bit
+    deterministic: bool = True
     # steps whose data a background thread reads and collates ahead of the step computing
     # (trainer.loader); 0 reads each step's data in the main thread when the step begins.
     # The same data either way: a run's weights do not depend on it

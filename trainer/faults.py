@@ -15,7 +15,11 @@ RANK = rank in the job) before starting the trainer. Unset in normal runs. Kinds
 * ``kill`` -- the process SIGKILLs itself in the middle of that step (after the backward
   pass, before the optimizer step): a crash at the worst moment, for the resume tests;
 * ``sigterm`` -- the process sends itself SIGTERM at the start of that step, as a cluster
-  scheduler would: the job must stop on every rank after that step, with a checkpoint.
+  scheduler would: the job must stop on every rank after that step, with a checkpoint;
+* ``nondeterministic`` -- after the backward pass, an operation that has no deterministic
+  kernel runs under strict deterministic mode (``trainer.determinism``), the path such an
+  operation takes on CUDA with ``training.deterministic`` on: the run must stop with one line
+  naming the operation and the key, on any device.
 
 ``PUICL_TRAINER_FAKE_STEP_SECONDS="S"`` (or ``"S0,S1,..."``, one value per rank) replaces the
 clock of ``--time-limit`` (``trainer.time_limit``) by :class:`FakeStepClock`: time stands still
@@ -38,7 +42,7 @@ ENV_VAR = "PUICL_TRAINER_FAULTS"
 CLOCK_ENV_VAR = "PUICL_TRAINER_FAKE_STEP_SECONDS"
 
 
-KINDS = ("nonfinite_loss", "nonfinite_grad", "kill", "sigterm")
+KINDS = ("nonfinite_loss", "nonfinite_grad", "kill", "sigterm", "nondeterministic")
 
 
 @dataclass(frozen=True)
@@ -64,15 +68,18 @@ class FaultPlan:
         if not any(s == step and r == rank for _, s, r in self.points):
             return NO_HOOK
         return _Faults(
-            self.corruption_at(step, rank), self.kill_at(step, rank), self.sigterm_at(step, rank)
+            self.corruption_at(step, rank), self.kill_at(step, rank), self.sigterm_at(step, rank),
+            ("nondeterministic", step, rank) in self.points,
         )
 
 
 class _Faults(StepHook):
     """The faults of one step on one rank, at the step's hook points."""
 
-    def __init__(self, corrupt: str | None, kill: bool, sigterm: bool) -> None:
+    def __init__(self, corrupt: str | None, kill: bool, sigterm: bool,
+                 nondeterministic: bool = False) -> None:
         self.corrupt, self.kill, self.sigterm = corrupt, kill, sigterm
+        self.nondeterministic = nondeterministic
 
     def step_begins(self) -> None:
         if self.sigterm:
@@ -93,6 +100,19 @@ class _Faults(StepHook):
     def backward_done(self) -> None:
         if self.kill:
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.nondeterministic:
+            _run_an_op_without_a_deterministic_kernel()
+
+
+def _run_an_op_without_a_deterministic_kernel() -> None:
+    """``Tensor.put_`` (no deterministic kernel on any device) under strict deterministic
+    mode, which is restored afterwards if the operation were ever to succeed."""
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        torch.zeros(2).put_(torch.tensor([0]), torch.ones(1))
+    finally:
+        torch.use_deterministic_algorithms(was)
 
 
 def parse_faults(text: str | None) -> FaultPlan:

@@ -42,6 +42,7 @@ from trainer.checkpoint import (
     restore_rng_state,
 )
 from trainer.config import RunConfig, load_run_config, run_config_to_dict
+from trainer.determinism import apply_determinism, hardware_identity, warn_if_not_reproducible
 from trainer.dist_env import DistEnv
 from trainer.faults import clock_from_env
 from trainer.loader import StepData, StepLoader
@@ -110,6 +111,9 @@ class Segment:
             self.slice = rank_slice(self.global_batch, env.rank, env.world_size)
         except ValueError as err:
             raise ConfigError("curriculum.global_batch", str(err)) from None
+        # strict deterministic kernels, set before the model reaches the device (CUDA only)
+        self.deterministic = apply_determinism(config.training.deterministic, env.device)
+        self.hardware = hardware_identity(env.device)
         self.store = CheckpointStore(args.run_dir / "checkpoints", config.training.keep_checkpoints)
         # computed once: it may read a file (training.init_weights), and it cannot change
         self.training_hash = config.training_hash()
@@ -162,6 +166,8 @@ class Segment:
                 "not bit-identical",
                 stacklevel=2,
             )
+        if self.env.is_main:
+            warn_if_not_reproducible(path, payload, self.deterministic, self.hardware)
         self.state.load(payload)
         restore_rng_state(payload["rng"])
         self.start_step = int(payload["step"])
@@ -253,6 +259,8 @@ class Segment:
             "world_size": self.env.world_size,
             "torch_version": str(torch.__version__),
             "attention": self.attention,
+            "deterministic": self.deterministic,
+            "hardware": self.hardware,
         }
         return self.store.save(completed, payload)
 

@@ -18,6 +18,7 @@ from puicl_common.configio import ConfigError
 from puicl_common.output_paths import os_error_message
 from trainer import hooks
 from trainer.checkpoint import CheckpointError
+from trainer.determinism import nondeterministic_op, nondeterministic_op_message
 from trainer.dist_env import barrier, init_distributed, shutdown
 from trainer.faults import faults_from_env
 from trainer.segment import TrainArgs, TrainingStopped, run_segment
@@ -29,8 +30,9 @@ __all__ = ["TrainArgs", "train"]
 def train(args: TrainArgs) -> int:
     """Train one segment in this process.
 
-    Returns the process exit code: 0 done, 2 configuration or data problem, 3 stopped after
-    too many non-finite steps.
+    Returns the process exit code: 0 done, 2 configuration or data problem (or an operation
+    without a deterministic kernel under ``training.deterministic``), 3 stopped after too many
+    non-finite steps.
     """
     if args.started_at is None:
         args = dataclasses.replace(args, started_at=time.monotonic())
@@ -60,6 +62,14 @@ def train(args: TrainArgs) -> int:
         if env.is_main:
             print(f"stopped: {err}", file=sys.stderr, flush=True)
         return 3
+    except RuntimeError as err:
+        op = nondeterministic_op(err)
+        if op is None:
+            raise
+        # every rank runs the same operations, so every rank stops here: rank 0 reports
+        if env.is_main:
+            print(f"error: {nondeterministic_op_message(op)}", file=sys.stderr, flush=True)
+        return 2
     except OSError as err:
         # the file system refused a write or read (a full disk under metrics.jsonl, a
         # read-only run directory): on whichever rank it happened

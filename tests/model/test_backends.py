@@ -126,6 +126,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GP
     *[pytest.param(b, "cpu", marks=pytest.mark.slow) if b == "cpu_kernel" else (b, "cpu")
       for b in BACKENDS if b != "auto"],
     pytest.param("bucketed", "cuda", marks=CUDA),
+    pytest.param("bucketed_matmul", "cuda", marks=CUDA),
     pytest.param("auto", "cuda", marks=CUDA),
 ])
 def test_backend_matches_the_specification_outputs_and_gradients(backend, device, models):
@@ -152,6 +153,30 @@ def test_backend_matches_the_specification_outputs_and_gradients(backend, device
     finally:
         model.attention = "auto"
         model.to("cpu"), spec.to("cpu")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+def test_short_attention_is_scaled_dot_product_attention(device) -> None:
+    """The products of ``bucketed_matmul``'s attention across features: PyTorch's attention in
+    float32, forward and backward, and within bfloat16's rounding of it under autocast."""
+    from puicl_model.net.backends.bucketed import short_attention
+
+    generator = torch.Generator().manual_seed(8)
+    q, k, v = (torch.randn(50, 8, 21, 16, generator=generator).to(device).requires_grad_()
+               for _ in range(3))
+    weights = torch.randn(50, 8, 21, 16, generator=generator).to(device)
+    outputs, grads = [], []
+    for attend in (torch.nn.functional.scaled_dot_product_attention, short_attention):
+        out = attend(q, k, v)
+        outputs.append(out.detach())
+        grads.append(torch.autograd.grad((out * weights).sum(), (q, k, v)))
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=1e-5)
+    for got, expected in zip(grads[1], grads[0], strict=True):
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-4 * expected.abs().max())
+    with torch.autocast(device_type=device, dtype=torch.bfloat16):
+        low = short_attention(q.bfloat16(), k.bfloat16(), v.bfloat16())
+    assert low.dtype == torch.bfloat16
+    torch.testing.assert_close(low.float(), outputs[0], rtol=0, atol=0.05)
 
 
 def test_bucketed_attention_never_takes_cudnn(models, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,9 @@
                 16 dimensions (:mod:`.cpu_kernel`); opt-in, built when chosen. CPU.
 ``bucketed``    tasks padded within shape buckets, a few large attention calls, no
                 per-task loop and no host synchronisation (:mod:`.bucketed`). GPU.
+``bucketed_matmul``  ``bucketed``, with the attention across features (sequences of
+                d + 1 cells) as plain batched matrix products instead of the flash
+                kernels (:func:`.bucketed.short_attention`). GPU; opt-in until measured.
 ``auto``        ``bucketed`` on a GPU, else ``packed``; for training on CPU,
                 ``cpu_kernel`` where the one-off timing of :mod:`.calibration` found it
                 faster on this CPU (the one rule: :func:`auto_backend`).
@@ -28,7 +31,7 @@ from puicl_model.net.batch import TaskBatch
 
 __all__ = ["BACKENDS", "CellLayout", "auto_backend", "cell_layout", "resolve_backend"]
 
-BACKENDS = ("auto", "packed", "cpu_kernel", "bucketed")
+BACKENDS = ("auto", "packed", "cpu_kernel", "bucketed", "bucketed_matmul")
 
 
 def auto_backend(device: torch.device, training: bool) -> str:
@@ -54,6 +57,8 @@ def cell_layout(backend: str, batch: TaskBatch) -> CellLayout:
         return PackedCells.of(batch, compiled_kernel=True)
     if backend == "bucketed":
         return BucketedCells(batch)
+    if backend == "bucketed_matmul":
+        return BucketedCells(batch, feature_products=True)
     raise ValueError(f"attention backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
 
 

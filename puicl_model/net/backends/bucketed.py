@@ -1,8 +1,8 @@
-"""The ``bucketed`` backend: tasks padded within shape buckets, for GPUs.
+"""The ``bucketed`` backends: tasks padded within shape buckets, for GPUs.
 
-On a GPU a step of this small model is bound by kernel launches, not arithmetic, so the packed
-layout's per-task attention calls (:mod:`puicl_model.net.backends.packed`) are the wrong trade.
-Here the tasks of a batch are put into buckets of equal feature count and similar row count
+On a GPU the packed layout's per-task attention calls (:mod:`puicl_model.net.backends.packed`)
+would launch thousands of small kernels a step, so here the tasks of a batch are put into
+buckets of equal feature count and similar row count
 (rows rounded up to a multiple of ``row_grid``); within a bucket every task is padded to the
 bucket's largest row count, so the bucket is a dense ``[b, R, C, E]`` block of cells. Each
 attention then runs as one ``scaled_dot_product_attention`` call per bucket: across features
@@ -15,6 +15,17 @@ without waiting; the forward and backward passes have no per-task Python loop an
 device-to-host synchronisation.
 
 Padded rows get finite values and are never attended to, so they cannot change a real output.
+
+With a few large calls a step, the GPU runs kernels for nearly the whole step: the limit is
+how efficient the kernels are, not how many are launched (a kernel profile of the paper's
+model on one H100: about 2,040 kernels a step, attention 62 % of the GPU time, mostly flash
+attention's backward pass). The attention across features is the worst fit for the flash
+kernels: sequences of d + 1 ≤ 21 cells, tens of thousands of them per call, in heads of 16
+dimensions, where flash's tiles of 64 or more queries stay mostly empty. The
+``bucketed_matmul`` backend (``feature_products=True``) computes that attention as plain
+batched matrix products instead (scores, a float32 softmax, the weighted sum; bfloat16
+products under autocast), whose backward pass is deterministic without atomics. The attention
+across rows, over hundreds of rows, keeps ``scaled_dot_product_attention``.
 
 Both attentions run with cuDNN's attention kernels excluded (:data:`ATTENTION_KERNELS`). cuDNN
 builds and caches a kernel plan for every new shape it meets, and the row counts of a training
@@ -71,11 +82,23 @@ def _to_device(values: list[int] | np.ndarray, device: torch.device) -> Tensor:
     return host.to(device)
 
 
+def short_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """Unmasked attention over short sequences as batched products: q, k, v [..., L, dh] ->
+    [..., L, dh]. The scores are L × L per sequence, so for L of a few dozen they cost less
+    memory than the q, k and v they come from; the softmax runs in float32 (autocast's rule
+    for softmax), the products in the autocast dtype."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+    weights = torch.softmax(scores, dim=-1)
+    return torch.matmul(weights.to(v.dtype), v)
+
+
 class BucketedCells(CellLayout):
     """A batch's cells in shape buckets, padded within each bucket (module docstring)."""
 
-    def __init__(self, batch: TaskBatch, row_grid: int = DEFAULT_ROW_GRID) -> None:
+    def __init__(self, batch: TaskBatch, row_grid: int = DEFAULT_ROW_GRID,
+                 feature_products: bool = False) -> None:
         device = batch.device
+        self.feature_products = feature_products
         sizes = batch.sizes()
         contexts = batch.context_sizes()
         keys: dict[tuple[int, int], list[int]] = {}
@@ -152,7 +175,9 @@ class BucketedCells(CellLayout):
                 tokens = bucket.n_tasks * bucket.rows
                 q, k, v = (block.view(tokens, bucket.columns, 3, num_heads, -1)
                            .permute(2, 0, 3, 1, 4))
-                out = F.scaled_dot_product_attention(q, k, v)  # [tokens, H, C, dh]
+                attend = short_attention if self.feature_products else \
+                    F.scaled_dot_product_attention
+                out = attend(q, k, v)  # [tokens, H, C, dh]
                 parts.append(out.transpose(1, 2).reshape(-1, e))
         return join(parts)
 

@@ -1,0 +1,44 @@
+"""``speed/gpu_check.sh`` runs through on CPU (``DEVICE=cpu``, the smoke config): a GPU is lent
+only by chance and for minutes, so the script must be known to work before one is at hand.
+
+Its verdicts are real on CPU too: two identical runs and a resumed one must come out
+IDENTICAL, every attention backend must train and report its speed, and the kernel table and
+the profile must print."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from .conftest import ROOT
+
+
+@pytest.mark.slow
+def test_the_gpu_check_runs_through_on_cpu(tmp_path) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "DEVICE": "cpu", "PYTHON": sys.executable,
+           "WORK": str(tmp_path / "work"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(["bash", str(ROOT / "speed" / "gpu_check.sh"), str(out)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    log = (out / "log.txt").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    assert re.search(r"tests exit 0: \d+ passed", log)
+    verdicts = re.findall(r"(det_b|det_resumed) vs \S+: (IDENTICAL|DIFFERENT)", log)
+    assert verdicts == [("det_b", "IDENTICAL"), ("det_resumed", "IDENTICAL")], log[-3000:]
+    for run in ("det_a", "bucketed_nondet", "matmul_det", "matmul_nondet"):
+        assert re.search(rf"runs/{run}: [\d.]+ tasks/s .*data wait", log), run
+    assert "attention bucketed_matmul" in log
+    assert re.search(r"features\s+products\s+[\d.]+\s+[\d.]+", log)
+    assert log.count("attention share of the self CPU time") == 2
+    assert re.search(r"cpu: 1200 pool rows .* two fits IDENTICAL", log)
+    assert log.rstrip().endswith("done")
+    with tarfile.open(out / "runs.tar.gz") as archive:
+        names = archive.getnames()
+    assert "./det_a/metrics.jsonl" in names
+    assert not any("checkpoints" in name for name in names)

@@ -1,0 +1,113 @@
+"""Deterministic kernels on CUDA (``training.deterministic``), and the one-line error when an
+operation has none.
+
+On a GPU, several of PyTorch's kernels are non-deterministic by default: flash and
+memory-efficient attention's backward passes accumulate with atomics, and cuBLAS may split a
+product over a workspace shared between streams. Two identical runs then end with different
+weights, and so does a resumed run (measured on one H100: docs/performance.md, "GPU"). Strict
+deterministic mode makes PyTorch take the deterministic variant of every kernel that has one,
+and raise on any that has none. The trainer turns it on when a segment starts on CUDA, before
+the model is put on the device, in every process:
+
+* ``torch.use_deterministic_algorithms(True)`` (strict: never ``warn_only``, which would let a
+  non-deterministic kernel run with only a warning);
+* ``CUBLAS_WORKSPACE_CONFIG=:4096:8``, which cuBLAS reads when the process creates its handle
+  (a value the user set already that cuBLAS accepts as deterministic is kept).
+
+On CPU the key changes nothing: the CPU kernels the model uses are deterministic already
+(tested: a resumed run equals an uninterrupted one), and strict mode would only add the
+filling of every new tensor's memory.
+
+An operation without a deterministic kernel raises a ``RuntimeError`` inside PyTorch;
+:func:`nondeterministic_op` recognises it, and ``trainer.train`` turns it into one line that
+names the operation and the key. Nothing falls back silently.
+
+Bit-for-bit reproduction also needs the same device model and software builds:
+:func:`hardware_identity` is recorded in every checkpoint, and a resume that changes it, or
+switches the key, continues the run with a warning (:func:`warn_if_not_reproducible`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from pathlib import Path
+
+import torch
+
+__all__ = ["CUBLAS_WORKSPACE", "apply_determinism", "hardware_identity", "nondeterministic_op",
+           "nondeterministic_op_message", "warn_if_not_reproducible"]
+
+CUBLAS_WORKSPACE = ":4096:8"
+# the two workspace settings cuBLAS documents as reproducible
+_DETERMINISTIC_WORKSPACES = (":4096:8", ":16:8")
+_NO_KERNEL = re.compile(r"^(?P<op>\S+) does not have a deterministic implementation")
+_CUBLAS = "this operation is not deterministic because it uses CuBLAS"
+
+
+def apply_determinism(enabled: bool, device: torch.device) -> bool:
+    """Set (``enabled``) or leave off PyTorch's strict deterministic mode for training on
+    ``device``; returns whether it is on. Only CUDA is affected (module docstring)."""
+    if device.type != "cuda":
+        return False
+    if enabled:
+        if os.environ.get("CUBLAS_WORKSPACE_CONFIG") not in _DETERMINISTIC_WORKSPACES:
+            os.environ["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE
+        torch.use_deterministic_algorithms(True)
+    else:
+        torch.use_deterministic_algorithms(False)
+    return enabled
+
+
+def nondeterministic_op(error: BaseException) -> str | None:
+    """The operation named by PyTorch's refusal in strict deterministic mode (``"cuBLAS"``
+    for the workspace's), or None when ``error`` is another error."""
+    if not isinstance(error, RuntimeError):
+        return None
+    text = str(error).strip()
+    found = _NO_KERNEL.match(text)
+    if found:
+        return found.group("op")
+    if _CUBLAS in text:
+        return "cuBLAS"
+    return None
+
+
+def nondeterministic_op_message(op: str) -> str:
+    """One line for a run stopped by an operation without a deterministic kernel."""
+    return (
+        f"the operation {op} has no deterministic CUDA kernel, and training.deterministic is "
+        "on (the default), so the run stopped rather than train a result it could not "
+        "reproduce; set training.deterministic: false to train with non-deterministic "
+        "kernels (runs and resumes then differ in float rounding)"
+    )
+
+
+def hardware_identity(device: torch.device) -> dict[str, str]:
+    """What a run's bit-for-bit reproduction depends on besides its config and world size:
+    the device model and the torch and CUDA builds (recorded in every checkpoint)."""
+    identity = {"device": device.type, "torch": str(torch.__version__)}
+    if device.type == "cuda":
+        identity["device"] = torch.cuda.get_device_name(device)
+        identity["cuda"] = str(torch.version.cuda)
+    return identity
+
+
+def warn_if_not_reproducible(path: Path, payload: dict, deterministic: bool,
+                              hardware: dict[str, str]) -> None:
+    """Warn when a resume continues the run, but not bit for bit: another device model or
+    software build, or deterministic kernels switched (both recorded since they existed)."""
+    recorded = payload.get("hardware")
+    if recorded is not None and recorded != hardware:
+        changed = ", ".join(f"{key} {recorded.get(key)!r} -> {hardware.get(key)!r}"
+                            for key in sorted(set(recorded) | set(hardware))
+                            if recorded.get(key) != hardware.get(key))
+        warnings.warn(f"resuming {path} on other hardware or software ({changed}): the run "
+                      "continues up to float rounding, not bit for bit", stacklevel=3)
+    was = payload.get("deterministic")
+    if was is not None and bool(was) != deterministic and hardware["device"] != "cpu":
+        warnings.warn(f"resuming {path}, trained with deterministic kernels "
+                      f"{'on' if was else 'off'}, with them {'on' if deterministic else 'off'} "
+                      "(training.deterministic): the run is not reproducible bit for bit",
+                      stacklevel=3)
