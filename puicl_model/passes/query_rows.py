@@ -44,10 +44,9 @@ from puicl_model.net.model import PUICLModel
 from puicl_model.passes.phases import describe, report
 from puicl_model.passes.planning import Pass, PassPlanner, ViewRows
 
-__all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCaches",
-           "context_cache", "context_key", "fitted_contexts", "kept_context",
-           "query_probabilities",
-           "score_new_rows"]
+__all__ = ["DEFAULT_CACHE_BYTES", "GPU_BLOCK_BYTES", "QUERY_BLOCK_ROWS", "ContextCache",
+           "ContextCaches", "context_cache", "context_key", "fitted_contexts", "kept_context",
+           "query_block_rows", "query_probabilities", "score_new_rows"]
 
 # Query rows per forward: every block has this many rows (the last one padded). A new row joins
 # one chunk's context, so a call of n rows gives each of the k contexts about n/k rows: small
@@ -56,6 +55,13 @@ __all__ = ["DEFAULT_CACHE_BYTES", "QUERY_BLOCK_ROWS", "ContextCache", "ContextCa
 # 20 features) stay in cache. 32 rows give the same bits as 128 did on the development
 # tables (docs/performance.md, "New rows after fit").
 QUERY_BLOCK_ROWS = 32
+# On a GPU a block of 32 rows is far too small a forward to fill the card (a 200,000-row pool
+# would be thousands of forwards per context), so there a block holds as many rows as keep its
+# attention scores within this many bytes: a power of two between QUERY_BLOCK_ROWS and
+# MAX_GPU_BLOCK_ROWS, fixed by the context's shape, so that every block next to one context
+# still has one shape (query_block_rows).
+GPU_BLOCK_BYTES = 1 << 30
+MAX_GPU_BLOCK_ROWS = 8192
 
 # What a fitted classifier keeps of its contexts' caches by default. A context of r rows and
 # d features caches 2·(L-1)·r·(d+1)·e + 2·r·e floats: ~40 MB for a chunk of 1,000 pool rows
@@ -88,12 +94,30 @@ def _query_logits(model: PUICLModel, cache: ContextCache, x: Tensor) -> Tensor:
     return model.cell_logits(model.embed(_task(x, 0), cells), cells)[0]
 
 
+def query_block_rows(cache: ContextCache, device: torch.device | str) -> int:
+    """Query rows per forward next to ``cache`` on ``device``: :data:`QUERY_BLOCK_ROWS` off
+    CUDA; on CUDA the largest power of two whose attention scores (``[columns, heads, rows,
+    context rows]`` floats, and as many again for their exponentials' products) fit in
+    :data:`GPU_BLOCK_BYTES`, between :data:`QUERY_BLOCK_ROWS` and :data:`MAX_GPU_BLOCK_ROWS`.
+    A function of the context's shape and the device type only: a row's bytes never depend on
+    the rows scored with it."""
+    if torch.device(device).type != "cuda":
+        return QUERY_BLOCK_ROWS
+    columns, heads, context_rows, _ = cache.keys[0].shape
+    per_row = 2 * 4 * columns * heads * (context_rows + 1)
+    fitting = max(GPU_BLOCK_BYTES // per_row, QUERY_BLOCK_ROWS)
+    return min(1 << (fitting.bit_length() - 1), MAX_GPU_BLOCK_ROWS)
+
+
 def query_probabilities(model: PUICLModel, cache: ContextCache, x: Tensor,
-                        block_rows: int = QUERY_BLOCK_ROWS,
+                        block_rows: int | None = None,
                         advance: Callable[[int], object] | None = None) -> Tensor:
     """P(y = +) [rows] of query rows ``x`` [rows, d] next to the cached context, scored in
-    blocks of exactly ``block_rows`` rows (the last padded with zero rows, discarded);
-    ``advance(rows)`` hears each block's rows as it is scored."""
+    blocks of exactly ``block_rows`` rows (None: :func:`query_block_rows` for ``x``'s device;
+    the last block padded with zero rows, discarded); ``advance(rows)`` hears each block's
+    rows as it is scored."""
+    if block_rows is None:
+        block_rows = query_block_rows(cache, x.device)
     x = x.float()
     n = x.shape[0]
     out = torch.empty(n, dtype=torch.float32, device=x.device)

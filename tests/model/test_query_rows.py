@@ -20,6 +20,7 @@ from puicl_model.passes.query_rows import (
     QUERY_BLOCK_ROWS,
     ContextCaches,
     context_cache,
+    query_block_rows,
     query_probabilities,
 )
 
@@ -74,6 +75,45 @@ def test_a_row_scores_the_same_bytes_in_any_block_order_and_thread_count(model_f
     # and the context's statistics decide: another context gives other scores
     other = context_cache(model, x[100:200], 40)
     assert not torch.equal(query_probabilities(model, other, rows), alone)
+
+
+def test_the_block_is_fixed_by_the_device_and_the_contexts_shape(model_factory) -> None:
+    """32 rows off CUDA; on CUDA a power of two that keeps the scores within the budget, the
+    same for every block next to one context, fewer rows next to a larger context."""
+    model = model_factory()
+    generator = torch.Generator().manual_seed(3)
+    small = context_cache(model, torch.randn(100, 6, generator=generator), 40)
+    large = context_cache(model, torch.randn(3000, 6, generator=generator), 40)
+    assert query_block_rows(small, "cpu") == query_block_rows(large, "cpu") == QUERY_BLOCK_ROWS
+    on_gpu = [query_block_rows(cache, torch.device("cuda", 0)) for cache in (small, large)]
+    assert on_gpu[0] == query_rows.MAX_GPU_BLOCK_ROWS > on_gpu[1] > QUERY_BLOCK_ROWS
+    assert on_gpu[1] & (on_gpu[1] - 1) == 0  # a power of two
+    columns, heads, rows, _ = large.keys[0].shape
+    assert 2 * 4 * columns * heads * (rows + 1) * on_gpu[1] <= query_rows.GPU_BLOCK_BYTES
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_row_scores_the_same_bytes_in_any_gpu_block(model_factory) -> None:
+    """The GPU's large blocks keep the query path's promise: a row's bytes do not depend on
+    the rows scored with it; and they are the CPU's to float32 rounding."""
+    model = model_factory().to("cuda")
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(400, 6, generator=generator)
+    cache = context_cache(model, x[:200].cuda(), 80)
+    block = query_block_rows(cache, "cuda")
+    rows = torch.randn(block + 37, 6, generator=generator).cuda()
+    together = query_probabilities(model, cache, rows)
+    order = torch.randperm(len(rows), generator=generator).cuda()
+    shuffled = query_probabilities(model, cache, rows[order])
+    assert torch.equal(shuffled, together[order])
+    for size in (1, 5):
+        parts = torch.cat([query_probabilities(model, cache, rows[start:start + size])
+                           for start in range(0, 40, size)])
+        assert torch.equal(parts, together[:40]), size
+    cpu_model = model_factory()
+    cpu_cache = context_cache(cpu_model, x[:200], 80)
+    torch.testing.assert_close(query_probabilities(cpu_model, cpu_cache, rows.cpu()),
+                               together.cpu(), rtol=0, atol=2e-5)
 
 
 def test_classifier_new_rows_are_batch_invariant(small_weights, table, rng) -> None:
