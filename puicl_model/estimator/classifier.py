@@ -149,7 +149,7 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         "auto" runs bfloat16 autocast on CUDA and float32 elsewhere
         (:mod:`puicl_common.runtime`, the trainer's words too).
     n_threads : int or None
-        torch CPU threads during inference (None keeps torch's setting).
+        torch CPU threads in inference (None: torch's), and the portfolio's fits run at once.
     progress : bool or None
         tqdm progress bar over forward passes; None shows it on a terminal when there are
         more than a few passes.

@@ -98,6 +98,40 @@ def test_learners_are_cross_fitted_and_keyed_by_the_seed(rng) -> None:
         assert roc_auc_score(np.r_[np.ones(60), np.zeros(200)], np.r_[first]) > 0.7
 
 
+def test_every_fit_runs_on_one_openmp_thread_side_by_side(rng, monkeypatch) -> None:
+    """The learners' fits never take a team of OpenMP threads (the cliff on a busy machine:
+    puicl_model.estimator.learners), run on a pool of threads, and give the same bytes on
+    one thread or three."""
+    import threading
+
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from threadpoolctl import threadpool_info
+
+    from puicl_model.estimator.learners import BAGGED
+
+    seen: list[tuple[int, str]] = []
+    fit = HistGradientBoostingClassifier.fit
+
+    def recording_fit(self, x, y, *args, **kwargs):
+        openmp = [pool["num_threads"] for pool in threadpool_info()
+                  if pool["user_api"] == "openmp"]
+        seen.append((max(openmp, default=1), threading.current_thread().name))
+        return fit(self, x, y, *args, **kwargs)
+
+    monkeypatch.setattr(HistGradientBoostingClassifier, "fit", recording_fit)
+    x_labeled, x_pool = rng.normal(size=(40, 3)) + 1.0, rng.normal(size=(120, 3))
+    x_new = rng.normal(size=(30, 3))
+    for kind in (BOOSTED, BAGGED, LOGISTIC):
+        results = []
+        for workers in (1, 3):
+            learner = CrossFittedLearner(kind, 5, n_threads=workers)
+            results.append([*learner.fit(x_labeled, x_pool), learner.decision(x_new)])
+        for one, three in zip(*results, strict=True):
+            assert one.tobytes() == three.tobytes(), kind
+    assert seen and all(threads == 1 for threads, _ in seen)
+    assert len({name for _, name in seen}) > 1  # the fits ran on a pool of threads
+
+
 def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) -> None:
     """The bagged learner: a pool row is scored by the bags that did not draw it, a labeled
     positive by the bags of its fold (which left it out), each draw keyed by the seed."""
