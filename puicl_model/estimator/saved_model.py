@@ -38,37 +38,48 @@ blend does not weigh are not needed to score new rows and are left out.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib
 import json
 import os
-import shutil
-import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from puicl_common.atomic import atomic_write_bytes, atomic_write_json, fsync_directory
+from puicl_common.atomic import atomic_write_bytes, atomic_write_json
 from puicl_model.estimator.fitted_scores import NoTrainingDataError
 from puicl_model.estimator.prior import DEFAULT_FOLDS
 from puicl_model.estimator.saved_contexts import (
-    CONTEXTS,
     classifier_contexts,
     read_contexts,
     write_contexts,
 )
+from puicl_model.estimator.saved_folder import (
+    ARRAYS,
+    CONTEXTS,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    STATE,
+    WEIGHTS,
+    WITHOUT_TRAINING_DATA_VERSION,
+    SavedModelError,
+    check_replaceable,
+    discard,
+    manifest_for,
+    publish,
+    read_manifest,
+    stage,
+)
 from puicl_model.estimator.saved_trees import BoostedTrees
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
-           "load", "save"]
-
-FORMAT = "puicl-classifier"
-FORMAT_VERSION = 1  # a folder with its training table
-WITHOUT_TRAINING_DATA_VERSION = 2  # one without it: its contexts' caches instead
-_VERSIONS = (FORMAT_VERSION, WITHOUT_TRAINING_DATA_VERSION)
-MANIFEST, STATE, ARRAYS, WEIGHTS = "manifest.json", "state.json", "arrays.safetensors", "weights"
+           "load", "save", "saving"]
 
 # the only classes state.json may name: plain data of the project (the boosted trees as node
 # arrays among them), and scikit-learn's linear model (coefficients and settings only)
@@ -110,10 +121,6 @@ _REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index", "_c
             "_saved_contexts"}
 # what a folder without its training table leaves out: the encoded rows and their scores
 _TRAINING_DATA = {"x_labeled_", "x_pool_", "_x_held", "_pool_proba", "_held_proba", "_held_out"}
-
-
-class SavedModelError(ValueError):
-    """A saved classifier that cannot be loaded: damaged, of another format, or unsupported."""
 
 
 # ------------------------------------------------------------------------------- encoding
@@ -288,17 +295,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _manifest(files: dict[str, str], version: int = FORMAT_VERSION) -> dict[str, Any]:
-    body = {"format": FORMAT, "version": version, "files": files}
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    return {**body, "checksum": digest}
-
-
-def save(classifier: Any, directory: str | Path, training_data: bool = True) -> Path:
-    """Write the fitted ``classifier`` to ``directory`` (created; a folder saved before is
-    replaced; any other non-empty folder is refused). Written in a temporary folder beside it
-    and renamed into place, so a reader sees the old folder or the whole new one. Without
-    ``training_data``: the fitted contexts' caches instead of the table (the module's note)."""
+@contextlib.contextmanager
+def saving(classifier: Any, directory: str | Path, training_data: bool = True,
+           ) -> Iterator[Path]:
+    """Write the fitted ``classifier`` to a staging folder beside ``directory``, run the
+    ``with`` block, then put the folder in place (:mod:`~.saved_folder`); an exception in the
+    block, or in the writing, leaves ``directory`` as it was and no staging folder. ``puicl
+    predict --save-model`` writes its scores inside the block: a save that fails (a full disk)
+    fails before any score is written."""
     from safetensors.numpy import save as save_arrays
 
     from puicl_model.net.weights import save_weights
@@ -307,14 +311,11 @@ def save(classifier: Any, directory: str | Path, training_data: bool = True) -> 
     if training_data and classifier._saved_contexts is not None:
         raise NoTrainingDataError("this PUICLClassifier was saved without its training data: "
                                   "save it again with training_data=False")
+    given = Path(directory)
+    check_replaceable(given)
     classifier.prepare()  # the pool's scores and the choice, so that load scores as this does
-    directory = Path(directory)
-    if directory.exists() and not (directory / MANIFEST).is_file() and (
-            not directory.is_dir() or any(directory.iterdir())):
-        raise SavedModelError(f"{directory} exists and is not a saved PUICL classifier; give "
-                              "a new folder")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    directory = Path(os.path.abspath(given))  # (a name of its own for ".", "a/..")
+    staging = stage(directory)
     try:
         encoder = _Encoder()
         state = {"settings": encoder.encode(_settings(classifier)),
@@ -327,68 +328,79 @@ def save(classifier: Any, directory: str | Path, training_data: bool = True) -> 
         save_weights(classifier.model_, staging / WEIGHTS)
         files = {path.relative_to(staging).as_posix(): _sha256(path)
                  for path in sorted(staging.rglob("*")) if path.is_file()}
-        atomic_write_json(staging / MANIFEST, _manifest(
+        atomic_write_json(staging / MANIFEST, manifest_for(
             files, FORMAT_VERSION if training_data else WITHOUT_TRAINING_DATA_VERSION))
-        _swap_into_place(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return directory
+        yield given
+        publish(staging, directory)
+    finally:
+        discard(staging)  # (gone already once published)
 
 
-def _swap_into_place(staging: Path, directory: Path) -> None:
-    """Rename ``staging`` to ``directory``; an earlier save there is moved aside first and
-    removed after (a rename cannot replace a non-empty folder)."""
-    old = None
-    if directory.exists() and any(directory.iterdir()):
-        old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
-        os.replace(directory, old / "saved")
-    os.replace(staging, directory)
-    fsync_directory(directory.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def save(classifier: Any, directory: str | Path, training_data: bool = True) -> Path:
+    """Write the fitted ``classifier`` to ``directory``: created, or a classifier saved there
+    before replaced; any other path that exists refused (:func:`~.saved_folder.
+    check_replaceable`). A reader sees the old folder or the whole new one. Without
+    ``training_data``: the fitted contexts' caches instead of the table (the module's note)."""
+    with saving(classifier, directory, training_data) as given:
+        pass
+    return given
 
 
 # ---------------------------------------------------------------------------------- load
 def _verified(directory: Path) -> dict[str, Any]:
     """The manifest, after every file it lists is checked against its sha256."""
-    manifest_path = directory / MANIFEST
-    if not manifest_path.is_file():
-        raise SavedModelError(f"{directory} holds no {MANIFEST}: not a saved PUICL classifier")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        body = {key: manifest[key] for key in ("format", "version", "files")}
-        intact = manifest["checksum"] == _manifest(body["files"], body["version"])["checksum"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        intact = False
-    if not intact:
-        raise SavedModelError(f"{manifest_path}: damaged (not the manifest puicl wrote)")
-    if body["format"] != FORMAT or body["version"] not in _VERSIONS:
-        raise SavedModelError(f"{manifest_path}: format {body['format']} version "
-                              f"{body['version']}; this puicl reads {FORMAT} versions "
-                              f"{', '.join(map(str, _VERSIONS))}")
-    for name, digest in body["files"].items():
+    manifest = read_manifest(directory)
+    for name, digest in manifest["files"].items():
         path = directory / name
-        if not path.is_file():
+        if not path.is_file() or path.is_symlink() or (directory / WEIGHTS).is_symlink():
             raise SavedModelError(f"{path}: missing from the saved classifier")
         if _sha256(path) != digest:
             raise SavedModelError(f"{path}: checksum mismatch; the file is damaged or was "
                                   "changed after it was saved")
-    for required in (STATE, ARRAYS) + ((CONTEXTS,) if body["version"] != FORMAT_VERSION else ()):
-        if required not in body["files"]:
-            raise SavedModelError(f"{manifest_path}: lists no {required}")
     return manifest
+
+
+def _identity(directory: Path) -> tuple[int, ...] | None:
+    """What tells one saved folder at ``directory`` from the next one saved there."""
+    try:
+        folder, manifest = os.stat(directory), os.lstat(directory / MANIFEST)
+    except OSError:
+        return None
+    return folder.st_dev, folder.st_ino, manifest.st_ino, manifest.st_mtime_ns
+
+
+_ATTEMPTS = 5
 
 
 def load(classifier_class: type, directory: str | Path, device: str = "auto") -> Any:
     """The classifier (of ``classifier_class``, which calls this from its ``load``) saved in
-    ``directory``, its model on ``device``."""
+    ``directory``, its model on ``device``. A folder saved again while it is read is read
+    again: the result is the old folder's classifier or the new one's, never a mix."""
+    directory = Path(directory)
+    for attempt in range(_ATTEMPTS):
+        before = _identity(directory)
+        try:
+            classifier = _load_once(classifier_class, directory, device)
+        except (SavedModelError, OSError) as err:
+            if _identity(directory) == before:  # not a save under way: the folder's fault
+                if isinstance(err, OSError):
+                    raise SavedModelError(f"{directory}: cannot read the saved classifier: "
+                                          f"{err.strerror or err}") from None
+                raise
+        else:
+            if _identity(directory) == before:
+                return classifier
+        time.sleep(0.02 * (attempt + 1))  # a save in progress there: read its result
+    raise SavedModelError(f"{directory} kept changing while it was read (saved again "
+                          "meanwhile?); load it again")
+
+
+def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
     from safetensors.numpy import load_file
 
     from puicl_common.runtime import resolve_device
     from puicl_model.net.weights import load_model
 
-    directory = Path(directory)
     with_table = _verified(directory)["version"] == FORMAT_VERSION
     try:  # intact files that are not what save writes (made by hand): one line all the same
         state = json.loads((directory / STATE).read_text(encoding="utf-8"))
