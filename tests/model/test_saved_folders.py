@@ -232,3 +232,161 @@ def test_model_refuses_the_options_it_would_not_use(saved, tmp_path, table, caps
                  "s", "-o", str(tmp_path / "out.csv"), *flags]) == 2
     assert f"--model takes no {flags[0]}" in one_line_error(capsys)
     assert not (tmp_path / "out.csv").exists() and not (tmp_path / "p.json").exists()
+
+
+# ------------------------------------------------- item: --save-model's failures before the scores
+def test_a_save_folder_whose_parent_refuses_folders_is_refused_before_the_fit(
+        tmp_path, table, capsys, no_fit, monkeypatch) -> None:
+    import errno
+    import tempfile
+
+    def refuse(*args, **kwargs):  # (a read-only folder; the tests may run as root)
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    folder = tmp_path / "locked" / "model"
+    assert main(["predict", "--input", str(table), "--label-column", "s", "--no-progress",
+                 "-o", str(tmp_path / "scores.csv"), "--save-model", str(folder)]) == 2
+    error = one_line_error(capsys)
+    assert f"cannot write --save-model {folder}: {tmp_path}: Permission denied" in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv"]
+
+
+def test_a_save_that_fails_leaves_no_scores(tmp_path, table, capsys, monkeypatch,
+                                            small_weights) -> None:
+    import errno
+
+    import puicl_model.estimator.saved_model as saved_model
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(saved_model, "atomic_write_bytes", full)
+    folder = tmp_path / "model"
+    assert main(["predict", "--input", str(table), "--label-column", "s", "--no-progress",
+                 "--weights", str(small_weights), "--partner", "none",
+                 "-o", str(tmp_path / "scores.csv"), "--prior-json", str(tmp_path / "p.json"),
+                 "--save-model", str(folder)]) == 2
+    error = one_line_error(capsys)
+    assert f"cannot write --save-model {folder}: No space left on device" in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv"]
+
+
+# ------------------------------------------------------- item: leftovers and concurrent readers
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_save_removes_what_killed_saves_left(fitted, saved, tmp_path) -> None:
+    import os
+
+    from puicl_model.estimator import saved_folder
+
+    host = saved_folder._tag().split("-")[0]
+    dead, alive = _dead_pid(), os.getpid()
+    leftovers = {f".m3.tmp-{host}-{dead}-abc123": False, f".m3.old-{host}-{dead}-def456": False,
+                 f".m3.tmp-{host}-{alive}-ghi789": True}  # a save under way: kept
+    for name in leftovers:
+        (tmp_path / name / "weights").mkdir(parents=True)
+        (tmp_path / name / "state.json").write_bytes(b"x" * 1000)
+    (tmp_path / ".m3.tmp-notes").mkdir()  # not a staging folder's name: not touched
+    fitted.save(saved)
+    assert {name for name in leftovers if (tmp_path / name).exists()} == {
+        name for name, kept in leftovers.items() if kept}
+    assert (tmp_path / ".m3.tmp-notes").is_dir()
+
+
+@pytest.mark.parametrize("swap", ["exchange", "two renames"])
+def test_a_load_during_a_resave_gives_the_old_or_the_new_classifier(
+        fitted, saved, small_weights, monkeypatch, swap) -> None:
+    import puicl_model.estimator.saved_model as saved_model
+    from puicl_model.estimator import saved_folder
+
+    if swap == "two renames":
+        monkeypatch.setattr(saved_folder, "_exchange", lambda first, second: False)
+    X, s = _frame(30, 90, seed=8)
+    other = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+                            threshold=0.3).fit(X, s)
+    hashed, original = [], saved_model._sha256
+
+    def resave_midway(path):
+        digest = original(path)
+        hashed.append(path)
+        if len(hashed) == 1:  # the reader has checked one file: the folder is saved again
+            other.save(saved)
+        return digest
+
+    monkeypatch.setattr(saved_model, "_sha256", resave_midway)
+    loaded = PUICLClassifier.load(saved, device="cpu")
+    assert loaded.threshold == 0.3
+    assert loaded.predict_proba(X).tobytes() == other.predict_proba(X).tobytes()
+
+
+def test_a_folder_that_keeps_changing_is_refused_in_one_line(saved, monkeypatch) -> None:
+    import os
+
+    import puicl_model.estimator.saved_model as saved_model
+
+    original = saved_model._sha256
+
+    def touch_manifest(path):  # a save landing during every read
+        os.utime(saved / "manifest.json", ns=(1, os.stat(saved / "manifest.json").st_mtime_ns
+                                              + 1))
+        return original(path)
+
+    monkeypatch.setattr(saved_model, "_sha256", touch_manifest)
+    monkeypatch.setattr(saved_model.time, "sleep", lambda seconds: None)
+    with pytest.raises(SavedModelError, match="kept changing while it was read"):
+        PUICLClassifier.load(saved, device="cpu")
+
+
+# ------------------------------------------------------------- item: names confined to the folder
+def _relisted(saved: Path, name: str, replaces: str = "state.json") -> None:
+    """The manifest rewritten as anyone can: ``replaces`` listed as ``name``."""
+    from puicl_model.estimator.saved_folder import manifest_for
+
+    manifest = json.loads((saved / "manifest.json").read_text())
+    files = dict(manifest["files"])
+    files[name] = files.pop(replaces)
+    (saved / "manifest.json").write_text(json.dumps(manifest_for(files, manifest["version"])))
+
+
+@pytest.mark.parametrize("name", ["../outside_secret.txt", "/etc/hostname",
+                                  "/no/such/file", "weights/../state.json", "notes.txt"])
+def test_a_manifest_naming_a_file_outside_the_folder_is_refused(saved, tmp_path, name,
+                                                               monkeypatch) -> None:
+    import puicl_model.estimator.saved_model as saved_model
+
+    (tmp_path / "outside_secret.txt").write_text("secret")
+    read, original = [], saved_model._sha256
+    monkeypatch.setattr(saved_model, "_sha256", lambda path: read.append(path) or original(path))
+    _relisted(saved, name)
+    with pytest.raises(SavedModelError) as caught:
+        PUICLClassifier.load(saved, device="cpu")
+    message = str(caught.value)
+    assert "\n" not in message and "is not a file of a saved PUICL classifier" in message
+    assert not read  # nothing hashed, nothing looked up
+
+
+# ---------------------------------------------------------------------------- item: the umask
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_a_saved_folder_respects_the_umask(small_weights, tmp_path, umask) -> None:
+    import os
+    import stat
+
+    X, s = _frame(30, 90)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s)
+    previous = os.umask(umask)
+    try:
+        for training_data in (True, False):
+            folder = clf.save(tmp_path / f"m{training_data}", training_data=training_data)
+            for path in [folder, *folder.rglob("*")]:
+                mode = stat.S_IMODE(path.stat().st_mode)
+                assert mode == (0o777 if path.is_dir() else 0o666) & ~umask, (path, oct(mode))
+    finally:
+        os.umask(previous)
