@@ -82,6 +82,8 @@ def read_contexts(entries: Sequence[dict[str, Any]], path: Path,
     from safetensors.numpy import load_file
 
     arrays = load_file(str(path))
+    if not all(np.isfinite(array).all() for array in arrays.values()):
+        raise ValueError("caches holding NaN or infinite values")
 
     def tensor(name: str) -> torch.Tensor:
         return torch.from_numpy(arrays[name]).to(device)

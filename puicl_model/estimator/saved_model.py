@@ -24,16 +24,21 @@ a blended score to a probability, no row's own score). Such a folder is written 
 table stays version :data:`FORMAT_VERSION`.
 
 Why not pickle: loading a pickle runs whatever code it names. Here the JSON names classes
-only from :data:`_CLASSES`, a fixed list of the project's own plain-data classes (and
-scikit-learn's ``LogisticRegression``, whose fitted state is arrays); each is rebuilt from its
-attributes, so loading runs none of the file's choosing. Objects shared in the classifier (the
-configured view's rows and its ``x_labeled_``) are written once and shared again on load.
+only from :data:`puicl_model.estimator.saved_state.CLASSES`, a fixed list of the project's own
+plain-data classes (and scikit-learn's ``LogisticRegression``, whose fitted state is arrays);
+each is rebuilt from its attributes, so loading runs none of the file's choosing. Objects
+shared in the classifier (the configured view's rows and its ``x_labeled_``) are written once
+and shared again on load.
 
 The tree learners (PU bagging's and the boosted learner's scikit-learn
 ``HistGradientBoostingClassifier``) keep their trees in private objects with no public way to
 rebuild them: their trees are saved as node arrays and scored by
 :class:`puicl_model.estimator.saved_trees.BoostedTrees`, the same bits. Learners the chosen
 blend does not weigh are not needed to score new rows and are left out.
+
+What a saved folder is, and how a save replaces one, is :mod:`~.saved_folder`'s; the checks a
+folder's declared state passes before ``load`` builds anything, :mod:`~.saved_checks`'s (the
+checksums vouch only that the files are those the manifest lists, which anyone can recompute).
 """
 
 from __future__ import annotations
@@ -41,19 +46,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib
-import json
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from puicl_common.atomic import atomic_write_bytes, atomic_write_json
 from puicl_model.estimator.fitted_scores import NoTrainingDataError
+from puicl_model.estimator.input_checks import check_settings
 from puicl_model.estimator.prior import DEFAULT_FOLDS
+from puicl_model.estimator.saved_checks import (
+    ARRAY_DTYPES,
+    CACHE_DTYPES,
+    check_contexts,
+    check_fitted,
+    check_safetensors,
+    read_json,
+)
 from puicl_model.estimator.saved_contexts import (
     classifier_contexts,
     read_contexts,
@@ -76,44 +86,12 @@ from puicl_model.estimator.saved_folder import (
     read_manifest,
     stage,
 )
+from puicl_model.estimator.saved_state import Decoder, Encoder
 from puicl_model.estimator.saved_trees import BoostedTrees
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
            "load", "save", "saving"]
 
-# the only classes state.json may name: plain data of the project (the boosted trees as node
-# arrays among them), and scikit-learn's linear model (coefficients and settings only)
-_CLASSES = frozenset({
-    "puicl_model.estimator.preprocessing.TablePreprocessor",
-    "puicl_model.estimator.column_encoding.ColumnEncoding",
-    "puicl_model.estimator.ensemble.View",
-    "puicl_model.passes.planning.PassPlanner",
-    "puicl_model.estimator.portfolio.Portfolio",
-    "puicl_model.estimator.learners.CrossFittedLearner",
-    "puicl_model.estimator.portfolio.Choice",
-    "puicl_model.estimator.portfolio.Blend",
-    "puicl_model.estimator.portfolio.Evidence",
-    "puicl_model.estimator.saved_trees.BoostedTrees",
-    "sklearn.linear_model._logistic.LogisticRegression",
-})
-# the names a folder saved before the package was laid out in wings gives the same classes
-_FORMER_NAMES = {
-    f"puicl_model.{module}.{name}": f"puicl_model.{wing}.{module}.{name}"
-    for wing, module, name in (
-        ("estimator", "preprocessing", "TablePreprocessor"),
-        ("estimator", "column_encoding", "ColumnEncoding"),
-        ("passes", "planning", "PassPlanner"),
-        ("estimator", "portfolio", "Portfolio"),
-        ("estimator", "portfolio", "Choice"),
-        ("estimator", "portfolio", "Blend"),
-        ("estimator", "portfolio", "Evidence"),
-        ("estimator", "saved_trees", "BoostedTrees"),
-    )
-} | {
-    "puicl_model.planning.View": "puicl_model.estimator.ensemble.View",
-    "puicl_model.portfolio.CrossFittedLearner":
-        "puicl_model.estimator.learners.CrossFittedLearner",
-}
 # fitted attributes of the classifier rebuilt on load rather than stored
 # (the contexts' caches are rebuilt as new rows are scored: large, and cheap to recompute;
 # saved, in contexts.safetensors, only where the table they are computed from is left out)
@@ -121,123 +99,6 @@ _REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index", "_c
             "_saved_contexts"}
 # what a folder without its training table leaves out: the encoded rows and their scores
 _TRAINING_DATA = {"x_labeled_", "x_pool_", "_x_held", "_pool_proba", "_held_proba", "_held_out"}
-
-
-# ------------------------------------------------------------------------------- encoding
-class _Encoder:
-    """The state as JSON-ready values, its arrays set aside by name."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-        self._seen: dict[int, int] = {}  # id of a shared object -> its number
-        self._keep: list[Any] = []  # keeps numbered objects alive, so ids stay unique
-
-    def _shared(self, value: Any) -> dict | None:
-        number = self._seen.get(id(value))
-        if number is not None:
-            return {"__ref__": number}
-        self._seen[id(value)] = len(self._keep)
-        self._keep.append(value)
-        return None
-
-    def encode(self, value: Any) -> Any:
-        if value is None or isinstance(value, (bool, str)):
-            return value
-        if isinstance(value, (int, float)) and type(value) in (int, float):
-            return value if isinstance(value, int) or np.isfinite(value) else {
-                "__float__": repr(value)}
-        if isinstance(value, np.generic):
-            return {"__scalar__": value.dtype.str, "value": self.encode(value.item())}
-        if isinstance(value, np.dtype):
-            return {"__dtype__": value.str}
-        if isinstance(value, np.ndarray):
-            return self._shared(value) or self._array(value)
-        if isinstance(value, (list, tuple)):
-            items = [self.encode(item) for item in value]
-            return items if isinstance(value, list) else {"__tuple__": items}
-        if isinstance(value, (set, frozenset)):
-            return {"__set__": [self.encode(item) for item in sorted(value, key=repr)]}
-        if isinstance(value, dict):
-            return {"__items__": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
-        name = f"{type(value).__module__}.{type(value).__qualname__}"
-        if name not in _CLASSES:
-            raise TypeError(f"cannot save a {name} in a PUICL classifier folder")
-        return self._shared(value) or {
-            "__object__": name, "__id__": self._seen[id(value)],
-            "state": self.encode(dict(vars(value)))}
-
-    def _array(self, array: np.ndarray) -> dict:
-        number = self._seen[id(array)]
-        if array.dtype.kind in "biuf":
-            key = f"a{number}"
-            self.arrays[key] = np.ascontiguousarray(array)
-            return {"__array__": key, "__id__": number}
-        if array.dtype.kind == "O":  # names and categories: text, numbers or None
-            return {"__objects__": [self.encode(item) for item in array.ravel().tolist()],
-                    "shape": list(array.shape), "__id__": number}
-        if array.dtype.kind == "U":
-            return {"__text__": array.ravel().tolist(), "shape": list(array.shape),
-                    "__id__": number}
-        raise TypeError(f"cannot save an array of dtype {array.dtype}")
-
-
-class _Decoder:
-    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
-        self.arrays = arrays
-        self._built: dict[int, Any] = {}
-
-    def decode(self, value: Any) -> Any:
-        if not isinstance(value, (list, dict)):
-            return value
-        if isinstance(value, list):
-            return [self.decode(item) for item in value]
-        if "__ref__" in value:
-            return self._built[value["__ref__"]]
-        if "__float__" in value:
-            return float(value["__float__"])
-        if "__scalar__" in value:
-            return np.dtype(value["__scalar__"]).type(self.decode(value["value"]))
-        if "__dtype__" in value:
-            return np.dtype(value["__dtype__"])
-        if "__tuple__" in value:
-            return tuple(self.decode(item) for item in value["__tuple__"])
-        if "__set__" in value:
-            return {self.decode(item) for item in value["__set__"]}
-        if "__items__" in value:
-            return {_hashable(self.decode(k)): self.decode(v) for k, v in value["__items__"]}
-        if "__array__" in value:
-            return self._keep(value, self.arrays[value["__array__"]])
-        if "__objects__" in value:
-            items = [self.decode(item) for item in value["__objects__"]]
-            array = np.empty(len(items), dtype=object)
-            array[:] = items
-            return self._keep(value, array.reshape(value["shape"]))
-        if "__text__" in value:
-            return self._keep(value, np.array(value["__text__"]).reshape(value["shape"]))
-        if "__object__" in value:
-            return self._object(value)
-        raise SavedModelError(f"{STATE}: an entry of unknown kind {sorted(value)[:3]}")
-
-    def _keep(self, value: dict, built: Any) -> Any:
-        self._built[value["__id__"]] = built
-        return built
-
-    def _object(self, value: dict) -> Any:
-        name = value["__object__"]
-        name = _FORMER_NAMES.get(name, name)
-        if name not in _CLASSES:
-            raise SavedModelError(f"{STATE} names the class {name}, which puicl does not load")
-        module, _, qualname = name.rpartition(".")
-        cls = getattr(importlib.import_module(module), qualname)
-        instance = cls.__new__(cls)  # no __init__: the attributes are set as they were saved
-        self._keep(value, instance)
-        for key, item in self.decode(value["state"]).items():
-            object.__setattr__(instance, key, item)  # (frozen dataclasses too)
-        return instance
-
-
-def _hashable(key: Any) -> Any:
-    return tuple(key) if isinstance(key, list) else key
 
 
 # ---------------------------------------------------------------------------------- save
@@ -317,7 +178,7 @@ def saving(classifier: Any, directory: str | Path, training_data: bool = True,
     directory = Path(os.path.abspath(given))  # (a name of its own for ".", "a/..")
     staging = stage(directory)
     try:
-        encoder = _Encoder()
+        encoder = Encoder()
         state = {"settings": encoder.encode(_settings(classifier)),
                  "fitted": encoder.encode(_fitted_state(classifier, training_data))}
         if not training_data:
@@ -396,28 +257,22 @@ def load(classifier_class: type, directory: str | Path, device: str = "auto") ->
 
 
 def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
-    from safetensors.numpy import load_file
-
     from puicl_common.runtime import resolve_device
     from puicl_model.net.weights import load_model
 
     with_table = _verified(directory)["version"] == FORMAT_VERSION
-    try:  # intact files that are not what save writes (made by hand): one line all the same
-        state = json.loads((directory / STATE).read_text(encoding="utf-8"))
-        decoder = _Decoder(load_file(str(directory / ARRAYS)))
-        settings = decoder.decode(state["settings"])
-        fitted = decoder.decode(state["fitted"])
-    except SavedModelError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError, ImportError) as err:
-        raise SavedModelError(f"{directory / STATE}: not a state puicl wrote "
-                              f"({type(err).__name__}: {err})") from None
+    state, settings, fitted = _state(directory, with_table)
+    try:
+        classifier = classifier_class(**{**settings, "device": device})
+        check_settings(classifier)  # as fit checks them
+    except (TypeError, ValueError) as err:
+        raise SavedModelError(f"{directory / STATE}: settings puicl does not take "
+                              f"({type(err).__name__}: {str(err)[:200]})") from None
     portfolio = fitted.get("portfolio_")
     if portfolio is not None and portfolio.choice is not None and any(
             kind not in portfolio.learners for kind in portfolio.choice.weights if kind != "model"):
         raise SavedModelError(f"{directory}: the saved portfolio lacks a learner its chosen "
                               "blend weighs; save the classifier again")
-    classifier = classifier_class(**{**settings, "device": device})
     for key, value in fitted.items():
         setattr(classifier, key, value)
     classifier.device_ = resolve_device(device, training=False)
@@ -427,11 +282,42 @@ def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
     classifier._pool_index = None
     classifier._context_caches = None
     if not with_table:
+        path = directory / CONTEXTS
+        check_contexts(path, state["contexts"], classifier.planners_,
+                       classifier.model_.config, check_safetensors(path, CACHE_DTYPES))
         try:
             classifier._saved_contexts = read_contexts(
-                state["contexts"], directory / CONTEXTS, classifier.planners_,
-                classifier.device_)
+                state["contexts"], path, classifier.planners_, classifier.device_)
         except (KeyError, TypeError, ValueError, IndexError) as err:
-            raise SavedModelError(f"{directory / CONTEXTS}: not the caches puicl wrote "
+            raise SavedModelError(f"{path}: not the caches puicl wrote "
                                   f"({type(err).__name__}: {err})") from None
     return classifier
+
+
+def _state(directory: Path, with_table: bool) -> tuple[dict, dict, dict]:
+    """state.json as read (checked for its keys), its settings and its fitted state, decoded
+    and checked (:mod:`~.saved_checks`) before the classifier is built."""
+    from safetensors.numpy import load_file
+
+    path = directory / STATE
+    state = read_json(path)
+    keys = {"settings", "fitted"} | (set() if with_table else {"contexts"})
+    if not isinstance(state, dict) or set(state) != keys:
+        raise SavedModelError(f"{path}: not a state puicl wrote (it holds "
+                              f"{', '.join(sorted(keys))})")
+    check_safetensors(directory / ARRAYS, ARRAY_DTYPES)  # before any array is read
+    try:  # intact files that are not what save writes (made by hand): one line all the same
+        arrays = load_file(str(directory / ARRAYS))
+        decoder = Decoder(path, arrays)
+        settings = decoder.decode(state["settings"])
+        fitted = decoder.decode(state["fitted"])
+        if not isinstance(settings, dict) or not all(isinstance(k, str) for k in settings):
+            raise TypeError("settings that are no mapping")
+        check_fitted(path, fitted, with_table, arrays)
+    except SavedModelError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, ImportError, IndexError,
+            OverflowError, RecursionError) as err:
+        raise SavedModelError(f"{path}: not a state puicl wrote "
+                              f"({type(err).__name__}: {str(err)[:200]})") from None
+    return state, settings, fitted
