@@ -175,12 +175,15 @@ def _clean_stale(directory: Path) -> None:
     """Remove this host's staging and moved-aside folders of ``directory`` left by processes
     that no longer run (a save killed midway)."""
     host = _tag().split("-")[0]
-    for kind in ("tmp", "old"):
-        for leftover in directory.parent.glob(f".{directory.name}.{kind}-{host}-*"):
-            parts = leftover.name[len(f".{directory.name}.{kind}-{host}-"):].split("-")
-            if (parts[0].isdigit() and not _alive(int(parts[0]))
-                    and leftover.is_dir() and not leftover.is_symlink()):
-                shutil.rmtree(leftover, ignore_errors=True)
+    prefixes = tuple(f".{directory.name}.{kind}-{host}-" for kind in ("tmp", "old"))
+    for leftover in directory.parent.iterdir():  # (not glob: the name may hold "[" or "*")
+        prefix = next((p for p in prefixes if leftover.name.startswith(p)), None)
+        if prefix is None:
+            continue
+        pid = leftover.name[len(prefix):].split("-")[0]
+        if (pid.isdigit() and not _alive(int(pid)) and leftover.is_dir()
+                and not leftover.is_symlink()):
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def stage(directory: Path) -> Path:

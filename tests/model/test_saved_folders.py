@@ -390,3 +390,12 @@ def test_a_saved_folder_respects_the_umask(small_weights, tmp_path, umask) -> No
                 assert mode == (0o777 if path.is_dir() else 0o666) & ~umask, (path, oct(mode))
     finally:
         os.umask(previous)
+
+
+def test_model_refuses_a_prior_threshold_without_its_estimate(fitted, tmp_path, table,
+                                                              capsys) -> None:
+    bare = fitted.save(tmp_path / "bare", training_data=False)  # π̂ never estimated
+    assert main(["predict", "--model", str(bare), "--input", str(table), "--drop-columns",
+                 "s", "--threshold", "prior", "-o", str(tmp_path / "out.csv")]) == 2
+    assert "--threshold prior: " in one_line_error(capsys)
+    assert not (tmp_path / "out.csv").exists()
