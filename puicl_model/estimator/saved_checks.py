@@ -204,9 +204,31 @@ def check_fitted(path: Path, fitted: Any, with_table: bool, arrays: dict[str, np
     for planner in planners:
         if not 0 <= planner.view < len(views):
             raise _fail(path, f"a pass planner of view {planner.view}")
+        problem = _planner_problem(planner, views[planner.view], with_table)
+        if problem:
+            raise _fail(path, f"a pass planner with {problem}")
     if portfolio is not None:
         _check_learners(path, portfolio)
     _finite(path.with_name("arrays.safetensors"), arrays.values())
+
+
+def _planner_problem(planner: Any, view: Any, with_table: bool) -> str | None:
+    """What keeps a pass planner from planning passes over its view's rows (sizes of at
+    least one; with the table, the view's row counts; the view's feature count). None:
+    nothing."""
+    sizes = ("n_labeled", "n_pool", "n_features", "single_pass_limit", "chunk_size",
+             "max_labeled", "max_features")
+    if any(getattr(planner, name) < 1 for name in sizes) or planner.entropy < 0 or not (
+            0 < planner.labeled_share <= 1 and 0 < planner.feature_share <= 1):
+        return "sizes below one, or shares outside (0, 1]"
+    keep = getattr(view.preprocessor, "keep_", None)
+    if not isinstance(keep, np.ndarray) or planner.n_features != max(
+            1, int(np.count_nonzero(keep))):
+        return f"{planner.n_features} features for a view of another width"
+    if with_table and (planner.n_pool, planner.n_labeled) != (len(view.x_pool),
+                                                              len(view.x_labeled)):
+        return f"{planner.n_pool} pool rows for a view of {len(view.x_pool)}"
+    return None
 
 
 def _check_learners(path: Path, portfolio: Any) -> None:

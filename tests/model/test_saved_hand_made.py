@@ -153,6 +153,15 @@ def _looping(left: np.ndarray) -> np.ndarray:
     return np.zeros_like(left)  # every inner node's left child its tree's root: forever
 
 
+def _planner_field(attribute: str, value: int) -> Callable[[dict], None]:
+    def edit(state: dict) -> None:
+        for planner in _objects(state, "PassPlanner"):
+            for item in planner["state"]["__items__"]:
+                if item[0] == attribute:
+                    item[1] = value
+    return edit
+
+
 def _nan_quantiles(saved: Path) -> None:
     key = _array_key(saved, "ColumnEncoding", "quantiles")
     _edit_arrays(saved, "arrays.safetensors",
@@ -197,6 +206,10 @@ CASES: dict[str, tuple[str, Callable[[Path], None]]] = {
     "caches in float16": ("bare", _all_caches_float16),
     "NaN caches": ("bare", _cache(lambda a: np.full_like(a, np.nan), "c0.values.1")),
     "version 2 relabelled 1": ("bare", lambda saved: _remanifest(saved, version=1)),
+    "a planner of 10**12 pool rows": ("table", lambda saved: _edit_state(
+        saved, _planner_field("n_pool", 10**12))),
+    "a planner of chunks of 0 rows": ("bare", lambda saved: _edit_state(
+        saved, _planner_field("chunk_size", 0))),
 }
 
 
