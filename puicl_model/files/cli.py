@@ -150,8 +150,8 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("--save-model", type=Path, default=None, metavar="DIR",
                          help="also save the fitted classifier to the folder DIR, without "
                          "pickle (PUICLClassifier.save; docs/classifier.md, \"Saving a fitted "
-                         "classifier\"); a folder saved before is replaced (default: not "
-                         "saved)")
+                         "classifier\"); a folder saved before is replaced if it holds "
+                         "nothing else; checked before the fit (default: not saved)")
     predict.add_argument("--no-training-data", action="store_true",
                          help="with --save-model: save the fitted contexts' caches, not the "
                          "table, to score new rows only: ~40 MB per context of 1,000 pool rows "
