@@ -149,13 +149,16 @@ def _annotation_types(annotation: str) -> tuple[type, ...] | None:
 
 
 def check_fields(path: Path, instance: Any) -> None:
-    """A rebuilt dataclass holds exactly its fields, each of the type its annotation names
-    (a class renamed to another's name, or a list where a number belongs, is refused)."""
+    """A rebuilt dataclass holds its fields and no others (a field with a default may be
+    missing), each of the type its annotation names (a class renamed to another's name, or a
+    list where a number belongs, is refused)."""
     cls = type(instance)
     if not dataclasses.is_dataclass(cls):
         return
     fields = {field.name: field for field in dataclasses.fields(cls)}
-    if set(vars(instance)) != set(fields):
+    # a folder saved before a field with a default was added lacks it: the default stands in
+    required = {name for name, field in fields.items() if field.default is dataclasses.MISSING}
+    if not required <= set(vars(instance)) <= set(fields):
         raise _fail(path, f"a {cls.__name__} with the fields "
                           f"{sorted(map(str, vars(instance)))[:6]}")
     for name, field in fields.items():

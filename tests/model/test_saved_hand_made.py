@@ -236,3 +236,18 @@ def test_predict_refuses_a_hand_made_folder_in_one_line(folder, tmp_path, capsys
     error = capsys.readouterr().err
     assert error.startswith("puicl predict: error: ") and error.count("\n") == 1, error
     assert "back up it" in error and not (tmp_path / "scores.csv").exists()
+
+
+def test_a_folder_saved_before_a_defaulted_field_existed_still_loads(folder) -> None:
+    saved = folder("table")
+    X = _frame(seed=9)[0]
+    before = PUICLClassifier.load(saved, device="cpu").predict_proba(X)
+
+    def older(state: dict) -> None:  # PassPlanner.shared_context came with a later version
+        for planner in _objects(state, "PassPlanner"):
+            items = planner["state"]["__items__"]
+            items[:] = [item for item in items if item[0] != "shared_context"]
+
+    _edit_state(saved, older)
+    assert PUICLClassifier.load(saved, device="cpu").predict_proba(X).tobytes() == \
+        before.tobytes()
