@@ -360,8 +360,8 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         """Write this fitted classifier to ``directory`` without pickle
         (:mod:`puicl_model.estimator.saved_model`): its settings, column encodings and the
         portfolio's choice as JSON, its arrays and the model's weights as safetensors, each file's
-        sha256 in a manifest; atomically (a temporary folder renamed into place). The pool is scored
-        first, so that the loaded classifier returns the same bits.
+        sha256 in a manifest; atomically, over nothing but an earlier save (``saved_folder``).
+        The pool is scored first, so that the loaded classifier returns the same bits.
 
         ``training_data=False`` leaves the encoded table and its rows' scores out, for scoring
         new rows only: every fitted context's cache (its keys and values) is computed and saved

@@ -198,7 +198,11 @@ class FittedScores:
             return (self._new_probabilities(self._view_rows(X, table), X),
                     np.full(len(table), -1, dtype=np.int64))
         pool_proba = self._pool_probabilities()
-        if table.shape == self.x_pool_.shape and np.array_equal(table, self.x_pool_):
+        # a value beyond a column's fitted range encodes as the fitted extreme: such a row is
+        # a new row, scored as one (as a classifier saved without its table scores it)
+        beyond = self.preprocessor_.beyond_fitted_range(X)
+        if (table.shape == self.x_pool_.shape and not beyond.any()
+                and np.array_equal(table, self.x_pool_)):
             return pool_proba.copy(), np.arange(len(table))
         if self._pool_index is None:
             index: dict[bytes, int] = {}
@@ -207,6 +211,7 @@ class FittedScores:
             self._pool_index = index
         match = np.array([self._pool_index.get(values.tobytes(), -1) for values in table],
                          dtype=np.int64)
+        match[beyond] = -1
         proba = np.empty(len(table), dtype=np.float64)
         known = match >= 0
         proba[known] = pool_proba[match[known]]

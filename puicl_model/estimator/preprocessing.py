@@ -344,6 +344,22 @@ class TablePreprocessor:
     # ------------------------------------------------------------------------- transform
     def transform(self, X: Any) -> np.ndarray:
         """float32 [n_rows, n_kept_features] for the table ``X`` (columns as in ``fit``)."""
+        return self._scaled(encode(self.columns_, self._arrays(X), self.missing))
+
+    def beyond_fitted_range(self, X: Any) -> np.ndarray:
+        """Per row of ``X`` (checked by :meth:`transform` already): whether a value of a
+        ``numeric="quantile"`` column lies beyond the column's fitted values. Such a value
+        encodes as the fitted extreme, so the row can encode as a fitted row it is not."""
+        beyond = np.zeros(len(X), dtype=bool)
+        for column, values in zip(self.columns_, self._arrays(X), strict=True):
+            if column.quantiles is not None and len(column.quantiles):
+                numeric = as_numeric(values, column.offset)
+                with np.errstate(invalid="ignore"):  # (NaN: missing, never beyond)
+                    beyond |= (numeric < column.quantiles[0]) | (numeric > column.quantiles[-1])
+        return beyond
+
+    def _arrays(self, X: Any) -> list[np.ndarray]:
+        """The columns of ``X`` in the order of ``fit``, refused where they differ from it."""
         names, arrays, is_frame, self._declared_categorical = read_columns(X)
         if is_frame and self.is_dataframe_:
             if names != self.feature_names_in_:
@@ -364,7 +380,7 @@ class TablePreprocessor:
                 f"X has {len(names)} columns but the classifier was fitted with "
                 f"{self.n_features_in_}; pass the same columns as in fit"
             )
-        return self._scaled(encode(self.columns_, arrays, self.missing))
+        return arrays
 
     def _check_moments(self, moments: set[str]) -> None:
         """Refuse a column that holds dates or durations now and did not at fit, or the

@@ -25,13 +25,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from puicl_model.estimator.saved_folder import CONTEXTS
 from puicl_model.net.backends.cached_context import ContextCache
 from puicl_model.passes.planning import PassPlanner
 from puicl_model.passes.query_rows import context_key, fitted_contexts
 
 __all__ = ["CONTEXTS", "classifier_contexts", "read_contexts", "write_contexts"]
-
-CONTEXTS = "contexts.safetensors"
 
 Context = tuple[int, int, int, ContextCache]  # planner's index, feature group, chunk, cache
 
@@ -83,6 +82,8 @@ def read_contexts(entries: Sequence[dict[str, Any]], path: Path,
     from safetensors.numpy import load_file
 
     arrays = load_file(str(path))
+    if not all(np.isfinite(array).all() for array in arrays.values()):
+        raise ValueError("caches holding NaN or infinite values")
 
     def tensor(name: str) -> torch.Tensor:
         return torch.from_numpy(arrays[name]).to(device)

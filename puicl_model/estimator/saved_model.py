@@ -24,85 +24,74 @@ a blended score to a probability, no row's own score). Such a folder is written 
 table stays version :data:`FORMAT_VERSION`.
 
 Why not pickle: loading a pickle runs whatever code it names. Here the JSON names classes
-only from :data:`_CLASSES`, a fixed list of the project's own plain-data classes (and
-scikit-learn's ``LogisticRegression``, whose fitted state is arrays); each is rebuilt from its
-attributes, so loading runs none of the file's choosing. Objects shared in the classifier (the
-configured view's rows and its ``x_labeled_``) are written once and shared again on load.
+only from :data:`puicl_model.estimator.saved_state.CLASSES`, a fixed list of the project's own
+plain-data classes (and scikit-learn's ``LogisticRegression``, whose fitted state is arrays);
+each is rebuilt from its attributes, so loading runs none of the file's choosing. Objects
+shared in the classifier (the configured view's rows and its ``x_labeled_``) are written once
+and shared again on load.
 
 The tree learners (PU bagging's and the boosted learner's scikit-learn
 ``HistGradientBoostingClassifier``) keep their trees in private objects with no public way to
 rebuild them: their trees are saved as node arrays and scored by
 :class:`puicl_model.estimator.saved_trees.BoostedTrees`, the same bits. Learners the chosen
 blend does not weigh are not needed to score new rows and are left out.
+
+What a saved folder is, and how a save replaces one, is :mod:`~.saved_folder`'s; the checks a
+folder's declared state passes before ``load`` builds anything, :mod:`~.saved_checks`'s (the
+checksums vouch only that the files are those the manifest lists, which anyone can recompute).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
-import importlib
-import json
 import os
-import shutil
-import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from puicl_common.atomic import atomic_write_bytes, atomic_write_json, fsync_directory
+from puicl_common.atomic import atomic_write_bytes, atomic_write_json
 from puicl_model.estimator.fitted_scores import NoTrainingDataError
+from puicl_model.estimator.input_checks import check_settings
 from puicl_model.estimator.prior import DEFAULT_FOLDS
+from puicl_model.estimator.saved_checks import (
+    ARRAY_DTYPES,
+    CACHE_DTYPES,
+    check_contexts,
+    check_fitted,
+    check_safetensors,
+    read_json,
+)
 from puicl_model.estimator.saved_contexts import (
-    CONTEXTS,
     classifier_contexts,
     read_contexts,
     write_contexts,
 )
+from puicl_model.estimator.saved_folder import (
+    ARRAYS,
+    CONTEXTS,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    STATE,
+    WEIGHTS,
+    WITHOUT_TRAINING_DATA_VERSION,
+    SavedModelError,
+    check_replaceable,
+    discard,
+    manifest_for,
+    publish,
+    read_manifest,
+    stage,
+)
+from puicl_model.estimator.saved_state import Decoder, Encoder
 from puicl_model.estimator.saved_trees import BoostedTrees
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
-           "load", "save"]
+           "load", "save", "saving"]
 
-FORMAT = "puicl-classifier"
-FORMAT_VERSION = 1  # a folder with its training table
-WITHOUT_TRAINING_DATA_VERSION = 2  # one without it: its contexts' caches instead
-_VERSIONS = (FORMAT_VERSION, WITHOUT_TRAINING_DATA_VERSION)
-MANIFEST, STATE, ARRAYS, WEIGHTS = "manifest.json", "state.json", "arrays.safetensors", "weights"
-
-# the only classes state.json may name: plain data of the project (the boosted trees as node
-# arrays among them), and scikit-learn's linear model (coefficients and settings only)
-_CLASSES = frozenset({
-    "puicl_model.estimator.preprocessing.TablePreprocessor",
-    "puicl_model.estimator.column_encoding.ColumnEncoding",
-    "puicl_model.estimator.ensemble.View",
-    "puicl_model.passes.planning.PassPlanner",
-    "puicl_model.estimator.portfolio.Portfolio",
-    "puicl_model.estimator.learners.CrossFittedLearner",
-    "puicl_model.estimator.portfolio.Choice",
-    "puicl_model.estimator.portfolio.Blend",
-    "puicl_model.estimator.portfolio.Evidence",
-    "puicl_model.estimator.saved_trees.BoostedTrees",
-    "sklearn.linear_model._logistic.LogisticRegression",
-})
-# the names a folder saved before the package was laid out in wings gives the same classes
-_FORMER_NAMES = {
-    f"puicl_model.{module}.{name}": f"puicl_model.{wing}.{module}.{name}"
-    for wing, module, name in (
-        ("estimator", "preprocessing", "TablePreprocessor"),
-        ("estimator", "column_encoding", "ColumnEncoding"),
-        ("passes", "planning", "PassPlanner"),
-        ("estimator", "portfolio", "Portfolio"),
-        ("estimator", "portfolio", "Choice"),
-        ("estimator", "portfolio", "Blend"),
-        ("estimator", "portfolio", "Evidence"),
-        ("estimator", "saved_trees", "BoostedTrees"),
-    )
-} | {
-    "puicl_model.planning.View": "puicl_model.estimator.ensemble.View",
-    "puicl_model.portfolio.CrossFittedLearner":
-        "puicl_model.estimator.learners.CrossFittedLearner",
-}
 # fitted attributes of the classifier rebuilt on load rather than stored
 # (the contexts' caches are rebuilt as new rows are scored: large, and cheap to recompute;
 # saved, in contexts.safetensors, only where the table they are computed from is left out)
@@ -110,127 +99,6 @@ _REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index", "_c
             "_saved_contexts"}
 # what a folder without its training table leaves out: the encoded rows and their scores
 _TRAINING_DATA = {"x_labeled_", "x_pool_", "_x_held", "_pool_proba", "_held_proba", "_held_out"}
-
-
-class SavedModelError(ValueError):
-    """A saved classifier that cannot be loaded: damaged, of another format, or unsupported."""
-
-
-# ------------------------------------------------------------------------------- encoding
-class _Encoder:
-    """The state as JSON-ready values, its arrays set aside by name."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-        self._seen: dict[int, int] = {}  # id of a shared object -> its number
-        self._keep: list[Any] = []  # keeps numbered objects alive, so ids stay unique
-
-    def _shared(self, value: Any) -> dict | None:
-        number = self._seen.get(id(value))
-        if number is not None:
-            return {"__ref__": number}
-        self._seen[id(value)] = len(self._keep)
-        self._keep.append(value)
-        return None
-
-    def encode(self, value: Any) -> Any:
-        if value is None or isinstance(value, (bool, str)):
-            return value
-        if isinstance(value, (int, float)) and type(value) in (int, float):
-            return value if isinstance(value, int) or np.isfinite(value) else {
-                "__float__": repr(value)}
-        if isinstance(value, np.generic):
-            return {"__scalar__": value.dtype.str, "value": self.encode(value.item())}
-        if isinstance(value, np.dtype):
-            return {"__dtype__": value.str}
-        if isinstance(value, np.ndarray):
-            return self._shared(value) or self._array(value)
-        if isinstance(value, (list, tuple)):
-            items = [self.encode(item) for item in value]
-            return items if isinstance(value, list) else {"__tuple__": items}
-        if isinstance(value, (set, frozenset)):
-            return {"__set__": [self.encode(item) for item in sorted(value, key=repr)]}
-        if isinstance(value, dict):
-            return {"__items__": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
-        name = f"{type(value).__module__}.{type(value).__qualname__}"
-        if name not in _CLASSES:
-            raise TypeError(f"cannot save a {name} in a PUICL classifier folder")
-        return self._shared(value) or {
-            "__object__": name, "__id__": self._seen[id(value)],
-            "state": self.encode(dict(vars(value)))}
-
-    def _array(self, array: np.ndarray) -> dict:
-        number = self._seen[id(array)]
-        if array.dtype.kind in "biuf":
-            key = f"a{number}"
-            self.arrays[key] = np.ascontiguousarray(array)
-            return {"__array__": key, "__id__": number}
-        if array.dtype.kind == "O":  # names and categories: text, numbers or None
-            return {"__objects__": [self.encode(item) for item in array.ravel().tolist()],
-                    "shape": list(array.shape), "__id__": number}
-        if array.dtype.kind == "U":
-            return {"__text__": array.ravel().tolist(), "shape": list(array.shape),
-                    "__id__": number}
-        raise TypeError(f"cannot save an array of dtype {array.dtype}")
-
-
-class _Decoder:
-    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
-        self.arrays = arrays
-        self._built: dict[int, Any] = {}
-
-    def decode(self, value: Any) -> Any:
-        if not isinstance(value, (list, dict)):
-            return value
-        if isinstance(value, list):
-            return [self.decode(item) for item in value]
-        if "__ref__" in value:
-            return self._built[value["__ref__"]]
-        if "__float__" in value:
-            return float(value["__float__"])
-        if "__scalar__" in value:
-            return np.dtype(value["__scalar__"]).type(self.decode(value["value"]))
-        if "__dtype__" in value:
-            return np.dtype(value["__dtype__"])
-        if "__tuple__" in value:
-            return tuple(self.decode(item) for item in value["__tuple__"])
-        if "__set__" in value:
-            return {self.decode(item) for item in value["__set__"]}
-        if "__items__" in value:
-            return {_hashable(self.decode(k)): self.decode(v) for k, v in value["__items__"]}
-        if "__array__" in value:
-            return self._keep(value, self.arrays[value["__array__"]])
-        if "__objects__" in value:
-            items = [self.decode(item) for item in value["__objects__"]]
-            array = np.empty(len(items), dtype=object)
-            array[:] = items
-            return self._keep(value, array.reshape(value["shape"]))
-        if "__text__" in value:
-            return self._keep(value, np.array(value["__text__"]).reshape(value["shape"]))
-        if "__object__" in value:
-            return self._object(value)
-        raise SavedModelError(f"{STATE}: an entry of unknown kind {sorted(value)[:3]}")
-
-    def _keep(self, value: dict, built: Any) -> Any:
-        self._built[value["__id__"]] = built
-        return built
-
-    def _object(self, value: dict) -> Any:
-        name = value["__object__"]
-        name = _FORMER_NAMES.get(name, name)
-        if name not in _CLASSES:
-            raise SavedModelError(f"{STATE} names the class {name}, which puicl does not load")
-        module, _, qualname = name.rpartition(".")
-        cls = getattr(importlib.import_module(module), qualname)
-        instance = cls.__new__(cls)  # no __init__: the attributes are set as they were saved
-        self._keep(value, instance)
-        for key, item in self.decode(value["state"]).items():
-            object.__setattr__(instance, key, item)  # (frozen dataclasses too)
-        return instance
-
-
-def _hashable(key: Any) -> Any:
-    return tuple(key) if isinstance(key, list) else key
 
 
 # ---------------------------------------------------------------------------------- save
@@ -288,17 +156,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _manifest(files: dict[str, str], version: int = FORMAT_VERSION) -> dict[str, Any]:
-    body = {"format": FORMAT, "version": version, "files": files}
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    return {**body, "checksum": digest}
-
-
-def save(classifier: Any, directory: str | Path, training_data: bool = True) -> Path:
-    """Write the fitted ``classifier`` to ``directory`` (created; a folder saved before is
-    replaced; any other non-empty folder is refused). Written in a temporary folder beside it
-    and renamed into place, so a reader sees the old folder or the whole new one. Without
-    ``training_data``: the fitted contexts' caches instead of the table (the module's note)."""
+@contextlib.contextmanager
+def saving(classifier: Any, directory: str | Path, training_data: bool = True,
+           ) -> Iterator[Path]:
+    """Write the fitted ``classifier`` to a staging folder beside ``directory``, run the
+    ``with`` block, then put the folder in place (:mod:`~.saved_folder`); an exception in the
+    block, or in the writing, leaves ``directory`` as it was and no staging folder. ``puicl
+    predict --save-model`` writes its scores inside the block: a save that fails (a full disk)
+    fails before any score is written."""
     from safetensors.numpy import save as save_arrays
 
     from puicl_model.net.weights import save_weights
@@ -307,16 +172,13 @@ def save(classifier: Any, directory: str | Path, training_data: bool = True) -> 
     if training_data and classifier._saved_contexts is not None:
         raise NoTrainingDataError("this PUICLClassifier was saved without its training data: "
                                   "save it again with training_data=False")
+    given = Path(directory)
+    check_replaceable(given)
     classifier.prepare()  # the pool's scores and the choice, so that load scores as this does
-    directory = Path(directory)
-    if directory.exists() and not (directory / MANIFEST).is_file() and (
-            not directory.is_dir() or any(directory.iterdir())):
-        raise SavedModelError(f"{directory} exists and is not a saved PUICL classifier; give "
-                              "a new folder")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    directory = Path(os.path.abspath(given))  # (a name of its own for ".", "a/..")
+    staging = stage(directory)
     try:
-        encoder = _Encoder()
+        encoder = Encoder()
         state = {"settings": encoder.encode(_settings(classifier)),
                  "fitted": encoder.encode(_fitted_state(classifier, training_data))}
         if not training_data:
@@ -327,85 +189,90 @@ def save(classifier: Any, directory: str | Path, training_data: bool = True) -> 
         save_weights(classifier.model_, staging / WEIGHTS)
         files = {path.relative_to(staging).as_posix(): _sha256(path)
                  for path in sorted(staging.rglob("*")) if path.is_file()}
-        atomic_write_json(staging / MANIFEST, _manifest(
+        atomic_write_json(staging / MANIFEST, manifest_for(
             files, FORMAT_VERSION if training_data else WITHOUT_TRAINING_DATA_VERSION))
-        _swap_into_place(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return directory
+        yield given
+        publish(staging, directory)
+    finally:
+        discard(staging)  # (gone already once published)
 
 
-def _swap_into_place(staging: Path, directory: Path) -> None:
-    """Rename ``staging`` to ``directory``; an earlier save there is moved aside first and
-    removed after (a rename cannot replace a non-empty folder)."""
-    old = None
-    if directory.exists() and any(directory.iterdir()):
-        old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
-        os.replace(directory, old / "saved")
-    os.replace(staging, directory)
-    fsync_directory(directory.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def save(classifier: Any, directory: str | Path, training_data: bool = True) -> Path:
+    """Write the fitted ``classifier`` to ``directory``: created, or a classifier saved there
+    before replaced; any other path that exists refused (:func:`~.saved_folder.
+    check_replaceable`). A reader sees the old folder or the whole new one. Without
+    ``training_data``: the fitted contexts' caches instead of the table (the module's note)."""
+    with saving(classifier, directory, training_data) as given:
+        pass
+    return given
 
 
 # ---------------------------------------------------------------------------------- load
 def _verified(directory: Path) -> dict[str, Any]:
     """The manifest, after every file it lists is checked against its sha256."""
-    manifest_path = directory / MANIFEST
-    if not manifest_path.is_file():
-        raise SavedModelError(f"{directory} holds no {MANIFEST}: not a saved PUICL classifier")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        body = {key: manifest[key] for key in ("format", "version", "files")}
-        intact = manifest["checksum"] == _manifest(body["files"], body["version"])["checksum"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        intact = False
-    if not intact:
-        raise SavedModelError(f"{manifest_path}: damaged (not the manifest puicl wrote)")
-    if body["format"] != FORMAT or body["version"] not in _VERSIONS:
-        raise SavedModelError(f"{manifest_path}: format {body['format']} version "
-                              f"{body['version']}; this puicl reads {FORMAT} versions "
-                              f"{', '.join(map(str, _VERSIONS))}")
-    for name, digest in body["files"].items():
+    manifest = read_manifest(directory)
+    for name, digest in manifest["files"].items():
         path = directory / name
-        if not path.is_file():
+        if not path.is_file() or path.is_symlink() or (directory / WEIGHTS).is_symlink():
             raise SavedModelError(f"{path}: missing from the saved classifier")
         if _sha256(path) != digest:
             raise SavedModelError(f"{path}: checksum mismatch; the file is damaged or was "
                                   "changed after it was saved")
-    for required in (STATE, ARRAYS) + ((CONTEXTS,) if body["version"] != FORMAT_VERSION else ()):
-        if required not in body["files"]:
-            raise SavedModelError(f"{manifest_path}: lists no {required}")
     return manifest
+
+
+def _identity(directory: Path) -> tuple[int, ...] | None:
+    """What tells one saved folder at ``directory`` from the next one saved there."""
+    try:
+        folder, manifest = os.stat(directory), os.lstat(directory / MANIFEST)
+    except OSError:
+        return None
+    return folder.st_dev, folder.st_ino, manifest.st_ino, manifest.st_mtime_ns
+
+
+_ATTEMPTS = 5
 
 
 def load(classifier_class: type, directory: str | Path, device: str = "auto") -> Any:
     """The classifier (of ``classifier_class``, which calls this from its ``load``) saved in
-    ``directory``, its model on ``device``."""
-    from safetensors.numpy import load_file
+    ``directory``, its model on ``device``. A folder saved again while it is read is read
+    again: the result is the old folder's classifier or the new one's, never a mix."""
+    directory = Path(directory)
+    for attempt in range(_ATTEMPTS):
+        before = _identity(directory)
+        try:
+            classifier = _load_once(classifier_class, directory, device)
+        except (SavedModelError, OSError) as err:
+            if _identity(directory) == before:  # not a save under way: the folder's fault
+                if isinstance(err, OSError):
+                    raise SavedModelError(f"{directory}: cannot read the saved classifier: "
+                                          f"{err.strerror or err}") from None
+                raise
+        else:
+            if _identity(directory) == before:
+                return classifier
+        time.sleep(0.02 * (attempt + 1))  # a save in progress there: read its result
+    raise SavedModelError(f"{directory} kept changing while it was read (saved again "
+                          "meanwhile?); load it again")
 
+
+def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
     from puicl_common.runtime import resolve_device
     from puicl_model.net.weights import load_model
 
-    directory = Path(directory)
     with_table = _verified(directory)["version"] == FORMAT_VERSION
-    try:  # intact files that are not what save writes (made by hand): one line all the same
-        state = json.loads((directory / STATE).read_text(encoding="utf-8"))
-        decoder = _Decoder(load_file(str(directory / ARRAYS)))
-        settings = decoder.decode(state["settings"])
-        fitted = decoder.decode(state["fitted"])
-    except SavedModelError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError, ImportError) as err:
-        raise SavedModelError(f"{directory / STATE}: not a state puicl wrote "
-                              f"({type(err).__name__}: {err})") from None
+    state, settings, fitted = _state(directory, with_table)
+    try:
+        classifier = classifier_class(**{**settings, "device": device})
+        check_settings(classifier)  # as fit checks them
+    except (TypeError, ValueError) as err:
+        raise SavedModelError(f"{directory / STATE}: settings puicl does not take "
+                              f"({type(err).__name__}: {str(err)[:200]})") from None
     portfolio = fitted.get("portfolio_")
     if portfolio is not None and portfolio.choice is not None and any(
             kind not in portfolio.learners for kind in portfolio.choice.weights if kind != "model"):
         raise SavedModelError(f"{directory}: the saved portfolio lacks a learner its chosen "
                               "blend weighs; save the classifier again")
-    classifier = classifier_class(**{**settings, "device": device})
     for key, value in fitted.items():
         setattr(classifier, key, value)
     classifier.device_ = resolve_device(device, training=False)
@@ -415,11 +282,42 @@ def load(classifier_class: type, directory: str | Path, device: str = "auto") ->
     classifier._pool_index = None
     classifier._context_caches = None
     if not with_table:
+        path = directory / CONTEXTS
+        check_contexts(path, state["contexts"], classifier.planners_,
+                       classifier.model_.config, check_safetensors(path, CACHE_DTYPES))
         try:
             classifier._saved_contexts = read_contexts(
-                state["contexts"], directory / CONTEXTS, classifier.planners_,
-                classifier.device_)
+                state["contexts"], path, classifier.planners_, classifier.device_)
         except (KeyError, TypeError, ValueError, IndexError) as err:
-            raise SavedModelError(f"{directory / CONTEXTS}: not the caches puicl wrote "
+            raise SavedModelError(f"{path}: not the caches puicl wrote "
                                   f"({type(err).__name__}: {err})") from None
     return classifier
+
+
+def _state(directory: Path, with_table: bool) -> tuple[dict, dict, dict]:
+    """state.json as read (checked for its keys), its settings and its fitted state, decoded
+    and checked (:mod:`~.saved_checks`) before the classifier is built."""
+    from safetensors.numpy import load_file
+
+    path = directory / STATE
+    state = read_json(path)
+    keys = {"settings", "fitted"} | (set() if with_table else {"contexts"})
+    if not isinstance(state, dict) or set(state) != keys:
+        raise SavedModelError(f"{path}: not a state puicl wrote (it holds "
+                              f"{', '.join(sorted(keys))})")
+    check_safetensors(directory / ARRAYS, ARRAY_DTYPES)  # before any array is read
+    try:  # intact files that are not what save writes (made by hand): one line all the same
+        arrays = load_file(str(directory / ARRAYS))
+        decoder = Decoder(path, arrays)
+        settings = decoder.decode(state["settings"])
+        fitted = decoder.decode(state["fitted"])
+        if not isinstance(settings, dict) or not all(isinstance(k, str) for k in settings):
+            raise TypeError("settings that are no mapping")
+        check_fitted(path, fitted, with_table, arrays)
+    except SavedModelError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, ImportError, IndexError,
+            OverflowError, RecursionError) as err:
+        raise SavedModelError(f"{path}: not a state puicl wrote "
+                              f"({type(err).__name__}: {str(err)[:200]})") from None
+    return state, settings, fitted

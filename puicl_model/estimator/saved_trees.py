@@ -56,6 +56,35 @@ class BoostedTrees:
                    fields["left"].astype(np.int64), fields["right"].astype(np.int64),
                    fields["is_leaf"].astype(np.uint8))
 
+    def problem(self, n_features: int) -> str | None:
+        """What keeps these arrays (read from a saved folder) from being trees that a row of
+        ``n_features`` walks down to a leaf: a dtype, a length, a node index out of its tree,
+        or a child before its parent, which could loop forever (a fitted tree numbers each
+        node before its children). None: nothing."""
+        dtypes = dict.fromkeys(("value", "num_threshold"), np.float64) | dict.fromkeys(
+            ("feature_idx", "left", "right"), np.int64) | dict.fromkeys(
+            ("missing_go_to_left", "is_leaf"), np.uint8)
+        for name, dtype in {"baseline": np.float64, "starts": np.int64, **dtypes}.items():
+            array = getattr(self, name)
+            if not (isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == 1):
+                return f"trees whose {name} is no 1-d {np.dtype(dtype).name} array"
+            if name in dtypes and len(array) != len(self.value):
+                return f"trees whose {name} has {len(array)} nodes, not {len(self.value)}"
+        n = len(self.value)
+        ends = np.r_[self.starts[1:], n]
+        if len(self.baseline) != 1 or not len(self.starts) or self.starts[0] != 0 or (
+                not (ends > self.starts).all()) or ends[-1] != n:
+            return "trees whose starts do not split the nodes"
+        tree = np.repeat(np.arange(len(self.starts)), ends - self.starts)
+        local, size = np.arange(n) - self.starts[tree], (ends - self.starts)[tree]
+        inner = self.is_leaf == 0
+        for child in (self.left, self.right):
+            if ((child[inner] <= local[inner]) | (child[inner] >= size[inner])).any():
+                return "trees whose nodes point out of their tree, or back up it"
+        if ((self.feature_idx[inner] < 0) | (self.feature_idx[inner] >= n_features)).any():
+            return f"trees that split on features beyond the {n_features} they are given"
+        return None
+
     def _leaf_values(self, x: np.ndarray, start: int) -> np.ndarray:
         node = np.zeros(len(x), dtype=np.int64)
         rows = np.arange(len(x))

@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from puicl_common.atomic import atomic_write_json
-from puicl_model.files.cli_paths import CliError, check_paths, check_save_model
-from puicl_model.files.cli_settings import add_setting_options
+from puicl_model.files.cli_paths import CliError, check_paths
+from puicl_model.files.cli_settings import add_setting_options, refuse_unused_by_model
 
 if TYPE_CHECKING:
     from puicl_model.estimator.classifier import PUICLClassifier
     from puicl_model.estimator.prior_report import ClassPriorReport
+    from puicl_model.files.large_tables import FittedPool
 
 __all__ = ["main"]
 
@@ -119,9 +120,9 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("--device", default="auto",
                          help="auto, cpu, cuda, cuda:N (default: auto, a GPU where there is one)")
     add_setting_options(predict)
-    predict.add_argument("--threshold", type=_threshold, default=0.5,
+    predict.add_argument("--threshold", type=_threshold, default=None,
                          help="cut on p_positive, or 'prior' to label the share π̂ negative "
-                         "(default: 0.5)")
+                         "(default: 0.5; with --model: the saved classifier's)")
     predict.add_argument("--drop-columns", nargs="*", default=[], metavar="NAME",
                          help="columns to ignore (default: none)")
     predict.add_argument("--keep-columns", nargs="*", default=[], metavar="NAME",
@@ -149,8 +150,8 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("--save-model", type=Path, default=None, metavar="DIR",
                          help="also save the fitted classifier to the folder DIR, without "
                          "pickle (PUICLClassifier.save; docs/classifier.md, \"Saving a fitted "
-                         "classifier\"); a folder saved before is replaced (default: not "
-                         "saved)")
+                         "classifier\"); a folder saved before is replaced if it holds "
+                         "nothing else; checked before the fit (default: not saved)")
     predict.add_argument("--no-training-data", action="store_true",
                          help="with --save-model: save the fitted contexts' caches, not the "
                          "table, to score new rows only: ~40 MB per context of 1,000 pool rows "
@@ -203,7 +204,7 @@ def _classifier(args: argparse.Namespace):
         weights=args.weights,
         device=args.device,
         **settings.arguments(),
-        threshold=args.threshold,
+        threshold=0.5 if args.threshold is None else args.threshold,
         categorical=args.categorical,
         numeric=args.numeric,
         random_state=args.random_state,
@@ -212,44 +213,29 @@ def _classifier(args: argparse.Namespace):
     )
 
 
-def _predict(args: argparse.Namespace) -> int:
-    from puicl_model.files.large_tables import (
-        bound_process_memory,
-        fit_on_input,
-        open_input,
-        score_pool,
-    )
+@contextlib.contextmanager
+def _saving(args: argparse.Namespace, classifier: PUICLClassifier) -> Iterator[None]:
+    """``--save-model``: the classifier written to a staging folder before the block runs, put
+    in place after it; an error in either leaves the folder as it was."""
+    if args.save_model is None:
+        yield
+        return
+    from puicl_model.estimator.saved_model import saving
+
+    try:
+        with saving(classifier, args.save_model, training_data=not args.no_training_data):
+            yield
+    except OSError as err:  # (the block's own writes say which output failed)
+        raise CliError(f"cannot write --save-model {args.save_model}: "
+                       f"{err.strerror or err}") from None
+
+
+def _write_scores(args: argparse.Namespace, classifier: PUICLClassifier, fitted: FittedPool,
+                  n_pool: int) -> None:
+    """The pool's scores to ``--output``, π's lines printed, and ``--prior-json``."""
+    from puicl_model.files.large_tables import score_pool
     from puicl_model.files.table_io import BatchWriter
 
-    check_paths(args)
-    if args.model is not None:
-        return _predict_with_saved(args)
-    if args.save_model is not None:
-        check_save_model(args.save_model)
-    elif args.no_training_data:
-        raise CliError("--no-training-data goes with --save-model DIR")
-    if args.scheduler is not None:  # a wrong address fails now, not after the fit
-        from puicl_model.files.dask_scoring import check_scheduler
-
-        try:
-            check_scheduler(args.scheduler)
-        except ImportError as err:  # dask is an extra
-            raise CliError(str(err)) from None
-    source = open_input(input_path=args.input, label_column=args.label_column,
-                        positives=args.positives, unlabeled=args.unlabeled,
-                        drop_columns=args.drop_columns, batch_rows=args.batch_rows)
-    if args.scheduler is not None:  # what the workers cannot read as one process: now
-        from puicl_model.files.dask_scoring import check_pool_file
-
-        check_pool_file(source)
-    unknown = [name for name in args.keep_columns if name not in source.features]
-    if unknown:
-        raise CliError(f"--keep-columns: no such feature column(s) {unknown}")
-    if len(source.pool_rows) > args.batch_rows:  # read in several batches: keep memory flat
-        bound_process_memory()
-    classifier = _classifier(args)
-    fitted = fit_on_input(classifier, source, args.random_state, args.batch_rows)
-    n_pool = len(source.pool_rows)
     writer = BatchWriter(args.output)
     try:
         with writer.open():
@@ -283,8 +269,46 @@ def _predict(args: argparse.Namespace) -> int:
             raise CliError(f"cannot write --prior-json {args.prior_json}: "
                            f"{err.strerror or err}") from None
         print(f"wrote π's report to {args.prior_json}", file=sys.stderr)
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from puicl_model.files.large_tables import (
+        bound_process_memory,
+        fit_on_input,
+        open_input,
+    )
+
+    if args.model is not None:
+        refuse_unused_by_model(args, _parser().parse_args(["predict"]))
+        check_paths(args)
+        return _predict_with_saved(args)
+    if args.no_training_data and args.save_model is None:
+        raise CliError("--no-training-data goes with --save-model DIR")
+    check_paths(args)
+    if args.scheduler is not None:  # a wrong address fails now, not after the fit
+        from puicl_model.files.dask_scoring import check_scheduler
+
+        try:
+            check_scheduler(args.scheduler)
+        except ImportError as err:  # dask is an extra
+            raise CliError(str(err)) from None
+    source = open_input(input_path=args.input, label_column=args.label_column,
+                        positives=args.positives, unlabeled=args.unlabeled,
+                        drop_columns=args.drop_columns, batch_rows=args.batch_rows)
+    if args.scheduler is not None:  # what the workers cannot read as one process: now
+        from puicl_model.files.dask_scoring import check_pool_file
+
+        check_pool_file(source)
+    unknown = [name for name in args.keep_columns if name not in source.features]
+    if unknown:
+        raise CliError(f"--keep-columns: no such feature column(s) {unknown}")
+    if len(source.pool_rows) > args.batch_rows:  # read in several batches: keep memory flat
+        bound_process_memory()
+    classifier = _classifier(args)
+    fitted = fit_on_input(classifier, source, args.random_state, args.batch_rows)
+    with _saving(args, classifier):  # a save that fails does so before any score is written
+        _write_scores(args, classifier, fitted, len(source.pool_rows))
     if args.save_model is not None:
-        classifier.save(args.save_model, training_data=not args.no_training_data)
         print(f"saved the fitted classifier to {args.save_model}", file=sys.stderr)
     if args.report is not None:  # last: it reads the scores the lines above printed
         try:
@@ -301,17 +325,13 @@ def _predict_with_saved(args: argparse.Namespace) -> int:
     """``--model DIR``: every row of ``--input`` scored by the saved classifier, a batch at a
     time (a row equal to a fitted pool row gets its fitted score, as in ``predict_proba``;
     saved with ``--no-training-data``, every row is scored as a new row)."""
-    from puicl_model.estimator.classifier import PUICLClassifier
+    from puicl_model.estimator.classifier import NoTrainingDataError, PUICLClassifier
     from puicl_model.files.large_tables import output_frame
     from puicl_model.files.table_io import BatchWriter, read_batches, scan_table
 
-    if args.input is None or args.positives is not None or args.unlabeled is not None:
-        raise CliError("--model scores the rows of --input; give --input and neither "
-                       "--positives nor --unlabeled")
-    if args.label_column is not None or args.save_model is not None or args.report:
-        raise CliError("--model takes no --label-column, --save-model or --report: the "
-                       "classifier is fitted already")
     classifier = PUICLClassifier.load(args.model, device=args.device)
+    if args.threshold is not None:  # the cut is a setting: the saved one otherwise
+        classifier.set_params(threshold=args.threshold)
     scan = scan_table(args.input, None, args.batch_rows)
     unknown = [name for name in args.drop_columns if name not in scan.columns]
     if unknown:
@@ -325,6 +345,8 @@ def _predict_with_saved(args: argparse.Namespace) -> int:
                 writer.write(output_frame(batch.index.to_numpy(), proba[:, 1], labels))
     except OSError as err:  # atomic: nothing is left
         raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
+    except NoTrainingDataError as err:  # --threshold prior on a folder without its π̂
+        raise CliError(f"--threshold {args.threshold}: {err}") from None
     print(f"scored {writer.rows} rows with the classifier saved in {args.model}",
           file=sys.stderr if args.output == "-" else sys.stdout)
     return 0

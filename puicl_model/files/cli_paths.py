@@ -11,7 +11,7 @@ from pathlib import Path
 
 from puicl_common.output_paths import OutputPathError, check_output_path
 
-__all__ = ["CliError", "check_paths", "check_save_model"]
+__all__ = ["CliError", "check_paths"]
 
 
 class CliError(Exception):
@@ -121,9 +121,11 @@ def _weights_read(weights: Path | None) -> dict[str, Path | None]:
 
 def check_paths(args: argparse.Namespace) -> None:
     """Refuse, before the model runs, outputs that cannot be written or that name a file the
-    command reads (an input table, the weights; through links and other spellings alike),
-    and the same file given as both tables."""
+    command reads (an input table, the weights, a ``--model`` folder's files; through links
+    and other spellings alike), a ``--save-model`` folder a save may not replace or that
+    would take an input or another output with it, and the same file given as both tables."""
     from puicl_common.same_file import SameFileError, refuse_output_among_inputs, same_file
+    from puicl_model.estimator.saved_folder import folder_files
 
     _check_output(args.output)
     _check_prior_json(args.prior_json)
@@ -134,26 +136,52 @@ def check_paths(args: argparse.Namespace) -> None:
     outputs = {"--output": None if args.output == "-" else args.output,
                "--prior-json": args.prior_json, **_check_report(args.report)}
     inputs = {"--input": args.input, "--positives": args.positives,
-              "--unlabeled": args.unlabeled, **_weights_read(args.weights)}
+              "--unlabeled": args.unlabeled, **_weights_read(args.weights),
+              **(folder_files(args.model) if args.model is not None else {})}
     try:
         refuse_output_among_inputs(outputs, inputs)
     except SameFileError as err:
         raise CliError(str(err)) from None
+    if args.save_model is not None:
+        _check_save_model(args.save_model, outputs, inputs)
     for option, path in outputs.items():
         if path is not None:
             _check_writable(option, path)
 
 
-def check_save_model(folder: Path) -> None:
-    """Refuse a ``--save-model`` folder that cannot take a saved classifier, before the model
-    runs: a file, or a folder holding other things."""
-    from puicl_model.estimator.saved_model import MANIFEST
+def _inside(path: str | Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies in it, as the file system resolves both."""
+    here, there = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return here == there or there in here.parents
 
-    if folder.exists() and not (folder / MANIFEST).is_file() and (
-            not folder.is_dir() or any(folder.iterdir())):
-        raise CliError(f"--save-model {folder} exists and is not a saved PUICL classifier; "
-                       "give a new folder")
+
+def _check_save_model(folder: Path, outputs: dict[str, str | Path | None],
+                      inputs: dict[str, str | Path | None]) -> None:
+    """Refuse a ``--save-model`` folder before the model runs: one a save may not replace
+    (:func:`~puicl_model.estimator.saved_folder.check_replaceable`), one that holds an input
+    or an output of this command (a save replaces the folder whole: they would be deleted),
+    or one whose parent folder refuses new folders."""
+    from puicl_model.estimator.saved_folder import SavedModelError, check_replaceable
+
     try:
+        check_replaceable(folder)
         check_output_path(folder, "directory", "--save-model")
-    except OutputPathError as err:
-        raise CliError(str(err)) from None
+    except (SavedModelError, OutputPathError) as err:
+        message = str(err)
+        raise CliError(message if message.startswith("--save-model")
+                       else f"--save-model {message}") from None
+    for kind, paths in (("writes", outputs), ("reads", inputs)):
+        for option, path in paths.items():
+            if path is not None and _inside(path, folder):
+                raise CliError(f"{option} {path}, which this command {kind}, lies in "
+                               f"--save-model {folder}: the save replaces that folder whole "
+                               "and would delete it; give another path")
+    parent = Path(os.path.realpath(folder)).parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # missing folders are created where the nearest one allows
+    try:
+        probe = tempfile.mkdtemp(prefix=".puicl-probe-", dir=parent)
+    except OSError as err:
+        raise CliError(f"cannot write --save-model {folder}: {parent}: "
+                       f"{err.strerror or err}") from None
+    os.rmdir(probe)

@@ -1,12 +1,13 @@
 """``puicl predict``'s options for the classifier's inference settings, one per setting of
 :class:`~puicl_model.passes.settings.InferenceSettings` (``--chunk-size`` for ``chunk_size``),
-each with the default and limits written there."""
+each with the default and limits written there; and the refusal of the fitting options that
+scoring with a saved classifier (``--model``) would not use."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_setting_options"]
+__all__ = ["add_setting_options", "refuse_unused_by_model"]
 
 # what each word of a setting of choices means, ending in the docs' section
 _CHOICE_HELP = {
@@ -65,3 +66,27 @@ def add_setting_options(predict: argparse.ArgumentParser) -> None:
         predict.add_argument(f"--{name.replace('_', '-')}", choices=words,
                              default=getattr(defaults, name),
                              help=f"{_CHOICE_HELP[name]}; default: {getattr(defaults, name)})")
+
+
+# what a fit reads or writes, which scoring with a saved classifier would leave unused
+_FITTING_OPTIONS = ("label_column", "weights", "n_estimators", "single_pass_limit",
+                    "chunk_size", "max_labeled", "pool_sample", "partner", "large_pool",
+                    "categorical", "numeric", "keep_columns", "random_state", "prior_json",
+                    "report", "save_model", "no_training_data", "scheduler")
+
+
+def refuse_unused_by_model(args: argparse.Namespace, defaults: argparse.Namespace) -> None:
+    """``--model`` with an option it would not use (one not at its default, ``defaults``),
+    refused in one line rather than ignored (``--threshold`` is used: it sets the loaded
+    classifier's cut)."""
+    from puicl_model.files.cli_paths import CliError
+
+    if args.input is None or args.positives is not None or args.unlabeled is not None:
+        raise CliError("--model scores the rows of --input; give --input and neither "
+                       "--positives nor --unlabeled")
+    given = [f"--{name.replace('_', '-')}" for name in _FITTING_OPTIONS
+             if getattr(args, name) != getattr(defaults, name)]
+    if given:
+        raise CliError(f"--model takes no {', '.join(given)}: it scores with the classifier "
+                       "as it was fitted and saved, which these options would not change "
+                       "(--threshold sets its cut)")

@@ -246,3 +246,22 @@ def test_predict_saves_the_model_without_training_data(small_weights, tmp_path) 
     assert (tmp_path / "bare" / "contexts.safetensors").is_file()
     assert main(["predict", "--input", str(tmp_path / "table.csv"), "--label-column", "s",
                  "--no-training-data"]) == 2
+
+
+@pytest.mark.parametrize("large_pool", ["shared", "chunks"])
+def test_a_new_row_beyond_the_fitted_range_scores_the_same_without_training_data(
+        small_weights, tmp_path, large_pool) -> None:
+    X, s = _frame(40, 160)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+                          large_pool=large_pool, single_pass_limit=40, chunk_size=40).fit(X, s)
+    pool = X[s == 0]
+    # a fitted pool row at a column's extreme, moved beyond it: it encodes as that pool row
+    lowest, highest = pool.loc[[pool["b"].idxmin()]], pool.loc[[pool["c"].idxmax()]]
+    new = pd.concat([lowest.assign(b=lowest["b"] - 3.0), highest.assign(c=highest["c"] + 3.0)])
+    before = clf.predict_proba(new)
+    loaded = PUICLClassifier.load(clf.save(tmp_path / "saved", training_data=False),
+                                  device="cpu")
+    assert loaded.predict_proba(new).tobytes() == before.tobytes()
+    # the fitted rows themselves keep their fitted scores in memory
+    assert (clf.predict_proba(pd.concat([lowest, highest]))[:, 1]
+            == clf.fitted_pool_proba()[[pool.index.get_loc(i) for i in new.index]]).all()

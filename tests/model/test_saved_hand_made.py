@@ -1,0 +1,253 @@
+"""Saved folders made by hand, their checksums recomputed as anyone can: whatever their files
+declare, ``load`` refuses them in one line of ``SavedModelError`` before building anything (no
+traceback, no allocation of what a header declares, no tree walked forever)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import pickle
+import shutil
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from puicl_model import PUICLClassifier
+from puicl_model.estimator.saved_folder import manifest_for
+from puicl_model.estimator.saved_model import SavedModelError
+
+pytestmark = pytest.mark.usefixtures("one_openmp_thread")
+
+
+def _frame(seed: int = 5) -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(rng.normal(size=(160, 3)), columns=["a", "b", "c"])
+    frame.loc[100:, ["a", "b"]] += 1.5
+    return frame, np.r_[np.ones(40, dtype=int), np.zeros(120, dtype=int)]
+
+
+@pytest.fixture(scope="module")
+def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
+    """A folder with its table whose blend weighs the bagged trees, and one without its
+    table (contexts' caches), saved once for the module."""
+    from puicl_model.estimator.portfolio import CANDIDATES, Blend, log_odds
+
+    X, s = _frame()
+    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s).prepare()
+    portfolio = clf.portfolio_
+    portfolio.choice = dataclasses.replace(portfolio.choice, name="model+bagged",
+                                           weights=dict(CANDIDATES["model+bagged"]))
+    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)), False)),
+            **portfolio.pool_scores}
+    portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf._pool_proba)
+    root = tmp_path_factory.mktemp("originals")
+    bare = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+                           single_pass_limit=40, chunk_size=40).fit(X, s)
+    return {"table": clf.save(root / "table"),
+            "bare": bare.save(root / "bare", training_data=False)}
+
+
+@pytest.fixture
+def folder(originals, tmp_path) -> Callable[[str], Path]:
+    return lambda kind: Path(shutil.copytree(originals[kind], tmp_path / kind))
+
+
+def _remanifest(saved: Path, version: int | None = None) -> None:
+    """The manifest recomputed over the files it lists, as anyone can."""
+    manifest = json.loads((saved / "manifest.json").read_text())
+    files = {name: hashlib.sha256((saved / name).read_bytes()).hexdigest()
+             for name in manifest["files"]}
+    (saved / "manifest.json").write_text(json.dumps(manifest_for(
+        files, manifest["version"] if version is None else version)))
+
+
+def _edit_state(saved: Path, edit: Callable[[dict], Any]) -> None:
+    state = json.loads((saved / "state.json").read_text())
+    edit(state)
+    (saved / "state.json").write_text(json.dumps(state))
+    _remanifest(saved)
+
+
+def _edit_arrays(saved: Path, name: str, edit: Callable[[dict], Any]) -> None:
+    arrays = dict(load_file(str(saved / name)))
+    edit(arrays)
+    save_file(arrays, str(saved / name))
+    _remanifest(saved)
+
+
+def _edit_header(saved: Path, name: str, edit: Callable[[dict], Any]) -> None:
+    data = (saved / name).read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    edit(header)
+    text = json.dumps(header).encode()
+    (saved / name).write_bytes(struct.pack("<Q", len(text)) + text + data[8 + length:])
+    _remanifest(saved)
+
+
+def _objects(value: Any, name: str) -> list[dict]:
+    """Every entry of state.json that builds an object of class ``name``."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if str(item.get("__object__", "")).endswith(f".{name}"):
+                found.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _attribute(entry: dict, attribute: str) -> dict:
+    return next(value for key, value in entry["state"]["__items__"] if key == attribute)
+
+
+def _array_key(saved: Path, cls: str, attribute: str) -> str:
+    state = json.loads((saved / "state.json").read_text())
+    return next(_attribute(entry, attribute)["__array__"] for entry in _objects(state, cls)
+                if isinstance(_attribute(entry, attribute), dict)
+                and "__array__" in _attribute(entry, attribute))
+
+
+def _deep(saved: Path) -> None:
+    state = (saved / "state.json").read_text()
+    nested = "[" * 100_000 + "]" * 100_000  # (too deep for json.dumps to write)
+    (saved / "state.json").write_text(state.replace('"settings": ', f'"settings": {nested}, '
+                                                    '"former": ', 1))
+    _remanifest(saved)
+
+
+def _void_scalars(state: dict) -> None:
+    items = state["settings"]["__items__"]
+    items += [[f"big{n}", {"__scalar__": "|V8", "value": 10**12}] for n in range(4)]
+
+
+def _renamed_class(state: dict) -> None:
+    # a Choice named as Blend was once named: a former name of another class
+    _objects(state, "Choice")[0]["__object__"] = "puicl_model.portfolio.Blend"
+
+
+def _setting(name: str, value: Any) -> Callable[[dict], None]:
+    def edit(state: dict) -> None:
+        state["settings"]["__items__"].append([name, value])
+    return edit
+
+
+def _tree_field(attribute: str, change: Callable[[np.ndarray], np.ndarray]):
+    def edit(saved: Path) -> None:
+        key = _array_key(saved, "BoostedTrees", attribute)
+        _edit_arrays(saved, "arrays.safetensors",
+                     lambda arrays: arrays.__setitem__(key, change(arrays[key])))
+    return edit
+
+
+def _looping(left: np.ndarray) -> np.ndarray:
+    return np.zeros_like(left)  # every inner node's left child its tree's root: forever
+
+
+def _planner_field(attribute: str, value: int) -> Callable[[dict], None]:
+    def edit(state: dict) -> None:
+        for planner in _objects(state, "PassPlanner"):
+            for item in planner["state"]["__items__"]:
+                if item[0] == attribute:
+                    item[1] = value
+    return edit
+
+
+def _nan_quantiles(saved: Path) -> None:
+    key = _array_key(saved, "ColumnEncoding", "quantiles")
+    _edit_arrays(saved, "arrays.safetensors",
+                 lambda arrays: arrays.__setitem__(key, np.full_like(arrays[key], np.nan)))
+
+
+def _cache(change: Callable[[np.ndarray], np.ndarray], key: str = "c0.keys.0"):
+    def edit(saved: Path) -> None:
+        _edit_arrays(saved, "contexts.safetensors",
+                     lambda arrays: arrays.__setitem__(key, change(arrays[key])))
+    return edit
+
+
+def _all_caches_float16(saved: Path) -> None:
+    _edit_arrays(saved, "contexts.safetensors", lambda arrays: arrays.update(
+        {name: array.astype(np.float16) for name, array in arrays.items()}))
+
+
+CASES: dict[str, tuple[str, Callable[[Path], None]]] = {
+    "a pickle as arrays": ("table", lambda saved: (
+        (saved / "arrays.safetensors").write_bytes(pickle.dumps({"a": np.zeros(3)})),
+        _remanifest(saved))),
+    "a shape of 10**12": ("table", lambda saved: _edit_header(
+        saved, "arrays.safetensors",
+        lambda header: header[next(k for k in header if k != "__metadata__")].update(
+            shape=[10**12]))),
+    "int trees as float64": ("table", _tree_field("feature_idx", lambda a: a.astype(float))),
+    "a tree that loops": ("table", _tree_field("left", _looping)),
+    "a split beyond the features": ("table", _tree_field("feature_idx", lambda a: a + 1000)),
+    "a former class name": ("table", lambda saved: _edit_state(saved, _renamed_class)),
+    "JSON 100,000 deep": ("table", _deep),
+    "an unknown setting": ("table", lambda saved: _edit_state(saved, _setting("bogus", 1))),
+    "a malformed setting": ("table", lambda saved: _edit_state(
+        saved, _setting("threshold", "half"))),
+    "a list for the settings": ("table", lambda saved: _edit_state(
+        saved, lambda state: state.__setitem__("settings", [1, 2]))),
+    "a list for the fitted state": ("table", lambda saved: _edit_state(
+        saved, lambda state: state.__setitem__("fitted", [1, 2]))),
+    "void scalars": ("table", lambda saved: _edit_state(saved, _void_scalars)),
+    "NaN quantiles": ("table", _nan_quantiles),
+    "a key cache one column short": ("bare", _cache(lambda a: a[:-1])),
+    "caches in float16": ("bare", _all_caches_float16),
+    "NaN caches": ("bare", _cache(lambda a: np.full_like(a, np.nan), "c0.values.1")),
+    "version 2 relabelled 1": ("bare", lambda saved: _remanifest(saved, version=1)),
+    "a planner of 10**12 pool rows": ("table", lambda saved: _edit_state(
+        saved, _planner_field("n_pool", 10**12))),
+    "a planner of chunks of 0 rows": ("bare", lambda saved: _edit_state(
+        saved, _planner_field("chunk_size", 0))),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_hand_made_folder_is_refused_in_one_line(folder, case) -> None:
+    kind, make = CASES[case]
+    saved = folder(kind)
+    PUICLClassifier.load(saved, device="cpu")  # intact before
+    make(saved)
+    with pytest.raises(SavedModelError) as caught:
+        PUICLClassifier.load(saved, device="cpu")
+    message = str(caught.value)
+    assert "\n" not in message and str(saved) in message and len(message) < 600, message
+
+
+def test_predict_refuses_a_hand_made_folder_in_one_line(folder, tmp_path, capsys) -> None:
+    from puicl_model.files.cli import main
+
+    saved = folder("table")
+    CASES["a tree that loops"][1](saved)
+    _frame()[0].to_csv(tmp_path / "rows.csv", index=False)
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "rows.csv"),
+                 "-o", str(tmp_path / "scores.csv")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("puicl predict: error: ") and error.count("\n") == 1, error
+    assert "back up it" in error and not (tmp_path / "scores.csv").exists()
+
+
+def test_a_folder_saved_before_a_defaulted_field_existed_still_loads(folder) -> None:
+    saved = folder("table")
+    X = _frame(seed=9)[0]
+    before = PUICLClassifier.load(saved, device="cpu").predict_proba(X)
+
+    def older(state: dict) -> None:  # PassPlanner.shared_context came with a later version
+        for planner in _objects(state, "PassPlanner"):
+            items = planner["state"]["__items__"]
+            items[:] = [item for item in items if item[0] != "shared_context"]
+
+    _edit_state(saved, older)
+    assert PUICLClassifier.load(saved, device="cpu").predict_proba(X).tobytes() == \
+        before.tobytes()
