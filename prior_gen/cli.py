@@ -285,7 +285,7 @@ def _generate(argv: Sequence[str]) -> int:
 
         try:
             check_scheduler(args.scheduler)
-        except ValueError as err:
+        except (ValueError, ImportError) as err:
             _fail(str(err))
     try:
         _check_size(config, args, stages, steps)

@@ -137,20 +137,13 @@ SCHEDULER_TIMEOUT_S = 10  # how long prior-gen --scheduler waits for the schedul
 
 
 def check_scheduler(address: str) -> None:
-    """Connect to the dask scheduler at ``address`` and disconnect, waiting at most
-    :data:`SCHEDULER_TIMEOUT_S`; a ValueError in one line when none answers there (the
-    command checks it before it writes anything)."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ValueError("--scheduler needs dask.distributed: pip install "
-                         "'puicl[distributed]'") from None
-    try:
-        client = Client(address, timeout=SCHEDULER_TIMEOUT_S)
-    except (OSError, ValueError, TypeError) as err:
-        detail = " ".join(str(err).split()) or type(err).__name__
-        raise ValueError(f"cannot reach the dask scheduler at {address!r}: {detail}") from None
-    client.close()
+    """The scheduler check ``puicl predict`` runs (:mod:`puicl_common.dask_scheduler`), within
+    :data:`SCHEDULER_TIMEOUT_S`: a ValueError (or, without dask, an ImportError) in one line
+    where no healthy scheduler with a worker answers there; the command checks it before it
+    writes anything."""
+    from puicl_common.dask_scheduler import check_scheduler as common_check
+
+    common_check(address, SCHEDULER_TIMEOUT_S)
 
 
 def _write_shard_from(arguments: tuple[GenerationConfig, ShardJob, str]) -> dict[str, Any]:

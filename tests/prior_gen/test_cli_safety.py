@@ -328,7 +328,7 @@ def test_a_scheduler_that_is_no_address_is_refused_before_anything_is_written(
         main(["--config", str(SMOKE), "--stages", "1", "--out", str(out), "--scheduler", "foo"])
     assert stop.value.code == 2
     line = _only_line(capsys.readouterr().err)
-    assert line.startswith("prior-gen: error: cannot reach the dask scheduler at 'foo'")
+    assert line.startswith("prior-gen: error: cannot reach the dask scheduler at foo: ")
     assert not out.exists()
 
 
