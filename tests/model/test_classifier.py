@@ -297,7 +297,7 @@ def test_bad_labels_are_rejected_with_clear_messages(small_weights, s, message) 
         ({"chunk_size": 3}, "chunk_size: must be an integer >= 4, got 3"),
         ({"threshold": 1.5}, r"threshold must be a number in \(0, 1\) or 'prior', got 1\.5"),
         ({"precision": "half"}, "precision must be 'auto', 'float32' or 'bfloat16'"),
-        ({"device": "tpu"}, "device must be 'auto', 'cpu'"),
+        ({"device": "tpu"}, "device must be 'auto'"),
         ({"missing": "zero"}, "missing must be 'median', 'median\\+indicator' or 'error'"),
     ],
 )
