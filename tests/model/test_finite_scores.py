@@ -53,3 +53,26 @@ def test_a_nan_held_out_auc_never_wins_the_choice(rng) -> None:
     held["model"][:] = np.nan  # the model's scores of the held-out positives
     with pytest.raises(NonFiniteScoresError, match="held-out AUC of model, "):
         choose(Evidence([held], [pool]), MEMBERS)
+
+
+def test_puicl_predict_stops_on_non_finite_scores_in_one_line(model_factory, tmp_path,
+                                                              monkeypatch, capsys) -> None:
+    """Scores that leave the model NaN end the command, status 2, with no file written (they
+    wrote empty probabilities, labelled every row 0 and printed π̂ nan, status 0)."""
+    import pandas as pd
+
+    from puicl_model.estimator import classifier as classifier_module
+    from puicl_model.files.cli import main
+
+    huge = _huge(model_factory)
+    monkeypatch.setattr(classifier_module, "load_model", lambda weights, device: huge)
+    rng = np.random.default_rng(3)
+    table = pd.DataFrame({"x": rng.normal(size=60), "y": rng.normal(size=60),
+                          "s": np.r_[np.ones(20, dtype=int), np.zeros(40, dtype=int)]})
+    table.to_csv(tmp_path / "t.csv", index=False)
+    out, prior = tmp_path / "o.csv", tmp_path / "prior.json"
+    assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
+                 "--partner", "none", "-o", str(out), "--prior-json", str(prior)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("puicl predict: error: the model's P(y=1) is NaN or infinite for ")
+    assert error.count("\n") == 1 and not out.exists() and not prior.exists()
