@@ -236,9 +236,8 @@ def _note(bound: float | None, estimate: float, upper: float, poorly: bool,
         assert bound is not None
         return (f"π is not identified: the scores tell held-out labeled positives from the "
                 f"pool no better than chance (AUC {auc:.2f}) and the data say only π >= "
-                f"{bound:.2f}, so π̂ = "
-                f"{estimate:.2f} is the model's prior, not read from this table, and π may be "
-                f"anywhere up to 1; keep the 0.5 cut unless you know π")
+                f"{bound:.2f}, so π̂ = {estimate:.2f} is the model's prior, not read from this "
+                f"table, and π may be anywhere up to 1; keep the 0.5 cut unless you know π")
     if bound is None:
         return (f"π is not bounded (fewer than {MIN_LABELED_FOR_ESTIMATES} labeled positives): "
                 f"π̂ = {estimate:.2f} is the model's mean P(y=0); keep the 0.5 cut unless you "
