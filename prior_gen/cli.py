@@ -243,11 +243,12 @@ def _physical_memory() -> int | None:
 
 
 def _check_size(config: GenerationConfig, args: argparse.Namespace, stages: list[Stage],
-                steps: tuple[int, int] | None, workers: int) -> None:
+                steps: tuple[int, int] | None, workers: int,
+                worker_memory: int | None = None) -> None:
     """Refuse (one line, nothing written) a command whose shards would take more than the
     free disk space at --out or MAX_ESTIMATED_BYTES, or whose SCMs would hold more memory
-    than this machine has (``workers`` processes at once; one per dask worker), unless
-    --force."""
+    than this machine has (``workers`` processes at once) or, with --scheduler, than a dask
+    worker gives one of its threads (``worker_memory``), unless --force."""
     import shutil
 
     from prior_gen.runner import estimated_bytes, estimated_memory, jobs_to_write
@@ -267,12 +268,17 @@ def _check_size(config: GenerationConfig, args: argparse.Namespace, stages: list
               "and curriculum sections, or pass --force to generate anyway")
     # sizes within their bounds multiply (width x depth x batch x rows): a run past memory
     # would end in a MemoryError after its manifest and lock were written
-    processes = 1 if args.scheduler else min(workers, len(jobs))
-    memory, available = estimated_memory(config, jobs) * processes, _physical_memory()
+    if args.scheduler:  # the SCMs run on the workers, a task per thread
+        processes, available = 1, worker_memory
+        where = "a dask worker's memory limit per thread"
+    else:
+        processes, available = min(workers, len(jobs)), _physical_memory()
+        where = "this machine's memory"
+    memory = estimated_memory(config, jobs) * processes
     if jobs and available is not None and memory > available:
         per = f" ({processes} processes)" if processes > 1 else ""
         _fail(f"{args.config}'s SCMs would hold an estimated {_size(memory)} of memory{per}, "
-              f"more than this machine's {_size(available)}: lower prior.scm.width / depth, "
+              f"more than {where} ({_size(available)}): lower prior.scm.width / depth, "
               "curriculum.global_batch or the dataset sizes, use fewer --workers, or pass "
               "--force to generate anyway")
 
@@ -303,15 +309,16 @@ def _generate(argv: Sequence[str]) -> int:
     except (OutputPathError, UnsafeEntryError) as err:
         _fail(str(err))
     backend = "dask" if args.scheduler else args.backend
+    worker_memory = None
     if args.scheduler:
         from prior_gen.runner import check_scheduler
 
         try:
-            check_scheduler(args.scheduler)
+            worker_memory = check_scheduler(args.scheduler)
         except (ValueError, ImportError) as err:
             _fail(str(err))
     try:
-        _check_size(config, args, stages, steps, workers)
+        _check_size(config, args, stages, steps, workers, worker_memory)
     except ShardError as err:
         print(f"prior-gen: error: {err}", file=sys.stderr)
         return 1

@@ -186,14 +186,15 @@ def bytes_to_write(config: GenerationConfig, split: str, stages: Iterable[Stage]
 SCHEDULER_TIMEOUT_S = 10  # how long prior-gen --scheduler waits for the scheduler's answer
 
 
-def check_scheduler(address: str) -> None:
+def check_scheduler(address: str) -> int | None:
     """The scheduler check ``puicl predict`` runs (:mod:`puicl_common.dask_scheduler`), within
     :data:`SCHEDULER_TIMEOUT_S`: a ValueError (or, without dask, an ImportError) in one line
     where no healthy scheduler with a worker answers there; the command checks it before it
-    writes anything."""
+    writes anything. Returns the memory one task may hold on its workers (None: no limit)."""
     from puicl_common.dask_scheduler import check_scheduler as common_check
+    from puicl_common.dask_scheduler import memory_per_thread
 
-    common_check(address, SCHEDULER_TIMEOUT_S)
+    return memory_per_thread(common_check(address, SCHEDULER_TIMEOUT_S))
 
 
 def _write_shard_from(arguments: tuple[GenerationConfig, ShardJob, str]) -> dict[str, Any]:

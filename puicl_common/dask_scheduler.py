@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-__all__ = ["SchedulerUnreachable", "check_scheduler"]
+__all__ = ["SchedulerUnreachable", "check_scheduler", "memory_per_thread"]
 
 
 class SchedulerUnreachable(ValueError):
@@ -72,11 +72,12 @@ def _scheduler_identity(address: str, timeout_s: float, said_s: float) -> dict[s
     return identity
 
 
-def check_scheduler(address: str, timeout_s: float) -> None:
+def check_scheduler(address: str, timeout_s: float) -> dict[str, Any]:
     """Ask the scheduler at ``address`` who it is, waiting at most ``timeout_s`` in all, and
     wait as long for it to have a worker; a :class:`SchedulerUnreachable` in one line where
     none answers, what answers is no dask scheduler, or no worker joins. An ImportError in one
-    line where dask.distributed is not installed."""
+    line where dask.distributed is not installed. Returns the scheduler's identity (its
+    ``workers``: each one's ``nthreads`` and ``memory_limit``)."""
     try:
         import distributed  # noqa: F401
     except ImportError:
@@ -88,9 +89,20 @@ def check_scheduler(address: str, timeout_s: float) -> None:
         identity = _scheduler_identity(address, max(0.5, deadline - time.monotonic()),
                                        timeout_s)
         if identity.get("n_workers", len(identity.get("workers", {}))):
-            return
+            return identity
         if time.monotonic() >= deadline:
             raise SchedulerUnreachable(f"the dask scheduler at {address} has no workers (none "
                                        f"joined within {timeout_s:g} s); start some, e.g. "
                                        f"dask worker {address}")
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
+
+def memory_per_thread(identity: dict[str, Any]) -> int | None:
+    """The least memory a task of the scheduler's workers may hold: the smallest worker's
+    ``memory_limit`` over its threads (each runs a task), or None where no worker has a limit."""
+    shares = []
+    for worker in (identity.get("workers") or {}).values():
+        limit = worker.get("memory_limit") if isinstance(worker, dict) else None
+        if isinstance(limit, (int, float)) and limit > 0:
+            shares.append(int(limit) // max(1, int(worker.get("nthreads") or 1)))
+    return min(shares) if shares else None

@@ -403,7 +403,7 @@ def test_a_run_past_the_machines_memory_is_refused_before_anything_is_written(
     assert stop.value.code == 2
     line = _only_line(capsys.readouterr().err)
     assert line.startswith(f"prior-gen: error: {config}'s SCMs would hold an estimated 6.")
-    assert "more than this machine's 4.0 GB" in line and "--force" in line
+    assert "more than this machine's memory (4.0 GB)" in line and "--force" in line
     assert not out.exists()  # no manifest.json, no lock
     with pytest.raises(SystemExit):  # two workers hold two steps at once
         main(["--config", str(config), "--stages", "1", "--out", str(out), "--workers", "2"])

@@ -49,3 +49,27 @@ def test_a_scheduler_without_workers_is_refused_before_anything_is_written(
         error = _refused(address, tmp_path / "shards", capsys)
     assert error == (f"prior-gen: error: the dask scheduler at {address} has no workers (none "
                      f"joined within 1 s); start some, e.g. dask worker {address}\n")
+
+
+@pytest.mark.timeout(120)
+def test_a_run_past_the_workers_memory_is_refused_before_anything_is_written(
+        tmp_path, capsys, monkeypatch) -> None:
+    """On a cluster the SCMs run on the workers: their memory limit per thread is the budget
+    (width 1,024 x depth 64: an estimated 6.3 GB for a step of 8 tasks)."""
+    import yaml
+
+    monkeypatch.setattr(runner, "SCHEDULER_TIMEOUT_S", 5)
+    data = yaml.safe_load(SMOKE.read_text())
+    data["prior"]["scm"].update(width=[1024, 1024], depth=[64, 64])
+    config = tmp_path / "wide.yaml"
+    config.write_text(yaml.safe_dump(data))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  memory_limit="2GB", dashboard_address=None) as cluster:
+        with pytest.raises(SystemExit) as stop:
+            main(["--config", str(config), "--stages", "1", "--steps", "0-1",
+                  "--out", str(tmp_path / "shards"), "--scheduler", cluster.scheduler_address])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"prior-gen: error: {config}'s SCMs would hold an estimated 6.")
+    assert "more than a dask worker's memory limit per thread (1.0 GB)" in error
+    assert error.count("\n") == 1 and not (tmp_path / "shards").exists()
