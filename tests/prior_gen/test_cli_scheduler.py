@@ -63,11 +63,11 @@ def test_a_run_past_the_workers_memory_is_refused_before_anything_is_written(
     data["prior"]["scm"].update(width=[1024, 1024], depth=[64, 64])
     config = tmp_path / "wide.yaml"
     config.write_text(yaml.safe_dump(data))
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  memory_limit="2GB", dashboard_address=None) as cluster:
-        with pytest.raises(SystemExit) as stop:
-            main(["--config", str(config), "--stages", "1", "--steps", "0-1",
-                  "--out", str(tmp_path / "shards"), "--scheduler", cluster.scheduler_address])
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                       memory_limit="2GB", dashboard_address=None)
+    with cluster, pytest.raises(SystemExit) as stop:
+        main(["--config", str(config), "--stages", "1", "--steps", "0-1",
+              "--out", str(tmp_path / "shards"), "--scheduler", cluster.scheduler_address])
     assert stop.value.code == 2
     error = capsys.readouterr().err
     assert error.startswith(f"prior-gen: error: {config}'s SCMs would hold an estimated 6.")
