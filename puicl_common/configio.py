@@ -412,8 +412,7 @@ def _unique_key_loader() -> type:
     class UniqueKeyLoader(yaml.SafeLoader):
         def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict:
             if isinstance(node, yaml.MappingNode):
-                # keyed by where each key is written, not its line alone: a flow mapping
-                # ({a: 1, a: 2}) sets a key twice on one line
+                # by position, not line: a flow mapping ({a: 1, a: 2}) repeats a key on one line
                 seen: dict[Any, tuple[int, int]] = {}
                 for key_node, _ in node.value:
                     if key_node.tag == "tag:yaml.org,2002:merge":
