@@ -51,7 +51,14 @@ def resolve_devsuite_dir(data_dir: str | Path | None = None) -> Path:
 def devsuite_slugs(data_dir: str | Path | None = None) -> tuple[str, ...]:
     """The suite's tables, in the manifest's order."""
     path = resolve_devsuite_dir(data_dir) / MANIFEST
-    manifest = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        manifest = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError, OSError) as err:
+        # pandas' own text names no file (a codec error for binary bytes, "No columns to
+        # parse" for an empty file): the manifest is named here
+        detail = " ".join(str(err).split()) or type(err).__name__
+        raise DataError(f"{path} is not a readable CSV manifest ({detail}); it needs a 'slug' "
+                        "column and one row per table") from None
     if "slug" not in manifest.columns:
         raise DataError(f"{path} has no 'slug' column")
     slugs = tuple(manifest["slug"].str.strip())
@@ -113,6 +120,11 @@ def load_devsuite_table(slug: str, data_dir: str | Path | None = None) -> Datase
         numeric = pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
         columns.append(column.to_numpy(np.float64) if numeric else _categories(column))
         categorical.append(not numeric)
+        infinite = np.flatnonzero(np.isinf(columns[-1]))
+        if infinite.size:  # a method would name it by position, or not at all (scikit-learn)
+            raise DataError(f"development-suite table {slug!r}: column {str(name)!r} of {path} "
+                            f"holds an infinite value (line {int(infinite[0]) + 2}); replace it "
+                            "with a finite number or leave the cell empty (missing)")
     dataset = Dataset(
         slug=slug,
         name=slug,

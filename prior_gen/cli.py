@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shlex
 import signal
 import sys
@@ -197,7 +198,7 @@ def _announcer(
     config: GenerationConfig, args: argparse.Namespace
 ) -> Callable[[list[ShardJob], int], None]:
     """What ``run_generation`` will write, as one line on stderr before it writes anything."""
-    from prior_gen.runner import estimated_bytes
+    from prior_gen.runner import estimated_bytes, estimated_memory
     from prior_gen.shards.reader import format_stages
 
     def announce(jobs: list[ShardJob], reused: int) -> None:
@@ -210,7 +211,8 @@ def _announcer(
         print(
             f"prior-gen: generating {len(jobs)} shard(s) of the {args.split} split of "
             f"{args.config} into {args.out} (stages {stages}: {steps} steps, {tasks} tasks), "
-            f"an estimated {_size(estimated_bytes(config, jobs))}{present}",
+            f"an estimated {_size(estimated_bytes(config, jobs))}, its SCMs about "
+            f"{_size(estimated_memory(config, jobs))} of memory per process{present}",
             file=sys.stderr,
             flush=True,
         )
@@ -232,18 +234,30 @@ def _check_mechanisms(config: GenerationConfig) -> None:
                 _fail(str(err))
 
 
+def _physical_memory() -> int | None:
+    """This machine's memory in bytes, where the system says."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def _check_size(config: GenerationConfig, args: argparse.Namespace, stages: list[Stage],
-                steps: tuple[int, int] | None) -> None:
+                steps: tuple[int, int] | None, workers: int,
+                worker_memory: int | None = None) -> None:
     """Refuse (one line, nothing written) a command whose shards would take more than the
-    free disk space at --out or MAX_ESTIMATED_BYTES, unless --force."""
+    free disk space at --out or MAX_ESTIMATED_BYTES, or whose SCMs would hold more memory
+    than this machine has (``workers`` processes at once) or, with --scheduler, than a dask
+    worker gives one of its threads (``worker_memory``), unless --force."""
     import shutil
 
-    from prior_gen.runner import bytes_to_write
+    from prior_gen.runner import estimated_bytes, estimated_memory, jobs_to_write
 
     if args.force:
         return
     out = Path(args.out)
-    planned = bytes_to_write(config, args.split, stages, out, steps)
+    jobs = jobs_to_write(config, args.split, stages, out, steps)
+    planned = estimated_bytes(config, jobs)
     existing = next(p for p in (out, *out.absolute().parents) if p.is_dir())
     limit, where = MAX_ESTIMATED_BYTES, "the most prior-gen writes without --force"
     if planned <= limit:
@@ -252,6 +266,21 @@ def _check_size(config: GenerationConfig, args: argparse.Namespace, stages: list
         _fail(f"{args.config} would write an estimated {_size(planned)} of shards into "
               f"{args.out}, more than {_size(limit)} ({where}): check the sizes in its prior "
               "and curriculum sections, or pass --force to generate anyway")
+    # sizes within their bounds multiply (width x depth x batch x rows): a run past memory
+    # would end in a MemoryError after its manifest and lock were written
+    if args.scheduler:  # the SCMs run on the workers, a task per thread
+        processes, available = 1, worker_memory
+        where = "a dask worker's memory limit per thread"
+    else:
+        processes, available = min(workers, len(jobs)), _physical_memory()
+        where = "this machine's memory"
+    memory = estimated_memory(config, jobs) * processes
+    if jobs and available is not None and memory > available:
+        per = f" ({processes} processes)" if processes > 1 else ""
+        _fail(f"{args.config}'s SCMs would hold an estimated {_size(memory)} of memory{per}, "
+              f"more than {where} ({_size(available)}): lower prior.scm.width / depth, "
+              "curriculum.global_batch or the dataset sizes, use fewer --workers, or pass "
+              "--force to generate anyway")
 
 
 def _generate(argv: Sequence[str]) -> int:
@@ -280,15 +309,16 @@ def _generate(argv: Sequence[str]) -> int:
     except (OutputPathError, UnsafeEntryError) as err:
         _fail(str(err))
     backend = "dask" if args.scheduler else args.backend
+    worker_memory = None
     if args.scheduler:
         from prior_gen.runner import check_scheduler
 
         try:
-            check_scheduler(args.scheduler)
-        except ValueError as err:
+            worker_memory = check_scheduler(args.scheduler)
+        except (ValueError, ImportError) as err:
             _fail(str(err))
     try:
-        _check_size(config, args, stages, steps)
+        _check_size(config, args, stages, steps, workers, worker_memory)
     except ShardError as err:
         print(f"prior-gen: error: {err}", file=sys.stderr)
         return 1
@@ -324,6 +354,11 @@ def _generate(argv: Sequence[str]) -> int:
         return 1
     except OSError as err:
         print(f"prior-gen: error: {os_error_message(err)}", file=sys.stderr)
+        return 1
+    except MemoryError:  # past the estimate's check only with --force
+        print(f"prior-gen: error: out of memory generating {args.config}'s tasks; the shards "
+              "finished are kept: lower the config's sizes or use fewer --workers",
+              file=sys.stderr)
         return 1
     finally:
         for bar in bars:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import multiprocessing
 import os
 import signal
@@ -51,6 +52,8 @@ __all__ = [
     "bytes_to_write",
     "check_scheduler",
     "estimated_bytes",
+    "estimated_memory",
+    "jobs_to_write",
     "plan_jobs",
     "run_generation",
     "write_shard",
@@ -122,35 +125,76 @@ def estimated_bytes(config: GenerationConfig, jobs: Iterable[ShardJob]) -> int:
     return int(total)
 
 
-def bytes_to_write(config: GenerationConfig, split: str, stages: Iterable[Stage], out: Path,
-                   steps: tuple[int, int] | None = None) -> int:
-    """:func:`estimated_bytes` of the shards of this command that ``out``'s manifest does not
-    list yet (read only: nothing is written, no lock is taken)."""
+# What one step's SCM pass (prior_gen.engine.forward) holds at its peak: per weight of its
+# tasks' MLPs (the float32 weights, the random words they are drawn from and Box-Muller's
+# scratch) and per generated row (hidden states of width h, causes, their words, the task
+# built from them). Measured with tracemalloc on steps of widths 32-512, depths 4-16 and
+# 100-2,000 labeled rows (11-12 bytes per weight, 9-12·h per row), rounded up.
+PEAK_BYTES_PER_WEIGHT = 12
+
+
+def _peak_bytes_per_row(width: int, causes: int) -> int:
+    return 10 * width + 16 * causes + 64
+
+
+def _expected_train_rows(labeled: float, pi: tuple[float, float]) -> float:
+    """E[P / (1 − π)] for π uniform on ``pi``: the rows a task draws to keep P positives."""
+    lo, hi = pi
+    if hi - lo < 1e-9:
+        return labeled / (1.0 - lo)
+    return labeled * math.log((1.0 - lo) / (1.0 - hi)) / (hi - lo)
+
+
+def estimated_memory(config: GenerationConfig, jobs: Iterable[ShardJob]) -> int:
+    """About the most memory one process holds while it generates a step of ``jobs``: the SCMs
+    of the step's ``global_batch`` tasks run together, so their weights (at the largest width,
+    depth and causes the config allows: a stage may draw them for every task of a step) and
+    their rows (expected at the stage's ranges) are held at once. Sizes within their bounds
+    multiply: width 1,024 and depth 64 give each task 66 million weights."""
+    scm, dataset, curriculum = config.prior.scm, config.prior.dataset, config.curriculum
+    width, depth = scm.width[1], scm.depth[1]
+    causes = max(scm.n_causes, dataset.n_features[1])  # "causes" mode uses k = d
+    weights = causes * width + (depth - 1) * width * width
+    peak = 0.0
+    for stage in {annealing_stage(job.stage, curriculum) for job in jobs}:
+        labeled = sum(dataset.n_labeled_at(stage, curriculum.stages)) / 2
+        eta = sum(curriculum.eta.at(stage, curriculum.stages)) / 2
+        rows = _expected_train_rows(labeled, curriculum.pi.at(stage, curriculum.stages)) \
+            + labeled * eta
+        step = curriculum.global_batch * (PEAK_BYTES_PER_WEIGHT * weights
+                                          + rows * _peak_bytes_per_row(width, causes))
+        peak = max(peak, step)
+    return int(peak)
+
+
+def jobs_to_write(config: GenerationConfig, split: str, stages: Iterable[Stage], out: Path,
+                  steps: tuple[int, int] | None = None) -> list[ShardJob]:
+    """The shards of this command that ``out``'s manifest does not list yet (read only:
+    nothing is written, no lock is taken)."""
     manifest = load_manifest(out) if out.is_dir() else None
     records = (manifest or {}).get("splits", {}).get(split, {})
-    todo = [job for job in plan_jobs(config, split, stages, steps)
+    return [job for job in plan_jobs(config, split, stages, steps)
             if shard_key(job.first_step) not in records.get(stage_key(job.stage), {})]
-    return estimated_bytes(config, todo)
+
+
+def bytes_to_write(config: GenerationConfig, split: str, stages: Iterable[Stage], out: Path,
+                   steps: tuple[int, int] | None = None) -> int:
+    """:func:`estimated_bytes` of the shards of :func:`jobs_to_write`."""
+    return estimated_bytes(config, jobs_to_write(config, split, stages, out, steps))
 
 
 SCHEDULER_TIMEOUT_S = 10  # how long prior-gen --scheduler waits for the scheduler's answer
 
 
-def check_scheduler(address: str) -> None:
-    """Connect to the dask scheduler at ``address`` and disconnect, waiting at most
-    :data:`SCHEDULER_TIMEOUT_S`; a ValueError in one line when none answers there (the
-    command checks it before it writes anything)."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ValueError("--scheduler needs dask.distributed: pip install "
-                         "'puicl[distributed]'") from None
-    try:
-        client = Client(address, timeout=SCHEDULER_TIMEOUT_S)
-    except (OSError, ValueError, TypeError) as err:
-        detail = " ".join(str(err).split()) or type(err).__name__
-        raise ValueError(f"cannot reach the dask scheduler at {address!r}: {detail}") from None
-    client.close()
+def check_scheduler(address: str) -> int | None:
+    """The scheduler check ``puicl predict`` runs (:mod:`puicl_common.dask_scheduler`), within
+    :data:`SCHEDULER_TIMEOUT_S`: a ValueError (or, without dask, an ImportError) in one line
+    where no healthy scheduler with a worker answers there; the command checks it before it
+    writes anything. Returns the memory one task may hold on its workers (None: no limit)."""
+    from puicl_common.dask_scheduler import check_scheduler as common_check
+    from puicl_common.dask_scheduler import memory_per_thread
+
+    return memory_per_thread(common_check(address, SCHEDULER_TIMEOUT_S))
 
 
 def _write_shard_from(arguments: tuple[GenerationConfig, ShardJob, str]) -> dict[str, Any]:

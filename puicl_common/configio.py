@@ -412,21 +412,23 @@ def _unique_key_loader() -> type:
     class UniqueKeyLoader(yaml.SafeLoader):
         def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict:
             if isinstance(node, yaml.MappingNode):
-                seen: dict[Any, int] = {}
+                # by position, not line: a flow mapping ({a: 1, a: 2}) repeats a key on one line
+                seen: dict[Any, tuple[int, int]] = {}
                 for key_node, _ in node.value:
                     if key_node.tag == "tag:yaml.org,2002:merge":
                         continue
                     key = self.construct_object(key_node, deep=True)
-                    line = key_node.start_mark.line + 1
+                    place = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
                     try:
-                        first = seen.setdefault(key, line)
+                        first = seen.setdefault(key, place)
                     except TypeError:  # an unhashable key: the base class refuses it
                         continue
-                    if first != line:
+                    if first != place:
+                        where = (f"line {place[0]}, columns {first[1]} and {place[1]}"
+                                 if first[0] == place[0] else f"lines {first[0]} and {place[0]}")
                         raise _RepeatedKey(
-                            f"sets the key {_describe(key)} twice in one mapping (lines "
-                            f"{first} and {line}); the second would replace the first: keep "
-                            "one")
+                            f"sets the key {_describe(key)} twice in one mapping ({where}); "
+                            "the second would replace the first: keep one")
             return super().construct_mapping(node, deep)
 
     return UniqueKeyLoader

@@ -37,30 +37,62 @@ def resolve_device(preference: str, local_rank: int = 0, *, training: bool = Tru
 
     ``preference`` is ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``. Plain ``cuda`` picks
     the GPU of this process's ``local_rank`` (one GPU per process under torchrun). ``auto``
-    takes MPS only when not ``training``.
+    takes MPS only when not ``training``. Any other name, and a GPU this machine lacks, is a
+    ValueError in one line that lists the names that work here.
     """
     import torch
 
     if preference == "auto":
-        mps = getattr(torch.backends, "mps", None)
         if torch.cuda.is_available():
             preference = "cuda"
-        elif not training and mps is not None and mps.is_available():
+        elif not training and _mps_available():
             preference = "mps"
         else:
             preference = "cpu"
     try:
         device = torch.device(preference)
     except (RuntimeError, TypeError):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got "
-                         f"{preference!r}") from None
+        device = None
+    # torch names more device types than puicl runs on (xla, hpu, meta, ...): each fails later,
+    # deep in torch; so does a GPU this machine lacks. Refused here, in one line that lists only
+    # the names that work on this machine.
+    if device is None or device.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device must be {_usable_devices()}, got {preference!r}")
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(f"device {preference!r} was asked for but torch sees no GPU here; "
-                             "use 'cpu' or 'auto'")
+                             f"use {_usable_devices()}")
+        count = torch.cuda.device_count()
         if device.index is None:
-            device = torch.device("cuda", local_rank % torch.cuda.device_count())
+            device = torch.device("cuda", local_rank % count)
+        elif device.index >= count:
+            raise ValueError(f"device {preference!r} was asked for but torch sees {count} GPU(s) "
+                             f"here; use {_usable_devices()}")
+    elif device.type == "mps" and not (_mps_available() and device.index in (None, 0)):
+        raise ValueError(f"device {preference!r} was asked for but torch sees no Apple GPU "
+                         f"(MPS) here; use {_usable_devices()}")
+    elif device.type == "cpu" and device.index not in (None, 0):
+        raise ValueError(f"device must be {_usable_devices()}, got {preference!r}")
     return device
+
+
+def _mps_available() -> bool:
+    import torch
+
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def _usable_devices() -> str:
+    """The device names that work on this machine, as a phrase."""
+    import torch
+
+    names = ["'auto'", "'cpu'"]
+    if torch.cuda.is_available():
+        names += ["'cuda'", f"'cuda:N' (N < {torch.cuda.device_count()})"]
+    if _mps_available():
+        names.append("'mps'")
+    return ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:

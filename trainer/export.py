@@ -115,15 +115,15 @@ def _stored_config(payload: dict[str, Any], source: str | Path) -> dict[str, Any
 
 
 def _check_finite(tensors: dict[str, torch.Tensor], source: str | Path) -> None:
-    """Refuse weights holding NaN or an infinity: exported, they would score every row NaN
-    (a run whose EMA diverged, or a damaged file whose checksum was recomputed)."""
-    for name, tensor in tensors.items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            count = int((~torch.isfinite(tensor)).sum())
-            raise CheckpointError(
-                f"{source}: EMA tensor {name!r} holds {count} non-finite value(s) (NaN or "
-                "±inf); weights that are not finite cannot be exported: export an earlier "
-                "checkpoint with --step N")
+    """Refuse weights holding NaN, an infinity or a magnitude no trained model reaches:
+    exported, they would score every row NaN (a run whose EMA diverged, or a damaged file
+    whose checksum was recomputed); the loader refuses them by the same rule."""
+    from puicl_model.net.weights import damaged_tensors
+
+    damaged = damaged_tensors(tensors)
+    if damaged:
+        raise CheckpointError(f"{source}: the EMA weights hold {damaged}; they cannot be "
+                              "exported: export an earlier checkpoint with --step N")
 
 
 def exported_model(run_dir: str | Path, step: int | None = None) -> tuple[Any, str]:

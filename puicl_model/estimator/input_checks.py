@@ -62,10 +62,22 @@ def _first_non_number(values: np.ndarray) -> tuple[int, Any]:
     return 0, values[0]  # unreachable where the conversion failed; a value to name regardless
 
 
+def _is_sparse(value: Any) -> bool:
+    import scipy.sparse
+
+    return bool(scipy.sparse.issparse(value))
+
+
 def check_pu_labels(s: Any, n_rows: int, name: str = "s") -> np.ndarray:
     """``s`` (1 = labeled positive, 0 = unlabeled; one per row) -> bool mask of labeled rows.
     ``name``: what the messages call ``s`` (``puicl predict`` names its label column)."""
+    if _is_sparse(s):  # np.asarray would wrap it whole in a 0-d object array: "shape ()"
+        raise ValueError(f"{name} is a scipy sparse {type(s).__name__} of shape {s.shape}; "
+                         "pass the labels as a dense 1-D array (s.toarray().ravel())")
     values = np.asarray(s)
+    if values.ndim == 0:
+        raise ValueError(f"{name} must be a 1-D array of 0/1 labels, one per row of X, got a "
+                         f"single {type(s).__name__}")
     if values.ndim == 2 and values.shape[1] == 1:
         from sklearn.utils.validation import column_or_1d
 

@@ -55,6 +55,7 @@ from puicl_model.estimator.learners import (
     log_odds,
 )
 from puicl_model.passes import seed_keys
+from puicl_model.passes.scores import NonFiniteScoresError
 
 __all__ = ["BAGGED", "BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WITH_HELD_OUT",
            "LOGISTIC", "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT",
@@ -189,6 +190,13 @@ def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBA
     """The candidate of highest held-out AUC where it leads ``fallback`` by more than ``z``
     standard errors of the paired difference, else ``fallback``."""
     aucs, se = held_out_aucs(evidence, members, fallback)
+    # a NaN AUC compares false with everything, so max() and the lead test would let it
+    # stand (as the fallback, or as the first candidate): scores that give one are refused
+    damaged = [name for name, auc in aucs.items() if not np.isfinite(auc)]
+    if damaged:
+        raise NonFiniteScoresError(
+            f"the held-out AUC of {', '.join(damaged)} is NaN: a member's scores are NaN or "
+            "infinite, and no blend is chosen on them")
     best = max(aucs, key=lambda name: aucs[name])
     lead = aucs[best] - aucs[fallback]
     n_held = sum(len(next(iter(held.values()))) for held in evidence.held)

@@ -16,7 +16,11 @@ the negatives' part f_U − α f_P non-negative, so the data identify only a LOW
 * :func:`bootstrap_estimates`: the point recomputed on resampled pool rows and held-out
   positives, from the scores already computed (no pass of the model per replicate).
 
-:func:`prior_report` combines them with the flag :data:`POORLY_IDENTIFIED_GAP`.
+:func:`prior_report` combines them with the flag :data:`POORLY_IDENTIFIED_GAP`, and says π is
+*not identified* where the bound is near 0 (:data:`NEAR_ZERO_BOUND`) and the held-out positives
+are told from the pool no better than chance (:func:`held_out_auc` within :data:`SIGNAL_Z`
+standard errors of ½): a table without signal (constant or repeated rows, noise columns, a
+one-row pool), where π̂ is the model's prior and not read from the table.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import dataclasses
 import math
 
 import numpy as np
+from scipy.stats import rankdata
 
 from puicl_model.estimator.prior import (
     MIN_LABELED_FOR_ESTIMATES,
@@ -38,9 +43,12 @@ __all__ = [
     "DEFAULT_DELTA",
     "DEFAULT_LEVEL",
     "MODEL_ERROR_ALLOWANCE",
+    "NEAR_ZERO_BOUND",
     "POORLY_IDENTIFIED_GAP",
+    "SIGNAL_Z",
     "ClassPriorReport",
     "bootstrap_estimates",
+    "held_out_auc",
     "negative_share_bound",
     "prior_report",
 ]
@@ -59,6 +67,13 @@ MODEL_ERROR_ALLOWANCE = 0.2
 # interval is this wide: a threshold="prior" cut anywhere in that range labels this share of
 # the pool differently
 POORLY_IDENTIFIED_GAP = 0.2
+# π is not identified where the bound is below this and the ranking carries no signal: the
+# data then say nothing about π, and π̂ (the pool's mean P(y=0) at best) is the model's prior
+NEAR_ZERO_BOUND = 0.05
+# the ranking carries no signal where the held-out positives' AUC against the pool is within
+# this many standard errors (Mann-Whitney's, under no difference) of ½: under SCAR that AUC is
+# ½ + π·(AUC of positives against negatives − ½), so a table that ranks at chance shows ½
+SIGNAL_Z = 3.0
 # a cut needs this many held-out positives above it (the ratio of two near-empty shares is noise)
 _MIN_ABOVE = 2
 
@@ -70,7 +85,9 @@ class ClassPriorReport:
     Always ``interval[0] <= estimate <= interval[1] <= upper`` and ``lower_bound <= upper``;
     the point is flagged where it falls below the bound (the model's calibration contradicts
     the data there). ``lower_bound`` is None below ``MIN_LABELED_FOR_ESTIMATES`` labeled
-    positives (no cross-fitted scores to bound π with).
+    positives (no cross-fitted scores to bound π with). ``status`` says it in words:
+    "identified", "poorly identified", "not identified" (no signal, a bound near 0: ``upper``
+    is then 1, π may be anything the bound allows) or "not bounded".
     """
 
     lower_bound: float | None  # identified: π >= this with probability >= 1 − 2·delta
@@ -81,8 +98,11 @@ class ClassPriorReport:
     level: float
     n_bootstrap: int
     delta: float
-    poorly_identified: bool
+    poorly_identified: bool  # any status but "identified"
     note: str  # one line: what the figures mean for the threshold
+    status: str  # "identified", "poorly identified", "not identified" or "not bounded"
+    # the held-out positives' AUC against the pool (mean over folds; None without folds)
+    held_out_auc: float | None
 
     def to_dict(self) -> dict:
         """The report as JSON-ready values."""
@@ -189,8 +209,35 @@ def bootstrap_estimates(pool_positive: np.ndarray, folds: Folds | None, entropy:
     return np.maximum(mean, best_bin / len(folds))
 
 
-def _note(bound: float | None, estimate: float, upper: float, poorly: bool) -> str:
-    """The one line a user reads: what the figures mean for the decision threshold."""
+def held_out_auc(folds: Folds) -> float:
+    """The held-out positives' AUC against the pool's scores (ties ½), mean over the folds:
+    ½ where the scores tell positives from the pool no better than chance."""
+    aucs = []
+    for held, pool in folds:
+        held, pool = np.asarray(held, dtype=np.float64), np.asarray(pool, dtype=np.float64)
+        ranks = rankdata(np.r_[held, pool])[:len(held)]
+        aucs.append((ranks.sum() - len(held) * (len(held) + 1) / 2) / (len(held) * len(pool)))
+    return float(np.mean(aucs))
+
+
+def _carries_no_signal(auc: float, n_held: int, n_pool: int) -> bool:
+    """Whether ``auc`` of ``n_held`` positives against ``n_pool`` rows is within
+    :data:`SIGNAL_Z` standard errors of ½ (Mann-Whitney's variance under no difference; ties
+    only lower it)."""
+    se = math.sqrt((n_held + n_pool + 1) / (12.0 * n_held * n_pool))
+    return auc - 0.5 <= SIGNAL_Z * se
+
+
+def _note(bound: float | None, estimate: float, upper: float, poorly: bool,
+          auc: float | None = None) -> str:
+    """The one line a user reads: what the figures mean for the decision threshold (``auc``:
+    the held-out AUC of a table whose ranking carries no signal, else None)."""
+    if auc is not None:
+        assert bound is not None
+        return (f"π is not identified: the scores tell held-out labeled positives from the "
+                f"pool no better than chance (AUC {auc:.2f}) and the data say only π >= "
+                f"{bound:.2f}, so π̂ = {estimate:.2f} is the model's prior, not read from this "
+                f"table, and π may be anywhere up to 1; keep the 0.5 cut unless you know π")
     if bound is None:
         return (f"π is not bounded (fewer than {MIN_LABELED_FOR_ESTIMATES} labeled positives): "
                 f"π̂ = {estimate:.2f} is the model's mean P(y=0); keep the 0.5 cut unless you "
@@ -226,12 +273,26 @@ def prior_report(pool_positive: np.ndarray, folds: Folds | None, entropy: int,
     low, high = np.quantile(replicates, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
     # the percentile interval of a max of estimates need not hold the point: widen it to
     interval = (min(float(low), estimate), max(float(high), estimate))
-    bound = None if folds is None else negative_share_bound(folds, len(pool_positive), delta)
+    bound = auc = None
+    if folds is not None:
+        bound = negative_share_bound(folds, len(pool_positive), delta)
+        auc = held_out_auc(folds)
     upper = min(1.0, max(interval[1] + MODEL_ERROR_ALLOWANCE, bound or 0.0))
     # a point below the bound contradicts the data (the model's calibration is off): flagged
     poorly = (bound is None or not 0.0 <= estimate - bound <= POORLY_IDENTIFIED_GAP
               or interval[1] - interval[0] > POORLY_IDENTIFIED_GAP)
+    # a bound near 0 with a ranking at chance: nothing about π is read from the table, and a
+    # small π̂ above a zero bound would otherwise pass as identified
+    absent = (bound is not None and auc is not None and bound < NEAR_ZERO_BOUND
+              and _carries_no_signal(auc, sum(len(held) for held, _ in folds or ()),
+                                     len(pool_positive)))
+    if absent:
+        upper, poorly = 1.0, True
+    status = ("not bounded" if bound is None else "not identified" if absent
+              else "poorly identified" if poorly else "identified")
     return ClassPriorReport(lower_bound=bound, estimate=estimate, interval=interval,
                             upper=upper, allowance=MODEL_ERROR_ALLOWANCE, level=level,
                             n_bootstrap=int(n_bootstrap), delta=delta,
-                            poorly_identified=poorly, note=_note(bound, estimate, upper, poorly))
+                            poorly_identified=poorly,
+                            note=_note(bound, estimate, upper, poorly, auc if absent else None),
+                            status=status, held_out_auc=auc)

@@ -170,7 +170,7 @@ def _prior_figure(report: ClassPriorReport) -> bytes:
     axes.set_ylim(0.0, 1.0)
     axes.set_yticks([0.5], ["π"])
     axes.set_xlabel("π, the negative share of the unlabeled pool (fraction of its rows)")
-    status = ("poorly identified" if report.poorly_identified else "identified")
+    status = "poorly identified" if report.status == "not bounded" else report.status
     axes.set_title(f"The class prior: π is {status}"
                    + (" (no bound: too few labeled positives)" if bound is None else ""),
                    fontsize=10)

@@ -20,16 +20,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from puicl_common.dask_scheduler import SchedulerUnreachable
+from puicl_common.dask_scheduler import check_scheduler as common_check
 from puicl_model.estimator.dask_frames import import_dask
 
 __all__ = ["SchedulerUnreachable", "check_pool_file", "check_scheduler", "score_pool_on_dask"]
 
 # how long ``puicl predict --scheduler`` waits for the scheduler before it fits anything
 CONNECT_TIMEOUT_S = 10
-
-
-class SchedulerUnreachable(ValueError):
-    """No dask scheduler answers at the address given (a ValueError: bad input, one line)."""
 
 
 def _connect(address: str, timeout_s: float | str = "30s") -> Any:
@@ -46,77 +44,13 @@ def _connect(address: str, timeout_s: float | str = "30s") -> Any:
             from None
 
 
-def _scheduler_identity(address: str, timeout_s: float, said_s: float) -> dict[str, Any]:
-    """The scheduler's answer to ``identity`` (its type, its workers), asked in a thread of
-    its own and waited for at most ``timeout_s`` in all: a server that accepts connections
-    but does not speak dask's protocol (an HTTP server) would otherwise hold the connection
-    for minutes, and one that announces a message of exabytes ends in a MemoryError.
-    ``said_s``: the time limit the user knows of, for the message."""
-    import asyncio
-    import threading
-
-    from distributed.core import rpc
-
-    async def ask() -> dict[str, Any]:
-        scheduler = rpc(address, timeout=timeout_s)
-        try:
-            return await scheduler.identity()
-        finally:
-            await scheduler.close_rpc()
-
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["identity"] = asyncio.run(asyncio.wait_for(ask(), timeout_s))
-        except BaseException as err:  # whatever a stranger's server provokes
-            outcome["error"] = err
-
-    # a daemon thread: should the wait itself hang, the command still ends on time
-    thread = threading.Thread(target=run, name="puicl-scheduler-check", daemon=True)
-    thread.start()
-    thread.join(timeout_s + 1.0)
-    error = outcome.get("error")
-    if thread.is_alive() or isinstance(error, (TimeoutError, asyncio.TimeoutError)):
-        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: no answer "
-                                   f"within {said_s:g} s")
-    if isinstance(error, MemoryError):  # a length header no dask peer would send
-        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: what "
-                                   "answers there announced a message too large to hold; it "
-                                   "is not a dask scheduler")
-    if error is not None:
-        what = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: "
-                                   f"{type(error).__name__}{': ' + what if what else ''} (is "
-                                   "a dask scheduler listening there?)")
-    identity = outcome.get("identity")
-    if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
-        raise SchedulerUnreachable(f"cannot reach the dask scheduler at {address}: what "
-                                   "answers there is not a dask scheduler")
-    return identity
-
-
 def check_scheduler(address: str, timeout_s: float | None = None) -> None:
-    """Ask the scheduler at ``address`` who it is, waiting at most ``timeout_s`` (None:
-    ``CONNECT_TIMEOUT_S``) in all, and wait as long for it to have a worker: ``puicl predict
-    --scheduler`` calls it before the fit, so that a wrong address, a server that is no dask
-    scheduler or a scheduler without workers (on which the scoring would wait forever) fails
-    in seconds, in one line, not after the fit."""
-    import time
-
+    """:func:`puicl_common.dask_scheduler.check_scheduler` within ``timeout_s`` (None:
+    ``CONNECT_TIMEOUT_S``): ``puicl predict --scheduler`` calls it before the fit, so that a
+    wrong address, a server that is no dask scheduler or a scheduler without workers (on which
+    the scoring would wait forever) fails in seconds, in one line, not after the fit."""
     import_dask()
-    timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else float(timeout_s)
-    deadline = time.monotonic() + timeout_s
-    while True:  # each question gets what is left of the time, so the whole check keeps it
-        identity = _scheduler_identity(address, max(0.5, deadline - time.monotonic()),
-                                       timeout_s)
-        if identity.get("n_workers", len(identity.get("workers", {}))):
-            return
-        if time.monotonic() >= deadline:
-            raise SchedulerUnreachable(f"the dask scheduler at {address} has no workers (none "
-                                       f"joined within {timeout_s:g} s); start some, e.g. "
-                                       f"dask worker {address}")
-        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+    common_check(address, CONNECT_TIMEOUT_S if timeout_s is None else float(timeout_s))
 
 
 def _score_partition(frame: pd.DataFrame, classifier: Any, batch: Any, features: list[str],

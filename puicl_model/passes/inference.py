@@ -29,6 +29,7 @@ from puicl_model.passes.query_rows import (
     kept_context,
     query_probabilities,
 )
+from puicl_model.passes.scores import member_mean
 
 __all__ = ["PassScorer", "run_passes"]
 
@@ -118,11 +119,7 @@ def run_passes(
             cells += size
         if group:
             flush(group)
-    wanted = slice(None) if rows is None else rows
-    if not total or any((scored[wanted] == 0).any() for scored in count.values()):
-        raise RuntimeError("internal error: some rows were not scored by every member")
-    # (one member: its own mean, bit for bit)
-    return np.mean([total[m][wanted] / count[m][wanted] for m in sorted(total)], axis=0)
+    return member_mean(total, count, rows)
 
 
 def _shared_context_scores(model: torch.nn.Module, view: ViewRows, item: Pass,

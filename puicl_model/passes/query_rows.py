@@ -43,6 +43,7 @@ from puicl_model.net.batch import TaskBatch
 from puicl_model.net.model import PUICLModel
 from puicl_model.passes.phases import describe, report
 from puicl_model.passes.planning import Pass, PassPlanner, ViewRows
+from puicl_model.passes.scores import member_mean
 
 __all__ = ["DEFAULT_CACHE_BYTES", "GPU_BLOCK_BYTES", "QUERY_BLOCK_ROWS", "ContextCache",
            "ContextCaches", "context_cache", "context_key", "fitted_contexts", "kept_context",
@@ -256,7 +257,4 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence
                                         advance=advance)
             np.add.at(total[planner.member], item.new, proba.cpu().numpy())
             np.add.at(count[planner.member], item.new, 1)
-    if any((scored == 0).any() for scored in count.values()):
-        raise RuntimeError("internal error: some new rows were not scored by every member")
-    # (one member: its own mean, bit for bit)
-    return np.mean([total[m] / count[m] for m in sorted(total)], axis=0)
+    return member_mean(total, count, what="new rows")

@@ -174,3 +174,38 @@ def test_every_table_of_the_shared_suite_loads_as_its_manifest_describes():
         assert data.X.shape == (row.rows, row.features), row.slug
         assert sum(data.categorical) == row.categorical_features, row.slug
         assert data.n_positive > data.n_negative >= 50, row.slug
+
+
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00\x01\x89PNG binary"],
+                         ids=["empty", "binary"])
+def test_an_empty_or_binary_manifest_is_named_in_one_line(suite_dir, tmp_path, capsys,
+                                                          content):
+    manifest = suite_dir / "manifest.csv"
+    manifest.write_bytes(content)
+    with pytest.raises(DataError) as refused:
+        devsuite_slugs(suite_dir)
+    message = str(refused.value)
+    assert message.startswith(f"{manifest} is not a readable CSV manifest (")
+    assert "\n" not in message
+    out = tmp_path / "run"
+    assert cli.main(["--suite", "dev", "--data-dir", str(suite_dir), "--methods", "elkan-noto",
+                     "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{manifest} is not a readable CSV manifest" in err[0], err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("cell", ["inf", "-inf"])
+def test_an_infinite_cell_names_the_table_and_the_column(suite_dir, cell):
+    path = suite_dir / "beta.csv"
+    lines = path.read_text().splitlines()
+    header = lines[0].split(",")
+    row = lines[5].split(",")
+    row[header.index("count")] = cell
+    lines[5] = ",".join(row)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as refused:
+        load_devsuite_table("beta", suite_dir)
+    assert str(refused.value) == (
+        f"development-suite table 'beta': column 'count' of {path} holds an infinite value "
+        "(line 6); replace it with a finite number or leave the cell empty (missing)")

@@ -363,7 +363,12 @@ def test_extends_reads_only_small_regular_files_and_short_chains(tmp_path) -> No
      "lines 2 and 4"),
     ("prior:\n  scm:\n    width: [1, 2]\n    width: [3, 4]\n", "'width'", "lines 3 and 4"),
     ("base: &b {a: 1}\nother:\n  <<: *b\n  b: 2\n  b: 3\n", "'b'", "lines 4 and 5"),
-], ids=["a-section", "a-nested-key", "after-a-merge"])
+    ("curriculum: {global_batch: 8, global_batch: 16}\n", "'global_batch'",
+     "line 1, columns 14 and 31"),
+    ("seed: 0\nprior: {scm: {width: [1, 2], depth: [2, 3], width: [3, 4]}}\n", "'width'",
+     "line 2, columns 15 and 45"),
+], ids=["a-section", "a-nested-key", "after-a-merge", "one-flow-mapping",
+        "a-nested-flow-mapping"])
 def test_a_key_set_twice_is_refused_naming_it_and_the_file(tmp_path, content, key,
                                                            lines) -> None:
     """YAML forbids a repeated key; PyYAML would keep the last value, so that a second

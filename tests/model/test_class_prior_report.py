@@ -172,3 +172,73 @@ def test_report_reads_the_portfolios_held_out_positives_at_no_extra_pass(small_w
     report = clf.class_prior_report()
     assert report.estimate == clf.estimate_class_prior() and report.lower_bound is not None
     assert report.lower_bound <= report.upper
+
+
+def _report_without_signal(held: np.ndarray, pool: np.ndarray):
+    return prior_report(pool, [(held, pool), (held, pool)], entropy=0)
+
+
+@pytest.mark.parametrize("case", ["all-tied", "same-law", "one-pool-row"])
+def test_a_ranking_without_signal_and_a_zero_bound_is_not_identified(case: str) -> None:
+    """A bound of 0 with a small π̂ is no identification: where the held-out positives are
+    told from the pool no better than chance, π is not identified and may be anything."""
+    rng = np.random.default_rng(11)
+    if case == "all-tied":  # constant features, all rows equal: one score for every row
+        held, pool = np.full(40, 0.9), np.full(160, 0.9)
+    elif case == "same-law":  # noise columns: positives and pool scored alike
+        held, pool = rng.uniform(0.85, 0.95, 40), rng.uniform(0.85, 0.95, 160)
+    else:  # one unlabeled row
+        held, pool = rng.uniform(0.85, 0.95, 40), np.array([0.9])
+    report = _report_without_signal(held, pool)
+    assert report.estimate < 0.2 and report.lower_bound < 0.05  # what passed as identified
+    assert report.status == "not identified" and report.poorly_identified
+    assert report.note.startswith("π is not identified: the scores tell held-out labeled "
+                                  "positives from the pool no better than chance (AUC ")
+    assert "keep the 0.5 cut" in report.note and "\n" not in report.note
+    assert report.upper == 1.0  # π may lie anywhere the bound allows
+    assert 0.4 < report.held_out_auc < 0.7
+
+
+def test_statuses_of_identified_and_overlapping_scores() -> None:
+    rng = np.random.default_rng(5)
+    separated, folds = score_folds(rng, 0.5, high, low)
+    good = prior_report(separated, folds, entropy=0)
+    assert good.status == "identified" and good.held_out_auc > 0.7
+    overlap, folds = score_folds(rng, 0.5, lambda r, n: r.beta(3, 2, n),
+                                 lambda r, n: r.beta(2, 3, n), n_held=200, n_pool=800)
+    assert prior_report(overlap, folds, entropy=0).status == "poorly identified"
+    unbounded = prior_report(separated, None, entropy=0)
+    assert unbounded.status == "not bounded" and unbounded.held_out_auc is None
+
+
+def _tables_without_signal() -> dict[str, tuple[object, np.ndarray]]:
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n_labeled, n_pool = 24, 72
+    n = n_labeled + n_pool
+    s = np.r_[np.ones(n_labeled, dtype=int), np.zeros(n_pool, dtype=int)]
+    return {
+        "constant-features": (pd.DataFrame({"a": np.full(n, 3.0), "b": np.full(n, -1.0)}), s),
+        "all-rows-equal": (pd.DataFrame({"a": np.full(n, 1.0), "c": ["x"] * n}), s),
+        "two-distinct-rows": (pd.DataFrame({"a": np.tile([0.0, 1.0], n // 2),
+                                            "b": np.tile([5.0, -5.0], n // 2)}), s),
+        "one-unlabeled-row": (pd.DataFrame({"a": rng.normal(size=n_labeled + 1)}),
+                              np.r_[np.ones(n_labeled, dtype=int), 0]),
+        "300-random-categorical-columns": (
+            pd.DataFrame({f"c{j}": rng.choice(list("abc"), n) for j in range(300)}), s),
+    }
+
+
+@pytest.mark.parametrize("name", list(_tables_without_signal()))
+def test_tables_without_signal_are_reported_not_identified(small_weights, name: str) -> None:
+    import warnings
+
+    X, s = _tables_without_signal()[name]
+    with warnings.catch_warnings():  # constant and identifier-like columns are warned about
+        warnings.simplefilter("ignore")
+        classifier = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+                                     random_state=0).fit(X, s)
+        report = classifier.class_prior_report(n_bootstrap=50)
+    assert report.status == "not identified", (name, report)
+    assert report.note.startswith("π is not identified") and report.upper == 1.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse
 import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
@@ -282,6 +283,12 @@ def test_bundled_model_separates_a_real_pu_task() -> None:
         (np.ones(10), r"no unlabeled rows \(s == 0\)"),
         (np.r_[np.ones(3), np.zeros(6)], "X has 10 rows but s has 9 entries"),
         (np.r_[np.ones(3), np.zeros(6), np.nan], "s must contain only 0"),
+        (scipy.sparse.csr_matrix(np.r_[np.ones(3), np.zeros(7)].reshape(-1, 1)),
+         r"^s is a scipy sparse csr_matrix of shape \(10, 1\); pass the labels as a dense "
+         r"1-D array \(s\.toarray\(\)\.ravel\(\)\)$"),
+        (scipy.sparse.coo_array(np.r_[np.ones(3), np.zeros(7)].reshape(1, -1)),
+         r"^s is a scipy sparse coo_array of shape \(1, 10\)"),
+        (1, r"^s must be a 1-D array of 0/1 labels, one per row of X, got a single int$"),
     ],
 )
 def test_bad_labels_are_rejected_with_clear_messages(small_weights, s, message) -> None:
@@ -297,7 +304,7 @@ def test_bad_labels_are_rejected_with_clear_messages(small_weights, s, message) 
         ({"chunk_size": 3}, "chunk_size: must be an integer >= 4, got 3"),
         ({"threshold": 1.5}, r"threshold must be a number in \(0, 1\) or 'prior', got 1\.5"),
         ({"precision": "half"}, "precision must be 'auto', 'float32' or 'bfloat16'"),
-        ({"device": "tpu"}, "device must be 'auto', 'cpu'"),
+        ({"device": "tpu"}, "device must be 'auto'"),
         ({"missing": "zero"}, "missing must be 'median', 'median\\+indicator' or 'error'"),
     ],
 )

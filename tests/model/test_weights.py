@@ -133,8 +133,22 @@ def test_non_finite_weights_are_refused_at_load(model_factory, tmp_path) -> None
     with pytest.raises(WeightsError) as refused:
         load_weights(path.parent)
     message = str(refused.value)
-    assert message.startswith(f"{path}: non-finite values (NaN or infinite) in ")
-    assert "decoder.2.bias" in message and "\n" not in message
+    assert message.startswith(f"{path}: values no trained model holds (NaN, infinite ")
+    assert "decoder.2.bias (NaN or infinite)" in message and "\n" not in message
+
+
+def test_finite_but_huge_weights_are_refused_at_load(model_factory, tmp_path) -> None:
+    """An EMA scaled by 1e30 is finite, checksummed, and scores every row NaN: refused."""
+    model = model_factory()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(1e30)
+    path = save_weights(model, tmp_path / "huge")
+    with pytest.raises(WeightsError) as refused:
+        load_weights(path.parent)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: values no trained model holds")
+    assert "above 10000 in magnitude" in message and "\n" not in message
 
 
 def test_puicl_predict_refuses_non_finite_weights_in_one_line(model_factory, tmp_path,
@@ -150,7 +164,7 @@ def test_puicl_predict_refuses_non_finite_weights_in_one_line(model_factory, tmp
     assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
                  "--weights", str(path.parent), "-o", str(tmp_path / "o.csv")]) == 2
     error = capsys.readouterr().err
-    assert error.startswith(f"puicl predict: error: {path}: non-finite values")
+    assert error.startswith(f"puicl predict: error: {path}: values no trained model holds")
     assert error.count("\n") == 1 and not (tmp_path / "o.csv").exists()
 
 

@@ -67,7 +67,8 @@ def test_the_plan_and_its_size_are_announced_before_writing(tmp_path, capsys) ->
     captured = capsys.readouterr()
     assert _only_line(captured.err) == (
         f"prior-gen: generating 8 shard(s) of the train split of {SMOKE} into {out} "
-        "(stages 1-3,tail: 16 steps, 128 tasks), an estimated 152.4 kB"
+        "(stages 1-3,tail: 16 steps, 128 tasks), an estimated 152.4 kB, its SCMs about "
+        "303.9 kB of memory per process"
     )
     assert main(argv) == 0  # nothing left to generate: nothing announced
     assert capsys.readouterr().err == ""
@@ -328,7 +329,7 @@ def test_a_scheduler_that_is_no_address_is_refused_before_anything_is_written(
         main(["--config", str(SMOKE), "--stages", "1", "--out", str(out), "--scheduler", "foo"])
     assert stop.value.code == 2
     line = _only_line(capsys.readouterr().err)
-    assert line.startswith("prior-gen: error: cannot reach the dask scheduler at 'foo'")
+    assert line.startswith("prior-gen: error: cannot reach the dask scheduler at foo: ")
     assert not out.exists()
 
 
@@ -365,3 +366,45 @@ def test_a_run_larger_than_the_cap_is_refused_unless_forced(tmp_path, capsys,
     assert "the free space on" in _only_line(capsys.readouterr().err)
     assert not out.exists()
     assert main([*argv, "--force"]) == 0
+
+
+def _wide_and_deep(tmp_path: Path) -> Path:
+    """The smoke config at the largest SCM its bounds allow: width 1,024, depth 64 (each task
+    66 million weights; one step of 8 tasks held 6.25 GB where 17.7 kB was announced)."""
+    data = yaml.safe_load(SMOKE.read_text())
+    data["prior"]["scm"].update(width=[1024, 1024], depth=[64, 64])
+    config = tmp_path / "wide.yaml"
+    config.write_text(yaml.safe_dump(data))
+    return config
+
+
+def test_the_memory_estimate_accounts_for_the_scms_size(tmp_path) -> None:
+    config = load_generation_config(_wide_and_deep(tmp_path))
+    jobs = plan_jobs(config, "train", [1])
+    assert 6.25e9 <= runner.estimated_memory(config, jobs) < 8e9
+    small = load_generation_config(SMOKE)
+    assert runner.estimated_memory(small, plan_jobs(small, "train", [1])) < 1e6
+
+
+def test_a_run_past_the_machines_memory_is_refused_before_anything_is_written(
+        tmp_path, capsys, monkeypatch) -> None:
+    from prior_gen import cli
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("generation started")
+
+    monkeypatch.setattr(runner, "run_generation", must_not_run)
+    monkeypatch.setattr(cli, "_physical_memory", lambda: 4 * 10**9)
+    config = _wide_and_deep(tmp_path)
+    out = tmp_path / "shards"
+    with pytest.raises(SystemExit) as stop:
+        main(["--config", str(config), "--stages", "1", "--steps", "0-1", "--out", str(out),
+              "--workers", "1"])
+    assert stop.value.code == 2
+    line = _only_line(capsys.readouterr().err)
+    assert line.startswith(f"prior-gen: error: {config}'s SCMs would hold an estimated 6.")
+    assert "more than this machine's memory (4.0 GB)" in line and "--force" in line
+    assert not out.exists()  # no manifest.json, no lock
+    with pytest.raises(SystemExit):  # two workers hold two steps at once
+        main(["--config", str(config), "--stages", "1", "--out", str(out), "--workers", "2"])
+    assert "(2 processes)" in _only_line(capsys.readouterr().err)

@@ -243,9 +243,12 @@ def _rewrite_checkpoint(run_dir: Path, change) -> None:
     (lambda p: p.pop("config"), "holds no 'config'"),
     (lambda p: p.update(config="paper.yaml"), "holds a str as its config"),
     (lambda p: next(iter(p["ema"].values())).view(-1)[:1].fill_(float("nan")),
-     "holds 1 non-finite value(s)"),
+     "(NaN or infinite)"),
+    (lambda p: [tensor.mul_(1e30) for tensor in p["ema"].values()
+                if tensor.is_floating_point()],
+     "above 10000 in magnitude"),
 ], ids=["larger-than-its-tensors", "beyond-the-limits", "no-ema", "no-model-config",
-        "no-config", "a-string-config", "nan-ema"])
+        "no-config", "a-string-config", "nan-ema", "huge-ema"])
 def test_export_checks_the_stored_config_before_building_a_model(
         short_run, tmp_path, capsys, change, message) -> None:
     """A checkpoint that passes its checksum but whose config claims a model larger than its

@@ -40,6 +40,7 @@ __all__ = [
     "WeightsError",
     "bundled_weights_path",
     "check_config_against_tensors",
+    "damaged_tensors",
     "load_model",
     "load_weights",
     "resolve_weights_path",
@@ -60,6 +61,12 @@ CONFIG_MAXIMA: dict[str, int] = {
     "max_features": 10_000,
 }
 # safetensors' names of the floating-point dtypes (anything else cannot hold weights)
+# The largest magnitude a weight may hold. A trained model's stay within a few units (the
+# bundled checkpoint's largest is under 2); weights far beyond are damage (an EMA scaled by a
+# bug, a hand-edited file with its checksum recomputed) and make the logits overflow to NaN
+# scores, so they are refused where weights are exported and loaded, as NaN is.
+MAX_WEIGHT_MAGNITUDE = 1e4
+
 _FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
 
 
@@ -320,6 +327,24 @@ def _header_config(weights_path: Path, metadata: Mapping[str, str]) -> ModelConf
     return config
 
 
+def damaged_tensors(tensors: Mapping[str, torch.Tensor]) -> str | None:
+    """What is wrong with the values of ``tensors`` (NaN, infinities, or magnitudes above
+    :data:`MAX_WEIGHT_MAGNITUDE`), naming the first tensors, or None where nothing is."""
+    damaged = []
+    for name, tensor in sorted(tensors.items()):
+        if not tensor.is_floating_point():
+            continue
+        if not bool(torch.isfinite(tensor).all()):
+            damaged.append(f"{name} (NaN or infinite)")
+        elif tensor.numel() and float(tensor.abs().max()) > MAX_WEIGHT_MAGNITUDE:
+            damaged.append(f"{name} (|value| up to {float(tensor.abs().max()):.3g})")
+    if not damaged:
+        return None
+    more = f" and {len(damaged) - 3} more" if len(damaged) > 3 else ""
+    return (f"values no trained model holds (NaN, infinite or above {MAX_WEIGHT_MAGNITUDE:g} "
+            f"in magnitude) in " + ", ".join(damaged[:3]) + more)
+
+
 def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
     """Rebuild the :class:`~puicl_model.net.model.PUICLModel` stored at ``path``, in eval mode.
 
@@ -352,16 +377,10 @@ def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.
         )
     # a checksum vouches for the bytes, not for their values: weights exported from a run
     # that diverged carry NaN, and would score every row NaN without a word
-    damaged = [name for name, tensor in sorted(tensors.items())
-               if not bool(torch.isfinite(tensor).all())]
+    damaged = damaged_tensors(tensors)
     if damaged:
-        raise WeightsError(
-            f"{weights_path}: non-finite values (NaN or infinite) in "
-            + ", ".join(damaged[:3]) + (f" and {len(damaged) - 3} more" if len(damaged) > 3
-                                        else "")
-            + "; the weights are damaged (a diverged run?): export them from a healthy "
-            "checkpoint"
-        )
+        raise WeightsError(f"{weights_path}: {damaged}; the weights are damaged (a diverged "
+                           "run?): export them from a healthy checkpoint")
     model = PUICLModel(config)
     state = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}
     model.load_state_dict(state, strict=True)
