@@ -110,7 +110,7 @@ fi
 $PY -m speed.training_runs speed "${RUNS[@]/#/$WORK/runs/}" 2>&1 | tee -a "$LOG"
 
 say "each attention kernel at the step's shapes"
-timeout 120 $PY -m speed.bench_attention --config "$BASE" --device "$DEVICE" --repeats 3 \
+timeout 120 $PY -m speed.bench_attention --config "$DEFAULT" --device "$DEVICE" --repeats 3 \
     2>&1 | tee -a "$LOG"
 
 for backend in auto bucketed_matmul; do
