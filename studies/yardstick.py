@@ -8,7 +8,8 @@ and of the per-task best baseline (the better baseline on that task), with secon
 the summary: mean AUCs, default − model alone with its standard errors (over tables, and over
 repetitions: the seed noise), the tables where the default is below the model alone, the share
 of tasks more than :data:`BEHIND_BY` behind the per-task best baseline, and the tables where
-the model alone leads the baselines by more than 0.02 and 0.05.
+the model alone leads the baselines by more than 0.02 and 0.05, with default − model alone on
+them.
 
 Usage (docs/decisions.md, "A portfolio chosen per table")::
 
@@ -104,7 +105,13 @@ def summary(frame: pd.DataFrame) -> dict[str, float]:
         out[f"share_tasks_{c}_behind"] = float(
             (frame[c] < frame["best_baseline"] - BEHIND_BY).mean())
     for by in LEADS_BY:
-        out[f"tables_alone_leads_{by:g}"] = int((lead > by).sum())
+        strong = lead > by
+        out[f"tables_alone_leads_{by:g}"] = int(strong.sum())
+        # the default on those tables (chosen on the model's own AUC: a bias towards it)
+        gap = d.mean()[strong]
+        out[f"default-alone_where_leads_{by:g}"] = float(gap.mean()) if len(gap) else np.nan
+        out[f"default-alone_where_leads_{by:g}_se_tables"] = (
+            float(gap.std(ddof=1) / np.sqrt(len(gap))) if len(gap) > 1 else np.nan)
     out["seconds_default"] = float(frame["default_s"].mean())
     out["seconds_alone"] = float(frame["alone_s"].mean())
     return out
