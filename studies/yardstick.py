@@ -15,9 +15,9 @@ Usage (docs/decisions.md, "A portfolio chosen per table")::
 
     printf 'puicl:\\n  partner: none\\n' > model_alone.yaml
     python -m benchmark.size_grid --out results/yard/default --cells 600:0.2 \\
-        --methods puicl,elkan-noto,pu-bagging --repeats 3 --jobs 2
+        --methods puicl,elkan-noto,pu-bagging --repeats 12 --jobs 2
     python -m benchmark.size_grid --out results/yard/alone --cells 600:0.2 --methods puicl \\
-        --method-config model_alone.yaml --repeats 3 --jobs 2
+        --method-config model_alone.yaml --repeats 12 --jobs 2
     python -m studies.yardstick --default results/yard/default/grid.csv \\
         --alone results/yard/alone/grid.csv --out results/yard/per_task.csv
 """
