@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import shlex
 import signal
@@ -424,6 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "; finished shards are kept, and the same command continues from them"
         )
         print(f"prior-gen: interrupted{resume}", file=sys.stderr)
+        # a shard write in flight on zarr's event loop is abandoned here (an unfinished shard
+        # is never published, so nothing is lost); without this, asyncio logs the pending task
+        # when the interpreter exits, a multi-line message after the one line above
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
         return 130
     finally:
         if previous is not None:
