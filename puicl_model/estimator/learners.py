@@ -80,8 +80,8 @@ def available_cores() -> int:
 
 @functools.cache
 def _openmp_controller() -> Any:
-    """threadpoolctl's view of the loaded thread pools, found once (a fresh look at every
-    fit costs milliseconds)."""
+    """threadpoolctl's view of the loaded thread pools (OpenMP and BLAS), found once: a fresh
+    look at every fit costs milliseconds."""
     import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime the boosting runs on)
     from threadpoolctl import ThreadpoolController
 
@@ -91,8 +91,6 @@ def _openmp_controller() -> Any:
 def side_by_side(jobs: Iterable[Callable[[], Result]], workers: int | None) -> list[Result]:
     """Run ``jobs`` on a pool of ``workers`` threads (None: one per core), every one limited
     to one OpenMP and BLAS thread; their results in the jobs' order."""
-    from threadpoolctl import threadpool_limits
-
     def on_one_thread(job: Callable[[], Result]) -> Result:
         # OpenMP's thread count is each thread's own: a pool thread starts at the default
         with _openmp_controller().limit(limits=1, user_api="openmp"):
@@ -100,7 +98,8 @@ def side_by_side(jobs: Iterable[Callable[[], Result]], workers: int | None) -> l
 
     jobs = list(jobs)
     workers = min(workers or available_cores(), len(jobs)) or 1
-    with threadpool_limits(limits=1):  # BLAS's count is the process's: set once, here
+    # BLAS's count is the process's: set once, here (with the main thread's OpenMP count)
+    with _openmp_controller().limit(limits=1):
         if workers == 1:
             return [job() for job in jobs]
         with ThreadPoolExecutor(max_workers=workers) as pool:

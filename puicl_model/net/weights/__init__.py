@@ -60,13 +60,13 @@ CONFIG_MAXIMA: dict[str, int] = {
     "embed_dim": 4096, "num_layers": 128, "num_heads": 256, "ff_dim": 16384,
     "max_features": 10_000,
 }
-# safetensors' names of the floating-point dtypes (anything else cannot hold weights)
 # The largest magnitude a weight may hold. A trained model's stay within a few units (the
 # bundled checkpoint's largest is under 2); weights far beyond are damage (an EMA scaled by a
 # bug, a hand-edited file with its checksum recomputed) and make the logits overflow to NaN
 # scores, so they are refused where weights are exported and loaded, as NaN is.
 MAX_WEIGHT_MAGNITUDE = 1e4
 
+# safetensors' names of the floating-point dtypes (anything else cannot hold weights)
 _FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
 
 
