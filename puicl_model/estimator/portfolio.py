@@ -25,10 +25,12 @@ candidate that ranks held-out positives highest ranks the pool best.
 
 The rule. A difference in held-out AUC is π times the difference in true AUC, read off a few
 hundred positives: at small π or with few positives it is mostly noise. So the candidate with
-the highest held-out AUC replaces the :data:`FALLBACK` blend only where it beats it by more
-than :data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong &
-Clarke-Pearson, Biometrics 1988); elsewhere the fallback stands, the blend that is best on
-average over the development suite's tables (docs/decisions.md measures both choices).
+the highest held-out AUC replaces the fallback blend only where it beats it by more than
+:data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong & Clarke-Pearson,
+Biometrics 1988); elsewhere the fallback stands: on small tables :data:`FALLBACK`, the three
+members with the model weighed more than both learners together (the member trained for PU
+pools, and the one a weak held-out difference cannot vouch against); on large ones the
+logistic learner (docs/decisions.md measures the choices).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
@@ -57,11 +59,12 @@ from puicl_model.estimator.learners import (
 from puicl_model.passes import seed_keys
 from puicl_model.passes.scores import NonFiniteScoresError
 
-__all__ = ["BAGGED", "BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WITH_HELD_OUT",
-           "LOGISTIC", "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT",
-           "MIN_LABELED_FOR_PORTFOLIO", "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice",
-           "CrossFittedLearner", "Evidence", "Portfolio", "candidates", "choose", "held_out_rows",
-           "judged_pool_rows", "learner_encoding"]
+__all__ = ["BAGGED", "BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WEIGHTS",
+           "FALLBACK_WITH_HELD_OUT", "LOGISTIC", "MAX_HELD_OUT", "MEMBERS",
+           "MIN_LABELED_FOR_HOLD_OUT", "MIN_LABELED_FOR_PORTFOLIO", "MIN_POOL_FOR_PORTFOLIO",
+           "MODEL", "Blend", "Choice", "CrossFittedLearner", "Evidence", "Portfolio",
+           "blends_for", "candidates", "choose", "held_out_rows", "judged_pool_rows",
+           "learner_encoding"]
 
 MODEL = "model"
 # the members a fit runs (docs/decisions.md, "A portfolio chosen per table"). BOOSTED, the
@@ -78,15 +81,34 @@ def candidates(members: Sequence[str]) -> dict[str, dict[str, float]]:
             for chosen in itertools.combinations(members, size)}
 
 
-CANDIDATES: Mapping[str, Mapping[str, float]] = candidates(MEMBERS)
-# the candidate that stands where the evidence does not clearly favour another: on tables with
+# the candidate that stands where the evidence does not clearly favour another. On tables with
 # fewer than MIN_LABELED_FOR_HOLD_OUT labeled positives (the model's trained range and a little
-# beyond) the three members in thirds, whose errors differ; on larger ones the logistic
-# learner, which there ranks the pool about as well as any blend on average and needs no model
-# pass beyond the judged rows (docs/decisions.md, "A portfolio chosen per table": chosen on the
-# development suite's size grid)
-FALLBACK = "model+logistic+bagged"
+# beyond): the three members with the model weighed more than both learners together, a blend
+# not among the even ones (docs/decisions.md, "A portfolio chosen per table": the three in
+# thirds cost 0.01 AUC against the model alone on the tables where the model is clearly the
+# best member, and the model-weighted blend does not, with as few tasks behind the baselines).
+# On larger ones the logistic learner, which there ranks the pool about as well as any blend on
+# average and needs no model pass beyond the judged rows (chosen on the development suite's
+# size grid)
+FALLBACK = "model-weighted"
+FALLBACK_WEIGHTS: Mapping[str, float] = {MODEL: 0.6, LOGISTIC: 0.2, BAGGED: 0.2}
 FALLBACK_WITH_HELD_OUT = "logistic"
+
+
+def blends_for(members: Sequence[str], fallback: str) -> dict[str, Mapping[str, float]]:
+    """The candidates a portfolio of ``members`` chooses from with ``fallback`` standing: the
+    even blends of :func:`candidates`, and :data:`FALLBACK`'s weights where it stands."""
+    blends: dict[str, Mapping[str, float]] = dict(candidates(members))
+    if fallback == FALLBACK and set(FALLBACK_WEIGHTS) <= set(members):
+        blends[FALLBACK] = dict(FALLBACK_WEIGHTS)
+    if fallback not in blends:
+        raise ValueError(f"the fallback {fallback!r} is not a blend of {', '.join(members)}")
+    return blends
+
+
+# what a fit with the shipped members chooses from on small tables (large ones: the even blends)
+CANDIDATES: Mapping[str, Mapping[str, float]] = blends_for(MEMBERS, FALLBACK)
+
 # how many standard errors of the paired held-out AUC difference a candidate must lead the
 # fallback by to replace it: lower bars followed the noise of a few hundred positives more
 # often than they found a better candidate (docs/decisions.md)
@@ -160,12 +182,14 @@ class Choice:
                 + ", ".join(f"{name} {auc:.3f}" for name, auc in self.held_out_auc.items()))
 
 
-def held_out_aucs(evidence: Evidence, members: Sequence[str],
-                  fallback: str = FALLBACK) -> tuple[dict[str, float], dict[str, float]]:
+def held_out_aucs(evidence: Evidence, members: Sequence[str], fallback: str = FALLBACK,
+                  blends: Mapping[str, Mapping[str, float]] | None = None,
+                  ) -> tuple[dict[str, float], dict[str, float]]:
     """Each candidate's held-out AUC (mean over folds) and the standard error of its paired
     difference with ``fallback``'s (DeLong; the folds' held-out rows are disjoint, their pool
-    rows the same, so the pool's share of the variance is not divided by the folds)."""
-    blends = candidates(members)
+    rows the same, so the pool's share of the variance is not divided by the folds).
+    ``blends``: the candidates (default: :func:`blends_for` ``members`` and ``fallback``)."""
+    blends = blends_for(members, fallback) if blends is None else blends
     folds = len(evidence.held)
     aucs = {name: 0.0 for name in blends}
     held_var = {name: 0.0 for name in blends}
@@ -189,7 +213,8 @@ def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBA
            z: float = EVIDENCE_Z) -> Choice:
     """The candidate of highest held-out AUC where it leads ``fallback`` by more than ``z``
     standard errors of the paired difference, else ``fallback``."""
-    aucs, se = held_out_aucs(evidence, members, fallback)
+    blends = blends_for(members, fallback)
+    aucs, se = held_out_aucs(evidence, members, fallback, blends)
     # a NaN AUC compares false with everything, so max() and the lead test would let it
     # stand (as the fallback, or as the first candidate): scores that give one are refused
     damaged = [name for name, auc in aucs.items() if not np.isfinite(auc)]
@@ -206,7 +231,7 @@ def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBA
     else:
         name, reason = fallback, (f"no candidate leads {fallback} by more than {z:g} standard "
                                   "errors of held-out AUC")
-    return Choice(name, candidates(members)[name], aucs, se, n_held, reason)
+    return Choice(name, dict(blends[name]), aucs, se, n_held, reason)
 
 
 # -------------------------------------------------------------------------------- blend

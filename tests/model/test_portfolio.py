@@ -12,6 +12,8 @@ from puicl_model.estimator.portfolio import (
     BAGGED,
     BOOSTED,
     CANDIDATES,
+    FALLBACK,
+    FALLBACK_WEIGHTS,
     LOGISTIC,
     MAX_HELD_OUT,
     MEMBERS,
@@ -21,6 +23,7 @@ from puicl_model.estimator.portfolio import (
     Blend,
     CrossFittedLearner,
     Evidence,
+    blends_for,
     choose,
     held_out_aucs,
     held_out_rows,
@@ -66,6 +69,25 @@ def test_the_rule_follows_strong_evidence_and_falls_back_on_thin(rng) -> None:
     # with no bar the best held-out AUC wins
     aucs, _ = held_out_aucs(tie, MEMBERS, fallback="model")
     assert choose(tie, MEMBERS, fallback="model", z=0.0).name == max(aucs, key=aucs.get)
+
+
+def test_the_small_tables_fallback_weighs_the_model_more_than_both_learners(rng) -> None:
+    """A tie stands on the model-weighted blend, which is a candidate of its own, judged with
+    the even ones; a table whose evidence clearly favours the trees still leaves it."""
+    assert FALLBACK in CANDIDATES and dict(CANDIDATES[FALLBACK]) == dict(FALLBACK_WEIGHTS)
+    assert FALLBACK_WEIGHTS[MODEL] > sum(w for m, w in FALLBACK_WEIGHTS.items() if m != MODEL)
+    assert sum(FALLBACK_WEIGHTS.values()) == pytest.approx(1.0)
+    tie = _evidence(rng, {MODEL: 1.0, LOGISTIC: 1.0, BAGGED: 1.0}, n_held=60, n_pool=200)
+    picked = choose(tie, MEMBERS)
+    assert picked.name == FALLBACK and dict(picked.weights) == dict(FALLBACK_WEIGHTS)
+    assert FALLBACK in picked.held_out_auc and picked.lead_se[FALLBACK] == 0.0
+    strong = _evidence(rng, {MODEL: 0.0, LOGISTIC: 0.2, BAGGED: 2.0})
+    assert choose(strong, MEMBERS).name in ("bagged", "logistic+bagged")
+    # a study's portfolio without PU bagging has no such blend to stand on
+    with pytest.raises(ValueError, match="not a blend of model, logistic, boosted"):
+        blends_for((MODEL, LOGISTIC, BOOSTED), FALLBACK)
+    # the earlier fallback (stored in classifiers saved before) is still a blend
+    assert "model+logistic+bagged" in blends_for(MEMBERS, "model+logistic+bagged")
 
 
 def test_folds_are_averaged(rng) -> None:
@@ -169,7 +191,7 @@ def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) ->
     # a pool row that every bag drew (here the only one) is scored as a new row is
     single = CrossFittedLearner(BAGGED, 7, n_threads=1)
     assert single.fit(x_labeled, x_pool[:1])[1].tobytes() == single.decision(x_pool[:1]).tobytes()
-    # a new row's score has the same bits alone as in a block (30 bags: no pairwise sum)
+    # a new row's score has the same bits alone as in a block (the bags summed one by one)
     block = learner.decision(x_pool)
     assert all(learner.decision(x_pool[i:i + 1]).tobytes() == block[i:i + 1].tobytes()
                for i in range(0, 200, 13))
@@ -214,7 +236,7 @@ def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_
     model = alone.predict_proba(X[s == 0])[:, 1]
     # the blend keeps the model's distribution of probabilities over the pool
     assert np.allclose(np.sort(proba), np.sort(model))
-    assert clf.portfolio_.fallback == "model+logistic+bagged"
+    assert clf.portfolio_.fallback == FALLBACK
     if choice.name == "model":
         assert np.array_equal(proba, model)
 

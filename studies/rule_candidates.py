@@ -1,0 +1,343 @@
+"""Candidate portfolio rules, replayed side by side on the kept scores of
+``studies/portfolio_rule.py collect``, judged per task against the model alone and the per-task
+best baseline.
+
+A rule reads what the classifier has when it chooses (each member's held-out and pool scores,
+the number of labeled positives, the model's π̂ from its own folds) and returns the blend's
+weights. Every rule is judged on the same scores, so the differences between rules carry no
+seed noise of their own; the seed noise of a difference is its spread over repetitions (where a
+cell was collected at several) and over tables.
+
+Usage (docs/decisions.md, "A portfolio chosen per table")::
+
+    python -m studies.portfolio_rule collect --out results/portfolio --jobs 2 --bags 30 \\
+        --fewer-bags 10 --cells 600:0.2 --repeats 12
+    python -m studies.portfolio_rule collect --out results/portfolio --jobs 2 --bags 30 \\
+        --fewer-bags 10 --cells 600:0.5,all:0.2,all:0.5,all:c0.05,all:c0.2
+    python -m studies.rule_candidates --kept results/portfolio \\
+        --grid docs/benchmark/size_grid/grid.csv --grid results/yard/default/grid.csv \\
+        --out results/portfolio/rules.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from puicl_model.estimator.learners import BAGGED, LOGISTIC
+from puicl_model.estimator.portfolio import (
+    EVIDENCE_Z,
+    MIN_LABELED_FOR_HOLD_OUT,
+    MODEL,
+    Blend,
+    Evidence,
+    candidates,
+    held_out_aucs,
+)
+from puicl_model.estimator.prior import class_prior_estimate
+from studies.portfolio_rule import REPETITION_MARK, cell_name
+
+BEHIND_BY = 0.02
+# the tree member of a task where no portfolio ran (too few labeled positives or pool rows)
+ANY_TREES = "any"
+# the model alone's lead over the per-task best baseline (mean over a table's repetitions) that
+# makes a table one where the model is clearly strong
+LEADS_BY = 0.02
+Weights = Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a rule reads on one kept task, for one choice of the tree member."""
+
+    members: tuple[str, ...]  # (model, logistic, the tree member)
+    evidence: Evidence
+    n_labeled: int
+    pi_hat: float  # the model's π̂ on its own folds (the negative share of the pool)
+
+    def pick(self, blends: Mapping[str, Weights], fallback: str, z: float) -> Weights:
+        """The blend of highest held-out AUC where it leads ``fallback`` by more than ``z``
+        standard errors, else ``fallback`` (the shipped rule's test, over ``blends``)."""
+        aucs, se = held_out_aucs(self.evidence, self.members, fallback, blends)
+        best = max(aucs, key=lambda name: aucs[name])
+        lead = aucs[best] - aucs[fallback]
+        return blends[best] if best != fallback and lead > z * se[best] else blends[fallback]
+
+
+Rule = Callable[[Task], Weights]
+
+
+def _named(members: Sequence[str]) -> dict[str, Weights]:
+    return {name: {m if m in (MODEL, LOGISTIC) else members[2]: w
+                   for m, w in weights.items()}
+            for name, weights in candidates((MODEL, LOGISTIC, BAGGED)).items()}
+
+
+def previous(task: Task) -> Weights:
+    """The rule before the model-weighted fallback: the three in thirds (small tables) or the
+    logistic learner (large ones) stand unless another even blend leads by 3 SE."""
+    blends = _named(task.members)
+    fallback = ("model+logistic+bagged" if task.n_labeled < MIN_LABELED_FOR_HOLD_OUT
+                else "logistic")
+    return task.pick(blends, fallback, EVIDENCE_Z)
+
+
+def model_weighted_fallback(model_weight: float, z: float = EVIDENCE_Z) -> Rule:
+    """Small tables: the fallback weighs the model ``model_weight`` and the learners the rest
+    in halves, left for another blend that leads it by ``z`` SE; large tables as before
+    (0.6 at 3 SE: the shipped rule, ``portfolio.FALLBACK_WEIGHTS``)."""
+    def rule(task: Task) -> Weights:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            return previous(task)
+        rest = (1.0 - model_weight) / 2
+        blends = {**_named(task.members),
+                  "fallback": {MODEL: model_weight, LOGISTIC: rest, task.members[2]: rest}}
+        return task.pick(blends, "fallback", z)
+    return rule
+
+
+def leader_weighted_fallback(lead_weight: float, model_only: bool) -> Rule:
+    """Small tables: the fallback weighs the member of highest held-out AUC ``lead_weight``
+    and the others the rest in halves (``model_only``: only where that member is the model,
+    else the three in thirds); large tables as before."""
+    def rule(task: Task) -> Weights:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            return previous(task)
+        blends = _named(task.members)
+        aucs, _ = held_out_aucs(task.evidence, task.members, "model+logistic+bagged", blends)
+        named = dict(zip(task.members, (MODEL, LOGISTIC, BAGGED), strict=True))
+        leader = max(task.members, key=lambda member: aucs[named[member]])
+        if model_only and leader != MODEL:
+            return task.pick(blends, "model+logistic+bagged", EVIDENCE_Z)
+        rest = (1.0 - lead_weight) / 2
+        blends["fallback"] = {member: lead_weight if member == leader else rest
+                              for member in task.members}
+        return task.pick(blends, "fallback", EVIDENCE_Z)
+    return rule
+
+
+def composition_fallback(slope: float) -> Rule:
+    """Small tables: the learners' joint weight in the fallback follows the model's π̂ (the
+    negative share: a pool of mostly positives leaves a labeled-against-unlabeled learner
+    little to learn), ``min(2/3, slope · π̂)``; large tables as before."""
+    def rule(task: Task) -> Weights:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            return previous(task)
+        learners = min(2.0 / 3.0, slope * max(task.pi_hat, 0.0))
+        blends = {**_named(task.members),
+                  "fallback": {MODEL: 1.0 - learners, LOGISTIC: learners / 2,
+                               task.members[2]: learners / 2}}
+        return task.pick(blends, "fallback", EVIDENCE_Z)
+    return rule
+
+
+def model_bar(z_model: float) -> Rule:
+    """As before, except that on small tables the model alone replaces the fallback where its
+    held-out AUC leads it by more than ``z_model`` SE (a lower bar for the member trained for
+    PU pools)."""
+    def rule(task: Task) -> Weights:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            return previous(task)
+        blends = _named(task.members)
+        fallback = "model+logistic+bagged"
+        aucs, se = held_out_aucs(task.evidence, task.members, fallback, blends)
+        if aucs[MODEL] - aucs[fallback] > z_model * se[MODEL]:
+            return blends[MODEL]
+        return task.pick(blends, fallback, EVIDENCE_Z)
+    return rule
+
+
+def model_alone(task: Task) -> Weights:
+    return {MODEL: 1.0}
+
+
+RULES: dict[str, Rule] = {
+    "previous": previous,
+    "model alone": model_alone,
+    **{f"fallback model {w:.2f}": model_weighted_fallback(w) for w in (0.5, 0.6, 0.7)},
+    **{f"fallback model 0.60, {z:g} SE": model_weighted_fallback(0.6, z) for z in (2.0, 2.5)},
+    **{f"fallback by pi-hat x{k:g}": composition_fallback(k) for k in (1.0, 1.5, 2.0)},
+    **{f"leader {w:.1f}{', model only' if only else ''}": leader_weighted_fallback(w, only)
+       for w in (0.5, 0.6) for only in (False, True)},
+    **{f"model bar {z:g} SE": model_bar(z) for z in (0.0, 1.0)},
+}
+
+
+# (tree member, rule) of the rule before and of the shipped one: the model-weighted fallback
+# on the first 10 of 30 kept bags (the classifier's BAGS)
+PREVIOUS = (BAGGED, "previous")
+SHIPPED = (f"{BAGGED}10", "fallback model 0.60")
+
+
+def _auc(y: np.ndarray, score: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, score))
+
+
+def replay_task(path: Path, rules: Mapping[str, Rule] = RULES) -> list[dict]:
+    """Per (tree member, rule): the true AUC of the blend the rule picks on this kept task;
+    the tree members: PU bagging and its fewer-bags variants where they were kept."""
+    data = np.load(path)
+    trees = sorted(key.removeprefix("final_") for key in data
+                   if key.startswith(f"final_{BAGGED}")) or [BAGGED]
+    dataset, _, repetition = path.stem.partition(REPETITION_MARK)
+    base = {"dataset": dataset, "repetition": int(repetition or 0), "cell": path.parent.name,
+            "n_labeled": int(data["n_labeled"]), "pi": float(data["pi"])}
+    y = data["y_pool"]
+    if "folds" not in data:  # no portfolio ran: every rule is the model alone
+        auc = _auc(y, data["default_pool"])
+        return [{**base, "trees": ANY_TREES, "rule": name, "auc": auc} for name in rules]
+    folds = int(data["folds"])
+    model_folds = [(1 / (1 + np.exp(-data[f"held{k}_{MODEL}"])),
+                    1 / (1 + np.exp(-data[f"pool{k}_{MODEL}"]))) for k in range(folds)]
+    pi_hat = class_prior_estimate(1 / (1 + np.exp(-data[f"final_{MODEL}"])), model_folds)
+    rows = []
+    for tree in trees:
+        members = (MODEL, LOGISTIC, tree)
+        if f"final_{tree}" not in data:
+            continue
+        evidence = Evidence([{m: data[f"held{k}_{m}"] for m in members} for k in range(folds)],
+                            [{m: data[f"pool{k}_{m}"] for m in members} for k in range(folds)])
+        final = {m: data[f"final_{m}"] for m in members}
+        task = Task(members, evidence, base["n_labeled"], pi_hat)
+        proba = 1 / (1 + np.exp(-final[MODEL]))
+        for name, rule in rules.items():
+            weights = rule(task)
+            score = Blend.on_pool(weights, final, proba).score(final)
+            rows.append({**base, "trees": tree, "rule": name, "pi_hat": pi_hat,
+                         "weights": " ".join(f"{m}:{w:.2f}" for m, w in weights.items()),
+                         "auc": _auc(y, score)})
+    return rows
+
+
+def with_every_tree_member(frame: pd.DataFrame) -> pd.DataFrame:
+    """The tasks where no portfolio ran (:data:`ANY_TREES`) counted under every tree member."""
+    ran = frame[frame["trees"] != ANY_TREES]
+    alone = frame[frame["trees"] == ANY_TREES]
+    return pd.concat([ran, *(alone.assign(trees=tree) for tree in ran["trees"].unique())],
+                     ignore_index=True)
+
+
+def decision(frame: pd.DataFrame, before: tuple[str, str], after: tuple[str, str],
+             ) -> pd.DataFrame:
+    """Per cell, one (tree member, rule) against another, paired by task: each one's mean AUC,
+    share of tasks more than 0.02 behind the per-task best baseline and worst shortfall; the
+    difference after − before and after − the model alone (± SE over tables / repetitions);
+    and the tasks that cross the 0.02 line each way."""
+    key = ["cell", "dataset", "repetition"]
+
+    def picked(trees: str, rule: str) -> pd.DataFrame:
+        part = frame[(frame["trees"] == trees) & (frame["rule"] == rule)]
+        return part.set_index(key)[["auc", "baseline"]]
+
+    old, new = picked(*before), picked(*after)
+    alone = picked(after[0], "model alone")["auc"]
+    rows = []
+    for cell in sorted(set(new.index.get_level_values("cell"))):
+        a, b, m = old.loc[cell], new.loc[cell], alone.loc[cell]
+        row = {"cell": cell, "tasks": len(b)}
+        for label, part in (("before", a), ("after", b)):
+            behind = part["auc"] - part["baseline"]
+            row.update({f"auc_{label}": part["auc"].groupby("dataset").mean().mean(),
+                        f"behind_{label}": int((behind < -BEHIND_BY).sum()),
+                        f"worst_{label}": float(behind.min())})
+        for label, other in (("before", a["auc"]), ("alone", m)):
+            diff = (b["auc"] - other).rename("d").reset_index()
+            row[f"-{label}"] = diff.groupby("dataset")["d"].mean().mean()
+            row[f"se_tables_{label}"] = _se(diff.groupby("dataset")["d"].mean())
+            row[f"se_seed_{label}"] = _se(diff.groupby("repetition")["d"].mean())
+        was = a["auc"] - a["baseline"] < -BEHIND_BY
+        now = b["auc"] - b["baseline"] < -BEHIND_BY
+        row.update({"newly_behind": int((now & ~was).sum()),
+                    "no_longer_behind": int((was & ~now).sum()),
+                    "baseline": b["baseline"].groupby("dataset").mean().mean(),
+                    "alone": m.groupby("dataset").mean().mean()})
+        rows.append(row)
+    return pd.DataFrame(rows).round(4)
+
+
+def _baselines(grids: Sequence[Path]) -> pd.Series:
+    grid = pd.concat([pd.read_csv(path) for path in grids])
+    grid = grid[grid["method"] != "puicl"].drop_duplicates(
+        ["dataset", "repetition", "method", "max_positives", "pi_target", "label_frequency"])
+    grid["cell"] = [cell_name(int(r.max_positives), r.pi_target,
+                              None if np.isnan(r.label_frequency) else r.label_frequency)
+                    for r in grid.itertuples()]
+    return grid.groupby(["cell", "dataset", "repetition"])["auc"].max().rename("baseline")
+
+
+def _se(values: pd.Series) -> float:
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per cell, tree member and rule: mean AUC (tables' means of their repetitions), the
+    difference with the model alone and with the previous rule (± SE over tables / over
+    repetitions), the share of tasks more than 0.02 behind the per-task best baseline, the
+    worst shortfall, and the difference with the model alone on the tables where the model
+    alone leads the baseline by more than :data:`LEADS_BY`."""
+    key = ["cell", "dataset", "repetition"]
+    wide = frame.pivot_table(index=[*key, "trees"], columns="rule", values="auc").reset_index()
+    wide = wide.join(frame.drop_duplicates(key).set_index(key)["baseline"], on=key)
+    rows = []
+    for (cell, trees), part in wide.groupby(["cell", "trees"]):
+        per_table = part.groupby("dataset")[["model alone", "baseline"]].mean()
+        strong = per_table.index[per_table["model alone"] > per_table["baseline"] + LEADS_BY]
+        on_strong = part[part["dataset"].isin(strong)]
+        for rule in [name for name in RULES if name in part]:
+            row = {"cell": cell, "trees": trees, "rule": rule,
+                   "auc": part.groupby("dataset")[rule].mean().mean()}
+            for other, label in (("model alone", "alone"), ("previous", "previous")):
+                diff = part.assign(d=part[rule] - part[other])
+                row[f"-{label}"] = diff.groupby("dataset")["d"].mean().mean()
+                row[f"se_tables_{label}"] = _se(diff.groupby("dataset")["d"].mean())
+                row[f"se_seed_{label}"] = _se(diff.groupby("repetition")["d"].mean())
+            behind = part[rule] - part["baseline"]
+            strong_diff = (on_strong[rule] - on_strong["model alone"]).groupby(
+                on_strong["dataset"]).mean()
+            row.update({"baseline": part.groupby("dataset")["baseline"].mean().mean(),
+                        "behind": float((behind < -BEHIND_BY).mean()),
+                        "worst": float(behind.min()),
+                        "strong_tables": len(strong),
+                        "-alone_strong": float(strong_diff.mean()) if len(strong) else np.nan})
+            rows.append(row)
+    return pd.DataFrame(rows).round(4)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m studies.rule_candidates",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kept", type=Path, required=True,
+                        help="the OUT of studies.portfolio_rule collect")
+    parser.add_argument("--grid", type=Path, action="append", required=True,
+                        help="a size grid's grid.csv with the baselines (repeatable)")
+    parser.add_argument("--out", type=Path, required=True, help="per task and rule, CSV")
+    parser.add_argument("--jobs", type=int, default=1)
+    args = parser.parse_args(argv)
+    from joblib import Parallel, delayed
+
+    paths = sorted(args.kept.glob("*/*.npz"))
+    if not paths:
+        raise SystemExit(f"rule_candidates: no kept task under {args.kept}")
+    parts = Parallel(n_jobs=args.jobs)(delayed(replay_task)(path) for path in paths)
+    frame = pd.DataFrame([row for part in parts for row in part])
+    frame = frame.join(_baselines(args.grid), on=["cell", "dataset", "repetition"])
+    frame = with_every_tree_member(frame)
+    frame.to_csv(args.out, index=False)
+    with pd.option_context("display.width", 250, "display.max_rows", 500):
+        print(summary(frame).to_string(index=False))
+        print(f"\nthe shipped rule ({SHIPPED[1]}, {SHIPPED[0]}) against the previous one "
+              f"({PREVIOUS[1]}, {PREVIOUS[0]}), per cell:")
+        print(decision(frame, PREVIOUS, SHIPPED).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
