@@ -153,6 +153,22 @@ def model_bar(z_model: float) -> Rule:
     return rule
 
 
+def large_fallback(weights: Weights | None) -> Rule:
+    """The shipped rule on small tables; on large ones the fallback ``weights`` over the three
+    members (None: the three in thirds), standing unless another blend leads it by 3 SE."""
+    def rule(task: Task) -> Weights:
+        small = model_weighted_fallback(0.6)
+        if task.n_labeled < MIN_LABELED_FOR_HOLD_OUT:
+            return small(task)
+        blends = _named(task.members)
+        if weights is None:
+            return task.pick(blends, "model+logistic+bagged", EVIDENCE_Z)
+        blends["fallback"] = {MODEL if m == MODEL else LOGISTIC if m == LOGISTIC
+                              else task.members[2]: w for m, w in weights.items()}
+        return task.pick(blends, "fallback", EVIDENCE_Z)
+    return rule
+
+
 def model_alone(task: Task) -> Weights:
     return {MODEL: 1.0}
 
@@ -166,6 +182,8 @@ RULES: dict[str, Rule] = {
     **{f"leader {w:.1f}{', model only' if only else ''}": leader_weighted_fallback(w, only)
        for w in (0.5, 0.6) for only in (False, True)},
     **{f"model bar {z:g} SE": model_bar(z) for z in (0.0, 1.0)},
+    "large: thirds": large_fallback(None),
+    "large: model 0.6": large_fallback({MODEL: 0.6, LOGISTIC: 0.2, BAGGED: 0.2}),
 }
 
 
