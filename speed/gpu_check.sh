@@ -31,11 +31,13 @@ if [ "$DEVICE" = cpu ]; then
     BASE=${CONFIG:-configs/smoke.yaml} STEPS=${STEPS:-8} LOG_EVERY=2 COMPILE=0 PROFILED=2
     SHARD_STEPS=(--stages 1-2)
     CLASSIFIER=(--rows 1500 --labeled 300 --cpu-rows 600)
+    COST=(--rows 1500 --features 5)
     TESTS=(tests/trainer/test_determinism.py)
 else
     BASE=${CONFIG:-configs/paper.yaml} STEPS=${STEPS:-40} LOG_EVERY=5 COMPILE=1 PROFILED=4
     SHARD_STEPS=(--stages 1 --steps "0-$((STEPS - 1))")
     CLASSIFIER=(--rows 50000 --labeled 2000 --cpu-rows 3000)
+    COST=(--rows 1000,20000,200000 --features 16)
     TESTS=(tests/model/test_backends.py tests/model/test_classifier_precision.py
            tests/trainer/test_determinism.py)
 fi
@@ -123,6 +125,10 @@ done
 say "the classifier on $DEVICE"
 timeout 120 $PY -m speed.classifier_device --device "$DEVICE" "${CLASSIFIER[@]}" 2>&1 \
     | grep -v "Warning\|proba = " | tee -a "$LOG"
+
+say "what a table costs on $DEVICE: the default and the model alone"
+timeout 150 $PY -m speed.cost_model --device "$DEVICE" "${COST[@]}" 2>&1 \
+    | grep -v "Warning\|warn" | tee -a "$LOG"
 
 tar -czf "$OUT/runs.tar.gz" -C "$WORK/runs" --exclude checkpoints . 2>>"$LOG"
 say "done"

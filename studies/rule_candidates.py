@@ -22,6 +22,7 @@ Usage (docs/decisions.md, "A portfolio chosen per table")::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import pandas as pd
 from puicl_model.estimator.learners import BAGGED, LOGISTIC
 from puicl_model.estimator.portfolio import (
     EVIDENCE_Z,
+    JUDGED_POOL_ROWS,
     MIN_LABELED_FOR_HOLD_OUT,
     MODEL,
     Blend,
@@ -169,6 +171,20 @@ def large_fallback(weights: Weights | None) -> Rule:
     return rule
 
 
+def on_judged_rows(rule: Rule, rows: int = JUDGED_POOL_ROWS) -> Rule:
+    """``rule`` reading small tables' folds against a seeded sample of ``rows`` pool rows (as
+    the classifier judges a pool larger than that), not against every pool row."""
+    def judged(task: Task) -> Weights:
+        n_pool = len(next(iter(task.evidence.pool[0].values())))
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT or n_pool <= rows:
+            return rule(task)
+        sample = np.sort(np.random.default_rng(n_pool).permutation(n_pool)[:rows])
+        pools = [{member: scores[sample] for member, scores in pool.items()}
+                 for pool in task.evidence.pool]
+        return rule(dataclasses.replace(task, evidence=Evidence(task.evidence.held, pools)))
+    return judged
+
+
 def model_alone(task: Task) -> Weights:
     return {MODEL: 1.0}
 
@@ -182,6 +198,7 @@ RULES: dict[str, Rule] = {
     **{f"leader {w:.1f}{', model only' if only else ''}": leader_weighted_fallback(w, only)
        for w in (0.5, 0.6) for only in (False, True)},
     **{f"model bar {z:g} SE": model_bar(z) for z in (0.0, 1.0)},
+    "fallback model 0.60, folds judged": on_judged_rows(model_weighted_fallback(0.6)),
     "large: thirds": large_fallback(None),
     "large: model 0.6": large_fallback({MODEL: 0.6, LOGISTIC: 0.2, BAGGED: 0.2}),
 }

@@ -91,9 +91,9 @@ class FittedScores:
                 if self.portfolio_ is None:
                     self._pool_proba = proba
                 else:  # the class prior's cross-fitted folds are the evidence
-                    folds = self._model_folds(DEFAULT_FOLDS)
+                    judged, folds = self._evidence_folds()
                     self._pool_proba = self.portfolio_.choose_on_folds(
-                        proba, folds, self._fold_masks(DEFAULT_FOLDS))
+                        proba, folds, self._fold_masks(DEFAULT_FOLDS), judged)
             self.inference_seconds_ = time.perf_counter() - started
         return self._pool_proba
 
@@ -299,6 +299,22 @@ class FittedScores:
             self._held_out[n_folds] = cross_fitted_scores(self.scorer_, self.planners_,
                                                            self.views_, n_folds)
         return self._held_out[n_folds]
+
+    def _evidence_folds(self) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """The pool rows the portfolio judges on, and the model's cross-fitted scores of the
+        default folds against them: the class prior's own folds where those rows are the whole
+        pool (no extra pass); on a larger pool scored through shared contexts, the folds scored
+        against the judged sample alone (the blend's evidence needs no more: each fold would
+        otherwise be a pass over every pool row), the same sample large tables judge on. π̂
+        still reads folds against every pool row, scored when it is asked for."""
+        n_pool = len(self.x_pool_)
+        judged = judged_pool_rows(n_pool, self._entropy)
+        if len(judged) == n_pool or not all(p.shares_context for p in self.planners_):
+            return np.arange(n_pool), self._model_folds(DEFAULT_FOLDS)
+        self._needs_training_data("scoring the labeled positives' folds")
+        folds = cross_fitted_scores(self.scorer_, self.planners_, self.views_, DEFAULT_FOLDS,
+                                    pool_rows=judged)
+        return judged, folds
 
     def _fold_masks(self, n_folds: int) -> list[np.ndarray]:
         fold = fold_of(len(self.x_labeled_), n_folds, self._entropy)

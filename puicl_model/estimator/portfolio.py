@@ -17,7 +17,10 @@ SCAR, P(labeled | x) ranks rows as P(y = 1 | x) does (Elkan & Noto, KDD 2008).
 
 Evidence. Labeled positives that no member saw as labeled: for the model, positives held out
 of its passes' context (large tables) or the class prior's cross-fitted folds (smaller ones,
-:mod:`puicl_model.estimator.prior`); for the learners, their out-of-fold scores. Under SCAR such
+:mod:`puicl_model.estimator.prior`); for the learners, their out-of-fold scores. Either is
+read against the pool, or against a seeded sample of :data:`JUDGED_POOL_ROWS` of its rows
+where it is larger (the folds then score only those rows: the evidence needs no more, and a
+fold over every row of a large pool is a pass over all of it). Under SCAR such
 positives are distributed as the pool's positives, so for any score the AUC of held-out
 positives against the pool is ``(1 − π)/2 + π · AUC`` (Jain, White & Radivojac, arXiv
 1702.00518), with AUC the score's true positive-against-negative AUC on the pool: the
@@ -391,12 +394,14 @@ class Portfolio:
 
     def choose_on_folds(self, model_pool: np.ndarray,
                         folds: Sequence[tuple[np.ndarray, np.ndarray]],
-                        fold_masks: Sequence[np.ndarray]) -> np.ndarray:
+                        fold_masks: Sequence[np.ndarray],
+                        judged: np.ndarray | None = None) -> np.ndarray:
         """Choose on the class prior's cross-fitted folds (per fold: the model's P(y = 1) of
-        the fold's positives and of the pool; ``fold_masks[k]``: the fold's labeled rows);
-        returns the blend's P(y = 1) of the pool (``model_pool``: the model's)."""
+        the fold's positives and of the pool rows ``judged``, None: every pool row;
+        ``fold_masks[k]``: the fold's labeled rows); returns the blend's P(y = 1) of the pool
+        (``model_pool``: the model's)."""
         self._fit_learners()
-        evidence = Evidence(*zip(*(self._fold_scores(fold, mask)
+        evidence = Evidence(*zip(*(self._fold_scores(fold, mask, judged)
                                    for fold, mask in zip(folds, fold_masks, strict=True)),
                                  strict=True))
         pool = {MODEL: log_odds(model_pool), **self.pool_scores}
@@ -405,11 +410,14 @@ class Portfolio:
         return self.blend.proba(pool, model_pool)
 
     def _fold_scores(self, fold: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
+                     judged: np.ndarray | None = None,
                      ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         held_model, pool_model = fold
         held = {MODEL: log_odds(held_model),
                 **{kind: scores[mask] for kind, scores in self.labeled_scores.items()}}
-        return held, {MODEL: log_odds(pool_model), **self.pool_scores}
+        learners = (self.pool_scores if judged is None else
+                    {kind: scores[judged] for kind, scores in self.pool_scores.items()})
+        return held, {MODEL: log_odds(pool_model), **learners}
 
     def fold_proba(self, fold: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
                    ) -> tuple[np.ndarray, np.ndarray]:

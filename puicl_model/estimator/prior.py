@@ -44,7 +44,7 @@ import numpy as np
 from puicl_model.estimator.ensemble import View
 from puicl_model.passes import seed_keys
 from puicl_model.passes.phases import phase
-from puicl_model.passes.planning import PassPlanner, ViewRows
+from puicl_model.passes.planning import PassPlanner
 
 __all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "Folds",
            "best_bin_alpha", "best_bin_estimate", "class_prior_estimate",
@@ -60,9 +60,9 @@ MIN_LABELED_FOR_ESTIMATES = 20
 # scored by the same passes next to the other folds
 Folds = Sequence[tuple[np.ndarray, np.ndarray]]
 
-# scores the rows of some views by the passes of some planners: (mean P(y=1), passes run)
-# (puicl_model.passes.inference.PassScorer)
-Scorer = Callable[[Sequence[PassPlanner], Sequence[ViewRows]], tuple[np.ndarray, int]]
+# scores the rows of some views by the passes of some planners, (planners, views, rows=None):
+# (mean P(y=1), passes run) (puicl_model.passes.inference.PassScorer)
+Scorer = Callable[..., tuple[np.ndarray, int]]
 
 
 def fold_of(n_labeled: int, n_folds: int, entropy: int) -> np.ndarray:
@@ -76,23 +76,31 @@ def fold_of(n_labeled: int, n_folds: int, entropy: int) -> np.ndarray:
 
 
 def cross_fitted_scores(score: Scorer, planners: Sequence[PassPlanner], views: Sequence[View],
-                        n_folds: int = DEFAULT_FOLDS) -> list[tuple[np.ndarray, np.ndarray]]:
+                        n_folds: int = DEFAULT_FOLDS, pool_rows: np.ndarray | None = None,
+                        ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per fold of the fitted labeled positives: (the fold's P(y=1), the pool's P(y=1)), the
     fold appended to the pool and scored by its passes next to the other folds (every member
     of the ensemble, ``planners[i]`` reading ``views[planners[i].view]``, each view with its
-    own encoding of the rows). ``score`` is the fitted classifier's ``scorer_``."""
+    own encoding of the rows). ``score`` is the fitted classifier's ``scorer_``.
+    ``pool_rows``: only those pool rows are scored (beside the fold), against the contexts
+    drawn from the whole pool, where every planner shares its contexts."""
     n_pool = planners[0].n_pool
     fold = fold_of(len(views[0].x_labeled), n_folds, planners[0].entropy)
     scores = []
     for k in range(n_folds):
         held = fold == k
+        n_held = int(held.sum())
         rows = [view.with_fold_in_pool(held).rows() for view in views]
-        subs = [dataclasses.replace(p, n_labeled=int((~held).sum()),
-                                    n_pool=n_pool + int(held.sum()))
+        subs = [dataclasses.replace(p, n_labeled=int((~held).sum()), n_pool=n_pool + n_held)
                 for p in planners]
         with phase(f"estimating π: fold {k + 1} of {n_folds}"):
-            proba, _ = score(subs, rows)
-        scores.append((proba[n_pool:], proba[:n_pool]))
+            if pool_rows is None:
+                proba, _ = score(subs, rows)
+            else:
+                asked = np.concatenate([pool_rows, np.arange(n_pool, n_pool + n_held)])
+                proba, _ = score(subs, rows, rows=asked)
+        n_scored = len(proba) - n_held
+        scores.append((proba[n_scored:], proba[:n_scored]))
     return scores
 
 

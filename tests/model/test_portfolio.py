@@ -241,6 +241,35 @@ def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_
         assert np.array_equal(proba, model)
 
 
+def test_a_small_table_with_a_large_pool_judges_its_folds_on_a_sample(small_weights,
+                                                                     rng) -> None:
+    """Below the hold-out threshold the folds are the evidence; on a pool larger than the
+    judged sample they score only that sample beside each fold, against the contexts of the
+    whole pool: the same bits as those rows of π̂'s full folds, which are scored only when
+    π̂ is asked for."""
+    from puicl_model.estimator.learners import log_odds
+    from puicl_model.estimator.portfolio import JUDGED_POOL_ROWS, judged_pool_rows
+
+    n_pool = JUDGED_POOL_ROWS + 500
+    X, s = _table(rng, 80, n_pool)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=4).fit(X, s)
+    clf.predict_proba(X[s == 0])
+    assert clf.portfolio_.n_held == 0 and not clf._held_out  # π̂'s folds not scored yet
+    evidence = clf.portfolio_.evidence
+    judged = judged_pool_rows(n_pool, clf._entropy)
+    assert len(judged) == JUDGED_POOL_ROWS
+    assert all(len(pool[member]) == JUDGED_POOL_ROWS for pool in evidence.pool
+               for member in MEMBERS)
+    full = clf.held_out_scores()  # π̂'s folds: every pool row
+    for k, (held, pool) in enumerate(clf._model_folds(2)):
+        assert len(pool) == n_pool
+        assert evidence.pool[k][MODEL].tobytes() == log_odds(pool[judged]).tobytes()
+        assert evidence.held[k][MODEL].tobytes() == log_odds(held).tobytes()
+        assert evidence.pool[k][LOGISTIC].tobytes() == (
+            clf.portfolio_.pool_scores[LOGISTIC][judged].tobytes())
+    assert len(full) == 2 and all(len(pool) == n_pool for _, pool in full)
+
+
 @pytest.mark.slow
 def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, rng,
                                                                  monkeypatch) -> None:

@@ -37,6 +37,7 @@ def test_the_gpu_check_runs_through_on_cpu(tmp_path) -> None:
     assert re.search(r"features\s+products\s+[\d.]+\s+[\d.]+", log)
     assert log.count("attention share of the self CPU time") == 2
     assert re.search(r"cpu: 1200 pool rows .* two fits IDENTICAL", log)
+    assert re.search(r"\| 1,500 × 5 \(150\) \| [\d.]+ \| [\d.]+ \|", log)  # the cost table
     assert log.rstrip().endswith("done")
     with tarfile.open(out / "runs.tar.gz") as archive:
         names = archive.getnames()
