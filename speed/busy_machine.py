@@ -9,6 +9,8 @@ the figure is each condition's median and their ratio. The busy processes are pl
 loops started before a busy round and killed after it.
 
     python -m speed.busy_machine --rows 1000 --busy 2 --repeats 3
+    # the new user's table of speed/mixed_table.py (20,000 rows, 300 labeled):
+    python -m speed.busy_machine --mixed --rows 20000 --labeled 300 --busy 2 --repeats 2
     # another checkout's code, for a before/after comparison on one machine:
     PYTHONPATH=/path/to/other/checkout python -m speed.busy_machine
 """
@@ -20,6 +22,8 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
+from typing import Any
 
 import numpy as np
 
@@ -36,12 +40,16 @@ def table(rows: int, labeled: int, seed: int = 0) -> tuple[np.ndarray, np.ndarra
     return x, s
 
 
-def one_fit(x: np.ndarray, s: np.ndarray) -> float:
+def one_fit(x: Any, s: np.ndarray, n_threads: int | None = None) -> float:
     """Seconds of the default classifier's fit and pool scoring."""
     from puicl_model import PUICLClassifier
 
     began = time.perf_counter()
-    PUICLClassifier(random_state=0, progress=False).fit(x, s).predict_proba(x[s == 0])
+    pool = x[s == 0]
+    with warnings.catch_warnings():  # the mixed table's ID column is dropped with a warning
+        warnings.simplefilter("ignore")
+        PUICLClassifier(random_state=0, progress=False,
+                        n_threads=n_threads).fit(x, s).predict_proba(pool)
     return time.perf_counter() - began
 
 
@@ -52,16 +60,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labeled", type=int, default=200)
     parser.add_argument("--busy", type=int, default=2, help="spinning processes beside it")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the classifier's n_threads (default: its own, every core)")
+    parser.add_argument("--mixed", action="store_true",
+                        help="the mixed table of speed/mixed_table.py (text, a date, missing "
+                        "values, an ID) instead of 10 numeric columns")
     args = parser.parse_args(argv)
-    x, s = table(args.rows, args.labeled)
-    one_fit(x, s)  # warm-up: imports, the weights, the kernels
+    if args.mixed:
+        from speed.mixed_table import mixed_table
+
+        x, s, _ = mixed_table(args.rows, args.labeled)
+        one_fit(*table(1000, 200))  # warm-up: imports, the weights, the kernels
+    else:
+        x, s = table(args.rows, args.labeled)
+        one_fit(x, s)  # warm-up: imports, the weights, the kernels
     seconds: dict[str, list[float]] = {"quiet": [], "busy": []}
     for _ in range(args.repeats):
-        seconds["quiet"].append(one_fit(x, s))
+        seconds["quiet"].append(one_fit(x, s, args.threads))
         spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.busy)]
         try:
             time.sleep(0.5)  # the spinners running
-            seconds["busy"].append(one_fit(x, s))
+            seconds["busy"].append(one_fit(x, s, args.threads))
         finally:
             for spinner in spinners:
                 spinner.kill()
