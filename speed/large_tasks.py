@@ -43,7 +43,7 @@ def main() -> None:
     import yaml
 
     from benchmark.devsuite import devsuite_slugs, load_devsuite_table, resolve_devsuite_dir
-    from benchmark.protocol import EVERY_ROW, make_task, method_seed
+    from benchmark.protocol import make_task, method_seed, parse_max_positives
     from benchmark.runner import evaluate_replicate
 
     def variant(text: str) -> tuple[str, dict | None]:
@@ -59,8 +59,8 @@ def main() -> None:
     slugs = [slug for slug in devsuite_slugs() if rows[slug] >= args.min_rows]
     methods = args.methods.split(",")
     totals = dict.fromkeys(methods, 0.0)
+    cap = parse_max_positives(args.max_positives)
     for slug in slugs:
-        cap = EVERY_ROW if args.max_positives == "all" else int(args.max_positives)
         task = make_task(load_devsuite_table(slug), 0, 0, max_positives=cap, target_pi=args.pi)
         for method in methods:
             started = time.perf_counter()

@@ -34,6 +34,7 @@ import pandas as pd
 from puicl_model.estimator.learners import BAGGED, LOGISTIC
 from puicl_model.estimator.portfolio import (
     EVIDENCE_Z,
+    FALLBACK_WEIGHTS,
     JUDGED_POOL_ROWS,
     MIN_LABELED_FOR_HOLD_OUT,
     MODEL,
@@ -81,6 +82,13 @@ def _named(members: Sequence[str]) -> dict[str, Weights]:
             for name, weights in candidates((MODEL, LOGISTIC, BAGGED)).items()}
 
 
+def _model_weighted(model_weight: float, members: Sequence[str]) -> Weights:
+    """The three ``members`` (model, logistic, tree) with the model weighed ``model_weight``
+    and the learners the rest in halves."""
+    rest = (1.0 - model_weight) / 2
+    return {MODEL: model_weight, LOGISTIC: rest, members[2]: rest}
+
+
 def previous(task: Task) -> Weights:
     """The rule before the model-weighted fallback: the three in thirds (small tables) or the
     logistic learner (large ones) stand unless another even blend leads by 3 SE."""
@@ -97,9 +105,8 @@ def model_weighted_fallback(model_weight: float, z: float = EVIDENCE_Z) -> Rule:
     def rule(task: Task) -> Weights:
         if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
             return previous(task)
-        rest = (1.0 - model_weight) / 2
         blends = {**_named(task.members),
-                  "fallback": {MODEL: model_weight, LOGISTIC: rest, task.members[2]: rest}}
+                  "fallback": _model_weighted(model_weight, task.members)}
         return task.pick(blends, "fallback", z)
     return rule
 
@@ -133,8 +140,7 @@ def composition_fallback(slope: float) -> Rule:
             return previous(task)
         learners = min(2.0 / 3.0, slope * max(task.pi_hat, 0.0))
         blends = {**_named(task.members),
-                  "fallback": {MODEL: 1.0 - learners, LOGISTIC: learners / 2,
-                               task.members[2]: learners / 2}}
+                  "fallback": _model_weighted(1.0 - learners, task.members)}
         return task.pick(blends, "fallback", EVIDENCE_Z)
     return rule
 
@@ -155,18 +161,19 @@ def model_bar(z_model: float) -> Rule:
     return rule
 
 
-def large_fallback(weights: Weights | None) -> Rule:
-    """The shipped rule on small tables; on large ones the fallback ``weights`` over the three
-    members (None: the three in thirds), standing unless another blend leads it by 3 SE."""
+def large_fallback(model_weight: float | None) -> Rule:
+    """The shipped rule on small tables; on large ones the fallback the three members with
+    the model weighed ``model_weight`` (None: the three in thirds), standing unless another
+    blend leads it by 3 SE."""
+    small = model_weighted_fallback(FALLBACK_WEIGHTS[MODEL])
+
     def rule(task: Task) -> Weights:
-        small = model_weighted_fallback(0.6)
         if task.n_labeled < MIN_LABELED_FOR_HOLD_OUT:
             return small(task)
         blends = _named(task.members)
-        if weights is None:
+        if model_weight is None:
             return task.pick(blends, "model+logistic+bagged", EVIDENCE_Z)
-        blends["fallback"] = {MODEL if m == MODEL else LOGISTIC if m == LOGISTIC
-                              else task.members[2]: w for m, w in weights.items()}
+        blends["fallback"] = _model_weighted(model_weight, task.members)
         return task.pick(blends, "fallback", EVIDENCE_Z)
     return rule
 
@@ -200,7 +207,7 @@ RULES: dict[str, Rule] = {
     **{f"model bar {z:g} SE": model_bar(z) for z in (0.0, 1.0)},
     "fallback model 0.60, folds judged": on_judged_rows(model_weighted_fallback(0.6)),
     "large: thirds": large_fallback(None),
-    "large: model 0.6": large_fallback({MODEL: 0.6, LOGISTIC: 0.2, BAGGED: 0.2}),
+    "large: model 0.6": large_fallback(0.6),
 }
 
 

@@ -300,17 +300,19 @@ class FittedScores:
                                                            self.views_, n_folds)
         return self._held_out[n_folds]
 
-    def _evidence_folds(self) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-        """The pool rows the portfolio judges on, and the model's cross-fitted scores of the
-        default folds against them: the class prior's own folds where those rows are the whole
-        pool (no extra pass); on a larger pool scored through shared contexts, the folds scored
-        against the judged sample alone (the blend's evidence needs no more: each fold would
-        otherwise be a pass over every pool row), the same sample large tables judge on. π̂
-        still reads folds against every pool row, scored when it is asked for."""
+    def _evidence_folds(self) -> tuple[np.ndarray | None,
+                                       list[tuple[np.ndarray, np.ndarray]]]:
+        """The pool rows the portfolio judges on (None: all), and the model's cross-fitted
+        scores of the default folds against them: the class prior's own folds where those
+        rows are the whole pool (no extra pass); on a larger pool scored through shared
+        contexts, the folds scored against the judged sample alone (the blend's evidence
+        needs no more: each fold would otherwise be a pass over every pool row), the same
+        sample large tables judge on. π̂ still reads folds against every pool row, scored when
+        it is asked for."""
         n_pool = len(self.x_pool_)
         judged = judged_pool_rows(n_pool, self._entropy)
         if len(judged) == n_pool or not all(p.shares_context for p in self.planners_):
-            return np.arange(n_pool), self._model_folds(DEFAULT_FOLDS)
+            return None, self._model_folds(DEFAULT_FOLDS)
         self._needs_training_data("scoring the labeled positives' folds")
         folds = cross_fitted_scores(self.scorer_, self.planners_, self.views_, DEFAULT_FOLDS,
                                     pool_rows=judged)

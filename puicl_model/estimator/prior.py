@@ -37,14 +37,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from puicl_model.estimator.ensemble import View
 from puicl_model.passes import seed_keys
 from puicl_model.passes.phases import phase
-from puicl_model.passes.planning import PassPlanner
+from puicl_model.passes.planning import PassPlanner, ViewRows
 
 __all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "Folds",
            "best_bin_alpha", "best_bin_estimate", "class_prior_estimate",
@@ -60,9 +61,13 @@ MIN_LABELED_FOR_ESTIMATES = 20
 # scored by the same passes next to the other folds
 Folds = Sequence[tuple[np.ndarray, np.ndarray]]
 
-# scores the rows of some views by the passes of some planners, (planners, views, rows=None):
-# (mean P(y=1), passes run) (puicl_model.passes.inference.PassScorer)
-Scorer = Callable[..., tuple[np.ndarray, int]]
+class Scorer(Protocol):
+    """Scores the pool rows of some views (``rows``: only those, against the contexts planned
+    over the whole pool) by the passes of some planners: (mean P(y=1), passes run)
+    (:class:`puicl_model.passes.inference.PassScorer`)."""
+
+    def __call__(self, planners: Sequence[PassPlanner], views: Sequence[ViewRows],
+                 rows: np.ndarray | None = None) -> tuple[np.ndarray, int]: ...
 
 
 def fold_of(n_labeled: int, n_folds: int, entropy: int) -> np.ndarray:
