@@ -34,6 +34,8 @@ def main() -> None:
     parser.add_argument("--methods", default="puicl,elkan-noto")
     parser.add_argument("--min-rows", type=int, default=4000)
     parser.add_argument("--pi", type=float, default=0.5)
+    parser.add_argument("--datasets", default=None,
+                        help="only these development-suite tables, joined by commas")
     parser.add_argument("--max-positives", default="all",
                         help="the cap on a task's positives ('all': every row; 600: the paper's "
                         "protocol, with --min-rows 0 and --pi 0.2 its reference cell)")
@@ -56,7 +58,8 @@ def main() -> None:
 
     torch.set_num_threads(1)
     rows = pd.read_csv(resolve_devsuite_dir() / "manifest.csv").set_index("slug")["rows"]
-    slugs = [slug for slug in devsuite_slugs() if rows[slug] >= args.min_rows]
+    slugs = [slug for slug in devsuite_slugs() if rows[slug] >= args.min_rows
+             and (args.datasets is None or slug in args.datasets.split(","))]
     methods = args.methods.split(",")
     totals = dict.fromkeys(methods, 0.0)
     cap = parse_max_positives(args.max_positives)
