@@ -113,15 +113,21 @@ def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path,
                  large_pool: str = "shared", repetition: int = 0,
                  members: Sequence[str] = COLLECTED, bags: int | None = None,
                  fewer_bags: Sequence[int] = FEWER_BAGS) -> str:
+    import puicl_model.estimator.evidence_rows
     import puicl_model.estimator.learners
     import puicl_model.estimator.portfolio
     from puicl_model import PUICLClassifier
 
     if bags is not None:  # a study's count of bags (fewer_bags are read off their first ones)
         puicl_model.estimator.learners.BAGS = bags
+        puicl_model.estimator.learners.BAGS_WITH_HELD_OUT = bags
+        puicl_model.estimator.portfolio.BAGS = bags
+        puicl_model.estimator.portfolio.BAGS_WITH_HELD_OUT = bags
 
-    # the rule is replayed against the whole pool: every member scores every pool row
-    puicl_model.estimator.portfolio.JUDGED_POOL_ROWS = 2**62
+    # the rule is replayed against the whole pool and every held-out positive: every member
+    # scores them all (studies.rule_candidates replays the classifier's samples of them)
+    puicl_model.estimator.evidence_rows.JUDGED_POOL_ROWS = 2**62
+    puicl_model.estimator.evidence_rows.JUDGED_HELD_OUT = 2**62
     puicl_model.estimator.portfolio.MEMBERS = tuple(members)
 
     size, pi, frequency = cell

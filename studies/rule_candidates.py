@@ -192,6 +192,25 @@ def on_judged_rows(rule: Rule, rows: int = JUDGED_POOL_ROWS) -> Rule:
     return judged
 
 
+def on_less_evidence(rule: Rule, held: int, judged: int) -> Rule:
+    """``rule`` reading what a classifier with at most ``held`` held-out positives and
+    ``judged`` judged pool rows reads: on large tables a seeded sample of that many of the
+    kept held-out positives; on every table a seeded sample of ``judged`` pool rows where the
+    pool is larger (small tables' folds keep all their positives)."""
+    def fewer(task: Task) -> Weights:
+        pools, helds = task.evidence.pool, task.evidence.held
+        n_pool = len(next(iter(pools[0].values())))
+        if n_pool > judged:
+            rows = np.sort(np.random.default_rng(n_pool).permutation(n_pool)[:judged])
+            pools = [{member: scores[rows] for member, scores in pool.items()} for pool in pools]
+        n_held = len(next(iter(helds[0].values())))
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT and n_held > held:
+            rows = np.sort(np.random.default_rng(n_held).permutation(n_held)[:held])
+            helds = [{member: scores[rows] for member, scores in part.items()} for part in helds]
+        return rule(dataclasses.replace(task, evidence=Evidence(helds, pools)))
+    return fewer
+
+
 def model_alone(task: Task) -> Weights:
     return {MODEL: 1.0}
 
@@ -208,6 +227,9 @@ RULES: dict[str, Rule] = {
     "fallback model 0.60, folds judged": on_judged_rows(model_weighted_fallback(0.6)),
     "large: thirds": large_fallback(None),
     "large: model 0.6": large_fallback(0.6),
+    **{f"evidence {held}/{judged}": on_less_evidence(model_weighted_fallback(0.6), held, judged)
+       for held, judged in ((1000, 2000), (500, 1000), (300, 1000), (300, 700), (300, 500),
+                            (500, 500))},
 }
 
 

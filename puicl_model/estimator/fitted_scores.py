@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,12 @@ import numpy as np
 from puicl_common.runtime import resolve_precision
 from puicl_model.estimator.input_checks import check_table_after_fit
 from puicl_model.estimator.pool_sample import take_rows
-from puicl_model.estimator.portfolio import Choice, Portfolio, judged_pool_rows
+from puicl_model.estimator.portfolio import (
+    Choice,
+    Portfolio,
+    judged_held_rows,
+    judged_pool_rows,
+)
 from puicl_model.estimator.prior import (
     DEFAULT_FOLDS,
     MIN_LABELED_FOR_ESTIMATES,
@@ -87,7 +92,7 @@ class FittedScores:
             if self.portfolio_ is not None and self._x_held is not None:
                 self._choose_on_held_out(self.portfolio_)
             else:
-                proba = self._model_scores(np.arange(len(self.x_pool_)), with_held=False)
+                proba = self._model_scores(np.arange(len(self.x_pool_)))
                 if self.portfolio_ is None:
                     self._pool_proba = proba
                 else:  # the class prior's cross-fitted folds are the evidence
@@ -97,13 +102,12 @@ class FittedScores:
             self.inference_seconds_ = time.perf_counter() - started
         return self._pool_proba
 
-    def _model_scores(self, rows: np.ndarray, with_held: bool) -> np.ndarray:
-        """The model's P(y=1) of the fitted pool's rows ``rows``, then (``with_held``) of the
-        held-out positives, by passes planned over just those rows (all the pool's rows, and
-        the held-out ones: the passes of the whole fitted pool)."""
-        n_pool = len(self.x_pool_)
-        if with_held:
-            rows = np.concatenate([rows, np.arange(n_pool, n_pool + self.n_held_out_)])
+    def _model_scores(self, rows: np.ndarray, held: np.ndarray | None = None) -> np.ndarray:
+        """The model's P(y=1) of the fitted pool's rows ``rows``, then of the held-out
+        positives ``held`` (indices among them), by passes planned over just those rows (all
+        the pool's rows, and the held-out ones: the passes of the whole fitted pool)."""
+        if held is not None:
+            rows = np.concatenate([rows, len(self.x_pool_) + held])
         if all(planner.shares_context for planner in self.planners_):
             # every row against the same contexts, drawn from the whole pool: the rows asked
             # for are scored against them (a query row's score does not depend on the others)
@@ -118,21 +122,22 @@ class FittedScores:
         return proba
 
     def _choose_on_held_out(self, portfolio: Portfolio) -> None:
-        """Score the held-out positives and the judged pool rows, choose the blend on them,
-        and score the rest of the pool with the model only where the blend weighs it."""
-        n_pool = len(self.x_pool_)
+        """Score a sample of the held-out positives and of the pool rows, choose the blend on
+        them, and score the rest of both with the model only where the blend weighs it."""
+        n_pool, n_held = len(self.x_pool_), self.n_held_out_
         judged = judged_pool_rows(n_pool, self._entropy)
-        proba = self._model_scores(judged, with_held=True)
+        judged_held = judged_held_rows(n_held, self._entropy)
+        proba = self._model_scores(judged, judged_held)
         model_judged, model_held = proba[:len(judged)], proba[len(judged):]
-        portfolio.choose_on_held_out(model_judged, model_held, judged)
-        model_pool = None
-        if len(judged) == n_pool:
-            model_pool = model_judged
-        elif portfolio.weighs_model:
-            rest = np.setdiff1d(np.arange(n_pool), judged, assume_unique=True)
-            model_pool = np.empty(n_pool)
-            model_pool[judged] = model_judged
-            model_pool[rest] = self._model_scores(rest, with_held=False)
+        portfolio.choose_on_held_out(model_judged, model_held, judged, judged_held)
+        model_pool = model_judged if len(judged) == n_pool else None
+        if portfolio.weighs_model:
+            model_pool = _completed(model_judged, judged, n_pool,
+                                    lambda rest: self._model_scores(rest))
+            model_held = _completed(model_held, judged_held, n_held,
+                                    lambda rest: self._model_scores(rest[:0], rest))
+        elif len(judged_held) < n_held:
+            model_held = None  # (the blend reads only the learners' scores of them)
         self._pool_proba, self._held_proba = portfolio.held_out_proba(
             model_pool, model_held, model_judged, judged)
 
@@ -352,3 +357,15 @@ class FittedScores:
             rest = np.flatnonzero(~placed)
             positive[rest], match[rest] = self._positive_probability(take_rows(X, rest))
         return positive, match
+
+
+def _completed(scored: np.ndarray, rows: np.ndarray, n: int,
+               score_rest: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``n`` probabilities: ``scored`` at ``rows`` (sorted), the others by ``score_rest``."""
+    if len(rows) == n:
+        return scored
+    rest = np.setdiff1d(np.arange(n), rows, assume_unique=True)
+    out = np.empty(n)
+    out[rows] = scored
+    out[rest] = score_rest(rest)
+    return out

@@ -38,8 +38,8 @@ import numpy as np
 
 from puicl_model.passes import seed_keys
 
-__all__ = ["BAGGED", "BAGS", "BOOSTED", "LEARNER_FOLDS", "LOGISTIC", "CrossFittedLearner",
-           "learner_encoding", "log_odds"]
+__all__ = ["BAGGED", "BAGS", "BAGS_WITH_HELD_OUT", "BOOSTED", "LEARNER_FOLDS", "LOGISTIC",
+           "CrossFittedLearner", "learner_encoding", "log_odds"]
 
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # spawn-key tags of the learners' fold splits
@@ -53,6 +53,11 @@ LEARNER_FOLDS = 5
 # portfolio with its first 10 bags picks and ranks as with all 30 (mean AUC within 0.0005 in
 # every cell, docs/decisions.md) at a third of the trees' time
 BAGS = 10
+# on tables with held-out positives (MIN_LABELED_FOR_HOLD_OUT labeled positives and more, in
+# portfolio.py) each bag trains on thousands of rows and the logistic learner is the fallback:
+# there the first 5 bags pick as the first 10 did on every large task of the size grid
+# (docs/decisions.md), at half the trees' time
+BAGS_WITH_HELD_OUT = 5
 # clip of probabilities before their log-odds are taken
 _EPS = 1e-6
 
@@ -150,11 +155,13 @@ class CrossFittedLearner:
         sequence = np.random.SeedSequence(self.entropy, spawn_key=(LEARNER_TAGS[self.kind], *key))
         return int(sequence.generate_state(1)[0] % 2**31)
 
-    def fit(self, x_labeled: np.ndarray, x_pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Out-of-fold log-odds of P(labeled | x): of the labeled rows, then of the pool."""
+    def fit(self, x_labeled: np.ndarray, x_pool: np.ndarray,
+            bags: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Out-of-fold log-odds of P(labeled | x): of the labeled rows, then of the pool
+        (``bags``: PU bagging's count, None: :data:`BAGS`)."""
         if self.kind == BAGGED:
             return self._fit_bags(np.asarray(x_labeled, np.float64),
-                                  np.asarray(x_pool, np.float64))
+                                  np.asarray(x_pool, np.float64), BAGS if bags is None else bags)
         from sklearn.model_selection import StratifiedKFold
 
         x = np.vstack([x_labeled, x_pool]).astype(np.float64)
@@ -177,15 +184,16 @@ class CrossFittedLearner:
             self.models_.append(model)
         return scores[: len(x_labeled)], scores[len(x_labeled):]
 
-    def _fit_bags(self, x_labeled: np.ndarray, x_pool: np.ndarray,
+    def _fit_bags(self, x_labeled: np.ndarray, x_pool: np.ndarray, count: int,
                   ) -> tuple[np.ndarray, np.ndarray]:
-        """PU bagging: bag b trains on the labeled positives outside fold ``b % folds`` against
-        as many pool rows drawn with replacement (its own key), and scores that fold's
-        positives and the pool rows it did not draw. A pool row that every bag drew (a chance
-        of about 0.63 ** BAGS) is scored by all of them, as a new row would be."""
+        """PU bagging with ``count`` bags: bag b trains on the labeled positives outside fold
+        ``b % folds`` against as many pool rows drawn with replacement (its own key), and
+        scores that fold's positives and the pool rows it did not draw. A pool row that every
+        bag drew (a chance of about 0.63 ** count) is scored by all of them, as a new row
+        would be."""
         n_labeled, n_pool = len(x_labeled), len(x_pool)
         fold = np.random.default_rng(self._seed()).permutation(n_labeled) % self.folds
-        bags = side_by_side((self._bag_job(bag, fold, x_labeled, x_pool) for bag in range(BAGS)),
+        bags = side_by_side((self._bag_job(bag, fold, x_labeled, x_pool) for bag in range(count)),
                             self.n_threads)
         labeled_sum, pool_sum = np.zeros(n_labeled), np.zeros(n_pool)
         labeled_count, pool_count = np.zeros(n_labeled), np.zeros(n_pool)

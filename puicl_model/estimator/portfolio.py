@@ -18,13 +18,13 @@ SCAR, P(labeled | x) ranks rows as P(y = 1 | x) does (Elkan & Noto, KDD 2008).
 Evidence. Labeled positives that no member saw as labeled: for the model, positives held out
 of its passes' context (large tables) or the class prior's cross-fitted folds (smaller ones,
 :mod:`puicl_model.estimator.prior`); for the learners, their out-of-fold scores. Either is
-read against the pool, or against a seeded sample of :data:`JUDGED_POOL_ROWS` of its rows
-where it is larger (the folds then score only those rows: the evidence needs no more, and a
-fold over every row of a large pool is a pass over all of it). Under SCAR such
-positives are distributed as the pool's positives, so for any score the AUC of held-out
-positives against the pool is ``(1 − π)/2 + π · AUC`` (Jain, White & Radivojac, arXiv
-1702.00518), with AUC the score's true positive-against-negative AUC on the pool: the
-candidate that ranks held-out positives highest ranks the pool best.
+read against the pool, or against a seeded sample of its rows where it is larger
+(:mod:`puicl_model.estimator.evidence_rows`; the folds then score only those rows: the
+evidence needs no more, and a fold over every row of a large pool is a pass over all of
+it). Under SCAR such positives are distributed as the pool's positives, so for any score the
+AUC of held-out positives against the pool is ``(1 − π)/2 + π · AUC`` (Jain, White &
+Radivojac, arXiv 1702.00518), with AUC the score's true positive-against-negative AUC on the
+pool: the candidate that ranks held-out positives highest ranks the pool best.
 
 The rule. A difference in held-out AUC is π times the difference in true AUC, read off a few
 hundred positives: at small π or with few positives it is mostly noise. So the candidate with
@@ -51,23 +51,31 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
+from puicl_model.estimator.evidence_rows import (
+    JUDGED_HELD_OUT,
+    JUDGED_POOL_ROWS,
+    held_out_rows,
+    judged_held_rows,
+    judged_pool_rows,
+)
 from puicl_model.estimator.learners import (
     BAGGED,
+    BAGS,
+    BAGS_WITH_HELD_OUT,
     BOOSTED,
     LOGISTIC,
     CrossFittedLearner,
     learner_encoding,
     log_odds,
 )
-from puicl_model.passes import seed_keys
 from puicl_model.passes.scores import NonFiniteScoresError
 
 __all__ = ["BAGGED", "BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WEIGHTS",
-           "FALLBACK_WITH_HELD_OUT", "LOGISTIC", "MAX_HELD_OUT", "MEMBERS",
-           "MIN_LABELED_FOR_HOLD_OUT", "MIN_LABELED_FOR_PORTFOLIO", "MIN_POOL_FOR_PORTFOLIO",
-           "MODEL", "Blend", "Choice", "CrossFittedLearner", "Evidence", "Portfolio",
-           "blends_for", "candidates", "choose", "held_out_rows", "judged_pool_rows",
-           "learner_encoding"]
+           "FALLBACK_WITH_HELD_OUT", "JUDGED_HELD_OUT", "JUDGED_POOL_ROWS", "LOGISTIC",
+           "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT", "MIN_LABELED_FOR_PORTFOLIO",
+           "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice", "CrossFittedLearner",
+           "Evidence", "Portfolio", "blends_for", "candidates", "choose", "held_out_rows",
+           "judged_held_rows", "judged_pool_rows", "learner_encoding"]
 
 MODEL = "model"
 # the members a fit runs (docs/decisions.md, "A portfolio chosen per table"). BOOSTED, the
@@ -116,10 +124,6 @@ CANDIDATES: Mapping[str, Mapping[str, float]] = blends_for(MEMBERS, FALLBACK)
 # fallback by to replace it: lower bars followed the noise of a few hundred positives more
 # often than they found a better candidate (docs/decisions.md)
 EVIDENCE_Z = 3.0
-# on a table with held-out positives, the blend is chosen against a seeded sample of this many
-# pool rows (all of a smaller pool) before the model scores the rest, which it scores only where
-# the chosen blend weighs it: a table where the learners win costs about what they cost
-JUDGED_POOL_ROWS = 2000
 # the portfolio runs on tables with at least this many labeled positives and pool rows: fewer
 # positives give each cross-fitted fold too few to score, a smaller pool too few to rank against
 MIN_LABELED_FOR_PORTFOLIO = 20
@@ -275,24 +279,6 @@ class Blend:
 
 
 # ---------------------------------------------------------------------------- portfolio
-def held_out_rows(n_labeled: int, n_held: int, entropy: int) -> np.ndarray:
-    """The mask of the ``n_held`` labeled rows held out of every pass's context, drawn under
-    the key ``(seed_keys.HELD_OUT,)`` of the fit's root seed."""
-    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_keys.HELD_OUT,)))
-    mask = np.zeros(n_labeled, dtype=bool)
-    mask[rng.choice(n_labeled, size=n_held, replace=False)] = True
-    return mask
-
-
-def judged_pool_rows(n_pool: int, entropy: int) -> np.ndarray:
-    """The pool rows (sorted) the blend is chosen against: all of a pool of at most
-    :data:`JUDGED_POOL_ROWS`, else a sample of that many keyed ``(seed_keys.JUDGED,)``."""
-    if n_pool <= JUDGED_POOL_ROWS:
-        return np.arange(n_pool)
-    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_keys.JUDGED,)))
-    return np.sort(rng.permutation(n_pool)[:JUDGED_POOL_ROWS])
-
-
 @dataclass
 class Portfolio:
     """The portfolio of one fitted table: the learners' rows in their own encoding, the
@@ -347,8 +333,9 @@ class Portfolio:
             if kind == MODEL:
                 continue
             learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
-            self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(self.x_labeled,
-                                                                            self.x_pool)
+            bags = BAGS_WITH_HELD_OUT if self.n_held else BAGS
+            self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(
+                self.x_labeled, self.x_pool, bags=bags)
             self.learners[kind] = learner
 
     def _decide(self, evidence: Evidence, pool: Mapping[str, np.ndarray],
@@ -357,30 +344,37 @@ class Portfolio:
         self.choice = choose(evidence, self.members, fallback=self.fallback, z=self.z)
         self.blend = Blend.on_pool(self.choice.weights, pool, model_pool)
 
-    def _held_scores(self, model_held: np.ndarray) -> dict[str, np.ndarray]:
-        """Each member's log-odds of the positives held out of the passes."""
-        return {MODEL: log_odds(model_held),
-                **{kind: scores[-self.n_held:] for kind, scores in self.labeled_scores.items()}}
+    def _held_scores(self, model_held: np.ndarray | None,
+                     rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Each member's log-odds of the positives held out of the passes (``rows``: of those
+        held-out positives only; the model's where it scored them, ``model_held``)."""
+        learners = {kind: scores[-self.n_held:] for kind, scores in self.labeled_scores.items()}
+        if rows is not None:
+            learners = {kind: scores[rows] for kind, scores in learners.items()}
+        return learners if model_held is None else {MODEL: log_odds(model_held), **learners}
 
     def choose_on_held_out(self, model_judged: np.ndarray, model_held: np.ndarray,
-                           judged: np.ndarray) -> None:
-        """Choose on the positives held out of the passes, against the pool rows ``judged``
-        (the model's P(y = 1) of those rows, ``model_judged``, and of the held-out positives)."""
+                           judged: np.ndarray, judged_held: np.ndarray) -> None:
+        """Choose on the held-out positives ``judged_held`` (indices among those held out of
+        the passes) against the pool rows ``judged``: the model's P(y = 1) of those rows,
+        ``model_judged``, and of those positives, ``model_held``."""
         self._fit_learners()
-        held = self._held_scores(model_held)
+        held = self._held_scores(model_held, judged_held)
         pool = {MODEL: log_odds(model_judged),
                 **{kind: scores[judged] for kind, scores in self.pool_scores.items()}}
         self.evidence, self.member_pool_scores = Evidence([held], [pool]), pool
         self.choice = choose(self.evidence, self.members, fallback=self.fallback, z=self.z)
 
-    def held_out_proba(self, model_pool: np.ndarray | None, model_held: np.ndarray,
+    def held_out_proba(self, model_pool: np.ndarray | None, model_held: np.ndarray | None,
                        model_judged: np.ndarray, judged: np.ndarray,
                        ) -> tuple[np.ndarray, np.ndarray]:
-        """The chosen blend's P(y = 1) of the pool and of the held-out positives. The blend is
+        """The chosen blend's P(y = 1) of the pool and of the held-out positives (the model's
+        of every held-out positive, ``model_held``, where the blend weighs it). The blend is
         keyed to the model's whole pool where the model scored it (``model_pool``), else to
         the judged rows' (the model's distribution over a seeded sample of the pool)."""
         assert self.choice is not None
         weights = self.choice.weights
+        assert model_held is not None or MODEL not in weights
         held = self._held_scores(model_held)
         if model_pool is not None:
             pool = {MODEL: log_odds(model_pool), **self.pool_scores}

@@ -116,22 +116,48 @@ def query_probabilities(model: PUICLModel, cache: ContextCache, x: Tensor,
     """P(y = +) [rows] of query rows ``x`` [rows, d] next to the cached context, scored in
     blocks of exactly ``block_rows`` rows (None: :func:`query_block_rows` for ``x``'s device;
     the last block padded with zero rows, discarded); ``advance(rows)`` hears each block's
-    rows as it is scored."""
+    rows as it is scored.
+
+    On a CPU the blocks run side by side, as many at a time as torch has threads, each block
+    on one thread (:func:`_side_by_side`): the same bytes as one block after another on one
+    thread, whatever the thread count."""
     if block_rows is None:
         block_rows = query_block_rows(cache, x.device)
     x = x.float()
     n = x.shape[0]
     out = torch.empty(n, dtype=torch.float32, device=x.device)
-    for start in range(0, n, block_rows):
+    starts = range(0, n, block_rows)
+
+    def block_proba(start: int) -> Tensor:
         block = x[start : start + block_rows]
         size = block.shape[0]
         if size < block_rows:
             block = torch.cat([block, block.new_zeros(block_rows - size, block.shape[1])])
-        logits = _query_logits(model, cache, block)
-        out[start : start + size] = torch.softmax(logits, dim=-1)[:size, 1]
+        return torch.softmax(_query_logits(model, cache, block), dim=-1)[:size, 1]
+
+    workers = torch.get_num_threads() if x.device.type == "cpu" else 1
+    for start, proba in zip(starts, _side_by_side(block_proba, starts, workers), strict=True):
+        out[start : start + len(proba)] = proba
         if advance is not None:
-            advance(size)
+            advance(len(proba))
     return out
+
+
+def _side_by_side(job: Callable[[int], Tensor], items: Sequence[int],
+                  workers: int) -> Iterator[Tensor]:
+    """``job(item)`` of every item, in the items' order: one after another where ``workers`` is
+    1 or there is one item; else on a pool of ``workers`` threads with torch's own count set to
+    one while they run. A block's operations are small: split over a team of threads, each
+    operation waits at its end for the slowest member, and on a machine busy with other work a
+    descheduled member stalls the whole team (docs/performance.md, "The portfolio on a busy
+    machine"); blocks on threads of their own share no such barrier."""
+    if workers <= 1 or len(items) <= 1:
+        yield from map(job, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with torch_threads(1), ThreadPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(job, items)
 
 
 class ContextCaches:

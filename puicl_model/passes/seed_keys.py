@@ -59,7 +59,8 @@ HELD_OUT: Final = 12
 LOGISTIC_FOLDS: Final = 13
 # the seed of the gradient-boosted trees' cross-fitting folds: (BOOSTED_FOLDS,)
 BOOSTED_FOLDS: Final = 15
-# the pool rows the blend is chosen against, on pools larger than it reads: (JUDGED,)
+# the pool rows the blend is chosen against, on pools larger than it reads: (JUDGED,); the
+# held-out positives it is chosen on, where more were held out than it reads: (JUDGED, 1)
 JUDGED: Final = 16
 # PU bagging's draws: the labeled positives' split in folds, (BAGS,); the pool rows drawn into
 # bag b, (BAGS, b)
@@ -88,7 +89,7 @@ KEY_SHAPES: Final[dict[str, tuple[tuple[int | str, ...], ...]]] = {
     "LOGISTIC_FOLDS": ((LOGISTIC_FOLDS,),),
     "POOL_SAMPLE": ((POOL_SAMPLE,),),
     "BOOSTED_FOLDS": ((BOOSTED_FOLDS,),),
-    "JUDGED": ((JUDGED,),),
+    "JUDGED": ((JUDGED,), (JUDGED, 1)),
     "BAGS": ((BAGS,), (BAGS, "bag")),
     "RANKING": ((RANKING,),),
 }

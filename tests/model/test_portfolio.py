@@ -250,7 +250,8 @@ def test_a_small_table_with_a_large_pool_judges_its_folds_on_a_sample(small_weig
     from puicl_model.estimator.learners import log_odds
     from puicl_model.estimator.portfolio import JUDGED_POOL_ROWS, judged_pool_rows
 
-    n_pool = JUDGED_POOL_ROWS + 500
+    n_pool = 2500  # beyond the single pass: shared contexts
+    assert n_pool > JUDGED_POOL_ROWS
     X, s = _table(rng, 80, n_pool)
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=4).fit(X, s)
     clf.predict_proba(X[s == 0])
@@ -268,6 +269,9 @@ def test_a_small_table_with_a_large_pool_judges_its_folds_on_a_sample(small_weig
         assert evidence.pool[k][LOGISTIC].tobytes() == (
             clf.portfolio_.pool_scores[LOGISTIC][judged].tobytes())
     assert len(full) == 2 and all(len(pool) == n_pool for _, pool in full)
+    from puicl_model.estimator.learners import BAGS, BAGS_WITH_HELD_OUT
+
+    assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS > BAGS_WITH_HELD_OUT
 
 
 @pytest.mark.slow
@@ -283,7 +287,12 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
     assert pool.shape == (2500, 2) and np.all((pool >= 0) & (pool <= 1))
     # the blend is chosen against a judged sample of the pool; where it does not weigh the
     # model, the model scored only that sample and the held-out positives
-    assert len(clf.portfolio_.evidence.pool[0]["model"]) == 2000
+    from puicl_model.estimator.learners import BAGS_WITH_HELD_OUT
+    from puicl_model.estimator.portfolio import JUDGED_POOL_ROWS
+
+    assert len(clf.portfolio_.evidence.pool[0]["model"]) == JUDGED_POOL_ROWS < 2500
+    # with held-out positives PU bagging fits fewer bags than on a small table
+    assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS_WITH_HELD_OUT
     passes = clf.n_passes_
     folds = clf.held_out_scores()
     assert len(folds) == 1 and len(folds[0][0]) == clf.n_held_out_
@@ -299,6 +308,61 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
         monkeypatch.setattr(module, "score_new_rows", lambda *a, **k: pytest.fail("a pass ran"))
     new = clf.predict_proba(X[s == 0][:7] + 1e-3)[:, 1]
     assert np.all((new >= pool[:, 1].min()) & (new <= pool[:, 1].max()))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fallback", ["logistic", "model"])
+def test_large_tables_choose_on_a_sample_of_their_held_out_positives(small_weights, rng,
+                                                                     monkeypatch,
+                                                                     fallback) -> None:
+    """Where more positives were held out than the blend is chosen on, the model scores the
+    others only where the chosen blend weighs it; their scores are then the bits of a fit
+    that chose on all of them."""
+    import puicl_model.estimator.evidence_rows as evidence_rows
+    import puicl_model.estimator.portfolio as portfolio_module
+    from puicl_model.estimator.learners import log_odds
+    from puicl_model.estimator.portfolio import judged_held_rows
+
+    original = portfolio_module.choose
+    monkeypatch.setattr(portfolio_module, "choose",  # the fallback stands
+                        lambda *args, **kwargs: original(*args, **{**kwargs, "z": np.inf}))
+    monkeypatch.setattr(portfolio_module, "FALLBACK_WITH_HELD_OUT", fallback)
+    X, s = _table(rng, MIN_LABELED_FOR_HOLD_OUT + 40, 2500)
+
+    def fitted(judged_held: int) -> PUICLClassifier:
+        monkeypatch.setattr(evidence_rows, "JUDGED_HELD_OUT", judged_held)
+        clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
+        clf.predict_proba(X[s == 0])
+        return clf
+
+    from puicl_model.estimator.fitted_scores import FittedScores
+
+    scored_held: list[int] = []
+    model_scores = FittedScores._model_scores
+
+    def recording(self, rows, held=None):
+        scored_held.append(0 if held is None else len(held))
+        return model_scores(self, rows, held)
+
+    monkeypatch.setattr(FittedScores, "_model_scores", recording)
+    every = fitted(10_000)
+    every_held = sum(scored_held)
+    scored_held.clear()
+    sampled = fitted(100)
+    assert sampled.choice_.name == every.choice_.name == fallback
+    n_held = sampled.n_held_out_
+    judged = judged_held_rows(n_held, sampled._entropy)
+    assert len(judged) == 100 < n_held == every_held
+    assert all(len(scores) == 100 for scores in sampled.portfolio_.evidence.held[0].values())
+    assert np.array_equal(sampled.portfolio_.evidence.held[0][LOGISTIC],
+                          every.portfolio_.evidence.held[0][LOGISTIC][judged])
+    # the blend's probabilities of every held-out positive (what π̂ reads), as with all judged
+    held, _ = sampled.held_out_scores()[0]
+    assert np.array_equal(held, every.held_out_scores()[0][0])
+    # the model scored the others only where the blend weighs it
+    assert sum(scored_held) == (n_held if fallback == "model" else 100)
+    if fallback == "model":
+        assert np.array_equal(log_odds(held[judged]), sampled.portfolio_.evidence.held[0][MODEL])
 
 
 def test_where_trees_see_the_signal_the_portfolio_follows_them(small_weights) -> None:

@@ -77,6 +77,42 @@ def test_a_row_scores_the_same_bytes_in_any_block_order_and_thread_count(model_f
     assert not torch.equal(query_probabilities(model, other, rows), alone)
 
 
+def test_blocks_run_side_by_side_on_a_cpu_with_threads(model_factory, monkeypatch) -> None:
+    """With torch on several threads the blocks run on as many threads of their own, each
+    with torch on one thread, and torch's count is restored after; on one thread they run in
+    the caller's thread. The bytes are those of one thread (the test above)."""
+    import threading
+
+    model = model_factory()
+    generator = torch.Generator().manual_seed(1)
+    cache = context_cache(model, torch.randn(120, 5, generator=generator), 50)
+    rows = torch.randn(6 * QUERY_BLOCK_ROWS, 5, generator=generator)
+    seen: list[tuple[int, int]] = []
+    scored = query_rows._query_logits
+
+    def recording(*args, **kwargs):
+        seen.append((threading.get_ident(), torch.get_num_threads()))
+        return scored(*args, **kwargs)
+
+    monkeypatch.setattr(query_rows, "_query_logits", recording)
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        alone = query_probabilities(model, cache, rows)
+        assert {ident for ident, _ in seen} == {threading.get_ident()}
+        seen.clear()
+        torch.set_num_threads(3)
+        heard: list[int] = []
+        together = query_probabilities(model, cache, rows, advance=heard.append)
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(previous)
+    assert len(seen) == 6 and {threads for _, threads in seen} == {1}
+    assert threading.get_ident() not in {ident for ident, _ in seen}
+    assert heard == [QUERY_BLOCK_ROWS] * 6
+    assert torch.equal(together, alone)
+
+
 def test_the_block_is_fixed_by_the_device_and_the_contexts_shape(model_factory) -> None:
     """32 rows off CUDA; on CUDA a power of two that keeps the scores within the budget, the
     same for every block next to one context, fewer rows next to a larger context."""

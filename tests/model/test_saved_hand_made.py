@@ -44,7 +44,7 @@ def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
     portfolio = clf.portfolio_
     portfolio.choice = dataclasses.replace(portfolio.choice, name="model+bagged",
                                            weights=dict(CANDIDATES["model+bagged"]))
-    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)), False)),
+    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)))),
             **portfolio.pool_scores}
     portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf._pool_proba)
     root = tmp_path_factory.mktemp("originals")

@@ -79,7 +79,7 @@ def test_a_blend_that_weighs_the_bagged_trees_gives_the_same_bits(small_weights,
     # as where the evidence chose it: the blend of ``blend`` on the pool's scores
     portfolio.choice = dataclasses.replace(portfolio.choice, name=blend,
                                            weights=dict(CANDIDATES[blend]))
-    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)), False)),
+    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)))),
             **portfolio.pool_scores}
     portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf._pool_proba)
     new = _frame(5, 10, seed=9)[0]
