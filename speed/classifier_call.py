@@ -54,7 +54,7 @@ def new_row_costs(table: np.ndarray | pd.DataFrame, s: np.ndarray, rows: int,
     for budget in budgets:
         clf = PUICLClassifier(random_state=0, partner="none", context_cache_bytes=budget,
                               **({} if large_pool is None else {"large_pool": large_pool}))
-        clf.fit(table, s).prepare()
+        clf.fit(table, s)
         pool_share = clf.inference_seconds_ * rows / len(clf.x_pool_)
         seconds = []
         for _ in range(2):

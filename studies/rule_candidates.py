@@ -192,6 +192,24 @@ def on_judged_rows(rule: Rule, rows: int = JUDGED_POOL_ROWS) -> Rule:
     return judged
 
 
+def fallback_unless_thirds_lead(k: float) -> Rule:
+    """Small tables: the model-weighted fallback (0.6), except where the three in thirds lead
+    the model alone by more than ``k`` standard errors of their paired held-out difference:
+    there the thirds stand in its place; then as the shipped rule. Large tables as before."""
+    shipped = model_weighted_fallback(FALLBACK_WEIGHTS[MODEL])
+
+    def rule(task: Task) -> Weights:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            return previous(task)
+        blends = _named(task.members)
+        aucs, se = held_out_aucs(task.evidence, task.members, MODEL, blends)
+        thirds = "model+logistic+bagged"
+        if aucs[thirds] - aucs[MODEL] > k * se[thirds]:
+            return task.pick(blends, thirds, EVIDENCE_Z)
+        return shipped(task)
+    return rule
+
+
 def on_less_evidence(rule: Rule, held: int, judged: int) -> Rule:
     """``rule`` reading what a classifier with at most ``held`` held-out positives and
     ``judged`` judged pool rows reads: on large tables a seeded sample of that many of the
@@ -227,6 +245,8 @@ RULES: dict[str, Rule] = {
     "fallback model 0.60, folds judged": on_judged_rows(model_weighted_fallback(0.6)),
     "large: thirds": large_fallback(None),
     "large: model 0.6": large_fallback(0.6),
+    **{f"thirds where they lead the model by {k:g} SE": fallback_unless_thirds_lead(k)
+       for k in (0.0, 1.0, 2.0)},
     **{f"evidence {held}/{judged}": on_less_evidence(model_weighted_fallback(0.6), held, judged)
        for held, judged in ((1000, 2000), (500, 1000), (300, 1000), (300, 700), (300, 500),
                             (500, 500))},

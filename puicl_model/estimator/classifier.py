@@ -226,7 +226,9 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         return int(state)
 
     def fit(self, X: Any, s: Any) -> PUICLClassifier:
-        """Store the PU table: ``s[i] = 1`` if row ``i`` is a labeled positive, else 0."""
+        """Fit on the PU table (``s[i] = 1`` if row ``i`` is a labeled positive, else 0): encode
+        it, plan the passes, score the pool, fit the portfolio's learners and choose its blend
+        (and, with ``threshold="prior"``, estimate π̂), so that predictions only read."""
         settings = check_settings(self)
         labeled = check_pu_table(X, s)
         entropy = self._root_seed()
@@ -282,6 +284,11 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         self._held_out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # scores per n_folds
         self._pool_index: dict[bytes, int] | None = None
         self._context_caches: ContextCaches | None = None  # (those of an earlier fit go)
+        try:
+            self._score_fitted_table()
+        except BaseException:
+            del self.planner_  # a fit that could not score its pool leaves no fitted classifier
+            raise
         return self
 
     # -------------------------------------------------------------------------- scoring
@@ -290,16 +297,6 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
             from sklearn.exceptions import NotFittedError
 
             raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
-
-    def prepare(self) -> PUICLClassifier:
-        """Score the fitted pool, choose the blend and (``threshold="prior"``) estimate π̂
-        now, not at the first scoring: a copy sent to other processes then carries them and
-        scores as this one does (:mod:`puicl_model.estimator.dask_frames`); computed there again,
-        with other thread counts, their last bits could differ."""
-        self._prepare_pool()
-        if self.threshold == "prior":
-            self.estimate_class_prior()
-        return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2]). A dask DataFrame gives a

@@ -37,9 +37,10 @@ def import_dask() -> Any:
 
 
 def _shared(classifier: Any) -> Any:
-    """The prepared classifier as one ``dask.delayed`` value of the graph."""
+    """The fitted classifier (its pool scored and its blend chosen by ``fit``) as one
+    ``dask.delayed`` value of the graph."""
     dask = import_dask()
-    return dask.delayed(classifier.prepare(), pure=False)
+    return dask.delayed(classifier, pure=False)
 
 
 def _proba(frame: pd.DataFrame, classifier: Any) -> np.ndarray:

@@ -65,6 +65,41 @@ class FittedScores:
             raise NoTrainingDataError(f"{what} needs the training data, and this PUICLClassifier "
                                       "was saved without it (save(..., training_data=False))")
 
+    def _score_fitted_table(self) -> None:
+        """What predictions read, computed once in ``fit``, so that scoring leaves the
+        classifier as it was (scikit-learn's rule) and a copy sent to other processes scores
+        as this one does (:mod:`puicl_model.estimator.dask_frames`; computed there again, with
+        other thread counts, their last bits could differ): the pool's probabilities and the
+        portfolio's choice, the index that finds fitted pool rows, the store of the contexts'
+        caches, and π̂ where the threshold reads it."""
+        self._pool_probabilities()
+        self._index_fitted_rows()
+        if self.threshold == "prior":
+            self.estimate_class_prior()
+
+    def prepare(self) -> FittedScores:
+        """Nothing left to do: ``fit`` now scores the fitted pool, chooses the blend and
+        (``threshold="prior"``) estimates π̂. Kept so that code written for the lazy fit still
+        runs; it warns, and will be removed."""
+        import warnings
+
+        warnings.warn("PUICLClassifier.prepare() is no longer needed: fit() scores the pool "
+                      "and chooses the blend; prepare() will be removed", FutureWarning,
+                      stacklevel=2)
+        self._check_fitted()
+        return self
+
+    def _index_fitted_rows(self) -> None:
+        """The index that finds fitted pool rows among the rows scored (none without the
+        table: every row is new), and the store of the contexts' caches: built by ``fit``, and
+        again by ``load`` (neither is saved)."""
+        if self._saved_contexts is None:
+            index: dict[bytes, int] = {}
+            for row, values in enumerate(self.x_pool_):
+                index.setdefault(values.tobytes(), row)
+            self._pool_index = index
+        self._new_row_caches()
+
     def _prepare_pool(self) -> None:
         """The pool scored and the blend chosen (before the save, where the table was left
         out of it)."""
@@ -209,11 +244,7 @@ class FittedScores:
         if (table.shape == self.x_pool_.shape and not beyond.any()
                 and np.array_equal(table, self.x_pool_)):
             return pool_proba.copy(), np.arange(len(table))
-        if self._pool_index is None:
-            index: dict[bytes, int] = {}
-            for row, values in enumerate(self.x_pool_):
-                index.setdefault(values.tobytes(), row)
-            self._pool_index = index
+        assert self._pool_index is not None  # (built by fit)
         match = np.array([self._pool_index.get(values.tobytes(), -1) for values in table],
                          dtype=np.int64)
         match[beyond] = -1
@@ -260,7 +291,7 @@ class FittedScores:
         """P(y=1) of every unlabeled row the classifier was fitted on, in their order in ``fit``'s
         table (where the pool was sampled, ``pool_sample``, the sample's rows): the scores that
         ``estimate_class_prior`` and the prior cut read, the model's or the chosen portfolio
-        blend's. Computed once (the first call scores the pool); a copy, for studies and reports
+        blend's. Computed once, in ``fit``; a copy, for studies and reports
         that read the scores themselves."""
         self._needs_training_data("fitted_pool_proba()")
         return self._pool_probabilities().copy()

@@ -174,7 +174,6 @@ def saving(classifier: Any, directory: str | Path, training_data: bool = True,
                                   "save it again with training_data=False")
     given = Path(directory)
     check_replaceable(given)
-    classifier.prepare()  # the pool's scores and the choice, so that load scores as this does
     directory = Path(os.path.abspath(given))  # (a name of its own for ".", "a/..")
     staging = stage(directory)
     try:
@@ -291,6 +290,7 @@ def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
         except (KeyError, TypeError, ValueError, IndexError) as err:
             raise SavedModelError(f"{path}: not the caches puicl wrote "
                                   f"({type(err).__name__}: {err})") from None
+    classifier._index_fitted_rows()
     return classifier
 
 

@@ -117,7 +117,7 @@ def score_pool_on_dask(classifier: Any, fitted: Any, write: Callable[[pd.DataFra
         if int(np.sum(lengths)) != source.pool_scan.n_rows:
             raise ValueError(f"{source.pool_scan.path}: dask read {int(np.sum(lengths))} rows, "
                              f"the scan {source.pool_scan.n_rows}")
-        fitted_classifier = client.scatter(classifier.prepare(), broadcast=True)  # per worker
+        fitted_classifier = client.scatter(classifier, broadcast=True)  # per worker
         csv_types = source.pool_scan.csv_types or None
         # which rows of a partition are pool rows, and their fitted positions, are decided
         # here, from the scan, as for the batches of one process

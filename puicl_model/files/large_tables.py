@@ -250,8 +250,7 @@ def fit_on_input(classifier: Any, source: PUInput, entropy: int,
     n_pool = len(source.pool_rows)
     with phase(f"fitting on a {fitted.n_fitted:,}-row sample of the {n_pool:,} unlabeled rows"
                if fitted.sampled else f"fitting on the {fitted.n_fitted:,} unlabeled rows"):
-        _fit(classifier, X, s, source)
-        classifier.prepare()  # the fitted pool's scoring, named as this phase
+        _fit(classifier, X, s, source)  # (fit scores the fitted pool: one phase)
     # the pool rows are scored by their positions in it: fit must have kept every row given
     if len(classifier.x_pool_) != fitted.n_fitted:
         raise RuntimeError(f"the classifier kept {len(classifier.x_pool_)} of the "

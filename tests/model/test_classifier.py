@@ -31,18 +31,24 @@ class ForwardLog:
     """Records the task sizes of every forward pass the classifier runs through ``model``
     (the classifier calls ``puicl_model.passes.inference.inference_logits``)."""
 
-    def __init__(self, model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, model: torch.nn.Module | None, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``model`` None: every model's forwards (a fit's, which loads its model), until
+        :meth:`stop`."""
         self.calls: list[list[tuple[int, int, int]]] = []
         self.contexts: list[int] = []  # rows before the query rows, per task
+        self.recording = True
         original = puicl_model.passes.inference.inference_logits
 
         def recording(called: torch.nn.Module, batch):
-            if called is model:
+            if called is model or (model is None and self.recording):
                 self.calls.append(batch.sizes())
                 self.contexts.extend(batch.context_sizes())
             return original(called, batch)
 
         monkeypatch.setattr(puicl_model.passes.inference, "inference_logits", recording)
+
+    def stop(self) -> None:
+        self.recording = False
 
     @property
     def tasks(self) -> list[tuple[int, int, int]]:
@@ -53,14 +59,17 @@ def test_fitted_unlabeled_rows_get_the_one_pass_transductive_prediction(
     small_weights, table, rng, monkeypatch
 ) -> None:
     X, s = table(rng, 30, 50, 6)
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0,
                           numeric="standard").fit(X, s)
-    expected = direct_proba(clf.model_, clf.x_labeled_, clf.x_pool_)
-    raw = direct_proba(clf.model_, X[s == 1], X[s == 0])
-    log = ForwardLog(clf.model_, monkeypatch)
+    log.stop()
+    assert log.tasks == [(30, 80, 6)]  # fit: exactly one forward pass over the whole table
+    fitted_log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(X[s == 0])
     assert proba.shape == (50, 2) and np.allclose(proba.sum(axis=1), 1.0)
-    assert log.tasks == [(30, 80, 6)]  # exactly one forward pass over the whole table
+    assert fitted_log.calls == []  # predicting the pool reads what fit kept
+    expected = direct_proba(clf.model_, clf.x_labeled_, clf.x_pool_)
+    raw = direct_proba(clf.model_, X[s == 1], X[s == 0])
     np.testing.assert_array_equal(proba[:, 1], expected)
     # the classifier's float64 centring/scaling does not change what the model computes
     np.testing.assert_allclose(proba[:, 1], raw, rtol=0, atol=1e-5)
@@ -68,7 +77,7 @@ def test_fitted_unlabeled_rows_get_the_one_pass_transductive_prediction(
     order = rng.permutation(50)
     np.testing.assert_array_equal(clf.predict_proba(X[s == 0][order])[:, 1], expected[order])
     np.testing.assert_array_equal(clf.predict_proba(X[s == 0][:3])[:, 1], expected[:3])
-    assert len(log.calls) == 1
+    assert len(log.calls) == 1 and len(fitted_log.calls) == 2  # (direct_proba's two)
     assert list(clf.classes_) == [0, 1]
 
 
@@ -76,9 +85,10 @@ def test_new_rows_are_query_rows_next_to_the_fitted_pool(
     small_weights, table, rng, monkeypatch
 ) -> None:
     X, s = table(rng, 30, 40, 5)
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
+    log.stop()
     x_new = rng.normal(size=(15, 5))
-    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(x_new)[:, 1]
     # the pool's transductive pass; the new rows are query rows over its cached context
     # (puicl_model.passes.query_rows), not another forward pass of the whole task
@@ -151,13 +161,14 @@ def test_more_features_than_trained_are_an_ensemble_over_feature_groups(
     small_weights, table, rng, monkeypatch
 ) -> None:
     X, s = table(rng, 20, 30, 45)
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, random_state=3).fit(X, s)
+    log.stop()
     planner = clf.planner_
     assert planner.n_feature_groups == 3 and planner.random_choices
     groups = [planner.features_of(k) for k in range(3)]
     assert sorted(np.concatenate(groups).tolist()) == list(range(45))  # a partition
     assert [len(g) for g in groups] == [15, 15, 15]
-    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(X[s == 0])[:, 1]
     assert sorted(log.tasks) == [(20, 50, 15)] * 3
     expected = np.mean(
@@ -173,13 +184,14 @@ def test_large_pool_is_chunked_with_bounded_passes(
     small_weights, table, rng, monkeypatch
 ) -> None:
     X, s = table(rng, 12, 100, 3)
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, single_pass_limit=99, chunk_size=16,
                           large_pool="chunks", random_state=1).fit(X, s)
+    log.stop()
     planner = clf.planner_
     chunks = planner.chunks_of(0)
     assert len(chunks) == 7 and max(len(c) for c in chunks) <= 16
     assert sorted(np.concatenate(chunks).tolist()) == list(range(100))
-    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(X[s == 0])[:, 1]
     # each pass: chunk_size // 2 = 8 of the 12 labeled rows (η = 2) and one chunk
     assert [(labeled, rows - labeled) for labeled, rows, _ in log.tasks] == [
@@ -218,9 +230,9 @@ def test_many_labeled_positives_are_subsampled_per_pass(
     small_weights, table, rng, monkeypatch
 ) -> None:
     X, s = table(rng, 40, 20, 3)
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, max_labeled=10, n_estimators=4).fit(X, s)
-    log = ForwardLog(clf.model_, monkeypatch)
-    clf.predict_proba(X[s == 0])
+    log.stop()
     assert log.tasks == [(10, 30, 3)] * 4
     subsets = {tuple(planner.labeled_of(0, 0)) for planner in clf.planners_}  # one per member
     assert len(subsets) == 4

@@ -111,9 +111,10 @@ def test_auto_takes_apples_gpu_where_there_is_no_cuda(small_model, frame, monkey
     X, s = frame
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
-    # fit only places the model; it stays on the CPU here, where no MPS device exists
+    # the model stays on the CPU here, where no MPS device exists, and fit scores nothing
     monkeypatch.setattr("puicl_model.estimator.classifier.load_model",
                         lambda weights, device: small_model)
+    monkeypatch.setattr(PUICLClassifier, "_score_fitted_table", lambda self: None)
     clf = PUICLClassifier(device=device).fit(X, s)
     assert clf.device_.type == expected
     # the same rule, where training keeps to CUDA and the CPU

@@ -32,23 +32,30 @@ class ForwardLog:
     """The (n_labeled, n_rows, n_features) of every task the classifier's forward passes
     hold, in order."""
 
-    def __init__(self, model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, model: torch.nn.Module | None, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``model`` None: every model's forwards (a fit's, which loads its model), until
+        :meth:`stop`."""
         self.tasks: list[tuple[int, int, int]] = []
+        self.recording = True
         original = puicl_model.passes.inference.inference_logits
 
         def recording(called, batch):
-            if called is model:
+            if called is model or (model is None and self.recording):
                 self.tasks.extend(batch.sizes())
             return original(called, batch)
 
         monkeypatch.setattr(puicl_model.passes.inference, "inference_logits", recording)
 
+    def stop(self) -> None:
+        self.recording = False
+
 
 def test_one_member_is_the_single_pass_bit_for_bit(small_weights, table, rng,
                                                   monkeypatch) -> None:
     X, s = table(rng, 30, 50, 6)
+    log = ForwardLog(None, monkeypatch)
     one = PUICLClassifier(weights=small_weights, n_estimators=1).fit(X, s)
-    log = ForwardLog(one.model_, monkeypatch)
+    log.stop()
     proba = one.predict_proba(X[s == 0])[:, 1]
     assert log.tasks == [(30, 80, 6)]
     # the pre-ensemble computation: one forward pass over [labeled; pool] of the configured
@@ -61,10 +68,11 @@ def test_one_member_is_the_single_pass_bit_for_bit(small_weights, table, rng,
 def test_two_members_average_two_views(small_weights, table, rng, monkeypatch) -> None:
     X, s = table(rng, 30, 50, 6)
     X[:, 0] = np.exp(2 * X[:, 0])  # skewed: the power view differs from the normal scores
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, n_estimators=2).fit(X, s)
+    log.stop()
     assert [p.member for p in clf.planners_] == [0, 1] and len(clf.views_) == 2
     assert clf.views_[1].preprocessor.numeric == MEMBERS[1].numeric == "power"
-    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(X[s == 0])[:, 1]
     assert log.tasks == [(30, 80, 6)] * 2
     base = direct_proba(clf.model_, clf.x_labeled_, clf.x_pool_)
@@ -84,9 +92,9 @@ def test_two_members_average_two_views(small_weights, table, rng, monkeypatch) -
 def test_members_take_labeled_and_feature_subsets(small_weights, table, rng,
                                                  monkeypatch) -> None:
     X, s = table(rng, 30, 50, 10)
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, n_estimators=5).fit(X, s)
-    log = ForwardLog(clf.model_, monkeypatch)
-    clf.predict_proba(X[s == 0])
+    log.stop()
     # base, power-ordinal, standard-frequency, 70 % of the features and labeled rows, half of
     # the labeled rows
     assert log.tasks == [(30, 80, 10), (30, 80, 10), (30, 80, 10), (21, 71, 7), (15, 65, 10)]
@@ -125,8 +133,10 @@ def test_wide_chunked_tables_are_scored_whole_by_every_member(small_weights, tab
     X, s = table(rng, 20, 90, 45)
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(45)])
     frame["colour"] = pd.Categorical(rng.choice(list("abcdefgh"), size=len(frame)))
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, n_estimators=2, single_pass_limit=60,
                           chunk_size=40, large_pool="chunks", random_state=2).fit(frame, s)
+    log.stop()
     base, power = clf.planners_
     # one-hot gives 45 + 8 features (3 groups), ordinal codes 45 + 1 (3 groups)
     assert (base.n_features, power.n_features) == (53, 46)
@@ -136,7 +146,6 @@ def test_wide_chunked_tables_are_scored_whole_by_every_member(small_weights, tab
         for item in planner.pool_passes():
             seen[np.ix_(item.pool, item.features)] += 1
         assert (seen == 1).all()
-    log = ForwardLog(clf.model_, monkeypatch)
     proba = clf.predict_proba(frame[s == 0])[:, 1]
     assert np.isfinite(proba).all() and len(proba) == 90
     assert len(log.tasks) == clf.n_passes_ == 2 * 3 * 3  # members x groups x chunks
@@ -208,9 +217,9 @@ def test_member_that_repeats_the_configured_view_is_skipped(small_weights, table
     """Configured as the power-ordinal member already is, a second member would compute the
     same pass again: it is skipped, not run twice."""
     X, s = table(rng, 30, 50, 6)
+    log = ForwardLog(None, monkeypatch)
     clf = PUICLClassifier(weights=small_weights, n_estimators=2, numeric="power",
                           categorical="ordinal").fit(X, s)
+    log.stop()
     assert len(clf.views_) == 1 and clf.n_estimators_ == 1
-    log = ForwardLog(clf.model_, monkeypatch)
-    clf.predict_proba(X[s == 0])
     assert log.tasks == [(30, 80, 6)]

@@ -21,16 +21,20 @@ def _huge(model_factory):
     return model
 
 
-def test_non_finite_pool_scores_stop_scoring_in_one_line(model_factory, table, rng) -> None:
+def test_non_finite_pool_scores_stop_the_fit_in_one_line(model_factory, table, rng) -> None:
+    from sklearn.exceptions import NotFittedError
+
     X, s = table(rng, 20, 60, 3)
     classifier = PUICLClassifier(weights=_huge(model_factory), device="cpu", partner="none")
-    classifier.fit(X, s)
-    for score in (classifier.predict_proba, classifier.predict):
-        with pytest.raises(NonFiniteScoresError) as refused:
-            score(X[s == 0])
-        assert "NaN or infinite for 60 of 60 rows" in str(refused.value)
-        assert "\n" not in str(refused.value)
-    with pytest.raises(NonFiniteScoresError):
+    with pytest.raises(NonFiniteScoresError) as refused:
+        classifier.fit(X, s)  # fit scores the pool
+    assert "NaN or infinite for 60 of 60 rows" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    # and leaves no classifier that looks fitted
+    for call in (classifier.predict_proba, classifier.predict):
+        with pytest.raises(NotFittedError):
+            call(X[s == 0])
+    with pytest.raises(NotFittedError):
         classifier.estimate_class_prior()
 
 

@@ -54,9 +54,9 @@ def test_puicl_predict_names_its_phases_and_its_bar_moves_within_a_batch(
     frame.to_csv(tmp_path / "t.csv", index=False)
     bar = RecordingBar()
     monkeypatch.setattr(large_tables, "pool_progress", lambda *args, **kwargs: bar)
-    prepared = []
-    original = PUICLClassifier.prepare
-    monkeypatch.setattr(PUICLClassifier, "prepare",
+    prepared = []  # the phase the fitted pool is scored in (by fit)
+    original = PUICLClassifier._score_fitted_table
+    monkeypatch.setattr(PUICLClassifier, "_score_fitted_table",
                         lambda self: prepared.append(describe("")) or original(self))
     assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
                  "--weights", str(small_weights), "-o", str(tmp_path / "o.csv"),

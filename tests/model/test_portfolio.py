@@ -365,6 +365,35 @@ def test_large_tables_choose_on_a_sample_of_their_held_out_positives(small_weigh
         assert np.array_equal(log_odds(held[judged]), sampled.portfolio_.evidence.held[0][MODEL])
 
 
+def test_fit_does_the_work_and_scoring_the_pool_only_reads(small_weights, rng,
+                                                            monkeypatch) -> None:
+    """``fit`` scores the pool, fits the learners and chooses the blend: predictions of the
+    pool's rows then run no pass of the model, fit no learner and leave the classifier's
+    attributes as they were."""
+    import puicl_model.estimator.fitted_scores as fitted_scores
+    from puicl_model.estimator.learners import CrossFittedLearner
+    from puicl_model.passes.inference import PassScorer
+
+    X, s = _table(rng, 80, 400)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=2,
+                          threshold="prior").fit(X, s)
+    assert clf.portfolio_ is not None and clf.portfolio_.choice is not None
+    assert clf._pool_proba is not None and clf._class_prior and clf.n_passes_ > 0
+    for target, name in ((PassScorer, "__call__"), (CrossFittedLearner, "fit"),
+                         (fitted_scores, "score_new_rows")):
+        monkeypatch.setattr(target, name, lambda *a, **k: pytest.fail("work after fit"))
+    before = dict(vars(clf))
+    pool = X[s == 0]
+    proba = clf.predict_proba(pool)
+    labels = clf.predict(pool)
+    assert proba.shape == (400, 2) and set(np.unique(labels)) <= {0, 1}
+    assert clf.choice_ is clf.portfolio_.choice and 0.0 <= clf.estimate_class_prior() <= 1.0
+    assert vars(clf).keys() == before.keys()
+    assert all(vars(clf)[key] is value for key, value in before.items())
+    with pytest.warns(FutureWarning, match="no longer needed"):  # the lazy fit's step
+        assert clf.prepare() is clf
+
+
 def test_where_trees_see_the_signal_the_portfolio_follows_them(small_weights) -> None:
     """An interaction that a linear score and the tiny test model cannot see: the labeled
     positives sit where two columns share their sign. The bagged trees rank the pool far

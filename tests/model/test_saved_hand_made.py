@@ -40,7 +40,7 @@ def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
     from puicl_model.estimator.portfolio import CANDIDATES, Blend, log_odds
 
     X, s = _frame()
-    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s).prepare()
+    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
     portfolio = clf.portfolio_
     portfolio.choice = dataclasses.replace(portfolio.choice, name="model+bagged",
                                            weights=dict(CANDIDATES["model+bagged"]))

@@ -74,7 +74,7 @@ def test_a_blend_that_weighs_the_bagged_trees_gives_the_same_bits(small_weights,
     from puicl_model.estimator.portfolio import CANDIDATES, Blend, log_odds
 
     X, s = _frame(40, 160)
-    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s).prepare()
+    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
     portfolio = clf.portfolio_
     # as where the evidence chose it: the blend of ``blend`` on the pool's scores
     portfolio.choice = dataclasses.replace(portfolio.choice, name=blend,

@@ -179,10 +179,10 @@ def test_new_rows_reuse_the_contexts_the_pool_was_scored_with(small_weights, tab
 
     X, s = table(rng, 40, 1500, 4)
     x_new = rng.normal(size=(50, 4))
+    # fit scores the pool: its shared context's cache is kept
     kept = PUICLClassifier(weights=small_weights, partner="none", random_state=0).fit(X, s)
-    kept.prepare()  # scores the pool: its shared context's cache is kept
     fresh = PUICLClassifier(weights=small_weights, partner="none", random_state=0,
-                            context_cache_bytes=0).fit(X, s).prepare()
+                            context_cache_bytes=0).fit(X, s)
     built: list[int] = []
     original = query_rows.context_cache
     monkeypatch.setattr(query_rows, "context_cache",

@@ -19,8 +19,6 @@ EXPECTED_FAILURES = {
     "check_estimators_dtypes": _PU_LABELS,
     "check_classifier_data_not_an_array": _PU_LABELS,
     "check_classifiers_classes": _PU_LABELS + " (strings)",
-    "check_dict_unchanged": "the fitted pool's probabilities are computed at the first "
-                            "prediction and kept (memoised), which adds attributes",
 }
 
 
