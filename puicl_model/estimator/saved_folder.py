@@ -33,8 +33,8 @@ from puicl_common.atomic import fsync_directory
 
 __all__ = ["ARRAYS", "CONTEXTS", "FILES", "FORMAT", "FORMAT_VERSION", "MANIFEST", "STATE",
            "VERSIONS", "WEIGHTS", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
-           "check_replaceable", "discard", "folder_files", "manifest_for", "publish",
-           "read_manifest", "stage"]
+           "changed_libraries", "check_replaceable", "discard", "folder_files",
+           "library_versions", "manifest_for", "publish", "read_manifest", "stage"]
 
 FORMAT = "puicl-classifier"
 FORMAT_VERSION = 1  # a folder with its training table
@@ -54,11 +54,41 @@ class SavedModelError(ValueError):
     a folder a save may not replace."""
 
 
-def manifest_for(files: dict[str, str], version: int) -> dict[str, Any]:
-    """The manifest of a folder holding ``files`` (name -> sha256), with its own checksum."""
-    body = {"format": FORMAT, "version": version, "files": files}
+def library_versions() -> dict[str, str]:
+    """The versions of what a saved classifier's scores depend on: puicl, numpy,
+    scikit-learn (the learners) and torch (the model)."""
+    import numpy as np
+    import sklearn
+    import torch
+
+    from puicl_common import __version__
+
+    return {"puicl": __version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__,
+            "torch": torch.__version__}
+
+
+def manifest_for(files: dict[str, str], version: int,
+                 libraries: dict[str, str] | None = None) -> dict[str, Any]:
+    """The manifest of a folder holding ``files`` (name -> sha256) and written under
+    ``libraries`` (:func:`library_versions`; folders saved before they were recorded have
+    none), with its own checksum."""
+    body: dict[str, Any] = {"format": FORMAT, "version": version, "files": files}
+    if libraries is not None:
+        body["libraries"] = libraries
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     return {**body, "checksum": digest}
+
+
+def changed_libraries(manifest: dict[str, Any]) -> str | None:
+    """The libraries whose version differs from the one the folder was saved under, as
+    "name saved → now" joined by commas; None where none does or none was recorded."""
+    saved = manifest.get("libraries")
+    if not isinstance(saved, dict):
+        return None
+    now = library_versions()
+    changed = [f"{name} {saved[name]!s:.20} → {now[name]}" for name in sorted(now)
+               if name in saved and saved[name] != now[name]]
+    return ", ".join(changed) or None
 
 
 def _manifest_text(path: Path) -> str | None:
@@ -87,9 +117,12 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(text)
         body = {key: manifest[key] for key in ("format", "version", "files")}
+        libraries = manifest.get("libraries")
         intact = (isinstance(body["files"], dict)
-                  and manifest["checksum"] == manifest_for(body["files"],
-                                                           body["version"])["checksum"])
+                  and (libraries is None or (isinstance(libraries, dict) and all(
+                      isinstance(v, str) for v in libraries.values())))
+                  and manifest["checksum"] == manifest_for(body["files"], body["version"],
+                                                           libraries)["checksum"])
     except (ValueError, KeyError, TypeError, RecursionError):
         intact = False
     if not intact:

@@ -3,8 +3,10 @@
 
 Layout of the folder::
 
-    manifest.json        format name and version, the sha256 of every other file, and the
-                         sha256 of the manifest's own content
+    manifest.json        format name and version, the sha256 of every other file, the
+                         versions of puicl, numpy, scikit-learn and torch it was saved
+                         under (a load under others warns: the last bits of the scores may
+                         move), and the sha256 of the manifest's own content
     state.json           the classifier's settings and fitted state as JSON: column
                          encodings, pass planners, the portfolio's choice and blend
     arrays.safetensors   every array of that state (the encoded table, the scores, the
@@ -79,8 +81,10 @@ from puicl_model.estimator.saved_folder import (
     WEIGHTS,
     WITHOUT_TRAINING_DATA_VERSION,
     SavedModelError,
+    changed_libraries,
     check_replaceable,
     discard,
+    library_versions,
     manifest_for,
     publish,
     read_manifest,
@@ -108,7 +112,9 @@ def _savable(model: Any) -> Any:
     already are)."""
     if hasattr(model, "coef_") or isinstance(model, BoostedTrees):
         return model
-    return BoostedTrees.from_sklearn(model)
+    trees = BoostedTrees.from_sklearn(model)
+    trees.check_against(model)
+    return trees
 
 
 def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
@@ -189,7 +195,8 @@ def saving(classifier: Any, directory: str | Path, training_data: bool = True,
         files = {path.relative_to(staging).as_posix(): _sha256(path)
                  for path in sorted(staging.rglob("*")) if path.is_file()}
         atomic_write_json(staging / MANIFEST, manifest_for(
-            files, FORMAT_VERSION if training_data else WITHOUT_TRAINING_DATA_VERSION))
+            files, FORMAT_VERSION if training_data else WITHOUT_TRAINING_DATA_VERSION,
+            library_versions()))
         yield given
         publish(staging, directory)
     finally:
@@ -259,7 +266,15 @@ def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
     from puicl_common.runtime import resolve_device
     from puicl_model.net.weights import load_model
 
-    with_table = _verified(directory)["version"] == FORMAT_VERSION
+    manifest = _verified(directory)
+    with_table = manifest["version"] == FORMAT_VERSION
+    changed = changed_libraries(manifest)
+    if changed:
+        import warnings
+
+        warnings.warn(f"{directory} was saved under other library versions ({changed}): "
+                      "its scores may differ in their last bits from those it gave there",
+                      stacklevel=3)
     state, settings, fitted = _state(directory, with_table)
     try:
         classifier = classifier_class(**{**settings, "device": device})

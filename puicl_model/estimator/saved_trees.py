@@ -56,6 +56,20 @@ class BoostedTrees:
                    fields["left"].astype(np.int64), fields["right"].astype(np.int64),
                    fields["is_leaf"].astype(np.uint8))
 
+    def check_against(self, model: Any) -> None:
+        """Refuse arrays that do not score as ``model`` does (the same bits on seeded rows,
+        missing values among them): the private layout read by :meth:`from_sklearn` is
+        scikit-learn's to change, and a version that changed it must stop the save, not write
+        other trees."""
+        import sklearn
+
+        rng = np.random.default_rng(0)
+        x = rng.normal(scale=2.0, size=(256, int(model.n_features_in_)))
+        x[rng.random(x.shape) < 0.05] = np.nan
+        if not np.array_equal(self.decision_function(x), model.decision_function(x)):
+            raise ValueError(f"scikit-learn {sklearn.__version__} keeps its boosted trees in a "
+                             "form this puicl does not read; the classifier cannot be saved")
+
     def problem(self, n_features: int) -> str | None:
         """What keeps these arrays (read from a saved folder) from being trees that a row of
         ``n_features`` walks down to a leaf: a dtype, a length, a node index out of its tree,

@@ -399,3 +399,62 @@ def test_model_refuses_a_prior_threshold_without_its_estimate(fitted, tmp_path, 
                  "s", "--threshold", "prior", "-o", str(tmp_path / "out.csv")]) == 2
     assert "--threshold prior: " in one_line_error(capsys)
     assert not (tmp_path / "out.csv").exists()
+
+
+# ------------------------------------------------------------------ the libraries saved under
+def test_a_folder_records_its_libraries_and_a_load_under_others_warns(fitted, saved) -> None:
+    import warnings
+
+    from puicl_model.estimator.saved_folder import library_versions, manifest_for
+
+    manifest = json.loads((saved / "manifest.json").read_text())
+    assert manifest["libraries"] == library_versions()
+    rows = _frame(10, 30, seed=9)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same versions: no warning
+        expected = PUICLClassifier.load(saved, device="cpu").predict_proba(rows)
+    # written under another torch (the manifest rewritten, its checksum too)
+    other = {**manifest["libraries"], "torch": "0.0.1"}
+    (saved / "manifest.json").write_text(json.dumps(
+        manifest_for(manifest["files"], manifest["version"], other)))
+    with pytest.warns(UserWarning, match=r"other library versions \(torch 0\.0\.1 → ") as heard:
+        loaded = PUICLClassifier.load(saved, device="cpu")
+    assert "\n" not in str(heard[0].message)
+    np.testing.assert_array_equal(loaded.predict_proba(rows), expected)
+    # a folder saved before versions were recorded loads without a word
+    (saved / "manifest.json").write_text(json.dumps(
+        manifest_for(manifest["files"], manifest["version"])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PUICLClassifier.load(saved, device="cpu")
+    # and versions that are no text are a damaged manifest
+    broken = {**manifest, "libraries": {"torch": 2}}
+    (saved / "manifest.json").write_text(json.dumps(broken))
+    with pytest.raises(SavedModelError, match="damaged"):
+        PUICLClassifier.load(saved, device="cpu")
+
+
+def test_trees_that_do_not_score_as_scikit_learns_stop_the_save(monkeypatch) -> None:
+    """The trees' arrays are read from scikit-learn's private objects; a version that laid
+    them out otherwise must stop the save in one line (``saving`` then writes nothing)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from puicl_model.estimator import saved_model
+    from puicl_model.estimator.saved_trees import BoostedTrees
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, 4))
+    model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(
+        x, (x[:, 0] * x[:, 1] > 0).astype(int))
+    assert isinstance(saved_model._savable(model), BoostedTrees)  # read as scikit-learn scores
+    original = BoostedTrees.from_sklearn
+
+    def shifted(fitted):
+        trees = original(fitted)
+        trees.value = trees.value + 1e-3 * (trees.is_leaf == 1)  # another layout's leaves
+        return trees
+
+    monkeypatch.setattr(saved_model.BoostedTrees, "from_sklearn", shifted)
+    with pytest.raises(ValueError, match="keeps its boosted trees in a form") as refused:
+        saved_model._savable(model)
+    assert "\n" not in str(refused.value)
