@@ -178,17 +178,25 @@ def large_fallback(model_weight: float | None) -> Rule:
     return rule
 
 
+def _sampled(parts: Sequence[Mapping[str, np.ndarray]], size: int,
+             ) -> list[Mapping[str, np.ndarray]]:
+    """Each part's scores at a sample of ``size`` rows, seeded by the parts' length (the
+    same rows in every part and member); the parts as they are where they hold no more."""
+    n = len(next(iter(parts[0].values())))
+    if n <= size:
+        return list(parts)
+    rows = np.sort(np.random.default_rng(n).permutation(n)[:size])
+    return [{member: scores[rows] for member, scores in part.items()} for part in parts]
+
+
 def on_judged_rows(rule: Rule, rows: int = JUDGED_POOL_ROWS) -> Rule:
     """``rule`` reading small tables' folds against a seeded sample of ``rows`` pool rows (as
     the classifier judges a pool larger than that), not against every pool row."""
     def judged(task: Task) -> Weights:
-        n_pool = len(next(iter(task.evidence.pool[0].values())))
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT or n_pool <= rows:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
             return rule(task)
-        sample = np.sort(np.random.default_rng(n_pool).permutation(n_pool)[:rows])
-        pools = [{member: scores[sample] for member, scores in pool.items()}
-                 for pool in task.evidence.pool]
-        return rule(dataclasses.replace(task, evidence=Evidence(task.evidence.held, pools)))
+        evidence = Evidence(task.evidence.held, _sampled(task.evidence.pool, rows))
+        return rule(dataclasses.replace(task, evidence=evidence))
     return judged
 
 
@@ -216,16 +224,11 @@ def on_less_evidence(rule: Rule, held: int, judged: int) -> Rule:
     kept held-out positives; on every table a seeded sample of ``judged`` pool rows where the
     pool is larger (small tables' folds keep all their positives)."""
     def fewer(task: Task) -> Weights:
-        pools, helds = task.evidence.pool, task.evidence.held
-        n_pool = len(next(iter(pools[0].values())))
-        if n_pool > judged:
-            rows = np.sort(np.random.default_rng(n_pool).permutation(n_pool)[:judged])
-            pools = [{member: scores[rows] for member, scores in pool.items()} for pool in pools]
-        n_held = len(next(iter(helds[0].values())))
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT and n_held > held:
-            rows = np.sort(np.random.default_rng(n_held).permutation(n_held)[:held])
-            helds = [{member: scores[rows] for member, scores in part.items()} for part in helds]
-        return rule(dataclasses.replace(task, evidence=Evidence(helds, pools)))
+        helds = task.evidence.held
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            helds = _sampled(helds, held)
+        evidence = Evidence(helds, _sampled(task.evidence.pool, judged))
+        return rule(dataclasses.replace(task, evidence=evidence))
     return fewer
 
 

@@ -169,8 +169,9 @@ class FittedScores:
         if portfolio.weighs_model:
             model_pool = _completed(model_judged, judged, n_pool,
                                     lambda rest: self._model_scores(rest))
+            no_pool_rows = np.empty(0, dtype=np.int64)
             model_held = _completed(model_held, judged_held, n_held,
-                                    lambda rest: self._model_scores(rest[:0], rest))
+                                    lambda rest: self._model_scores(no_pool_rows, rest))
         elif len(judged_held) < n_held:
             model_held = None  # (the blend reads only the learners' scores of them)
         self._pool_proba, self._held_proba = portfolio.held_out_proba(

@@ -39,7 +39,7 @@ import numpy as np
 from puicl_model.passes import seed_keys
 
 __all__ = ["BAGGED", "BAGS", "BAGS_WITH_HELD_OUT", "BOOSTED", "LEARNER_FOLDS", "LOGISTIC",
-           "CrossFittedLearner", "learner_encoding", "log_odds"]
+           "CrossFittedLearner", "bags_for", "learner_encoding", "log_odds"]
 
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # spawn-key tags of the learners' fold splits
@@ -58,6 +58,11 @@ BAGS = 10
 # there the first 5 bags pick as the first 10 did on every large task of the size grid
 # (docs/decisions.md), at half the trees' time
 BAGS_WITH_HELD_OUT = 5
+
+
+def bags_for(held_out: bool) -> int:
+    """PU bagging's bags on a table with (``held_out``) or without held-out positives."""
+    return BAGS_WITH_HELD_OUT if held_out else BAGS
 # clip of probabilities before their log-odds are taken
 _EPS = 1e-6
 

@@ -60,11 +60,10 @@ from puicl_model.estimator.evidence_rows import (
 )
 from puicl_model.estimator.learners import (
     BAGGED,
-    BAGS,
-    BAGS_WITH_HELD_OUT,
     BOOSTED,
     LOGISTIC,
     CrossFittedLearner,
+    bags_for,
     learner_encoding,
     log_odds,
 )
@@ -333,9 +332,8 @@ class Portfolio:
             if kind == MODEL:
                 continue
             learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
-            bags = BAGS_WITH_HELD_OUT if self.n_held else BAGS
             self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(
-                self.x_labeled, self.x_pool, bags=bags)
+                self.x_labeled, self.x_pool, bags=bags_for(self.n_held > 0))
             self.learners[kind] = learner
 
     def _decide(self, evidence: Evidence, pool: Mapping[str, np.ndarray],
