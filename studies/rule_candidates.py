@@ -236,9 +236,15 @@ def model_alone(task: Task) -> Weights:
     return {MODEL: 1.0}
 
 
+def trees_alone(task: Task) -> Weights:
+    """The tree member alone (what a count of bags costs it, where it would be chosen)."""
+    return {task.members[2]: 1.0}
+
+
 RULES: dict[str, Rule] = {
     "previous": previous,
     "model alone": model_alone,
+    "trees alone": trees_alone,
     **{f"fallback model {w:.2f}": model_weighted_fallback(w) for w in (0.5, 0.6, 0.7)},
     **{f"fallback model 0.60, {z:g} SE": model_weighted_fallback(0.6, z) for z in (2.0, 2.5)},
     **{f"fallback by pi-hat x{k:g}": composition_fallback(k) for k in (1.0, 1.5, 2.0)},
