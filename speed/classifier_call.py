@@ -61,7 +61,7 @@ def new_row_costs(table: np.ndarray | pd.DataFrame, s: np.ndarray, rows: int,
             start = time.perf_counter()
             clf.predict_proba(new)
             seconds.append(time.perf_counter() - start)
-        caches = clf._context_caches
+        caches = clf.fitted_.contexts
         kept = "none" if caches is None else f"{len(caches)} ({caches.nbytes / 2**20:,.0f} MiB)"
         lines.append(f"context_cache_bytes={budget:,}: {rows:,} new rows {seconds[0]:.2f} s "
                      f"first call, {seconds[1]:.2f} s second call; {rows:,} pool rows in fit's "

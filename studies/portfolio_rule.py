@@ -172,7 +172,7 @@ def _variant_arrays(clf: Any, folds: int, fewer_bags: Sequence[int],
     folds' (each fold's labeled rows), and the whole pool (the judged rows in a collect)."""
     arrays = {}
     n_held = clf.n_held_out_
-    masks = ([None] if n_held else clf._fold_masks(folds))
+    masks = ([None] if n_held else clf.fitted_.fold_masks(folds))
     for name, (labeled, pool) in _fewer_bags_scores(clf, fewer_bags).items():
         for k, mask in enumerate(masks):
             arrays[f"held{k}_{name}"] = labeled[-n_held:] if mask is None else labeled[mask]

@@ -1,32 +1,20 @@
 """``PUICLClassifier``: in-context PU classification with scikit-learn conventions.
 
-``fit(X, s)`` stores the table (``s = 1`` labeled positive, ``0`` unlabeled) after
-preprocessing (:mod:`puicl_model.estimator.preprocessing`); no parameter is trained. The unlabeled
-rows' predictions come from forward passes of the pretrained model over the whole table (paper §5,
-"Inference"), planned by :mod:`puicl_model.passes.planning`, computed once and cached:
+``fit(X, s)`` (``s = 1`` labeled positive, ``0`` unlabeled) trains no parameter: it encodes the
+table (:mod:`~.preprocessing`), plans the pretrained model's forward passes over it (paper §5,
+"Inference"; :mod:`puicl_model.passes.planning`), scores the pool, runs the portfolio of learners
+beside the model and chooses its blend (:mod:`~.portfolio`), all into one fitted object,
+``fitted_`` (:mod:`~.fitted_table`), that predictions only read:
 
-* ``predict_proba(X)`` returns ``[P(y=0), P(y=1)]`` per row. A row of ``X`` equal to a fitted
-  unlabeled row gets that row's transductive prediction (so passing exactly the fitted
-  unlabeled rows returns the predictions of the fitted task — one forward pass when the table
-  is inside the trained range); any other row is a *new row*, scored as one more unlabeled row
-  next to the fitted pool (:mod:`puicl_model.passes.query_rows`), the same bytes in any batch.
-* A pool of more than ``pool_sample`` rows is fitted on a seeded sample of them; every row
-  is still scored (:mod:`puicl_model.estimator.pool_sample`).
-* With ``partner="auto"`` (the default) a portfolio of learners runs beside the model, and
-  the blend that ranks held-out labeled positives highest against the pool, by a clear
-  margin over a fallback, orders the pool (:mod:`puicl_model.estimator.portfolio`); the
-  probabilities keep the model's distribution over the pool.
-* ``estimate_class_prior()`` returns π̂, the estimated negative share of the pool, from the
-  model's scores of the pool and of cross-fitted labeled positives
-  (:mod:`puicl_model.estimator.prior`).
-* ``class_prior_report()`` adds what the data identify about π: a lower bound, π̂'s bootstrap
-  interval and a flag where π is poorly identified (:mod:`~.prior_report`).
-* ``plot_report(path)`` draws the scores, π and the portfolio's choice on one HTML page;
-  ``save(folder)`` / ``PUICLClassifier.load(folder)`` write and read a fitted classifier
-  without pickle (:mod:`puicl_model.estimator.report`, :mod:`~.saved_model`).
-* ``predict(X)`` thresholds P(y=1) at 0.5, or with ``threshold="prior"`` so that the share of
-  fitted pool rows predicted negative equals π̂ (the cut point found on the pool then applies
-  to new rows too).
+* ``predict_proba(X)``: ``[P(y=0), P(y=1)]`` per row. A row equal to a fitted unlabeled row gets
+  its transductive score; any other row is a *new row*, scored as one more unlabeled row next to
+  the fitted pool (:mod:`puicl_model.passes.query_rows`), the same bytes in any batch. A pool of
+  more than ``pool_sample`` rows is fitted on a seeded sample (:mod:`~.pool_sample`).
+* ``predict(X)``: P(y=1) cut at 0.5, or with ``threshold="prior"`` so that the share of the pool
+  predicted negative is π̂.
+* ``estimate_class_prior()``, ``class_prior_report()``: π̂ and what the data identify about π
+  (:mod:`~.prior`, :mod:`~.prior_report`); ``plot_report(path)``: one HTML page to look at
+  (:mod:`~.report`); ``save(folder)`` / ``load(folder)``: without pickle (:mod:`~.saved_model`).
 """
 
 from __future__ import annotations
@@ -38,44 +26,30 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from puicl_common.runtime import resolve_device
-from puicl_model.estimator.ensemble import MEMBERS, Member, fit_ensemble, hold_out, plan_passes
-from puicl_model.estimator.fitted_scores import FittedScores, NoTrainingDataError
+from puicl_common.runtime import resolve_device, resolve_precision
+from puicl_model.estimator.class_prior_methods import ClassPriorMethods
+from puicl_model.estimator.dask_frames import dask_frame, dask_kind
+from puicl_model.estimator.ensemble import MEMBERS, Member
+from puicl_model.estimator.fitted_scorer import FittedScorer, NoTrainingDataError, Runtime
+from puicl_model.estimator.fitted_table import FittedTable
 from puicl_model.estimator.input_checks import (
     _check_feature_names,
     check_pu_table,
     check_settings,
+    check_table_after_fit,
     has_mixed_names,
-    warn_about_leaks,
 )
-from puicl_model.estimator.pool_ranking import ranked
 from puicl_model.estimator.pool_sample import fitted_table
-from puicl_model.estimator.portfolio import (
-    MAX_HELD_OUT,
-    MIN_LABELED_FOR_HOLD_OUT,
-    MIN_LABELED_FOR_PORTFOLIO,
-    MIN_POOL_FOR_PORTFOLIO,
-    Portfolio,
-    held_out_rows,
-)
+from puicl_model.estimator.portfolio import Choice
 from puicl_model.estimator.preprocessing import (
     CategoricalStrategy,
     MissingStrategy,
     NumericStrategy,
 )
-from puicl_model.estimator.prior import (
-    DEFAULT_FOLDS,
-    MIN_LABELED_FOR_ESTIMATES,
-)
-from puicl_model.estimator.prior_report import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_DELTA,
-    DEFAULT_LEVEL,
-    ClassPriorReport,
-    prior_report,
-)
+from puicl_model.estimator.prior import DEFAULT_FOLDS
 from puicl_model.net.weights import NoBundledWeightsError, load_model
-from puicl_model.passes.query_rows import DEFAULT_CACHE_BYTES, ContextCaches
+from puicl_model.passes.inference import PassScorer
+from puicl_model.passes.query_rows import DEFAULT_CACHE_BYTES
 from puicl_model.passes.settings import InferenceSettings, LargePool, Partner
 
 if TYPE_CHECKING:
@@ -85,7 +59,12 @@ __all__ = ["InferenceSettings", "NoBundledWeightsError", "NoTrainingDataError",
            "PUICLClassifier"]
 
 
-class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
+def fitted_part(name: str, doc: str) -> property:
+    """A read-only view of the fitted object's ``name`` (AttributeError before ``fit``)."""
+    return property(lambda self: getattr(self.fitted_, name), doc=doc)
+
+
+class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
     """In-context positive-unlabeled classifier (paper §3–§5).
 
     Parameters
@@ -228,85 +207,130 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, s: Any) -> PUICLClassifier:
         """Fit on the PU table (``s[i] = 1`` if row ``i`` is a labeled positive, else 0): encode
         it, plan the passes, score the pool, fit the portfolio's learners and choose its blend
-        (and, with ``threshold="prior"``, estimate π̂), so that predictions only read."""
+        (and, with ``threshold="prior"``, estimate π̂), into one fitted object, ``fitted_``
+        (:class:`~puicl_model.estimator.fitted_table.FittedTable`), that predictions only read.
+        A fit that fails leaves the classifier unfitted."""
         settings = check_settings(self)
         labeled = check_pu_table(X, s)
         entropy = self._root_seed()
-        self.n_pool_in_ = int((~labeled).sum())
+        n_pool_in = int((~labeled).sum())
         sampled = fitted_table(X, labeled, settings.pool_sample, entropy)
         if sampled is not None:  # a large pool: fitted on its seeded sample
             X, labeled = sampled
-        ensemble = fit_ensemble(X, labeled, self.n_estimators, self._member_catalogue,
-                                numeric=self.numeric, categorical=self.categorical,
-                                missing=self.missing, keep_columns=self.keep_columns)
-        base = ensemble.views[0]
-        if base.preprocessor.keep_.any():  # (else one zero column stands in: no leak)
-            warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
         device = resolve_device(self.device, training=False)
         model = load_model(self.weights, device)
-        n_labeled = len(base.x_labeled)
-        held = portfolio = None
-        if (settings.partner == "auto" and n_labeled >= MIN_LABELED_FOR_PORTFOLIO
-                and len(base.x_pool) >= MIN_POOL_FOR_PORTFOLIO):
-            if n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-                held = held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
-                ensemble = hold_out(ensemble, held)
-            portfolio = Portfolio.build(X, labeled, held, entropy, self.keep_columns,
-                                        self.n_threads)
-        ensemble = ranked(ensemble, settings, entropy, self.n_threads)
+        table = FittedTable.build(
+            X, labeled, settings, entropy, max_features=int(model.config.max_features),
+            catalogue=self._member_catalogue, n_estimators=self.n_estimators,
+            encoding={"numeric": self.numeric, "categorical": self.categorical,
+                      "missing": self.missing, "keep_columns": self.keep_columns},
+            n_threads=self.n_threads)
+        base = table.views[0].preprocessor
 
-        self.device_ = device
-        self.model_ = model
-        self.preprocessor_ = base.preprocessor
-        self.n_features_in_ = base.preprocessor.n_features_in_
+        self._forget_fit()
+        self.device_, self.model_ = device, model
+        self.n_pool_in_ = n_pool_in
+        self.n_features_in_ = base.n_features_in_
         # scikit-learn's rule: feature_names_in_ only for DataFrames whose column names are all
         # strings (it refuses mixed names, which the preprocessor matches as text anyway)
-        if has_mixed_names(X):
-            self.__dict__.pop("feature_names_in_", None)
-        else:
+        if not has_mixed_names(X):
             _check_feature_names(self, X, reset=True)
         self.classes_ = np.array([0, 1])
-        self.views_ = ensemble.views
-        # the labeled rows the passes' context draws from (all but the held-out ones)
-        self.x_labeled_ = ensemble.views[0].x_labeled
-        self.x_pool_ = base.x_pool
-        self.portfolio_ = portfolio
-        self.n_held_out_ = 0 if held is None else int(held.sum())
-        self._x_held = None if held is None else base.x_labeled[held]
-        self.planners_ = plan_passes(ensemble, settings, int(model.config.max_features),
-                                     entropy=entropy)
-        self.n_estimators_ = len(self.planners_)  # members that run (n_estimators=None resolved)
-        self.planner_ = self.planners_[0]
-        self._entropy = entropy
-        self._pool_proba: np.ndarray | None = None
-        self._held_proba: np.ndarray | None = None
-        self._class_prior: dict[int, float] = {}  # π̂ per n_folds
-        self._held_out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # scores per n_folds
-        self._pool_index: dict[bytes, int] | None = None
-        self._context_caches: ContextCaches | None = None  # (those of an earlier fit go)
+        self.n_estimators_ = len(table.planners)  # members that run (None resolved)
         try:
-            self._score_fitted_table()
+            runtime = self._runtime()
+            table.score(runtime)
+            if self.threshold == "prior":
+                table.estimate_class_prior(DEFAULT_FOLDS, runtime)
         except BaseException:
-            del self.planner_  # a fit that could not score its pool leaves no fitted classifier
+            self._forget_fit()  # a fit that could not score its pool leaves no fitted classifier
             raise
+        self.fitted_: FittedScorer = table
         return self
+
+    def _forget_fit(self) -> None:
+        """Remove every fitted attribute (those of an earlier fit too)."""
+        for name in [name for name in vars(self) if name.endswith("_")]:
+            delattr(self, name)
 
     # -------------------------------------------------------------------------- scoring
     def _check_fitted(self) -> None:
-        if not hasattr(self, "planner_"):
+        if "fitted_" not in vars(self):
             from sklearn.exceptions import NotFittedError
 
             raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
+
+    def _runtime(self) -> Runtime:
+        """How the model runs now: the fitted model, and the current ``precision``,
+        ``n_threads``, ``progress`` and ``context_cache_bytes`` (settable after ``fit``)."""
+        return Runtime(self.model_, self.device_,
+                       bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
+                       n_threads=self.n_threads, progress=self.progress,
+                       cache_bytes=self.context_cache_bytes)
+
+    @property
+    def scorer_(self) -> PassScorer:
+        """Scores rows of the fitted table by planned passes, with the fitted model and the
+        current ``precision``, ``n_threads`` and ``progress`` (:class:`PassScorer`)."""
+        self._check_fitted()
+        return self._runtime().scorer()
+
+    # the fitted object's parts, by the names scikit-learn users read them under
+    views_ = fitted_part("views", "The fitted views: each member's encoding of the table.")
+    planners_ = fitted_part("planners", "One pass planner per member that runs.")
+    planner_ = property(lambda self: self.fitted_.planners[0],
+                        doc="The first member's pass planner.")
+    preprocessor_ = property(lambda self: self.fitted_.views[0].preprocessor,
+                             doc="The first view's column encoding (the configured one).")
+    portfolio_ = fitted_part("portfolio", "The portfolio (None: the model alone).")
+    n_held_out_ = fitted_part("n_held_out", "Labeled positives held out of the passes.")
+    x_labeled_ = fitted_part("x_labeled", "The labeled rows the passes' context draws from.")
+    x_pool_ = fitted_part("x_pool", "The fitted unlabeled rows, encoded.")
+    n_passes_ = fitted_part("n_passes", "Forward passes run by fit's scoring of the pool.")
+    inference_seconds_ = fitted_part("inference_seconds", "Seconds fit spent scoring.")
+    _entropy = fitted_part("entropy", "The fit's root seed.")
+
+    def prepare(self) -> PUICLClassifier:
+        """Nothing left to do: ``fit`` scores the pool, chooses the blend and
+        (``threshold="prior"``) estimates π̂. Kept so that code written for the lazy fit still
+        runs; it warns, and will be removed."""
+        import warnings
+
+        warnings.warn("PUICLClassifier.prepare() is no longer needed: fit() scores the pool "
+                      "and chooses the blend; prepare() will be removed", FutureWarning,
+                      stacklevel=2)
+        self._check_fitted()
+        return self
+
+    @property
+    def choice_(self) -> Choice | None:
+        """What the portfolio chose on this table (members, weights, each candidate's held-out
+        AUC, why), or None where the model alone runs (``partner="none"``, or a table below
+        the portfolio's sizes)."""
+        self._check_fitted()
+        return self.fitted_.choice
+
+    @property
+    def blend_weight_(self) -> float:
+        """The model's weight in the chosen blend (1.0: the model alone)."""
+        choice = self.choice_
+        return 1.0 if choice is None else float(choice.weights.get("model", 0.0))
+
+    def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
+        self._check_fitted()
+        check_table_after_fit(self, X)
+        return self.fitted_.probability(X, self._runtime())
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """``[P(y=0), P(y=1)]`` per row of ``X`` (float64 [n, 2]). A dask DataFrame gives a
         lazy dask array [n, 2] with declared ``meta``, as dask-ml's ``ParallelPostFit`` does:
         its rows are scored partition by partition at ``compute()``, the bytes of one process
         (:mod:`puicl_model.estimator.dask_frames`)."""
-        if _dask_kind(X):
+        if dask_kind(X):
             from puicl_model.estimator.dask_frames import predict_proba
 
-            return predict_proba(self, _dask_frame(X))
+            return predict_proba(self, dask_frame(X))
         positive, _ = self._positive_probability(X)
         return np.stack([1.0 - positive, positive], axis=1)
 
@@ -323,25 +347,47 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         clipped = np.clip(positive, eps, 1.0 - eps)
         return np.log(clipped) - np.log1p(-clipped)
 
-    def class_prior_report(self, level: float = DEFAULT_LEVEL,
-                           n_bootstrap: int = DEFAULT_BOOTSTRAP,
-                           n_folds: int = DEFAULT_FOLDS,
-                           delta: float = DEFAULT_DELTA) -> ClassPriorReport:
-        """π as far as the data identify it
-        (:class:`puicl_model.estimator.prior_report.ClassPriorReport`):
-        the identified lower bound, the point π̂ (``estimate_class_prior(n_folds)``), π̂'s
-        bootstrap interval at ``level`` and the upper end to read π up to, and a flag with a
-        one-line note where π is poorly identified. Reads the scores ``estimate_class_prior``
-        computes (no further pass of the model): ``n_bootstrap`` resamples of them.
-        """
-        self._needs_training_data("class_prior_report()")
-        self.estimate_class_prior(n_folds)  # checks n_folds; scores the folds once
-        # the folds estimate_class_prior read (below MIN_LABELED_FOR_ESTIMATES none: no bound)
-        folds = (self._held_out_scores(n_folds)
-                 if len(self.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
-        return prior_report(self._pool_probabilities(), folds, self.planner_.entropy,
-                            level=level, n_bootstrap=n_bootstrap, delta=delta)
+    def predict(self, X: Any) -> np.ndarray:
+        """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``; for a dask
+        DataFrame a lazy dask array [n] (see :meth:`predict_proba`)."""
+        if dask_kind(X):
+            from puicl_model.estimator.dask_frames import predict
 
+            return predict(self, dask_frame(X))
+        return self._labels(*self._positive_probability(X))
+
+    def predict_and_proba(self, X: Any, pool_rows: Any = None,
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """``(predict_proba(X), predict(X))`` from one scoring of ``X``.
+
+        ``pool_rows``: per row of ``X``, its position among the fitted unlabeled rows (the
+        rows of ``x_pool_``, in the order ``fit`` was given them), or -1 for a row that is not
+        one of them. Without it a row is found in the fitted pool by its values, and every
+        copy of a duplicated row gets the first copy's score; a row given its position gets
+        its own transductive score, whatever other rows of ``X`` hold or the batch it is
+        scored in, as scoring the whole fitted pool in one piece does. The rows at -1 are
+        scored as ``predict_proba`` scores them; the rows with a position are not read.
+        A reader that streams the fitted table knows each row's position
+        (:mod:`puicl_model.files.large_tables`)."""
+        if pool_rows is None:
+            positive, match = self._positive_probability(X)
+        else:
+            self._check_fitted()
+            check_table_after_fit(self, X)
+            positive, match = self.fitted_.placed_probability(X, pool_rows, self._runtime())
+        return np.stack([1.0 - positive, positive], axis=1), self._labels(positive, match)
+
+    def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
+        """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
+        if self.threshold != "prior":
+            return (positive > float(self.threshold)).astype(np.int64)
+        pool_labels, cut = self.fitted_.prior_cut(self._runtime())
+        labels = (positive > cut).astype(np.int64)
+        known = match >= 0
+        labels[known] = pool_labels[match[known]]
+        return labels
+
+    # ---------------------------------------------------------------- report and saving
     def plot_report(self, path: str | Path | None = None) -> Report:
         """A page a person looks at (:mod:`puicl_model.estimator.report`): the held-out labeled
         positives' P(y=1) against the pool's, π's bound, estimate, interval and upper end, and
@@ -350,7 +396,8 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         matplotlib (``pip install 'puicl[report]'``); reads ``class_prior_report()``'s scores."""
         from puicl_model.estimator.report import plot_report
 
-        self._needs_training_data("plot_report()")
+        self._check_fitted()
+        self.fitted_.table("plot_report()")
         return plot_report(self, path)
 
     def save(self, directory: str | Path, training_data: bool = True) -> Path:
@@ -358,7 +405,9 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         (:mod:`puicl_model.estimator.saved_model`): its settings, column encodings and the
         portfolio's choice as JSON, its arrays and the model's weights as safetensors, each file's
         sha256 in a manifest; atomically, over nothing but an earlier save (``saved_folder``).
-        The pool is scored first, so that the loaded classifier returns the same bits.
+        What is saved is the fitted object's declared state
+        (:data:`puicl_model.estimator.fitted_scorer.SAVED_TABLE`), so the loaded classifier
+        returns the same bits.
 
         ``training_data=False`` leaves the encoded table and its rows' scores out, for scoring
         new rows only: every fitted context's cache (its keys and values) is computed and saved
@@ -384,44 +433,6 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
 
         return load(cls, directory, device)
 
-    def predict(self, X: Any) -> np.ndarray:
-        """0/1 labels (``classes_``) per row of ``X``, cut as set by ``threshold``; for a dask
-        DataFrame a lazy dask array [n] (see :meth:`predict_proba`)."""
-        if _dask_kind(X):
-            from puicl_model.estimator.dask_frames import predict
-
-            return predict(self, _dask_frame(X))
-        return self._labels(*self._positive_probability(X))
-
-    def predict_and_proba(self, X: Any, pool_rows: Any = None,
-                          ) -> tuple[np.ndarray, np.ndarray]:
-        """``(predict_proba(X), predict(X))`` from one scoring of ``X``.
-
-        ``pool_rows``: per row of ``X``, its position among the fitted unlabeled rows (the
-        rows of ``x_pool_``, in the order ``fit`` was given them), or -1 for a row that is not
-        one of them. Without it a row is found in the fitted pool by its values, and every
-        copy of a duplicated row gets the first copy's score; a row given its position gets
-        its own transductive score, whatever other rows of ``X`` hold or the batch it is
-        scored in, as scoring the whole fitted pool in one piece does. The rows at -1 are
-        scored as ``predict_proba`` scores them; the rows with a position are not read.
-        A reader that streams the fitted table knows each row's position
-        (:mod:`puicl_model.files.large_tables`)."""
-        if pool_rows is None:
-            positive, match = self._positive_probability(X)
-        else:
-            positive, match = self._placed_probability(X, pool_rows)
-        return np.stack([1.0 - positive, positive], axis=1), self._labels(positive, match)
-
-    def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
-        """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
-        if self.threshold != "prior":
-            return (positive > float(self.threshold)).astype(np.int64)
-        pool_labels, cut = self._prior_cut()
-        labels = (positive > cut).astype(np.int64)
-        known = match >= 0
-        labels[known] = pool_labels[match[known]]
-        return labels
-
     def __sklearn_tags__(self):  # scikit-learn >= 1.6 estimator tags
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
@@ -431,17 +442,3 @@ class PUICLClassifier(FittedScores, ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
-
-def _dask_kind(X: Any) -> str | None:
-    from puicl_model.estimator.dask_frames import dask_kind  # (imports no dask itself)
-
-    return dask_kind(X)
-
-
-def _dask_frame(X: Any) -> Any:
-    """A dask DataFrame as it is; a dask Array refused in one line (its blocks may split a
-    row's columns, and its column names, which fit may have seen, are lost)."""
-    if _dask_kind(X) == "array":
-        raise TypeError("X is a dask Array: pass a dask DataFrame "
-                        "(dask.dataframe.from_dask_array(X, columns=...))")
-    return X

@@ -10,10 +10,9 @@ and workers. The classifier's own ``predict_proba``, ``predict_log_proba`` and `
 them when given a dask DataFrame.
 
 The classifier is put in the graph once, as one ``dask.delayed`` value (dask moves it to a
-worker that needs it, and tends to keep the partitions there), prepared
-(:meth:`PUICLClassifier.prepare <puicl_model.estimator.classifier.PUICLClassifier.prepare>`):
-the fitted pool's scores, the blend and π̂ travel with it rather than being computed again by
-each worker. Dask is an extra (``pip install "puicl[distributed]"``).
+worker that needs it, and tends to keep the partitions there), as ``fit`` left it: the fitted
+pool's scores, the blend and π̂ travel with it rather than being computed again by each
+worker. Dask is an extra (``pip install "puicl[distributed]"``).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["dask_kind", "import_dask", "predict", "predict_proba"]
+__all__ = ["dask_frame", "dask_kind", "import_dask", "predict", "predict_proba"]
 
 
 def import_dask() -> Any:
@@ -59,6 +58,15 @@ def dask_kind(X: Any) -> str | None:
     if hasattr(X, "map_partitions") and hasattr(X, "columns"):
         return "dataframe"
     return "array" if hasattr(X, "map_blocks") else None
+
+
+def dask_frame(X: Any) -> Any:
+    """A dask DataFrame as it is; a dask Array refused in one line (its blocks may split a
+    row's columns, and its column names, which fit may have seen, are lost)."""
+    if dask_kind(X) == "array":
+        raise TypeError("X is a dask Array: pass a dask DataFrame "
+                        "(dask.dataframe.from_dask_array(X, columns=...))")
+    return X
 
 
 def predict_proba(classifier: Any, X: Any) -> Any:

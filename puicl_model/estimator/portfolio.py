@@ -67,6 +67,12 @@ from puicl_model.estimator.learners import (
     learner_encoding,
     log_odds,
 )
+from puicl_model.estimator.portfolio_gate import (
+    MAX_HELD_OUT,
+    MIN_LABELED_FOR_HOLD_OUT,
+    MIN_LABELED_FOR_PORTFOLIO,
+    MIN_POOL_FOR_PORTFOLIO,
+)
 from puicl_model.passes.scores import NonFiniteScoresError
 
 __all__ = ["BAGGED", "BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WEIGHTS",
@@ -123,15 +129,6 @@ CANDIDATES: Mapping[str, Mapping[str, float]] = blends_for(MEMBERS, FALLBACK)
 # fallback by to replace it: lower bars followed the noise of a few hundred positives more
 # often than they found a better candidate (docs/decisions.md)
 EVIDENCE_Z = 3.0
-# the portfolio runs on tables with at least this many labeled positives and pool rows: fewer
-# positives give each cross-fitted fold too few to score, a smaller pool too few to rank against
-MIN_LABELED_FOR_PORTFOLIO = 20
-MIN_POOL_FOR_PORTFOLIO = 100
-# from this many labeled positives on, half of them (at most MAX_HELD_OUT) are held out of the
-# passes' context and scored with the pool (twice what one pass holds, so the context keeps as
-# many as a pass takes); smaller tables read the class prior's cross-fitted folds instead
-MIN_LABELED_FOR_HOLD_OUT = 600
-MAX_HELD_OUT = 1000
 
 
 # ----------------------------------------------------------------------------- evidence

@@ -35,13 +35,9 @@ import numpy as np
 from scipy.stats import rankdata
 
 from puicl_common.atomic import atomic_write_bytes, atomic_write_text
-from puicl_model.estimator.portfolio import (
-    EVIDENCE_Z,
-    MIN_LABELED_FOR_PORTFOLIO,
-    MIN_POOL_FOR_PORTFOLIO,
-    Choice,
-)
-from puicl_model.estimator.prior import MIN_LABELED_FOR_ESTIMATES
+from puicl_model.estimator.portfolio import EVIDENCE_Z, Choice
+from puicl_model.estimator.portfolio_gate import alone_reason
+from puicl_model.estimator.prior import DEFAULT_FOLDS, MIN_LABELED_FOR_ESTIMATES
 from puicl_model.estimator.prior_report import ClassPriorReport
 
 __all__ = ["EXTRA", "FIGURES", "Report", "figure_paths", "plot_report", "require_matplotlib"]
@@ -228,19 +224,6 @@ def _choice_figure(choice: Choice, fallback: str) -> bytes:
 
 
 # ---------------------------------------------------------------------------------- page
-def _alone_reason(classifier: Any) -> str:
-    """Why the model alone scores this table, in words."""
-    if classifier.partner == "none":
-        return ("partner='none' was asked, so the model alone scores every table; no "
-                "portfolio of learners was fitted.")
-    n_labeled, n_pool = len(classifier.x_labeled_), len(classifier.x_pool_)
-    return (f"This table has {n_labeled:,} labeled positives and {n_pool:,} unlabeled rows; "
-            f"the portfolio needs at least {MIN_LABELED_FOR_PORTFOLIO} labeled positives (two "
-            f"cross-fitted folds must each hold enough to score) and {MIN_POOL_FOR_PORTFOLIO} "
-            "unlabeled rows (enough to rank against), so the model alone scores it, "
-            "bit for bit as with partner='none'.")
-
-
 def _facts(classifier: Any, report: ClassPriorReport,
            choice: Choice | None) -> list[tuple[str, str]]:
     bound = "none" if report.lower_bound is None else f"{report.lower_bound:.4f}"
@@ -289,20 +272,19 @@ def plot_report(classifier: Any, path: str | Path | None = None) -> Report:
     """Draw the report of a fitted ``classifier``; with ``path``, write the page there and
     the figures beside it (:func:`figure_paths`), each atomically, the page last."""
     require_matplotlib()
-    classifier._check_fitted()
     report = classifier.class_prior_report()  # scores the folds once; reused below
-    folds = (classifier._held_out_scores()
-             if len(classifier.x_labeled_) >= MIN_LABELED_FOR_ESTIMATES else None)
-    choice = classifier.choice_
+    table = classifier.fitted_.table("plot_report()")
+    folds = table.prior_evidence(DEFAULT_FOLDS, classifier._runtime())
+    choice = table.choice
     threshold = None if classifier.threshold == "prior" else float(classifier.threshold)
-    figures = {"scores": _scores_figure(folds, classifier._pool_probabilities(), threshold),
+    figures = {"scores": _scores_figure(folds, table.pool_proba, threshold),
                "prior": _prior_figure(report)}
     captions = {"scores": "Score distributions: P(y = 1) of the held-out labeled positives "
                           "and of the unlabeled pool",
                 "prior": "What the data identify about π: " + report.note}
     alone = None
     if choice is None:
-        alone = _alone_reason(classifier)
+        alone = alone_reason(classifier.partner, len(table.x_labeled), len(table.x_pool))
     else:
         assert classifier.portfolio_ is not None
         figures["choice"] = _choice_figure(choice, classifier.portfolio_.fallback)

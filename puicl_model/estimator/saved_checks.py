@@ -199,7 +199,7 @@ def check_fitted(path: Path, fitted: Any, with_table: bool, arrays: dict[str, np
     table = ("x_labeled_", "x_pool_")
     if with_table != all(isinstance(fitted.get(name), np.ndarray) for name in table) or (
             not with_table and any(name in fitted for name in table)):
-        raise _fail(path, "version 1 holds the fitted table, version 2 does not: the state "
+        raise _fail(path, "versions 1 and 3 hold the fitted table, 2 and 4 do not: the state "
                           "does not match its manifest's version")
     for view in views:
         if (view.x_pool is None) == with_table:

@@ -38,10 +38,13 @@ Context = tuple[int, int, int, ContextCache]  # planner's index, feature group, 
 def classifier_contexts(classifier: Any) -> Iterable[Context]:
     """Every fitted context of ``classifier`` with its cache: computed from its table, or (a
     classifier loaded without its table) the caches it was loaded with."""
-    saved = classifier._saved_contexts
-    if saved is not None:
-        index = {planner: number for number, planner in enumerate(classifier.planners_)}
-        return [(index[key[0]], key[1], key[2], cache) for key, cache in saved.items()]
+    from puicl_model.estimator.fitted_scorer import ContextsOnly
+
+    scorer = classifier.fitted_
+    if isinstance(scorer, ContextsOnly):
+        index = {planner: number for number, planner in enumerate(scorer.planners)}
+        return [(index[key[0]], key[1], key[2], cache)
+                for key, cache in scorer.saved_contexts.items()]
     views = [view.rows() for view in classifier.views_]
     return fitted_contexts(classifier.model_, views, classifier.planners_,
                            device=classifier.device_, n_threads=classifier.n_threads)

@@ -32,20 +32,25 @@ from typing import Any
 from puicl_common.atomic import fsync_directory
 
 __all__ = ["ARRAYS", "CONTEXTS", "FILES", "FORMAT", "FORMAT_VERSION", "MANIFEST", "STATE",
-           "VERSIONS", "WEIGHTS", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
-           "changed_libraries", "check_replaceable", "discard", "folder_files",
+           "VERSIONS", "WEIGHTS", "WITHOUT_TRAINING_DATA_VERSION", "WITH_TABLE_VERSIONS",
+           "SavedModelError", "changed_libraries", "check_replaceable", "discard", "folder_files",
            "library_versions", "manifest_for", "publish", "read_manifest", "stage"]
 
 FORMAT = "puicl-classifier"
-FORMAT_VERSION = 1  # a folder with its training table
-WITHOUT_TRAINING_DATA_VERSION = 2  # one without it: its contexts' caches instead
-VERSIONS = (FORMAT_VERSION, WITHOUT_TRAINING_DATA_VERSION)
+# a folder with its training table, and one without it (its contexts' caches instead). Versions
+# 3 and 4 name classes by stable type tags (puicl_model.estimator.saved_state.TYPES); 1 and 2,
+# which name them by module paths, are still read
+FORMAT_VERSION = 3
+WITHOUT_TRAINING_DATA_VERSION = 4
+WITH_TABLE_VERSIONS = (1, FORMAT_VERSION)
+VERSIONS = (1, 2, FORMAT_VERSION, WITHOUT_TRAINING_DATA_VERSION)
 MANIFEST, STATE, ARRAYS, WEIGHTS = "manifest.json", "state.json", "arrays.safetensors", "weights"
 CONTEXTS = "contexts.safetensors"
 # every name a manifest may list: what save writes (weights/: puicl_model.net.weights)
 FILES = frozenset({STATE, ARRAYS, CONTEXTS, f"{WEIGHTS}/model.safetensors",
                    f"{WEIGHTS}/config.json"})
-_REQUIRED = {FORMAT_VERSION: FILES - {CONTEXTS}, WITHOUT_TRAINING_DATA_VERSION: FILES}
+_REQUIRED = {version: FILES - {CONTEXTS} if version in WITH_TABLE_VERSIONS else FILES
+             for version in VERSIONS}
 _MANIFEST_BYTES = 1 << 16  # a manifest lists five names and digests: a few hundred bytes
 
 

@@ -22,15 +22,16 @@ as a new row. What stays of the table: the column encodings (for ``numeric="quan
 numeric column's sorted fitted values, the map of its ranks), the learners' fitted models, and
 the chosen blend's sorted pool scores and probabilities (the pool's score distribution that maps
 a blended score to a probability, no row's own score). Such a folder is written as version
-:data:`WITHOUT_TRAINING_DATA_VERSION`, which a puicl that predates it refuses; a folder with its
-table stays version :data:`FORMAT_VERSION`.
+:data:`WITHOUT_TRAINING_DATA_VERSION`, a folder with its table as :data:`FORMAT_VERSION`
+(:mod:`~.saved_folder`: the versions of earlier puicl releases are still read, and a puicl that
+predates a version refuses it in one line naming it).
 
-Why not pickle: loading a pickle runs whatever code it names. Here the JSON names classes
-only from :data:`puicl_model.estimator.saved_state.CLASSES`, a fixed list of the project's own
-plain-data classes (and scikit-learn's ``LogisticRegression``, whose fitted state is arrays);
-each is rebuilt from its attributes, so loading runs none of the file's choosing. Objects
-shared in the classifier (the configured view's rows and its ``x_labeled_``) are written once
-and shared again on load.
+Why not pickle: loading a pickle runs whatever code it names. Here the JSON names classes only
+by the type tags of :data:`puicl_model.estimator.saved_state.TYPES`, a fixed list of the
+project's own plain-data classes (and scikit-learn's ``LogisticRegression``, whose fitted state
+is arrays); each is rebuilt from its attributes, so loading runs none of the file's choosing.
+Objects shared in the classifier (the configured view's rows and its ``x_labeled_``) are
+written once and shared again on load.
 
 The tree learners (PU bagging's and the boosted learner's scikit-learn
 ``HistGradientBoostingClassifier``) keep their trees in private objects with no public way to
@@ -55,9 +56,14 @@ from pathlib import Path
 from typing import Any
 
 from puicl_common.atomic import atomic_write_bytes, atomic_write_json
-from puicl_model.estimator.fitted_scores import NoTrainingDataError
+from puicl_model.estimator.fitted_scorer import (
+    SAVED_CLASSIFIER,
+    ContextsOnly,
+    FittedScorer,
+    NoTrainingDataError,
+)
+from puicl_model.estimator.fitted_table import FittedTable
 from puicl_model.estimator.input_checks import check_settings
-from puicl_model.estimator.prior import DEFAULT_FOLDS
 from puicl_model.estimator.saved_checks import (
     ARRAY_DTYPES,
     CACHE_DTYPES,
@@ -79,6 +85,7 @@ from puicl_model.estimator.saved_folder import (
     MANIFEST,
     STATE,
     WEIGHTS,
+    WITH_TABLE_VERSIONS,
     WITHOUT_TRAINING_DATA_VERSION,
     SavedModelError,
     changed_libraries,
@@ -96,15 +103,6 @@ from puicl_model.estimator.saved_trees import BoostedTrees
 __all__ = ["FORMAT", "FORMAT_VERSION", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
            "load", "save", "saving"]
 
-# fitted attributes of the classifier rebuilt on load rather than stored
-# (the contexts' caches are rebuilt as new rows are scored: large, and cheap to recompute;
-# saved, in contexts.safetensors, only where the table they are computed from is left out)
-_REBUILT = {"model_", "device_", "preprocessor_", "planner_", "_pool_index", "_context_caches",
-            "_saved_contexts"}
-# what a folder without its training table leaves out: the encoded rows and their scores
-_TRAINING_DATA = {"x_labeled_", "x_pool_", "_x_held", "_pool_proba", "_held_proba", "_held_out"}
-
-
 # ---------------------------------------------------------------------------------- save
 def _savable(model: Any) -> Any:
     """A learner's fitted model as save writes it: a linear one as it is (its state is arrays),
@@ -118,19 +116,17 @@ def _savable(model: Any) -> Any:
 
 
 def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
-    """The classifier's fitted attributes, less those rebuilt on load; the portfolio without
-    the learners its chosen blend does not weigh; without ``training_data``, less the table's
-    rows and their scores."""
-    left_out = _REBUILT if training_data else _REBUILT | _TRAINING_DATA
-    state = {key: value for key, value in vars(classifier).items()
-             if key not in left_out and (key.endswith("_") or key.startswith("_"))}
-    if not training_data:
-        state["views_"] = [dataclasses.replace(view, x_labeled=None, x_pool=None,
-                                               labeled_score=None, pool_score=None)
-                           for view in classifier.views_]
-        if DEFAULT_FOLDS in classifier._class_prior:  # the prior cut, off the unsaved scores
-            state["_new_row_cut"] = classifier._prior_cut()[1]
-    portfolio = classifier.portfolio_
+    """The classifier's saved state: its scikit-learn fitted attributes and its fitted object's
+    declared state (``SAVED``), less the portfolio's learners its chosen blend does not weigh;
+    without ``training_data``, what a scorer without the table holds (the table's rows and
+    their scores left out)."""
+    scorer = classifier.fitted_
+    if not training_data and isinstance(scorer, FittedTable):
+        scorer = scorer.without_table(classifier._runtime())
+    state = {name: getattr(classifier, name) for name in SAVED_CLASSIFIER
+             if name in vars(classifier)}
+    state.update(scorer.saved_state())
+    portfolio = scorer.portfolio
     if portfolio is not None:
         weighed = set(portfolio.choice.weights) if portfolio.choice is not None else set()
         learners = {kind: learner for kind, learner in portfolio.learners.items()
@@ -150,7 +146,7 @@ def _settings(classifier: Any) -> dict[str, Any]:
     settings["weights"] = None  # the saved folder's weights/ stand in for them
     if not isinstance(settings["random_state"], (int, type(None))):
         # a RandomState or Generator gave the fit one root seed: that seed refits the same
-        settings["random_state"] = int(classifier._entropy)
+        settings["random_state"] = int(classifier.fitted_.entropy)
     return settings
 
 
@@ -175,7 +171,7 @@ def saving(classifier: Any, directory: str | Path, training_data: bool = True,
     from puicl_model.net.weights import save_weights
 
     classifier._check_fitted()
-    if training_data and classifier._saved_contexts is not None:
+    if training_data and not classifier.fitted_.has_table:
         raise NoTrainingDataError("this PUICLClassifier was saved without its training data: "
                                   "save it again with training_data=False")
     given = Path(directory)
@@ -267,7 +263,7 @@ def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
     from puicl_model.net.weights import load_model
 
     manifest = _verified(directory)
-    with_table = manifest["version"] == FORMAT_VERSION
+    with_table = manifest["version"] in WITH_TABLE_VERSIONS
     changed = changed_libraries(manifest)
     if changed:
         import warnings
@@ -287,26 +283,38 @@ def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
             kind not in portfolio.learners for kind in portfolio.choice.weights if kind != "model"):
         raise SavedModelError(f"{directory}: the saved portfolio lacks a learner its chosen "
                               "blend weighs; save the classifier again")
-    for key, value in fitted.items():
-        setattr(classifier, key, value)
+    for name in SAVED_CLASSIFIER:
+        if name in fitted:
+            setattr(classifier, name, fitted[name])
     classifier.device_ = resolve_device(device, training=False)
     classifier.model_ = load_model(directory / WEIGHTS, classifier.device_)
-    classifier.preprocessor_ = classifier.views_[0].preprocessor
-    classifier.planner_ = classifier.planners_[0]
-    classifier._pool_index = None
-    classifier._context_caches = None
-    if not with_table:
-        path = directory / CONTEXTS
-        check_contexts(path, state["contexts"], classifier.planners_,
-                       classifier.model_.config, check_safetensors(path, CACHE_DTYPES))
-        try:
-            classifier._saved_contexts = read_contexts(
-                state["contexts"], path, classifier.planners_, classifier.device_)
-        except (KeyError, TypeError, ValueError, IndexError) as err:
-            raise SavedModelError(f"{path}: not the caches puicl wrote "
-                                  f"({type(err).__name__}: {err})") from None
-    classifier._index_fitted_rows()
+    classifier.fitted_ = _scorer(directory, state, fitted, with_table, classifier.device_,
+                                 classifier.model_.config)
     return classifier
+
+
+def _scorer(directory: Path, state: dict, fitted: dict, with_table: bool, device: Any,
+            config: Any) -> FittedScorer:
+    """The fitted object of the folder's declared state: the table, indexed, or the fitted
+    contexts' caches read from contexts.safetensors in its place."""
+    try:
+        if with_table:
+            table = FittedTable.from_saved(fitted)
+            table.index_rows()
+            return table
+        scorer = ContextsOnly.from_saved(fitted)
+    except (TypeError, ValueError) as err:
+        raise SavedModelError(f"{directory / STATE}: not a state puicl wrote "
+                              f"({type(err).__name__}: {str(err)[:200]})") from None
+    path = directory / CONTEXTS
+    check_contexts(path, state["contexts"], scorer.planners, config,
+                   check_safetensors(path, CACHE_DTYPES))
+    try:
+        scorer.saved_contexts = read_contexts(state["contexts"], path, scorer.planners, device)
+    except (KeyError, TypeError, ValueError, IndexError) as err:
+        raise SavedModelError(f"{path}: not the caches puicl wrote "
+                              f"({type(err).__name__}: {err})") from None
+    return scorer
 
 
 def _state(directory: Path, with_table: bool) -> tuple[dict, dict, dict]:

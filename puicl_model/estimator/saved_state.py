@@ -2,9 +2,9 @@
 (:mod:`puicl_model.estimator.saved_model`'s state.json and arrays.safetensors).
 
 :class:`Encoder` turns the fitted state into JSON-ready values and sets its arrays aside by
-name; :class:`Decoder` rebuilds it, naming classes only from :data:`CLASSES` and checking what
-each entry declares before it is built (:mod:`~.saved_checks`): a scalar's dtype, an array's
-shape, an object's fields and their types.
+name; :class:`Decoder` rebuilds it, naming classes only by the tags of :data:`TYPES` and
+checking what each entry declares before it is built (:mod:`~.saved_checks`): a scalar's dtype,
+an array's shape, an object's fields and their types.
 """
 
 from __future__ import annotations
@@ -18,41 +18,46 @@ import numpy as np
 from puicl_model.estimator.saved_checks import check_fields, check_scalar_dtype, check_shape
 from puicl_model.estimator.saved_folder import SavedModelError
 
-__all__ = ["CLASSES", "FORMER_NAMES", "Decoder", "Encoder"]
+__all__ = ["FORMER_NAMES", "TYPES", "Decoder", "Encoder"]
 
-# the only classes state.json may name: plain data of the project (the boosted trees as node
-# arrays among them), and scikit-learn's linear model (coefficients and settings only)
-CLASSES = frozenset({
-    "puicl_model.estimator.preprocessing.TablePreprocessor",
-    "puicl_model.estimator.column_encoding.ColumnEncoding",
-    "puicl_model.estimator.ensemble.View",
-    "puicl_model.passes.planning.PassPlanner",
-    "puicl_model.estimator.portfolio.Portfolio",
-    "puicl_model.estimator.learners.CrossFittedLearner",
-    "puicl_model.estimator.portfolio.Choice",
-    "puicl_model.estimator.portfolio.Blend",
-    "puicl_model.estimator.portfolio.Evidence",
-    "puicl_model.estimator.saved_trees.BoostedTrees",
-    "sklearn.linear_model._logistic.LogisticRegression",
-})
-# the names a folder saved before the package was laid out in wings gives the same classes
-FORMER_NAMES = {
-    f"puicl_model.{module}.{name}": f"puicl_model.{wing}.{module}.{name}"
-    for wing, module, name in (
-        ("estimator", "preprocessing", "TablePreprocessor"),
-        ("estimator", "column_encoding", "ColumnEncoding"),
-        ("passes", "planning", "PassPlanner"),
-        ("estimator", "portfolio", "Portfolio"),
-        ("estimator", "portfolio", "Choice"),
-        ("estimator", "portfolio", "Blend"),
-        ("estimator", "portfolio", "Evidence"),
-        ("estimator", "saved_trees", "BoostedTrees"),
+# the only classes state.json may name, by their stable type tags: plain data of the project
+# (the boosted trees as node arrays among them), and scikit-learn's linear model (coefficients
+# and settings only). A tag names a class whatever module holds it; folders of format versions
+# 1 and 2 named them by their module paths, which are read as the tags they map to
+TYPES = {
+    "TablePreprocessor": "puicl_model.estimator.preprocessing.TablePreprocessor",
+    "ColumnEncoding": "puicl_model.estimator.column_encoding.ColumnEncoding",
+    "View": "puicl_model.estimator.ensemble.View",
+    "PassPlanner": "puicl_model.passes.planning.PassPlanner",
+    "Portfolio": "puicl_model.estimator.portfolio.Portfolio",
+    "CrossFittedLearner": "puicl_model.estimator.learners.CrossFittedLearner",
+    "Choice": "puicl_model.estimator.portfolio.Choice",
+    "Blend": "puicl_model.estimator.portfolio.Blend",
+    "Evidence": "puicl_model.estimator.portfolio.Evidence",
+    "BoostedTrees": "puicl_model.estimator.saved_trees.BoostedTrees",
+    "sklearn.LogisticRegression": "sklearn.linear_model._logistic.LogisticRegression",
+}
+_TAGS = {path: tag for tag, path in TYPES.items()}
+# the module paths earlier folders named the classes by: those of today's modules, and those
+# of a folder saved before the package was laid out in wings
+FORMER_NAMES = _TAGS | {
+    f"puicl_model.{module}.{name}": name
+    for module, name in (
+        ("preprocessing", "TablePreprocessor"),
+        ("column_encoding", "ColumnEncoding"),
+        ("planning", "PassPlanner"),
+        ("portfolio", "Portfolio"),
+        ("portfolio", "Choice"),
+        ("portfolio", "Blend"),
+        ("portfolio", "Evidence"),
+        ("saved_trees", "BoostedTrees"),
     )
 } | {
-    "puicl_model.planning.View": "puicl_model.estimator.ensemble.View",
-    "puicl_model.portfolio.CrossFittedLearner":
-        "puicl_model.estimator.learners.CrossFittedLearner",
+    "puicl_model.planning.View": "View",
+    "puicl_model.portfolio.CrossFittedLearner": "CrossFittedLearner",
 }
+
+
 class Encoder:
     """The state as JSON-ready values, its arrays set aside by name."""
 
@@ -89,10 +94,10 @@ class Encoder:
         if isinstance(value, dict):
             return {"__items__": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
         name = f"{type(value).__module__}.{type(value).__qualname__}"
-        if name not in CLASSES:
+        if name not in _TAGS:
             raise TypeError(f"cannot save a {name} in a PUICL classifier folder")
         return self._shared(value) or {
-            "__object__": name, "__id__": self._seen[id(value)],
+            "__object__": _TAGS[name], "__id__": self._seen[id(value)],
             "state": self.encode(dict(vars(value)))}
 
     def _array(self, array: np.ndarray) -> dict:
@@ -175,10 +180,10 @@ class Decoder:
     def _object(self, value: dict) -> Any:
         name = value["__object__"]
         name = FORMER_NAMES.get(name, name) if isinstance(name, str) else name
-        if name not in CLASSES:
+        if name not in TYPES:
             raise SavedModelError(f"{self.path} names the class {str(name)[:80]}, which puicl "
                                   "does not load")
-        module, _, qualname = name.rpartition(".")
+        module, _, qualname = TYPES[name].rpartition(".")
         cls = getattr(importlib.import_module(module), qualname)
         instance = cls.__new__(cls)  # no __init__: the attributes are set as they were saved
         self._keep(value, instance)

@@ -141,7 +141,7 @@ def test_classifier_report_reuses_the_prior_scores(small_weights, monkeypatch) -
     s = np.r_[np.ones(40, dtype=int), np.zeros(80, dtype=int)]
     calls = []
     real = prior.cross_fitted_scores
-    monkeypatch.setattr("puicl_model.estimator.fitted_scores.cross_fitted_scores",
+    monkeypatch.setattr("puicl_model.estimator.fitted_table.cross_fitted_scores",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     clf = PUICLClassifier(weights=small_weights, random_state=0).fit(X, s)
     pi_hat = clf.estimate_class_prior()
@@ -168,7 +168,7 @@ def test_report_reads_the_portfolios_held_out_positives_at_no_extra_pass(small_w
     def no_cross_fitting(*args, **kwargs):
         raise AssertionError("the held-out positives were scored with the pool already")
 
-    monkeypatch.setattr("puicl_model.estimator.fitted_scores.cross_fitted_scores", no_cross_fitting)
+    monkeypatch.setattr("puicl_model.estimator.fitted_table.cross_fitted_scores", no_cross_fitting)
     report = clf.class_prior_report()
     assert report.estimate == clf.estimate_class_prior() and report.lower_bound is not None
     assert report.lower_bound <= report.upper

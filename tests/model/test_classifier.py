@@ -128,7 +128,7 @@ def test_class_prior_and_thresholds(small_weights, table, rng) -> None:
     assert p[labels == 0].max() <= p[labels == 1].min()  # the lowest P(y=1) are negative
     new = rng.normal(size=(6, 4)) + 1.0
     new_p = prior.predict_proba(new)[:, 1]
-    _, cut = prior._prior_cut()
+    _, cut = prior.fitted_.prior_cut(prior._runtime())
     np.testing.assert_array_equal(prior.predict(new), (new_p > cut).astype(int))
 
 

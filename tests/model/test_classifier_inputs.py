@@ -12,6 +12,7 @@ import torch
 
 from puicl_common.runtime import resolve_device
 from puicl_model import PUICLClassifier
+from puicl_model.estimator.fitted_table import FittedTable
 
 
 @pytest.fixture
@@ -114,7 +115,7 @@ def test_auto_takes_apples_gpu_where_there_is_no_cuda(small_model, frame, monkey
     # the model stays on the CPU here, where no MPS device exists, and fit scores nothing
     monkeypatch.setattr("puicl_model.estimator.classifier.load_model",
                         lambda weights, device: small_model)
-    monkeypatch.setattr(PUICLClassifier, "_score_fitted_table", lambda self: None)
+    monkeypatch.setattr(FittedTable, "score", lambda self, runtime: None)
     clf = PUICLClassifier(device=device).fit(X, s)
     assert clf.device_.type == expected
     # the same rule, where training keeps to CUDA and the CPU

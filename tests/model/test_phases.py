@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from puicl_model import PUICLClassifier
+from puicl_model.estimator.fitted_table import FittedTable
 from puicl_model.estimator.prior import cross_fitted_scores
 from puicl_model.files import large_tables
 from puicl_model.files.cli import main
@@ -55,9 +56,10 @@ def test_puicl_predict_names_its_phases_and_its_bar_moves_within_a_batch(
     bar = RecordingBar()
     monkeypatch.setattr(large_tables, "pool_progress", lambda *args, **kwargs: bar)
     prepared = []  # the phase the fitted pool is scored in (by fit)
-    original = PUICLClassifier._score_fitted_table
-    monkeypatch.setattr(PUICLClassifier, "_score_fitted_table",
-                        lambda self: prepared.append(describe("")) or original(self))
+    original = FittedTable.score
+    monkeypatch.setattr(FittedTable, "score",
+                        lambda self, runtime: prepared.append(describe("")) or original(self,
+                                                                                     runtime))
     assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
                  "--weights", str(small_weights), "-o", str(tmp_path / "o.csv"),
                  "--pool-sample", "120", "--single-pass-limit", "60", "--chunk-size", "40",

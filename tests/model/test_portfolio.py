@@ -228,9 +228,9 @@ def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_
     choice = clf.choice_
     assert choice is not None and choice.name in CANDIDATES and choice.n_held_out == 120
     assert set(choice.held_out_auc) == set(CANDIDATES)
-    passes, folds_scored = clf.n_passes_, dict(clf._held_out)
+    passes, folds_scored = clf.n_passes_, dict(clf.fitted_.model_folds)
     clf.estimate_class_prior()  # reads the folds the choice read: no new scoring
-    assert clf._held_out.keys() == folds_scored.keys() and clf.n_passes_ == passes
+    assert clf.fitted_.model_folds.keys() == folds_scored.keys() and clf.n_passes_ == passes
     alone = PUICLClassifier(weights=small_weights, device="cpu", random_state=2,
                             partner="none").fit(X, s)
     model = alone.predict_proba(X[s == 0])[:, 1]
@@ -255,14 +255,14 @@ def test_a_small_table_with_a_large_pool_judges_its_folds_on_a_sample(small_weig
     X, s = _table(rng, 80, n_pool)
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=4).fit(X, s)
     clf.predict_proba(X[s == 0])
-    assert clf.portfolio_.n_held == 0 and not clf._held_out  # π̂'s folds not scored yet
+    assert clf.portfolio_.n_held == 0 and not clf.fitted_.model_folds  # π̂'s folds not scored yet
     evidence = clf.portfolio_.evidence
     judged = judged_pool_rows(n_pool, clf._entropy)
     assert len(judged) == JUDGED_POOL_ROWS
     assert all(len(pool[member]) == JUDGED_POOL_ROWS for pool in evidence.pool
                for member in MEMBERS)
     full = clf.held_out_scores()  # π̂'s folds: every pool row
-    for k, (held, pool) in enumerate(clf._model_folds(2)):
+    for k, (held, pool) in enumerate(clf.fitted_.model_folds[2]):
         assert len(pool) == n_pool
         assert evidence.pool[k][MODEL].tobytes() == log_odds(pool[judged]).tobytes()
         assert evidence.held[k][MODEL].tobytes() == log_odds(held).tobytes()
@@ -303,7 +303,7 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
     # new rows: read off the same blend, inside the pool's range of probabilities; where
     # the blend gives the model no weight, no pass of the model runs for them
     if not clf.portfolio_.weighs_model:
-        import puicl_model.estimator.fitted_scores as module
+        import puicl_model.estimator.fitted_scorer as module
 
         monkeypatch.setattr(module, "score_new_rows", lambda *a, **k: pytest.fail("a pass ran"))
     new = clf.predict_proba(X[s == 0][:7] + 1e-3)[:, 1]
@@ -335,16 +335,16 @@ def test_large_tables_choose_on_a_sample_of_their_held_out_positives(small_weigh
         clf.predict_proba(X[s == 0])
         return clf
 
-    from puicl_model.estimator.fitted_scores import FittedScores
+    from puicl_model.estimator.fitted_table import FittedTable
 
     scored_held: list[int] = []
-    model_scores = FittedScores._model_scores
+    model_scores = FittedTable.model_scores
 
-    def recording(self, rows, held=None):
+    def recording(self, rows, runtime, held=None):
         scored_held.append(0 if held is None else len(held))
-        return model_scores(self, rows, held)
+        return model_scores(self, rows, runtime, held)
 
-    monkeypatch.setattr(FittedScores, "_model_scores", recording)
+    monkeypatch.setattr(FittedTable, "model_scores", recording)
     every = fitted(10_000)
     every_held = sum(scored_held)
     scored_held.clear()
@@ -370,7 +370,7 @@ def test_fit_does_the_work_and_scoring_the_pool_only_reads(small_weights, rng,
     """``fit`` scores the pool, fits the learners and chooses the blend: predictions of the
     pool's rows then run no pass of the model, fit no learner and leave the classifier's
     attributes as they were."""
-    import puicl_model.estimator.fitted_scores as fitted_scores
+    import puicl_model.estimator.fitted_scorer as fitted_scorer
     from puicl_model.estimator.learners import CrossFittedLearner
     from puicl_model.passes.inference import PassScorer
 
@@ -378,9 +378,9 @@ def test_fit_does_the_work_and_scoring_the_pool_only_reads(small_weights, rng,
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=2,
                           threshold="prior").fit(X, s)
     assert clf.portfolio_ is not None and clf.portfolio_.choice is not None
-    assert clf._pool_proba is not None and clf._class_prior and clf.n_passes_ > 0
+    assert clf.fitted_.pool_proba is not None and clf.fitted_.class_prior and clf.n_passes_ > 0
     for target, name in ((PassScorer, "__call__"), (CrossFittedLearner, "fit"),
-                         (fitted_scores, "score_new_rows")):
+                         (fitted_scorer, "score_new_rows")):
         monkeypatch.setattr(target, name, lambda *a, **k: pytest.fail("work after fit"))
     before = dict(vars(clf))
     pool = X[s == 0]

@@ -221,7 +221,7 @@ def test_the_classifier_reuses_its_context_caches(small_weights, table, rng, mon
     monkeypatch.setattr(query_rows, "context_cache", counted)
     first = clf.predict_proba(x_new)
     n_contexts = len(built)
-    assert n_contexts > 2 and len(clf._context_caches) == n_contexts
+    assert n_contexts > 2 and len(clf.fitted_.contexts) == n_contexts
     # later calls, and other batches, build no context again: the same bytes
     np.testing.assert_array_equal(clf.predict_proba(x_new), first)
     np.testing.assert_array_equal(clf.predict_proba(x_new[::-1][:50]), first[::-1][:50])
@@ -233,22 +233,22 @@ def test_the_classifier_reuses_its_context_caches(small_weights, table, rng, mon
     # a budget for the largest context keeps one or a few, and scores the same bytes
     clf.set_params(context_cache_bytes=1 << 30)
     np.testing.assert_array_equal(clf.predict_proba(x_new), first)
-    largest = max(cache.nbytes for cache in clf._context_caches._caches.values())
+    largest = max(cache.nbytes for cache in clf.fitted_.contexts._caches.values())
     clf.set_params(context_cache_bytes=largest)
     np.testing.assert_array_equal(clf.predict_proba(x_new), first)
-    assert 1 <= len(clf._context_caches) < n_contexts
+    assert 1 <= len(clf.fitted_.contexts) < n_contexts
     # pickled (dask), cloned and saved copies carry no cache, and score the same bytes
     clf.set_params(context_cache_bytes=1 << 30)
     clf.predict_proba(x_new)
     sent = pickle.loads(pickle.dumps(clf))
-    assert len(sent._context_caches) == 0
+    assert len(sent.fitted_.contexts) == 0
     np.testing.assert_array_equal(sent.predict_proba(x_new), first)
     assert clone(clf).get_params()["context_cache_bytes"] == 1 << 30
     clf.save(tmp_path / "saved")
     loaded = PUICLClassifier.load(tmp_path / "saved")
-    assert len(loaded._context_caches) == 0  # an empty store, made by load
+    assert not loaded.fitted_.contexts  # no store yet: made as rows are scored
     np.testing.assert_array_equal(loaded.predict_proba(x_new), first)
     # a new fit drops the caches of the old one (its chunked passes keep none)
-    old = clf._context_caches
+    old = clf.fitted_.contexts
     clf.fit(X[::-1], s[::-1])
-    assert clf._context_caches is not old and len(clf._context_caches) == 0
+    assert clf.fitted_.contexts is not old and not clf.fitted_.contexts

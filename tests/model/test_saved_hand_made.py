@@ -44,9 +44,10 @@ def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
     portfolio = clf.portfolio_
     portfolio.choice = dataclasses.replace(portfolio.choice, name="model+bagged",
                                            weights=dict(CANDIDATES["model+bagged"]))
-    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)))),
+    model = clf.fitted_.model_scores(np.arange(len(clf.x_pool_)), clf._runtime())
+    pool = {"model": log_odds(model),
             **portfolio.pool_scores}
-    portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf._pool_proba)
+    portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf.fitted_.pool_proba)
     root = tmp_path_factory.mktemp("originals")
     bare = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
                            single_pass_limit=40, chunk_size=40).fit(X, s)
@@ -98,7 +99,7 @@ def _objects(value: Any, name: str) -> list[dict]:
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if str(item.get("__object__", "")).endswith(f".{name}"):
+            if str(item.get("__object__", "")) == name:  # (its type tag)
                 found.append(item)
             stack.extend(item.values())
         elif isinstance(item, list):

@@ -79,9 +79,10 @@ def test_a_blend_that_weighs_the_bagged_trees_gives_the_same_bits(small_weights,
     # as where the evidence chose it: the blend of ``blend`` on the pool's scores
     portfolio.choice = dataclasses.replace(portfolio.choice, name=blend,
                                            weights=dict(CANDIDATES[blend]))
-    pool = {"model": log_odds(clf._model_scores(np.arange(len(clf.x_pool_)))),
+    model = clf.fitted_.model_scores(np.arange(len(clf.x_pool_)), clf._runtime())
+    pool = {"model": log_odds(model),
             **portfolio.pool_scores}
-    portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf._pool_proba)
+    portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf.fitted_.pool_proba)
     new = _frame(5, 10, seed=9)[0]
     before = clf.predict_proba(new)
     loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
@@ -136,7 +137,7 @@ def test_a_generator_seed_is_saved_as_the_fits_root_seed(small_weights, tmp_path
     clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
                           random_state=np.random.default_rng(3)).fit(X, s)
     loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
-    assert loaded.random_state == clf._entropy
+    assert loaded.random_state == clf.fitted_.entropy
     assert loaded.predict_proba(X).tobytes() == clf.predict_proba(X).tobytes()
 
 

@@ -1,0 +1,67 @@
+"""Folders saved by earlier puicl releases load and score as they did there.
+
+``data/saved_formats`` holds two folders written by the release before type tags (format
+versions 1, with the table, and 2, without it) with ``make_folders.py``, and the scores the
+classifiers loaded from them gave then. The pool rows of a folder with its table are its saved
+transductive scores (the same bits); new rows are scored again by the model, whose last bits
+may differ on another CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from puicl_model import PUICLClassifier
+from puicl_model.estimator.saved_folder import FORMAT_VERSION, WITHOUT_TRAINING_DATA_VERSION
+from puicl_model.estimator.saved_state import TYPES
+
+FOLDERS = Path(__file__).parent / "data" / "saved_formats"
+
+
+@pytest.fixture(scope="module")
+def expected() -> dict[str, np.ndarray]:
+    with np.load(FOLDERS / "expected.npz") as arrays:
+        return dict(arrays)
+
+
+@pytest.mark.parametrize(("name", "version"), [("with_table", 1), ("without_table", 2)])
+def test_a_folder_of_an_earlier_format_scores_as_it_did(expected, tmp_path, name,
+                                                        version) -> None:
+    folder = FOLDERS / name
+    assert json.loads((folder / "manifest.json").read_text())["version"] == version
+    state = (folder / "state.json").read_text()
+    assert "puicl_model.estimator.ensemble.View" in state  # module paths, not type tags
+    loaded = PUICLClassifier.load(folder, device="cpu")
+    new = expected["new"]
+    np.testing.assert_allclose(loaded.predict_proba(new), expected[f"{name}_new"], rtol=0,
+                               atol=1e-6)
+    np.testing.assert_array_equal(loaded.predict(new), expected[f"{name}_labels"])
+    if version == 1:
+        pool = expected["X"][expected["s"] == 0]
+        assert loaded.predict_proba(pool).tobytes() == expected[f"{name}_pool"].tobytes()
+    # saved again, it is written in today's format, by type tags, and scores the same
+    again = PUICLClassifier.load(loaded.save(tmp_path / "again", training_data=version == 1),
+                                 device="cpu")
+    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert manifest["version"] == (FORMAT_VERSION if version == 1
+                                   else WITHOUT_TRAINING_DATA_VERSION)
+    written = (tmp_path / "again" / "state.json").read_text()
+    assert '"View"' in written and not any(path in written for path in TYPES.values())
+    assert again.predict_proba(new).tobytes() == loaded.predict_proba(new).tobytes()
+
+
+def test_a_folder_of_a_newer_format_is_refused_naming_its_version(tmp_path) -> None:
+    from puicl_model.estimator.saved_folder import SavedModelError, manifest_for
+
+    folder = tmp_path / "later"
+    shutil.copytree(FOLDERS / "with_table", folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps(manifest_for(
+        manifest["files"], 99, manifest.get("libraries"))))
+    with pytest.raises(SavedModelError, match="version 99; this puicl reads"):
+        PUICLClassifier.load(folder, device="cpu")
