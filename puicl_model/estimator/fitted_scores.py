@@ -25,7 +25,7 @@ import numpy as np
 
 from puicl_common.runtime import resolve_precision
 from puicl_model.estimator.input_checks import check_table_after_fit
-from puicl_model.estimator.pool_sample import take_rows
+from puicl_model.estimator.pool_sample import NEW_ROW, take_rows
 from puicl_model.estimator.portfolio import (
     Choice,
     Portfolio,
@@ -230,12 +230,13 @@ class FittedScores:
             caches = self._context_caches = ContextCaches(budget)
         return caches
 
-    def _positive_probability(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows)."""
+    def _positive_probability(self, X: Any, new: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """P(y=1) per row of X, and the fitted-pool index of each row (-1 for new rows);
+        ``new``: the caller knows every row is new, and none is looked for in the pool."""
         self._check_fitted()
         check_table_after_fit(self, X)
         table = self.preprocessor_.transform(X)
-        if self._saved_contexts is not None:  # no fitted pool to find rows in: all are new
+        if new or self._saved_contexts is not None:  # no fitted pool to find rows in
             return (self._new_probabilities(self._view_rows(X, table), X),
                     np.full(len(table), -1, dtype=np.int64))
         pool_proba = self._pool_probabilities()
@@ -370,7 +371,8 @@ class FittedScores:
 
     def _placed_probability(self, X: Any, pool_rows: Any) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X and its fitted-pool row: ``pool_rows`` where given (>= 0), the
-        match by values (:meth:`_positive_probability`) for the other rows."""
+        match by values (:meth:`_positive_probability`) for the rows at -1, and for those at
+        ``NEW_ROW`` a new row's score, without a match looked for (their row then -1)."""
         self._check_fitted()
         match = np.array(pool_rows, dtype=np.int64)  # a copy: the unplaced rows' are filled in
         if match.ndim != 1 or len(match) != len(X):
@@ -378,16 +380,18 @@ class FittedScores:
                              f"shape {match.shape}")
         if (match >= 0).any():
             self._needs_training_data("pool_rows (positions in the fitted pool)")
-        if len(match) and (match.min() < -1 or match.max() >= len(self.x_pool_)):
-            raise ValueError(f"pool_rows must be -1 or positions among the {len(self.x_pool_)} "
-                             "fitted unlabeled rows")
+        if len(match) and (match.min() < NEW_ROW or match.max() >= len(self.x_pool_)):
+            raise ValueError(f"pool_rows must be -1, {NEW_ROW} or positions among the "
+                             f"{len(self.x_pool_)} fitted unlabeled rows")
         placed = match >= 0
         positive = np.empty(len(match), dtype=np.float64)
         if placed.any():
             positive[placed] = self._pool_probabilities()[match[placed]]
-        if not placed.all():
-            rest = np.flatnonzero(~placed)
-            positive[rest], match[rest] = self._positive_probability(take_rows(X, rest))
+        for unplaced in (-1, NEW_ROW):  # (a new row's score does not depend on the call)
+            rest = np.flatnonzero(match == unplaced)
+            if len(rest):
+                positive[rest], match[rest] = self._positive_probability(
+                    take_rows(X, rest), new=unplaced == NEW_ROW)
         return positive, match
 
 

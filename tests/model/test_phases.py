@@ -108,3 +108,58 @@ def test_the_inner_bars_say_what_they_score(table, rng, small_weights, monkeypat
         clf.predict_proba(X[s == 0][:3] - 0.5)
     assert named == ["PUICL: scoring the fitted pool", "PUICL: scoring 5 new rows",
                      "scoring batch 1"]
+
+
+def test_puicl_predict_decides_progress_once_and_hands_it_down(
+        table, rng, small_weights, tmp_path, monkeypatch, capsys) -> None:
+    import sys
+
+    X, s = table(rng, 25, 300, 3)
+    pd.DataFrame(X, columns=["a", "b", "c"]).assign(s=s).to_parquet(tmp_path / "t.parquet")
+    asked = []
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: asked.append(1) or True)
+    progress = []  # the classifier's progress wherever a row is scored
+    original = PUICLClassifier.predict_and_proba
+    monkeypatch.setattr(PUICLClassifier, "predict_and_proba", lambda self, X, pool_rows=None: (
+        progress.append(self.progress) or original(self, X, pool_rows)))
+    args = ["predict", "--input", str(tmp_path / "t.parquet"), "--label-column", "s",
+            "--weights", str(small_weights), "--pool-sample", "120", "--batch-rows", "100",
+            "-o", str(tmp_path / "o.parquet")]
+    assert main([*args, "--save-model", str(tmp_path / "saved")]) == 0
+    assert len(asked) == 1 and set(progress) == {True}  # on a terminal: asked once
+    assert "puicl predict: scoring batch" in capsys.readouterr().err  # the pool's bar
+    asked.clear(), progress.clear()
+    assert main([*args, "--no-progress"]) == 0
+    assert asked == [] and set(progress) == {False}
+    assert "puicl predict: scoring batch" not in capsys.readouterr().err
+    # a saved classifier scores with this command's decision, not the saving run's (True)
+    progress.clear()
+    assert main(["predict", "--input", str(tmp_path / "t.parquet"), "--model",
+                 str(tmp_path / "saved"), "--drop-columns", "s", "--no-progress", "-o",
+                 str(tmp_path / "m.csv")]) == 0
+    assert asked == [] and set(progress) == {False}
+
+
+def test_a_loop_opens_no_bar_of_its_own_inside_a_phase_whose_bar_hears_it(
+        table, rng, small_weights, monkeypatch) -> None:
+    import tqdm.auto
+
+    opened = []
+    real = tqdm.auto.tqdm
+
+    def recording(*args, **kwargs):
+        opened.append((kwargs["desc"], not kwargs.get("disable", False)))
+        return real(*args, **{**kwargs, "disable": True})
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", recording)
+    X, s = table(rng, 20, 60, 3)
+    clf = PUICLClassifier(weights=small_weights, progress=True).fit(X, s)
+    heard: list[float] = []
+    opened.clear()
+    with phase("scoring batch 1", heard.append):  # puicl predict's bar hears the batch
+        clf.predict_proba(X[s == 0][:3] - 0.5)
+    assert heard and heard[-1] == 1.0  # the phase's bar moved ...
+    assert opened and all(not shown for _, shown in opened)  # ... and no other bar showed
+    with phase("scoring batch 2"):  # a phase no bar hears: the loop's own bar, forced
+        clf.predict_proba(X[s == 0][:3] - 0.25)
+    assert opened[-1] == ("scoring batch 2", True)
