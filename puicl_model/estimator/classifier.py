@@ -113,7 +113,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         A pool of more than ``pool_sample`` (20,000) unlabeled rows is fitted on a seeded
         sample of that many (:mod:`puicl_model.estimator.pool_sample`): the chunks, the portfolio
         and π̂ come from the sample, and every pool row is still scored, the others as new rows, by
-        ``predict_proba``. ``n_pool_in_`` counts the unlabeled rows given to ``fit``. None
+        ``predict_proba``. ``n_pool_in_`` counts the pool's unlabeled rows (see ``fit``). None
         fits the whole pool (docs/classifier.md, "Large tables").
     large_pool : "shared" or "chunks"
         A pool of more than ``single_pass_limit`` rows is scored against one enriched context
@@ -204,17 +204,19 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
             return int(state.integers(np.iinfo(np.int64).max))
         return int(state)
 
-    def fit(self, X: Any, s: Any) -> PUICLClassifier:
+    def fit(self, X: Any, s: Any, *, sampled_from: int | None = None) -> PUICLClassifier:
         """Fit on the PU table (``s[i] = 1`` if row ``i`` is a labeled positive, else 0): encode
         it, plan the passes, score the pool, fit the portfolio's learners and choose its blend
         (and, with ``threshold="prior"``, estimate π̂), into one fitted object, ``fitted_``
         (:class:`~puicl_model.estimator.fitted_table.FittedTable`), that predictions only read.
-        A fit that fails leaves the classifier unfitted."""
+        A fit that fails leaves the classifier unfitted. ``sampled_from=n``: X's unlabeled rows
+        are already the seeded sample of a pool of ``n`` (``pool_sample.sampled_pool_rows`` by
+        this fit's seed), which fit keeps whole."""
         settings = check_settings(self)
-        labeled = check_pu_table(X, s)
+        labeled = check_pu_table(X, s, sampled_from, settings.pool_sample)
         entropy = self._root_seed()
-        n_pool_in = int((~labeled).sum())
-        sampled = fitted_table(X, labeled, settings.pool_sample, entropy)
+        n_pool_in = int((~labeled).sum()) if sampled_from is None else int(sampled_from)
+        sampled = fitted_table(X, labeled, settings.pool_sample, entropy, sampled_from)
         if sampled is not None:  # a large pool: fitted on its seeded sample
             X, labeled = sampled
         device = resolve_device(self.device, training=False)
@@ -366,7 +368,8 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         copy of a duplicated row gets the first copy's score; a row given its position gets
         its own transductive score, whatever other rows of ``X`` hold or the batch it is
         scored in, as scoring the whole fitted pool in one piece does. The rows at -1 are
-        scored as ``predict_proba`` scores them; the rows with a position are not read.
+        scored as ``predict_proba`` scores them, those at -2 (``pool_sample.NEW_ROW``) as new
+        rows whatever they equal; the rows with a position are not read.
         A reader that streams the fitted table knows each row's position
         (:mod:`puicl_model.files.large_tables`)."""
         if pool_rows is None:

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from puicl_model.estimator.ensemble import View
+from puicl_model.estimator.pool_sample import NEW_ROW, take_rows
 from puicl_model.estimator.portfolio import Choice, Portfolio
 from puicl_model.net.backends.cached_context import ContextCache
 from puicl_model.passes.inference import PassScorer
@@ -140,27 +141,38 @@ class FittedScorer:
     def placed_probability(self, X: Any, pool_rows: Any, runtime: Runtime,
                            ) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of X and its fitted-pool row: ``pool_rows`` where given (>= 0), the
-        match by values (:meth:`probability`) for the other rows."""
-        from puicl_model.estimator.pool_sample import take_rows
-
+        match by values (:meth:`probability`) for the rows at -1, and for those at
+        :data:`~puicl_model.estimator.pool_sample.NEW_ROW` a new row's score, no match looked
+        for (their row then -1)."""
         match = np.array(pool_rows, dtype=np.int64)  # a copy: the unplaced rows' are filled in
         if match.ndim != 1 or len(match) != len(X):
             raise ValueError(f"pool_rows must hold one position per row of X ({len(X)}), got "
                              f"shape {match.shape}")
         placed = match >= 0
-        positive = np.empty(len(match), dtype=np.float64)
         if placed.any():
             table = self.table("pool_rows (positions in the fitted pool)")
-            if match.min() < -1 or match.max() >= len(table.x_pool):
-                raise ValueError(f"pool_rows must be -1 or positions among the "
-                                 f"{len(table.x_pool)} fitted unlabeled rows")
+        if len(match) and (match.min() < NEW_ROW
+                           or (placed.any() and match.max() >= len(table.x_pool))):
+            among = f"the {len(table.x_pool)} " if placed.any() else ""
+            raise ValueError(f"pool_rows must be -1, {NEW_ROW} or positions among {among}"
+                             "fitted unlabeled rows")
+        positive = np.empty(len(match), dtype=np.float64)
+        if placed.any():
             positive[placed] = table.pool_proba[match[placed]]
-        elif len(match) and match.min() < -1:
-            raise ValueError("pool_rows must be -1 or positions among the fitted unlabeled rows")
-        if not placed.all():
-            rest = np.flatnonzero(~placed)
-            positive[rest], match[rest] = self.probability(take_rows(X, rest), runtime)
+        for unplaced in (-1, NEW_ROW):  # (a new row's score does not depend on the call)
+            rest = np.flatnonzero(match == unplaced)
+            if len(rest):
+                rows = take_rows(X, rest)
+                positive[rest], match[rest] = (self.probability(rows, runtime) if unplaced == -1
+                                               else self.new_row_probability(rows, runtime))
         return positive, match
+
+    def new_row_probability(self, X: Any, runtime: Runtime) -> tuple[np.ndarray, np.ndarray]:
+        """P(y=1) of every row of ``X`` as a new row, none looked for in the fitted pool (their
+        rows: -1)."""
+        table = self.views[0].preprocessor.transform(X)
+        return (self.new_probabilities(self.view_rows(X, table), X, runtime),
+                np.full(len(table), -1, dtype=np.int64))
 
     def new_probabilities(self, x_new: list[np.ndarray], X_new: Any,
                           runtime: Runtime) -> np.ndarray:
@@ -208,9 +220,7 @@ class ContextsOnly(FittedScorer):
         return self.contexts
 
     def probability(self, X: Any, runtime: Runtime) -> tuple[np.ndarray, np.ndarray]:
-        table = self.views[0].preprocessor.transform(X)
-        return (self.new_probabilities(self.view_rows(X, table), X, runtime),
-                np.full(len(table), -1, dtype=np.int64))
+        return self.new_row_probability(X, runtime)  # no fitted pool to find rows in
 
     def prior_cut(self, runtime: Runtime) -> tuple[np.ndarray, float]:
         if self.new_row_cut is None:

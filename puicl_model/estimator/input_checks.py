@@ -27,7 +27,8 @@ except ImportError:  # older: the same checks were BaseEstimator methods
 
 __all__ = [
     "MISSING_SHARE_GAP", "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels",
-    "check_pu_table", "check_settings", "check_table_after_fit", "has_mixed_names",
+    "check_pu_table", "check_sampled_from", "check_settings", "check_table_after_fit",
+    "has_mixed_names",
     "is_valid_threshold", "missing_gap_is_telling", "warn_about_leaks", "warn_if_inverted",
 ]
 
@@ -127,9 +128,12 @@ def check_pu_labels(s: Any, n_rows: int, name: str = "s") -> np.ndarray:
     return labeled
 
 
-def check_pu_table(X: Any, s: Any) -> np.ndarray:
+def check_pu_table(X: Any, s: Any, sampled_from: int | None = None,
+                   pool_sample: int | None = None) -> np.ndarray:
     """The mask of the labeled rows of the PU table ``(X, s)`` given to ``fit``; warns when
-    ``s`` looks inverted."""
+    ``s`` looks inverted. ``sampled_from``: ``X``'s unlabeled rows are the seeded sample of a
+    pool of that many (:func:`check_sampled_from`), and whether ``s`` looks inverted is asked
+    of the whole table's counts, as for the whole table given in memory."""
     if s is None:
         raise ValueError("PUICLClassifier requires y to be passed, but the target y is None; "
                          "pass s: 1 for each labeled positive row, 0 for each unlabeled row")
@@ -140,8 +144,28 @@ def check_pu_table(X: Any, s: Any) -> np.ndarray:
         raise ValueError("X has 1 sample; PU learning needs at least two labeled positives "
                          "and one unlabeled row")
     labeled = check_pu_labels(s, n_rows)
-    warn_if_inverted(int(labeled.sum()), int((~labeled).sum()))
+    n_unlabeled = int((~labeled).sum())
+    if sampled_from is not None:
+        n_unlabeled = check_sampled_from(sampled_from, n_unlabeled, pool_sample)
+    warn_if_inverted(int(labeled.sum()), n_unlabeled)
     return labeled
+
+
+def check_sampled_from(sampled_from: Any, n_given: int, pool_sample: int | None) -> int:
+    """The size of the pool whose seeded sample ``fit`` was given (``fit(X, s,
+    sampled_from=n)``, :mod:`puicl_model.estimator.pool_sample`), refused in one line where the
+    ``n_given`` unlabeled rows of ``X`` cannot be that sample: its size is ``min(pool_sample,
+    n)``. (The rows themselves are the caller's to draw, from this fit's seed.)"""
+    if isinstance(sampled_from, bool) or not isinstance(sampled_from, (int, np.integer)):
+        raise ValueError(f"sampled_from must be the number of unlabeled rows the pool's sample "
+                         f"was drawn from, got {sampled_from!r}")
+    n_pool = int(sampled_from)
+    size = n_pool if pool_sample is None else min(pool_sample, n_pool)
+    if n_given != size:
+        raise ValueError(f"sampled_from={n_pool}: X holds {n_given} unlabeled rows, where the "
+                         f"seeded sample of a pool of {n_pool} holds {size} "
+                         f"(pool_sample={pool_sample})")
+    return n_pool
 
 
 THRESHOLD_RULE = "a number in (0, 1) or 'prior'"

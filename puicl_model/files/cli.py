@@ -193,6 +193,15 @@ def _prior_lines(report: ClassPriorReport) -> list[str]:
             report.note]  # says whether π is identified, and what that means for the cut
 
 
+def _progress(args: argparse.Namespace) -> bool | None:
+    """The command's progress setting, handed down in the classifier's ``progress``, which
+    every bar reads (:func:`puicl_model.passes.phases.shows_progress`): none with
+    --no-progress, else the rule's own (a bar on a terminal, for long work). Kept unset (None)
+    rather than decided here, so that a classifier saved by the command does not carry this
+    terminal's decision."""
+    return False if args.no_progress else None
+
+
 def _classifier(args: argparse.Namespace):
     from puicl_model.estimator.classifier import PUICLClassifier
     from puicl_model.passes.settings import InferenceSettings
@@ -207,8 +216,8 @@ def _classifier(args: argparse.Namespace):
         threshold=0.5 if args.threshold is None else args.threshold,
         categorical=args.categorical,
         numeric=args.numeric,
-        random_state=args.random_state,
-        progress=False if args.no_progress else None,
+        random_state=args.random_state,  # the seed the pool's sample is drawn from, too
+        progress=_progress(args),
         keep_columns=args.keep_columns or None,
     )
 
@@ -243,11 +252,9 @@ def _write_scores(args: argparse.Namespace, classifier: PUICLClassifier, fitted:
                 from puicl_model.files.dask_scoring import score_pool_on_dask
 
                 negative = score_pool_on_dask(classifier, fitted, writer.write,
-                                              args.scheduler, args.batch_rows,
-                                              progress=False if args.no_progress else None)
+                                              args.scheduler, args.batch_rows)
             else:
-                negative = score_pool(classifier, fitted, writer.write, args.batch_rows,
-                                      progress=False if args.no_progress else None)
+                negative = score_pool(classifier, fitted, writer.write, args.batch_rows)
             report = classifier.class_prior_report()  # π̂, bound and interval (no new pass)
     except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
         # (strerror: the error's filename would be the temporary file, not the output)
@@ -305,7 +312,7 @@ def _predict(args: argparse.Namespace) -> int:
     if len(source.pool_rows) > args.batch_rows:  # read in several batches: keep memory flat
         bound_process_memory()
     classifier = _classifier(args)
-    fitted = fit_on_input(classifier, source, args.random_state, args.batch_rows)
+    fitted = fit_on_input(classifier, source, args.batch_rows)
     with _saving(args, classifier):  # a save that fails does so before any score is written
         _write_scores(args, classifier, fitted, len(source.pool_rows))
     if args.save_model is not None:
@@ -330,6 +337,8 @@ def _predict_with_saved(args: argparse.Namespace) -> int:
     from puicl_model.files.table_io import BatchWriter, read_batches, scan_table
 
     classifier = PUICLClassifier.load(args.model, device=args.device)
+    # this command's bars, not those of the run that saved it
+    classifier.set_params(progress=_progress(args))
     if args.threshold is not None:  # the cut is a setting: the saved one otherwise
         classifier.set_params(threshold=args.threshold)
     scan = scan_table(args.input, None, args.batch_rows)

@@ -14,6 +14,7 @@ sample, :mod:`puicl_model.files.large_tables`) runs where the command runs. Dask
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -97,13 +98,13 @@ def _read_pool(source: Any, dd: Any, blocksize: int | None) -> Any:
 
 
 def score_pool_on_dask(classifier: Any, fitted: Any, write: Callable[[pd.DataFrame], None],
-                       address: str, batch_rows: int | None = None,
-                       progress: bool | None = None) -> int:
+                       address: str, batch_rows: int | None = None) -> int:
     """``puicl predict --scheduler ADDRESS``: score the pool of ``fitted``
     (:class:`puicl_model.files.large_tables.FittedPool`) on the cluster at ``address`` and
     ``write`` each partition's scores in file order; returns the rows predicted negative.
     ``batch_rows`` (rows per batch) sets the CSV partitions' size, about 100 bytes a row.
-    ``progress``: a bar over the rows written (None: on a terminal)."""
+    A bar over the rows written shows as the classifier's ``progress`` says; the workers
+    show none."""
     from puicl_model.files.large_tables import pool_progress, write_scores
 
     dask = import_dask()
@@ -117,7 +118,10 @@ def score_pool_on_dask(classifier: Any, fitted: Any, write: Callable[[pd.DataFra
         if int(np.sum(lengths)) != source.pool_scan.n_rows:
             raise ValueError(f"{source.pool_scan.path}: dask read {int(np.sum(lengths))} rows, "
                              f"the scan {source.pool_scan.n_rows}")
-        fitted_classifier = client.scatter(classifier, broadcast=True)  # per worker
+        # the bar over the rows written here is the one bar: a worker's copy opens none (no
+        # phase reaches a worker to say that another bar hears it, and no one reads its stderr)
+        quiet = copy.copy(classifier).set_params(progress=False)
+        fitted_classifier = client.scatter(quiet, broadcast=True)  # per worker
         csv_types = source.pool_scan.csv_types or None
         # which rows of a partition are pool rows, and their fitted positions, are decided
         # here, from the scan, as for the batches of one process
@@ -126,7 +130,7 @@ def score_pool_on_dask(classifier: Any, fitted: Any, write: Callable[[pd.DataFra
                                                 source.features, csv_types)
                  for part, length, end in zip(pool.to_delayed(), lengths, ends, strict=True)]
         negative = 0
-        with pool_progress(source, progress, "puicl predict (dask)") as bar:
+        with pool_progress(source, classifier.progress, "puicl predict (dask)") as bar:
             for future in client.compute(parts):
                 scores = future.result()
                 negative += write_scores(scores, write)

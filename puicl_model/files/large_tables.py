@@ -14,18 +14,30 @@ a time, keep memory bounded by the batch and the fitted table, not the pool:
 3. the pool, scored batch by batch (:meth:`PUICLClassifier.predict_and_proba
    <puicl_model.estimator.classifier.PUICLClassifier.predict_and_proba>`) and written as it goes.
 
-The sample is drawn once, here, and :class:`FittedPool` says for every pool row whether it is
-in the fitted pool and where; the batches of this process (:func:`score_pool`) and the
-partitions of a dask cluster (:mod:`puicl_model.files.dask_scoring`) both take their rows from
-it and build their output through :func:`score_batch`. A fitted row is scored by its position
-in the fitted pool, so that a row repeated in the table gets its own transductive score in any
-batch, as in the whole pool scored in one piece; any other row is a new row, whose score is the
-same bytes in a batch of any size (:mod:`puicl_model.passes.query_rows`). The fitted table is
-the one ``fit`` builds from the whole table in memory, so the scores are those of
+The sample is drawn once, here, from the classifier's own seed (``random_state``, which must
+be an integer) and ``pool_sample``, and ``fit`` is handed it as that sample
+(``fit(X, s, sampled_from=n)``): it draws nothing again, keeps every row given and asks whether
+``s`` looks inverted of the whole table's counts. :class:`FittedPool` says for every pool row
+whether it is in the fitted pool and where; the batches of this process (:func:`score_pool`)
+and the partitions of a dask cluster (:mod:`puicl_model.files.dask_scoring`) both take their
+rows from it and build their output through :func:`score_batch`. A fitted row is scored by its
+position in the fitted pool, so that a row repeated in the table gets its own transductive
+score in any batch, as in the whole pool scored in one piece; any other row is a new row
+(:data:`~puicl_model.estimator.pool_sample.NEW_ROW`), scored as one without being looked for
+in the fitted pool, whose score is the same bytes in a batch of any size
+(:mod:`puicl_model.passes.query_rows`). The fitted table is the one ``fit`` builds from the
+whole table in memory, so the scores are those of
 ``PUICLClassifier(...).fit(X, s).predict_proba(pool)``, whatever ``batch_rows``
-(docs/classifier.md, "Large tables"), except that a sampled row repeated within the sample gets
-its own score where ``predict_proba``, matching rows by their values, gives it the first
-copy's.
+(docs/classifier.md, "Large tables"), except for rows that equal another pool row, which
+``predict_proba`` matches by their values: a sampled row repeated within the sample gets its
+own score where ``predict_proba`` gives it the first copy's, and a row left out of the sample
+that equals a sampled row gets a new row's score where ``predict_proba`` gives it that sampled
+row's.
+
+Whether progress bars show is decided once, by whoever builds the classifier (``puicl
+predict``: on a terminal, unless ``--no-progress``), and handed down in its ``progress``: the
+fit's bars and the bar over the pool's rows read it
+(:func:`puicl_model.passes.phases.shows_progress`).
 """
 
 from __future__ import annotations
@@ -37,8 +49,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from puicl_model.estimator.input_checks import check_pu_labels
-from puicl_model.estimator.pool_sample import sampled_pool_rows
+from puicl_model.estimator.input_checks import check_pu_labels, check_settings
+from puicl_model.estimator.pool_sample import NEW_ROW, sampled_pool_rows
 from puicl_model.files.table_io import TableError, TableScan, read_batches, scan_table
 
 __all__ = ["DEFAULT_BATCH_ROWS", "FittedPool", "PUInput", "PoolBatch", "bound_process_memory",
@@ -182,7 +194,7 @@ class PoolBatch:
     first: int
     pool: slice  # their indices among the pool rows (0 = the file's first unlabeled row)
     rows: np.ndarray  # their positions in the file (``row`` of the output)
-    positions: np.ndarray  # their rows in the fitted pool (``x_pool_``), -1 outside the sample
+    positions: np.ndarray  # their rows in the fitted pool (``x_pool_``), NEW_ROW outside it
 
 
 @dataclass(frozen=True)
@@ -213,16 +225,16 @@ class FittedPool:
             at = np.searchsorted(self.kept, indices)
             inside = at < len(self.kept)
             inside[inside] = self.kept[at[inside]] == indices[inside]
-            positions = np.where(inside, at, -1).astype(np.int64)
+            positions = np.where(inside, at, NEW_ROW).astype(np.int64)
         return PoolBatch(first, where, self.source.pool_rows[where].astype(np.int64), positions)
 
 
 def fitted_rows(source: PUInput, pool_sample: int | None, entropy: int,
                 batch_rows: int = DEFAULT_BATCH_ROWS,
                 ) -> tuple[pd.DataFrame, np.ndarray, FittedPool]:
-    """``(X, s, fitted)``: the table ``PUICLClassifier.fit`` is given, as ``fit`` would
-    reduce the whole table (random_state ``entropy``; ``fit`` then keeps all of it, as its
-    pool does not exceed ``pool_sample``), and which pool rows it holds."""
+    """``(X, s, fitted)``: the table ``PUICLClassifier.fit`` is given, the labeled rows and
+    the pool's seeded sample (random_state ``entropy``; the whole pool where it holds at most
+    ``pool_sample`` rows), and which pool rows it holds. The one draw of the sample."""
     kept = sampled_pool_rows(len(source.pool_rows), pool_sample, entropy)
     fitted = FittedPool(source, kept)
     if kept is None and source.one_table:
@@ -240,37 +252,43 @@ def fitted_rows(source: PUInput, pool_sample: int | None, entropy: int,
     return X, s, fitted
 
 
-def fit_on_input(classifier: Any, source: PUInput, entropy: int,
+def _fit_seed(classifier: Any) -> int:
+    """The seed ``classifier``'s fit will draw from: its ``random_state``, which must be an
+    integer here, as the pool's sample is drawn from it before ``fit`` runs."""
+    check_settings(classifier)  # (a negative seed, a bad pool_sample: fit's own messages)
+    seed = classifier.random_state  # an integer, or None, a RandomState or a Generator
+    if not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"random_state must be an integer to fit on files (the pool's sample "
+                         f"is drawn from it before fit), got {seed!r}")
+    return int(seed)
+
+
+def fit_on_input(classifier: Any, source: PUInput,
                  batch_rows: int = DEFAULT_BATCH_ROWS) -> FittedPool:
-    """Read the fitted table of ``source`` (:func:`fitted_rows`), fit ``classifier`` on it
-    and score its pool, as one phase; the notes ``fit`` warns of are printed on stderr."""
+    """Read the fitted table of ``source`` (:func:`fitted_rows`, its sample drawn from the
+    classifier's own seed and ``pool_sample``), fit ``classifier`` on it as that sample and
+    score its pool, as one phase; the notes ``fit`` warns of are printed on stderr."""
     from puicl_model.passes.phases import phase
 
-    X, s, fitted = fitted_rows(source, classifier.pool_sample, entropy, batch_rows)
+    seed = _fit_seed(classifier)
+    X, s, fitted = fitted_rows(source, classifier.pool_sample, seed, batch_rows)
     n_pool = len(source.pool_rows)
     with phase(f"fitting on a {fitted.n_fitted:,}-row sample of the {n_pool:,} unlabeled rows"
                if fitted.sampled else f"fitting on the {fitted.n_fitted:,} unlabeled rows"):
-        _fit(classifier, X, s, source)  # (fit scores the fitted pool: one phase)
-    # the pool rows are scored by their positions in it: fit must have kept every row given
-    if len(classifier.x_pool_) != fitted.n_fitted:
-        raise RuntimeError(f"the classifier kept {len(classifier.x_pool_)} of the "
-                           f"{fitted.n_fitted} unlabeled rows it was fitted on")
+        _fit(classifier, X, s, n_pool)  # (fit scores the fitted pool: one phase)
     return fitted
 
 
-def _fit(classifier: Any, X: pd.DataFrame, s: np.ndarray, source: PUInput) -> None:
+def _fit(classifier: Any, X: pd.DataFrame, s: np.ndarray, n_pool: int) -> None:
+    """``classifier.fit`` on the sample of a pool of ``n_pool`` rows, its notes on stderr."""
     import sys
     import warnings
 
-    from puicl_model.estimator.input_checks import InvertedLabelsWarning, warn_if_inverted
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        classifier.fit(X, s)
-        if len(X) < len(source.labeled_rows) + len(source.pool_rows):
-            # a sampled pool: whether s looks inverted is a question about the whole table
-            caught[:] = [w for w in caught if not issubclass(w.category, InvertedLabelsWarning)]
-            warn_if_inverted(len(source.labeled_rows), len(source.pool_rows))
+        # the sample as it is (fit keeps every row, so a batch finds a row by its position),
+        # and s's counts of the whole table for the inverted-labels check
+        classifier.fit(X, s, sampled_from=n_pool)
     # columns read as numeric or dropped, and why: said on stderr, never silently
     for warning in caught:
         if issubclass(warning.category, UserWarning):
@@ -292,7 +310,8 @@ def score_batch(classifier: Any, batch: PoolBatch, part: pd.DataFrame,
     """The output frame of ``batch``'s pool rows; ``part``: the file rows ``[batch.first,
     ...)`` in file order, as read (by this process or by a dask worker). Each row is scored
     by its fitted-pool position where it has one (``PUICLClassifier.predict_and_proba``), so
-    a duplicated row gets its own score in any batch."""
+    a duplicated row gets its own score in any batch, and as a new row where it has none
+    (``NEW_ROW``: it was left out of the sample, so nothing is looked up by its values)."""
     if len(batch.rows) == 0:
         return output_frame(batch.rows, np.empty(0), batch.rows)
     X = part.iloc[batch.rows - batch.first][features].reset_index(drop=True)
@@ -310,28 +329,29 @@ def pool_batches(fitted: FittedPool, batch_rows: int = DEFAULT_BATCH_ROWS,
 
 
 def pool_progress(source: PUInput, progress: bool | None, desc: str = "puicl predict") -> Any:
-    """A tqdm bar over the pool rows of ``source`` as their scores are written (``progress``
-    None: on a terminal only)."""
-    import sys
-
+    """A tqdm bar over the pool rows of ``source`` as their scores are written; ``progress``:
+    the classifier's, the decision handed down
+    (:func:`puicl_model.passes.phases.shows_progress`)."""
     from tqdm.auto import tqdm
 
-    show = progress if progress is not None else sys.stderr.isatty()
-    return tqdm(total=len(source.pool_rows), unit="row", desc=desc, disable=not show,
-                unit_scale=True, leave=False)
+    from puicl_model.passes.phases import shows_progress
+
+    return tqdm(total=len(source.pool_rows), unit="row", desc=desc,
+                disable=not shows_progress(progress), unit_scale=True, leave=False)
 
 
 def score_pool(classifier: Any, fitted: FittedPool, write: Callable[[pd.DataFrame], None],
-               batch_rows: int = DEFAULT_BATCH_ROWS, progress: bool | None = None) -> int:
+               batch_rows: int = DEFAULT_BATCH_ROWS) -> int:
     """Score every pool row with the fitted ``classifier``, ``write`` a frame of ``row``,
     ``p_positive`` and ``label`` per batch; returns the rows predicted negative. Each batch
-    is a phase (:mod:`puicl_model.passes.phases`) named on the bar, which moves as the batch's rows
-    are scored, not only once they are written."""
+    is a phase (:mod:`puicl_model.passes.phases`) named on the bar, which moves as the batch's
+    rows are scored, not only once they are written: the one bar while a batch is scored. It
+    shows as the classifier's ``progress`` says."""
     from puicl_model.passes.phases import phase
 
     source = fitted.source
     negative = 0
-    with pool_progress(source, progress) as bar:
+    with pool_progress(source, classifier.progress) as bar:
         for number, (batch, part) in enumerate(pool_batches(fitted, batch_rows), start=1):
             name = (f"scoring batch {number} (pool rows {batch.pool.start + 1:,}-"
                     f"{batch.pool.stop:,} of {len(source.pool_rows):,})")

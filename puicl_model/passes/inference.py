@@ -11,7 +11,6 @@ cross-fitted folds.
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -21,7 +20,7 @@ import torch
 from puicl_common.runtime import torch_threads
 from puicl_model.net.backends.packed_inference import inference_logits
 from puicl_model.net.batch import collate_tasks
-from puicl_model.passes.phases import describe, report
+from puicl_model.passes.phases import describe, report, shows_progress
 from puicl_model.passes.planning import Pass, PassPlanner, ViewRows, all_passes
 from puicl_model.passes.query_rows import (
     ContextCaches,
@@ -155,6 +154,7 @@ class PassScorer:
     bfloat16: bool = False
     n_threads: int | None = None
     # tqdm bar over the passes; None shows it on a terminal when there are more than a few
+    # (:func:`puicl_model.passes.phases.shows_progress`)
     progress: bool | None = None
 
     def __call__(self, planners: Sequence[PassPlanner], views: Sequence[ViewRows],
@@ -168,9 +168,7 @@ class PassScorer:
         n_passes = len(passes)
         # a shared context's pass scores its query rows too: long work in few passes
         n_queries = sum(0 if item.queries is None else len(item.queries) for item in passes)
-        show = self.progress if self.progress is not None else (
-            sys.stderr.isatty() and (n_passes > 4 or n_queries > 4_000)
-        )
+        show = shows_progress(self.progress, n_passes > 4 or n_queries > 4_000)
         bar = None
         if show:
             from tqdm.auto import tqdm

@@ -10,16 +10,23 @@ share of it is done; the loops that do the work (the passes of
 ``puicl predict``'s over the pool's rows, moves while one batch is scored, not only after it,
 and no loop needs to know who listens. A phase lives in a context variable: another thread or
 a dask worker starts with none.
+
+Whether bars show at all is one rule (:func:`shows_progress`): the decision of whoever runs the
+work, made once and handed down (``PUICLClassifier(progress=...)``; ``puicl predict`` decides
+by its terminal and ``--no-progress``), else a bar on a terminal for long work; and one bar at
+a time reports a piece of work, so that a loop inside a phase whose own bar hears how far it
+is opens none.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["describe", "phase", "report"]
+__all__ = ["describe", "phase", "report", "shows_progress"]
 
 
 @dataclass(frozen=True)
@@ -52,3 +59,13 @@ def report(done: int, total: int) -> None:
     current = _CURRENT.get()
     if current is not None and current.advance is not None and total > 0:
         current.advance(min(1.0, done / total))
+
+
+def shows_progress(progress: bool | None, long: bool = True) -> bool:
+    """Whether a loop opens a progress bar: never inside a phase whose own bar hears it
+    (:func:`phase` given ``advance``: that bar already moves with the loop); else ``progress``
+    where it was decided (True or False), and on a terminal for ``long`` work where not."""
+    current = _CURRENT.get()
+    if current is not None and current.advance is not None:
+        return False
+    return progress if progress is not None else long and sys.stderr.isatty()

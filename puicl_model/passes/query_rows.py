@@ -28,7 +28,6 @@ Computed in float32 on any device, without autocast.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
@@ -41,7 +40,7 @@ from puicl_common.runtime import torch_threads
 from puicl_model.net.backends.cached_context import ContextCache, ContextCells, QueryCells
 from puicl_model.net.batch import TaskBatch
 from puicl_model.net.model import PUICLModel
-from puicl_model.passes.phases import describe, report
+from puicl_model.passes.phases import describe, report, shows_progress
 from puicl_model.passes.planning import Pass, PassPlanner, ViewRows
 from puicl_model.passes.scores import member_mean
 
@@ -253,7 +252,7 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence
     contexts (:meth:`~puicl_model.passes.planning.PassPlanner.new_row_contexts`), averaged as
     :func:`puicl_model.passes.inference.run_passes` averages pool rows. ``caches``: where the
     contexts' caches are looked up and kept (the views' own; None computes every context).
-    ``progress``: a tqdm bar over the contexts (None: on a terminal)."""
+    ``progress``: a tqdm bar over the contexts (None: on a terminal; ``shows_progress``)."""
     from tqdm.auto import tqdm
 
     contexts = [(planner, item) for planner in planners
@@ -262,7 +261,7 @@ def score_new_rows(model: PUICLModel, views: Sequence[ViewRows], x_new: Sequence
     n_new = len(x_new[0])
     total = {planner.member: np.zeros(n_new) for planner in planners}
     count = {planner.member: np.zeros(n_new, dtype=np.int64) for planner in planners}
-    show = progress if progress is not None else sys.stderr.isatty() and len(contexts) > 4
+    show = shows_progress(progress, len(contexts) > 4)
     name = describe(f"PUICL: scoring {n_new:,} new rows")
     # the current phase hears the rows scored, block by block: a shared context is one
     # context for every new row

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from puicl_model import PUICLClassifier
-from puicl_model.estimator.pool_sample import sampled_pool_rows
+from puicl_model.estimator.pool_sample import NEW_ROW, sampled_pool_rows
 from puicl_model.files.cli import main
 
 
@@ -77,13 +77,22 @@ def test_a_duplicated_row_gets_its_own_score_in_any_batch(frame, small_weights,
             scores = outputs[0].set_index("row")["p_positive"]
             copies = [(a, b) for a, b in zip(pool.index[:8], pool.index[-8:], strict=True)]
             assert any(scores[a] != scores[b] for a, b in copies)  # the test tells them apart
-        else:  # a sampled row gets its own score, any other row predict_proba's
+        else:  # a sampled row gets its own score, a row left out of it a new row's
             kept = sampled_pool_rows(len(pool), 300, 0)
-            expected = clf.predict_proba(pool)[:, 1]
-            own = clf.predict_and_proba(pool.iloc[kept], pool_rows=np.arange(len(kept)))[0]
-            assert (own[:, 1] != expected[kept]).any()  # copies in the sample told apart
-            expected[kept] = own[:, 1]
+            left_out = np.setdiff1d(np.arange(len(pool)), kept)
+            expected = np.empty(len(pool))
+            expected[kept] = clf.predict_and_proba(
+                pool.iloc[kept], pool_rows=np.arange(len(kept)))[0][:, 1]
+            expected[left_out] = clf.predict_and_proba(
+                pool.iloc[left_out], pool_rows=np.full(len(left_out), NEW_ROW))[0][:, 1]
             np.testing.assert_array_equal(outputs[0]["p_positive"], expected)
+            # predict_proba, which matches rows by their values, differs at copies alone: in
+            # the sample (it gives the first copy's score), and left out of it (a copy of a
+            # sampled row gets that row's score, not a new row's)
+            by_value = clf.predict_proba(pool)[:, 1]
+            differs = by_value != expected
+            assert not (differs & ~pool.duplicated(keep=False).to_numpy()).any()
+            assert differs[kept].any() and differs[left_out].any()  # the test tells both
 
 
 def test_csv_in_batches_reads_a_column_as_one_read_does(small_weights, tmp_path, table,
@@ -152,3 +161,65 @@ def test_bad_batch_and_sample_sizes_are_refused(frame, small_weights, tmp_path, 
     assert stop.value.code == 2
     assert f"{option}: expected " in capsys.readouterr().err
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_the_pool_is_sampled_once_and_fit_keeps_that_sample(frame, small_weights, tmp_path,
+                                                             monkeypatch) -> None:
+    from puicl_model.estimator import pool_sample
+    from puicl_model.files import large_tables
+
+    draws = []
+    original = pool_sample.sampled_pool_rows
+
+    def counted(*args, **kwargs):
+        draws.append(args)
+        return original(*args, **kwargs)
+
+    for module in (pool_sample, large_tables):  # the driver's draw, and any draw in fit
+        monkeypatch.setattr(module, "sampled_pool_rows", counted)
+    given = []
+    fit = PUICLClassifier.fit
+
+    def recorded(self, X, s, **kwargs):
+        given.append((len(X), kwargs))
+        return fit(self, X, s, **kwargs)
+
+    monkeypatch.setattr(PUICLClassifier, "fit", recorded)
+    frame.to_parquet(tmp_path / "t.parquet")
+    assert predict(tmp_path / "t.parquet", small_weights, tmp_path / "o.parquet",
+                   "--pool-sample", "120", "--random-state", "7") == 0
+    n_pool = int((frame.s == 0).sum())
+    assert draws == [(n_pool, 120, 7)]  # once, from the classifier's seed
+    assert given == [(25 + 120, {"sampled_from": n_pool})]
+
+
+def test_an_inverted_table_is_noted_once_with_the_whole_tables_counts(
+        small_weights, tmp_path, table, rng, capsys) -> None:
+    for n_labeled, n_pool, noted in ((150, 300, False), (320, 300, True)):
+        X, s = table(rng, n_labeled, n_pool, 2)  # a sample of 120 of the pool: fewer rows
+        pd.DataFrame(X, columns=["a", "b"]).assign(s=s).to_parquet(tmp_path / "t.parquet")
+        assert predict(tmp_path / "t.parquet", small_weights, tmp_path / "o.parquet",
+                       "--pool-sample", "120") == 0
+        notes = [line for line in capsys.readouterr().err.splitlines()
+                 if "s marks more rows labeled" in line]
+        if noted:  # once, in the table's own counts
+            assert len(notes) == 1 and notes[0].startswith("puicl predict: note: ")
+            assert f"({n_labeled} rows with s = 1) than unlabeled ({n_pool} with s = 0)" \
+                in notes[0]
+        else:
+            assert notes == []
+
+
+@pytest.mark.parametrize("seed", [None, np.random.RandomState(0)])
+def test_the_driver_refuses_a_seed_it_cannot_draw_the_sample_from(frame, small_weights,
+                                                                  tmp_path, seed) -> None:
+    from puicl_model.files.large_tables import fit_on_input, open_input
+
+    frame.to_parquet(tmp_path / "t.parquet")
+    source = open_input(input_path=tmp_path / "t.parquet", label_column="s")
+    clf = PUICLClassifier(weights=small_weights, random_state=seed)
+    with pytest.raises(ValueError, match=r"^random_state must be an integer to fit on files "
+                                         r"\(the pool's sample is drawn from it before fit\), "
+                                         r"got [^\n]+$"):
+        fit_on_input(clf, source)
+    assert not hasattr(clf, "planner_")

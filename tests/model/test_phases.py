@@ -110,3 +110,59 @@ def test_the_inner_bars_say_what_they_score(table, rng, small_weights, monkeypat
         clf.predict_proba(X[s == 0][:3] - 0.5)
     assert named == ["PUICL: scoring the fitted pool", "PUICL: scoring 5 new rows",
                      "scoring batch 1"]
+
+
+def test_puicl_predict_hands_its_progress_setting_down(
+        table, rng, small_weights, tmp_path, monkeypatch, capsys) -> None:
+    import sys
+
+    X, s = table(rng, 25, 300, 3)
+    pd.DataFrame(X, columns=["a", "b", "c"]).assign(s=s).to_parquet(tmp_path / "t.parquet")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    progress = []  # the classifier's progress wherever a row is scored
+    original = PUICLClassifier.predict_and_proba
+    monkeypatch.setattr(PUICLClassifier, "predict_and_proba", lambda self, X, pool_rows=None: (
+        progress.append(self.progress) or original(self, X, pool_rows)))
+    args = ["predict", "--input", str(tmp_path / "t.parquet"), "--label-column", "s",
+            "--weights", str(small_weights), "--pool-sample", "120", "--batch-rows", "100",
+            "-o", str(tmp_path / "o.parquet")]
+    assert main([*args, "--save-model", str(tmp_path / "saved")]) == 0
+    assert set(progress) == {None}  # the rule's own: bars on this terminal
+    assert "/300 [" in capsys.readouterr().err  # the bar over the pool's 300 rows
+    # the saved classifier does not carry this terminal's decision
+    assert PUICLClassifier.load(tmp_path / "saved").progress is None
+    progress.clear()
+    assert main([*args, "--no-progress"]) == 0
+    assert set(progress) == {False}
+    assert "/300 [" not in capsys.readouterr().err
+    # a saved classifier scores with this command's setting
+    progress.clear()
+    assert main(["predict", "--input", str(tmp_path / "t.parquet"), "--model",
+                 str(tmp_path / "saved"), "--drop-columns", "s", "--no-progress", "-o",
+                 str(tmp_path / "m.csv")]) == 0
+    assert set(progress) == {False}
+
+
+def test_a_loop_opens_no_bar_of_its_own_inside_a_phase_whose_bar_hears_it(
+        table, rng, small_weights, monkeypatch) -> None:
+    import tqdm.auto
+
+    opened = []
+    real = tqdm.auto.tqdm
+
+    def recording(*args, **kwargs):
+        opened.append((kwargs["desc"], not kwargs.get("disable", False)))
+        return real(*args, **{**kwargs, "disable": True})
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", recording)
+    X, s = table(rng, 20, 60, 3)
+    clf = PUICLClassifier(weights=small_weights, progress=True).fit(X, s)
+    heard: list[float] = []
+    opened.clear()
+    with phase("scoring batch 1", heard.append):  # puicl predict's bar hears the batch
+        clf.predict_proba(X[s == 0][:3] - 0.5)
+    assert heard and heard[-1] == 1.0  # the phase's bar moved ...
+    assert opened and all(not shown for _, shown in opened)  # ... and no other bar showed
+    with phase("scoring batch 2"):  # a phase no bar hears: the loop's own bar, forced
+        clf.predict_proba(X[s == 0][:3] - 0.25)
+    assert opened[-1] == ("scoring batch 2", True)
