@@ -1,7 +1,7 @@
 """DEDPUL (Ivanov, "DEDPUL: Difference-of-Estimated-Densities-based Positive-Unlabeled
 Learning", NeurIPS 2020), one of the class-prior estimators the class-prior study
 (:mod:`studies.puicl_prior`) compares with the classifier's rule; the classifier does not use it
-(docs/benchmark.md measures it).
+(docs/classifier_measurements.md measures it).
 
 It reads the same cross-fitted scores as :mod:`puicl_model.estimator.prior`'s estimators: the
 densities of the held-out positives' and the pool's scores, their ratio r = f_P / f_U at the pool's

@@ -1,5 +1,5 @@
-"""The development suite's table of several runs side by side (docs/benchmark.md, "The
-development suite").
+"""The development suite's table of several runs side by side (docs/dev_suite.md, "The
+baseline of every decision").
 
 Each ``--run LABEL=DIR`` is the output folder of a ``puicl-bench --suite dev`` run over several
 π (``DIR/pi_0.2/results.csv``, ...). A PUICL run is named by its label (``puicl-v1.1=...``); the

@@ -6,7 +6,7 @@ columns are declared to the classifier as in ``puicl-bench`` (the loader's flags
 and metric are ``puicl-bench``'s (paper §6.1, Mann–Whitney AUC on the unlabeled pool), at
 each π of ``--pis``. Printed: each variant's mean AUC per π, and its difference from the first
 variant paired by table (± the standard error across tables). The figures of
-docs/benchmark.md ("Column rules") come from the first command; those of
+docs/classifier_measurements.md ("Column rules") come from the first command; those of
 docs/model_card/v0.md (chosen on the benchmark, before the suite existed) from the last.
 
     python -m studies.puicl_preprocessing --n-estimators 1 --repeats 2 \\

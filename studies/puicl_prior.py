@@ -1,6 +1,6 @@
 """Class-prior estimates of one PUICL checkpoint on the development suite (or synthetic tasks).
 
-The π̂ tables of docs/benchmark.md come from this script. For each task it fits
+The π̂ tables of docs/classifier_measurements.md come from this script. For each task it fits
 ``PUICLClassifier`` as the benchmark adapter does, keeps the model's scores that the estimators
 read — the pool's P(y=1) and, for each fold count K of ``--folds``, the cross-fitted scores of
 :mod:`puicl_model.estimator.prior` (per fold: the held-out positives' and the pool's P(y=1) from the

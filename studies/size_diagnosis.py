@@ -1,5 +1,5 @@
 """Why the model alone stays flat as tasks grow: three measurements on the development suite's
-largest tables (docs/benchmark.md, "Why the model alone stays flat").
+largest tables (docs/dev_suite.md, "Why the model alone stays flat").
 
 For each table with at least ``--min-rows`` rows, the task with every row at target π
 (``benchmark.protocol.make_task``, repetition 0) is built, and from it:

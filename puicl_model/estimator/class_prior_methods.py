@@ -45,9 +45,9 @@ class ClassPriorMethods:
         The labeled positives are cross-fitted (:mod:`puicl_model.estimator.prior`): split in
         ``n_folds`` folds, each fold is scored as unlabeled rows next to the other folds, by
         the same passes that score the pool. The rule on those scores and the pool's is
-        :func:`puicl_model.estimator.prior.class_prior_estimate` (docs/benchmark.md measures it
-        against other estimators). With fewer than
-        ``MIN_LABELED_FOR_ESTIMATES`` labeled positives, the mean of P(y=0) over the pool.
+        :func:`puicl_model.estimator.prior.class_prior_estimate` (docs/classifier_measurements.md
+        measures it against other estimators). With fewer than ``MIN_LABELED_FOR_ESTIMATES``
+        labeled positives, the mean of P(y=0) over the pool.
         Costs ``n_folds`` extra scorings of the pool, computed once per ``n_folds``.
         """
         self._check_folds(n_folds)

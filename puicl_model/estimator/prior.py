@@ -52,7 +52,7 @@ __all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "Folds",
            "cross_fitted_scores", "fold_of", "mean_estimate", "prior_cut"]
 
 # the labeled positives' folds for estimate_class_prior: K = 3 and 5 gave the same π̂ errors on
-# the development suite for 1.5x and 2.8x the time (docs/benchmark.md)
+# the development suite for 1.5x and 2.8x the time (docs/classifier_measurements.md)
 DEFAULT_FOLDS = 2
 # the fewest labeled positives whose split in folds the score-based estimators run on
 MIN_LABELED_FOR_ESTIMATES = 20
@@ -144,8 +144,8 @@ def best_bin_estimate(folds: Folds) -> float:
 
 def class_prior_estimate(pool_positive: np.ndarray, folds: Folds | None) -> float:
     """The larger of :func:`mean_estimate` and :func:`best_bin_estimate` (each guards against
-    the other's miss; docs/benchmark.md measures both); the mean alone without ``folds`` or
-    with fewer than ``MIN_LABELED_FOR_ESTIMATES`` held-out positives in them."""
+    the other's miss; docs/classifier_measurements.md measures both); the mean alone without
+    ``folds`` or with fewer than ``MIN_LABELED_FOR_ESTIMATES`` held-out positives in them."""
     mean = mean_estimate(pool_positive)
     if folds is None or sum(len(held) for held, _ in folds) < MIN_LABELED_FOR_ESTIMATES:
         return mean

@@ -33,7 +33,7 @@ class InferenceSettings:
     single_pass_limit: int = 1024
     # 1000, not 200 (the chunk shaped like the training tasks): large chunks next to every
     # labeled row (up to max_labeled) score the development suite's large pools better, for
-    # a moderate rise in time (docs/benchmark.md, "Large pools and wide tables")
+    # a moderate rise in time (docs/classifier_measurements.md, "Large pools and wide tables")
     chunk_size: int = 1000
     max_labeled: int = 300
     # "auto": a portfolio of learners fitted on every row beside the model, the blend chosen
@@ -41,7 +41,8 @@ class InferenceSettings:
     # model alone
     partner: Partner = "auto"
     # pools of more unlabeled rows are fitted on a seeded sample of this many, every pool row
-    # still scored (:mod:`puicl_model.estimator.pool_sample`, docs/benchmark.md "The pool sample");
+    # still scored (:mod:`puicl_model.estimator.pool_sample`, docs/classifier_measurements.md,
+    # "The pool sample");
     # None: the whole pool, whatever its size
     pool_sample: int | None = 20_000
     # how a pool larger than single_pass_limit is scored (:mod:`puicl_model.passes.planning`):
@@ -59,7 +60,8 @@ class InferenceSettings:
     # sample's own error by resampling the sample's rows, and on a handful of them it misses
     # the whole pool's mean of P(y=0) in 14-63 % of draws (2-5 rows; 10 % claimed) while it
     # can look narrow enough for "π is identified"; from 100 rows it holds it about as often
-    # as claimed (86-91 %; simulated at π = 0.2 / 0.5 / 0.8, docs/benchmark.md "The pool sample")
+    # as claimed (86-91 %; simulated at π = 0.2 / 0.5 / 0.8, docs/classifier_measurements.md,
+    # "The pool sample")
     MINIMUM: ClassVar[dict[str, int]] = {
         "n_estimators": 1, "single_pass_limit": 1, "chunk_size": 4, "max_labeled": 2,
         "pool_sample": 100,

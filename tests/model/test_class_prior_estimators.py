@@ -5,7 +5,7 @@ the cross-fitted scores they read.
 Scores are drawn as a model's P(y=1) would be: held-out positives from Beta(a, b), the pool a
 mixture of positives from the same Beta and negatives from another, with a known negative
 share π. Where the two Betas barely overlap BBE recovers π; where they overlap everywhere it
-falls short of π, by more the more they overlap (docs/benchmark.md).
+falls short of π, by more the more they overlap (docs/classifier_measurements.md).
 """
 
 from __future__ import annotations
