@@ -43,7 +43,7 @@ def parse_size(text: str) -> int | None:
 
 def new_row_costs(table: np.ndarray | pd.DataFrame, s: np.ndarray, rows: int,
                   budgets: list[int], large_pool: str | None = None) -> list[str]:
-    """Seconds to score ``rows`` new rows with the model alone (``partner="none"``), per
+    """Seconds to score ``rows`` new rows with the model alone (``portfolio="none"``), per
     context cache budget (``context_cache_bytes``): the first call and the second, beside
     the same number of pool rows inside the fitted pool's scoring (its passes' share).
     ``large_pool``: the classifier's setting (None: its default)."""
@@ -52,7 +52,7 @@ def new_row_costs(table: np.ndarray | pd.DataFrame, s: np.ndarray, rows: int,
     new = rng.normal(size=(rows, columns)) + rng.integers(0, 2, size=(rows, 1))
     lines = []
     for budget in budgets:
-        clf = PUICLClassifier(random_state=0, partner="none", context_cache_bytes=budget,
+        clf = PUICLClassifier(random_state=0, portfolio="none", context_cache_bytes=budget,
                               **({} if large_pool is None else {"large_pool": large_pool}))
         clf.fit(table, s)
         pool_share = clf.inference_seconds_ * rows / len(clf.x_pool_)
@@ -126,7 +126,7 @@ def main() -> None:
     pools = [None] if args.large_pool is None else args.large_pool.split(",")
     # every (n_estimators, chunk_size, partner, large_pool); None leaves the classifier's default
     variants = [{"n_estimators": size, **({} if chunk is None else {"chunk_size": chunk}),
-                 **({} if partner is None else {"partner": partner}),
+                 **({} if partner is None else {"portfolio": partner}),
                  **({} if pool is None else {"large_pool": pool})}
                 for size in sizes for chunk in chunks for partner in partners for pool in pools]
 

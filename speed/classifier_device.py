@@ -3,7 +3,7 @@ it byte for byte alike, and how far the device's scores are from the CPU's.
 
 A table of ``--rows`` rows of ``--columns`` numeric columns whose first ``--labeled`` rows are
 the labeled positives (the pool: the rest, half of it positives). ``PUICLClassifier`` with the
-model alone (``partner="none"``) is fitted and scores its pool twice on ``--device``, each
+model alone (``portfolio="none"``) is fitted and scores its pool twice on ``--device``, each
 time a new classifier: the first call's time holds the device's warm-up, so the second's gives
 the rows per second. The two score vectors are compared byte for byte (run-to-run
 stability on one device). Then a ``--cpu-rows``-row table is scored on the device and on the
@@ -39,7 +39,7 @@ def table(rows: int, columns: int, labeled: int, seed: int = 0) -> tuple[np.ndar
 def pool_scores(x: np.ndarray, s: np.ndarray, device: str) -> tuple[np.ndarray, float]:
     """P(positive) of the pool rows, and the seconds of fit and scoring."""
     began = time.perf_counter()
-    classifier = PUICLClassifier(device=device, partner="none", random_state=0, progress=False)
+    classifier = PUICLClassifier(device=device, portfolio="none", random_state=0, progress=False)
     proba = classifier.fit(x, s).predict_proba(x[s == 0])[:, 1]
     return proba, time.perf_counter() - began
 

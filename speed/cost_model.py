@@ -1,5 +1,5 @@
 """What a table costs: seconds of the default classifier and of the model alone
-(``partner="none"``), fit and ``predict_proba`` of the pool, over a grid of table sizes, the two
+(``portfolio="none"``), fit and ``predict_proba`` of the pool, over a grid of table sizes, the two
 taking turns table by table in one process (docs/performance.md, "What a table costs").
 
     python -m speed.cost_model                      # on this machine's CPU
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     # one untimed call of each first: imports, the weights' load and the first kernels
     x, s = table(300, 5, args.labeled_share)
     for partner in settings.values():
-        PUICLClassifier(random_state=0, partner=partner, device=args.device,
+        PUICLClassifier(random_state=0, portfolio=partner, device=args.device,
                         n_threads=args.threads, progress=False).fit(x, s).predict_proba(x[s == 0])
     results: dict[tuple[int, int, str], float] = {}
     for n in rows:
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             x, s = table(n, d, args.labeled_share)
             for name, partner in settings.items():
                 began = time.perf_counter()
-                clf = PUICLClassifier(random_state=0, partner=partner, device=args.device,
+                clf = PUICLClassifier(random_state=0, portfolio=partner, device=args.device,
                                       n_threads=args.threads, progress=False)
                 clf.fit(x, s).predict_proba(x[s == 0])
                 seconds = results[n, d, name] = time.perf_counter() - began

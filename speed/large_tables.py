@@ -89,7 +89,7 @@ started = time.perf_counter()
 p, u = pd.read_parquet({str(positives)!r}), pd.read_parquet({str(pool)!r})
 X = pd.concat([p, u], ignore_index=True)
 s = np.r_[np.ones(len(p), int), np.zeros(len(u), int)]
-clf = PUICLClassifier(progress=False, partner={partner!r}).fit(X, s)
+clf = PUICLClassifier(progress=False, portfolio={partner!r}).fit(X, s)
 proba, labels = clf.predict_and_proba(u)
 clf.class_prior_report()  # what puicl predict prints
 pd.DataFrame({{'row': np.arange(len(u)), 'p_positive': proba[:, 1], 'label': labels}}).to_parquet(

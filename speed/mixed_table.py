@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     pool = X[s == 0]
 
     def puicl(partner: str) -> np.ndarray:
-        clf = PUICLClassifier(random_state=0, progress=False, partner=partner).fit(X, s)
+        clf = PUICLClassifier(random_state=0, progress=False, portfolio=partner).fit(X, s)
         return clf.predict_proba(pool)[:, 1]
 
     def bagging() -> np.ndarray:

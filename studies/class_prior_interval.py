@@ -62,7 +62,7 @@ def score_task(slug: str, repetition: int, pi: float, max_positives: int, partne
                      target_pi=pi)
     seed = method_seed(0, slug, repetition, "puicl")
     torch.set_num_threads(1)
-    clf = PUICLClassifier(random_state=seed, n_threads=1, progress=False, partner=partner)
+    clf = PUICLClassifier(random_state=seed, n_threads=1, progress=False, portfolio=partner)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # dropped constant columns
         clf.fit(as_table(task.X, task.categorical), task.s)

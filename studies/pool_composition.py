@@ -5,7 +5,7 @@ For each development-suite table of at least ``--min-rows`` rows whose task with
 target π (``benchmark.protocol.make_task``, repetition 0) has a pool of fewer than ``--below``
 negatives, sub-tasks of 300 labeled rows and 1,000 pool rows are drawn from that task, the pool's
 negative share set with the true labels (a diagnosis, not a method): the task's own share, then
-each of ``--shares``. Each sub-task is scored by the model alone (``partner="none"``) with each
+each of ``--shares``. Each sub-task is scored by the model alone (``portfolio="none"``) with each
 ``--weights``; AUC on the sub-task's pool, ``--draws`` draws each::
 
     python -m studies.pool_composition --out results/pool_composition.csv
@@ -64,7 +64,7 @@ def measure_table(slug: str, dataset: Any, task: Any, shares: list[float], draws
                    "share": "own" if share is None else share}
             for name, path in weights.items():
                 clf = PUICLClassifier(weights=path, random_state=draw, n_threads=1,
-                                      progress=False, partner="none").fit(sub, s)
+                                      progress=False, portfolio="none").fit(sub, s)
                 pool_rows = rows_of(sub, np.arange(LABELED, LABELED + POOL))
                 row[name] = roc_auc_score(y_pool, clf.predict_proba(pool_rows)[:, 1])
             rows.append(row)

@@ -4,7 +4,7 @@ A large table (``large_pool="shared"``, labeled rows and pool together beyond
 ``single_pass_limit``) has its rows ranked by a logistic regression of the labeled rows against
 the pool, cross-fitted in five folds on the model's own encoding of the table
 (:mod:`puicl_model.estimator.pool_ranking`); a shared context draws half its pool rows from the
-third that ranks least positive. With ``partner="auto"`` the portfolio fits a second
+third that ranks least positive. With ``portfolio="auto"`` the portfolio fits a second
 cross-fitted logistic regression of labeled against unlabeled rows
 (:class:`~puicl_model.estimator.portfolio.Portfolio`, :mod:`~puicl_model.estimator.learners`),
 on the learners' own encoding (standardized numbers, missing-value indicators), with the

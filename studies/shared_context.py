@@ -95,7 +95,7 @@ def measure_table(slug: str, pi: float, max_positives: int, draws: int, n_labele
                                        least_positive)
                 negatives.append(float((y_pool[context] == 0).mean()))
                 clf = PUICLClassifier(weights=weights, random_state=draw, n_threads=1,
-                                      progress=False, partner="none").fit(
+                                      progress=False, portfolio="none").fit(
                     rows_of(table, np.r_[chosen_l, pool[context]]),
                     np.r_[np.ones(len(chosen_l)), np.zeros(len(context))])
                 scores += clf.predict_proba(rows_of(table, pool))[:, 1] / contexts

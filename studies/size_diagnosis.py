@@ -69,7 +69,7 @@ def measure_table(slug: str, pi: float, data_dir: Path | None) -> list[dict]:
             s = np.r_[np.ones(len(chosen_l)), np.zeros(len(chosen_u))]
             sub = rows_of(table, np.r_[chosen_l, chosen_u])
             clf = PUICLClassifier(random_state=draw, n_threads=1, progress=False,
-                                  partner="none").fit(sub, s)
+                                  portfolio="none").fit(sub, s)
             y_u = task.y_true[chosen_u]
             row = {"table": slug, "pi": task.pi, "labeled": len(chosen_l),
                    "pool": len(chosen_u), "draw": draw,
@@ -79,7 +79,7 @@ def measure_table(slug: str, pi: float, data_dir: Path | None) -> list[dict]:
                                              len(chosen_l), y_u, draw)}
             if (n_l, n_u) == (300, 1000):
                 alone = PUICLClassifier(random_state=draw, n_threads=1, progress=False,
-                                        partner="none").fit(sub.iloc[:len(chosen_l) + 20]
+                                        portfolio="none").fit(sub.iloc[:len(chosen_l) + 20]
                                                             if hasattr(sub, "iloc")
                                                             else sub[:len(chosen_l) + 20],
                                                             s[:len(chosen_l) + 20])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from puicl_model.estimator.fitted_scorer import FittedScorer, Runtime
+from puicl_model.estimator.fitted_table import table_of
 from puicl_model.estimator.prior import DEFAULT_FOLDS
 from puicl_model.estimator.prior_report import (
     DEFAULT_BOOTSTRAP,
@@ -54,7 +55,7 @@ class ClassPriorMethods:
         known = self.fitted_.class_prior.get(n_folds)  # (without the table: those saved)
         if known is not None:
             return known
-        table = self.fitted_.table(f"estimate_class_prior(n_folds={n_folds})")
+        table = table_of(self.fitted_, f"estimate_class_prior(n_folds={n_folds})")
         return table.estimate_class_prior(n_folds, self._runtime())
 
     def _check_folds(self, n_folds: int) -> None:
@@ -68,7 +69,7 @@ class ClassPriorMethods:
         scores that ``estimate_class_prior`` and the prior cut read, the model's or the chosen
         portfolio blend's. Computed once, in ``fit``; a copy."""
         self._check_fitted()
-        return self.fitted_.table("fitted_pool_proba()").pool_proba.copy()
+        return table_of(self.fitted_, "fitted_pool_proba()").pool_proba.copy()
 
     def held_out_scores(self, n_folds: int = DEFAULT_FOLDS,
                         ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -79,7 +80,7 @@ class ClassPriorMethods:
         are the one fold and ``n_folds`` is not used. Computed once per ``n_folds`` (each
         costs ``n_folds`` scorings of the pool); copies."""
         self._check_folds(n_folds)
-        table = self.fitted_.table("held_out_scores()")
+        table = table_of(self.fitted_, "held_out_scores()")
         return [(held.copy(), pool.copy())
                 for held, pool in table.held_out_scores(n_folds, self._runtime())]
 
@@ -95,7 +96,7 @@ class ClassPriorMethods:
         computes (no further pass of the model): ``n_bootstrap`` resamples of them.
         """
         self._check_folds(n_folds)
-        table = self.fitted_.table("class_prior_report()")
+        table = table_of(self.fitted_, "class_prior_report()")
         runtime = self._runtime()
         table.estimate_class_prior(n_folds, runtime)  # scores the folds once
         return prior_report(table.pool_proba, table.prior_evidence(n_folds, runtime),

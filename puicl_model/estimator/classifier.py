@@ -31,7 +31,7 @@ from puicl_model.estimator.class_prior_methods import ClassPriorMethods
 from puicl_model.estimator.dask_frames import dask_frame, dask_kind
 from puicl_model.estimator.ensemble import MEMBERS, Member
 from puicl_model.estimator.fitted_scorer import FittedScorer, NoTrainingDataError, Runtime
-from puicl_model.estimator.fitted_table import FittedTable
+from puicl_model.estimator.fitted_table import FittedTable, table_of
 from puicl_model.estimator.input_checks import (
     _check_feature_names,
     check_pu_table,
@@ -50,7 +50,7 @@ from puicl_model.estimator.prior import DEFAULT_FOLDS
 from puicl_model.net.weights import NoBundledWeightsError, load_model
 from puicl_model.passes.inference import PassScorer
 from puicl_model.passes.query_rows import DEFAULT_CACHE_BYTES
-from puicl_model.passes.settings import InferenceSettings, LargePool, Partner
+from puicl_model.passes.settings import InferenceSettings, LargePool, PortfolioChoice
 
 if TYPE_CHECKING:
     from puicl_model.estimator.report import Report
@@ -97,7 +97,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
     categorical, missing, numeric : preprocessing strategies
         (:mod:`puicl_model.estimator.preprocessing`): categories one-hot encoded, missing numbers
         filled with the median, numeric columns mapped to normal scores of their ranks.
-    partner : "auto" or "none"
+    portfolio : "auto" or "none"
         "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PORTFOLIO`` (20)
         labeled positives and ``MIN_POOL_FOR_PORTFOLIO`` (100) unlabeled rows, a logistic
         regression of labeled against unlabeled rows and PU bagging of gradient-boosted trees
@@ -143,6 +143,8 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         default; 0 keeps none). Scores are the same bytes either way. The caches are not saved
         or sent to other processes: each process builds its own as it scores (but
         ``save(..., training_data=False)`` saves every one, in place of the table).
+    partner : "auto", "none" or None
+        The former name of ``portfolio``: set, it stands for it and warns; to be removed.
     """
 
     def __init__(
@@ -157,7 +159,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         categorical: CategoricalStrategy = "onehot",
         missing: MissingStrategy = "median",
         numeric: NumericStrategy = "quantile",
-        partner: Partner = InferenceSettings.partner,
+        portfolio: PortfolioChoice = InferenceSettings.portfolio,
         pool_sample: int | None = InferenceSettings.pool_sample,
         large_pool: LargePool = InferenceSettings.large_pool,
         random_state: int | None = 0,
@@ -166,6 +168,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         progress: bool | None = None,
         keep_columns: list[str | int] | None = None,
         context_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        partner: PortfolioChoice | None = None,
     ) -> None:
         # scikit-learn convention: the constructor only stores its arguments; fit checks them
         self.weights = weights
@@ -178,7 +181,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         self.categorical = categorical
         self.missing = missing
         self.numeric = numeric
-        self.partner = partner
+        self.portfolio = portfolio
         self.pool_sample = pool_sample
         self.large_pool = large_pool
         self.random_state = random_state
@@ -187,6 +190,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         self.progress = progress
         self.keep_columns = keep_columns
         self.context_cache_bytes = context_cache_bytes
+        self.partner = partner
 
     # the ensemble members n_estimators takes from (studies/ensemble_members.py measures
     # other lists through a subclass)
@@ -250,8 +254,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         self.fitted_: FittedScorer = table
         return self
 
-    def _forget_fit(self) -> None:
-        """Remove every fitted attribute (those of an earlier fit too)."""
+    def _forget_fit(self) -> None:  # every fitted attribute (an earlier fit's too) goes
         for name in [name for name in vars(self) if name.endswith("_")]:
             delattr(self, name)
 
@@ -307,7 +310,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
     @property
     def choice_(self) -> Choice | None:
         """What the portfolio chose on this table (members, weights, each candidate's held-out
-        AUC, why), or None where the model alone runs (``partner="none"``, or a table below
+        AUC, why), or None where the model alone runs (``portfolio="none"``, or a table below
         the portfolio's sizes)."""
         self._check_fitted()
         return self.fitted_.choice
@@ -400,7 +403,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         from puicl_model.estimator.report import plot_report
 
         self._check_fitted()
-        self.fitted_.table("plot_report()")
+        table_of(self.fitted_, "plot_report()")
         return plot_report(self, path)
 
     def save(self, directory: str | Path, training_data: bool = True) -> Path:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from puicl_model.estimator.evidence_rows import HeldRows
 from puicl_model.estimator.preprocessing import (
     CategoricalStrategy,
     MissingStrategy,
@@ -134,8 +135,7 @@ class View:
         def moved(labeled: np.ndarray | None, pool: np.ndarray | None) -> tuple:
             if labeled is None or pool is None:
                 return None, None
-            return (np.ascontiguousarray(labeled[~held]),
-                    np.ascontiguousarray(np.concatenate([pool, labeled[held]])))
+            return HeldRows(held).in_pool(labeled, pool)
 
         x_labeled, x_pool = moved(self.x_labeled, self.x_pool)
         labeled_score, pool_score = moved(self.labeled_score, self.pool_score)

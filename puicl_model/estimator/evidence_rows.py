@@ -6,16 +6,21 @@ fit's root seed (:mod:`puicl_model.passes.seed_keys`), so a refit draws the same
 The samples are small on purpose: the evidence only has to tell a clearly better blend from
 the fallback, and on a table with held-out positives the model scores the rows outside them
 only where the chosen blend weighs it (docs/decisions.md, "A portfolio chosen per table").
+
+Positives set apart from the passes' context, held out or one fold of the class prior's
+cross-fitting, are laid out last wherever they are scored: :class:`HeldRows` is that rule.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from puicl_model.passes import seed_keys
 
-__all__ = ["JUDGED_HELD_OUT", "JUDGED_POOL_ROWS", "held_out_rows", "judged_held_rows",
-           "judged_pool_rows"]
+__all__ = ["JUDGED_HELD_OUT", "JUDGED_POOL_ROWS", "HeldRows", "held_out_rows",
+           "judged_held_rows", "judged_pool_rows"]
 
 # the blend is chosen against a seeded sample of this many pool rows (all of a smaller pool):
 # on a table with held-out positives the model scores the rest only where the chosen blend
@@ -27,6 +32,41 @@ JUDGED_POOL_ROWS = 500
 # the model scores the others only where the chosen blend weighs it. 300 pick as 1,000 did on
 # every large task of the size grid (docs/decisions.md), for a third of the model's passes
 JUDGED_HELD_OUT = 300
+
+
+@dataclass(frozen=True)
+class HeldRows:
+    """Labeled positives set apart from the passes' context: those held out of every pass (a
+    large table's evidence) or one fold of the class prior's cross-fitting. Wherever they are
+    scored they come last, after the pool's rows in the passes' rows and after the context's
+    labeled rows in a learner's: this value is the one place that lays them out so, and that
+    splits scores laid out so."""
+
+    mask: np.ndarray  # over the labeled rows
+
+    @property
+    def count(self) -> int:
+        return int(self.mask.sum())
+
+    def in_pool(self, labeled: np.ndarray, pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The labeled rows left in the context, and the pool with these rows after it."""
+        return (np.ascontiguousarray(labeled[~self.mask]),
+                np.ascontiguousarray(np.concatenate([pool, labeled[self.mask]])))
+
+    def last(self, labeled: np.ndarray) -> np.ndarray:
+        """The labeled rows, these last."""
+        return np.concatenate([labeled[~self.mask], labeled[self.mask]])
+
+    @staticmethod
+    def positions(n_before: int, rows: np.ndarray) -> np.ndarray:
+        """Where the set-apart rows ``rows`` (indices among them) sit after ``n_before``."""
+        return n_before + np.asarray(rows)
+
+    @staticmethod
+    def split(scores: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of rows laid out with ``count`` set-apart rows last: (the others', theirs)."""
+        first = len(scores) - count
+        return scores[:first], scores[first:]
 
 
 def held_out_rows(n_labeled: int, n_held: int, entropy: int) -> np.ndarray:

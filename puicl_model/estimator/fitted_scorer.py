@@ -10,10 +10,10 @@ Two kinds answer the same calls:
   (:mod:`puicl_model.estimator.saved_model`): every row is a new row, scored against the
   fitted contexts' caches it was loaded with.
 
-What needs the table asks :meth:`FittedScorer.table` for it, the one place that raises
-:class:`NoTrainingDataError` where there is none. The model runs with the classifier's
-current settings (precision, threads, progress, cache budget: they may be changed after
-``fit``), handed to every call as a :class:`Runtime`.
+What needs the table asks for it (:func:`~puicl_model.estimator.fitted_table.table_of`), and
+:func:`no_table` words the one error, :class:`NoTrainingDataError`, where there is none. The
+model runs with the classifier's current settings (precision, threads, progress, cache budget:
+they may be changed after ``fit``), handed to every call as a :class:`Runtime`.
 
 Each kind declares what a saved folder holds of it (``SAVED``: an entry of state.json's
 ``fitted`` mapping per field, :mod:`puicl_model.estimator.saved_model`), and is rebuilt from
@@ -40,10 +40,10 @@ from puicl_model.passes.query_rows import ContextCaches, score_new_rows
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from puicl_model.estimator.fitted_table import FittedTable
     from puicl_model.net.model import PUICLModel
 
-__all__ = ["SAVED_CLASSIFIER", "ContextsOnly", "FittedScorer", "NoTrainingDataError", "Runtime"]
+__all__ = ["SAVED_CLASSIFIER", "ContextsOnly", "FittedScorer", "NoTrainingDataError", "Runtime",
+           "no_table"]
 
 # what a saved folder holds of the classifier itself (scikit-learn's fitted attributes), as
 # entries of state.json's "fitted" mapping beside the scorer's (FittedScorer.SAVED)
@@ -60,6 +60,12 @@ _SAVED_COMMON = {"views_": "views", "planners_": "planners", "portfolio_": "port
 
 class NoTrainingDataError(RuntimeError):
     """What needs the fitted table, asked of a classifier saved without it."""
+
+
+def no_table(what: str) -> NoTrainingDataError:
+    """The error of ``what``, which needs the fitted table, asked where there is none."""
+    return NoTrainingDataError(f"{what} needs the training data, and this PUICLClassifier "
+                               "was saved without it (save(..., training_data=False))")
 
 
 @dataclass(frozen=True)
@@ -114,11 +120,6 @@ class FittedScorer:
         fields = {name: entries[entry] for entry, name in cls.SAVED.items() if entry in entries}
         return cls(**fields, **others)
 
-    def table(self, what: str) -> FittedTable:
-        """This scorer as the fitted table ``what`` needs; without one, the error."""
-        raise NoTrainingDataError(f"{what} needs the training data, and this PUICLClassifier "
-                                  "was saved without it (save(..., training_data=False))")
-
     @property
     def has_table(self) -> bool:
         return False
@@ -129,6 +130,14 @@ class FittedScorer:
 
     def caches(self, runtime: Runtime) -> ContextCaches | None:
         raise NotImplementedError
+
+    def n_fitted_pool(self, what: str) -> int:
+        """The fitted pool's rows, which ``what`` needs (without the table: the error)."""
+        raise no_table(what)
+
+    def pool_scores(self, rows: np.ndarray) -> np.ndarray:
+        """P(y=1) of the fitted pool's rows ``rows``."""
+        raise no_table("scores of fitted pool rows")
 
     def probability(self, X: Any, runtime: Runtime) -> tuple[np.ndarray, np.ndarray]:
         """P(y=1) per row of ``X`` and each row's fitted-pool position (-1: a new row)."""
@@ -149,16 +158,15 @@ class FittedScorer:
             raise ValueError(f"pool_rows must hold one position per row of X ({len(X)}), got "
                              f"shape {match.shape}")
         placed = match >= 0
-        if placed.any():
-            table = self.table("pool_rows (positions in the fitted pool)")
-        if len(match) and (match.min() < NEW_ROW
-                           or (placed.any() and match.max() >= len(table.x_pool))):
-            among = f"the {len(table.x_pool)} " if placed.any() else ""
+        n_pool = self.n_fitted_pool("pool_rows (positions in the fitted pool)") \
+            if placed.any() else 0
+        if len(match) and (match.min() < NEW_ROW or match.max() >= max(n_pool, 1)):
+            among = f"the {n_pool} " if placed.any() else ""
             raise ValueError(f"pool_rows must be -1, {NEW_ROW} or positions among {among}"
                              "fitted unlabeled rows")
         positive = np.empty(len(match), dtype=np.float64)
         if placed.any():
-            positive[placed] = table.pool_proba[match[placed]]
+            positive[placed] = self.pool_scores(match[placed])
         for unplaced in (-1, NEW_ROW):  # (a new row's score does not depend on the call)
             rest = np.flatnonzero(match == unplaced)
             if len(rest):
@@ -224,5 +232,5 @@ class ContextsOnly(FittedScorer):
 
     def prior_cut(self, runtime: Runtime) -> tuple[np.ndarray, float]:
         if self.new_row_cut is None:
-            self.table('threshold="prior" (π̂ was not estimated before the save)')
+            raise no_table('threshold="prior" (π̂ was not estimated before the save)')
         return np.zeros(0, dtype=np.int64), float(self.new_row_cut)

@@ -25,7 +25,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from puicl_model.estimator.ensemble import Member, fit_ensemble, hold_out, plan_passes
-from puicl_model.estimator.fitted_scorer import ContextsOnly, FittedScorer, Runtime
+from puicl_model.estimator.evidence_rows import HeldRows
+from puicl_model.estimator.fitted_scorer import ContextsOnly, FittedScorer, Runtime, no_table
 from puicl_model.estimator.input_checks import warn_about_leaks
 from puicl_model.estimator.pool_ranking import ranked
 from puicl_model.estimator.pool_sample import take_rows
@@ -42,7 +43,7 @@ from puicl_model.estimator.prior import (
 from puicl_model.passes.query_rows import ContextCaches
 from puicl_model.passes.settings import InferenceSettings
 
-__all__ = ["FittedTable", "Folds"]
+__all__ = ["FittedTable", "Folds", "table_of"]
 
 Folds = list[tuple[np.ndarray, np.ndarray]]  # per fold: (its positives' P(y=1), the pool's)
 
@@ -84,7 +85,7 @@ class FittedTable(FittedScorer):
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
         n_labeled = len(base.x_labeled)
         held = portfolio = None
-        if runs_on(settings.partner, n_labeled, len(base.x_pool)):
+        if runs_on(settings.portfolio, n_labeled, len(base.x_pool)):
             held = held_out_mask(n_labeled, entropy)
             if held is not None:
                 ensemble = hold_out(ensemble, held)
@@ -97,8 +98,11 @@ class FittedTable(FittedScorer):
                    x_labeled=ensemble.views[0].x_labeled, x_pool=base.x_pool,
                    x_held=None if held is None else base.x_labeled[held])
 
-    def table(self, what: str) -> FittedTable:
-        return self
+    def n_fitted_pool(self, what: str) -> int:
+        return len(self.x_pool)
+
+    def pool_scores(self, rows: np.ndarray) -> np.ndarray:
+        return self.pool_proba[rows]
 
     def without_table(self, runtime: Runtime) -> ContextsOnly:
         """What a folder saved without the table holds of this one: the views without their
@@ -148,7 +152,7 @@ class FittedTable(FittedScorer):
         positives ``held`` (indices among them), by passes planned over just those rows (all
         the pool's rows, and the held-out ones: the passes of the whole fitted pool)."""
         if held is not None:
-            rows = np.concatenate([rows, len(self.x_pool) + held])
+            rows = np.concatenate([rows, HeldRows.positions(len(self.x_pool), held)])
         if all(planner.shares_context for planner in self.planners):
             # every row against the same contexts, drawn from the whole pool: the rows asked
             # for are scored against them (a query row's score does not depend on the others)
@@ -273,6 +277,14 @@ class FittedTable(FittedScorer):
 
     def prior_cut(self, runtime: Runtime) -> tuple[np.ndarray, float]:
         return prior_cut(self.pool_proba, self.estimate_class_prior(DEFAULT_FOLDS, runtime))
+
+
+def table_of(scorer: FittedScorer, what: str) -> FittedTable:
+    """``scorer`` as the fitted table ``what`` needs; a classifier without its table: the one
+    error (:func:`~puicl_model.estimator.fitted_scorer.no_table`)."""
+    if not isinstance(scorer, FittedTable):
+        raise no_table(what)
+    return scorer
 
 
 def _completed(scored: np.ndarray, rows: np.ndarray, n: int,

@@ -190,6 +190,17 @@ def check_settings(estimator: Any) -> InferenceSettings:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
     settings = InferenceSettings.read_from(estimator)
+    former = getattr(estimator, "partner", None)
+    if former is not None:  # the portfolio setting's former name
+        import dataclasses
+        import warnings
+
+        warnings.warn("PUICLClassifier(partner=...) is now named portfolio=...; partner will be "
+                      "removed", FutureWarning, stacklevel=3)
+        if estimator.portfolio not in (InferenceSettings.portfolio, former):
+            raise ValueError(f"partner={former!r} and portfolio={estimator.portfolio!r} "
+                             "disagree: set portfolio only (partner is its former name)")
+        settings = dataclasses.replace(settings, portfolio=former)
     settings.validate()
     if estimator.n_threads is not None:
         positive_int("n_threads", estimator.n_threads)

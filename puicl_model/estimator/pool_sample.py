@@ -1,7 +1,7 @@
 """The pool a large table is fitted on: a seeded sample of its unlabeled rows.
 
 What the classifier learns from the pool as a whole (the chunks that new rows join, the logistic
-partner and the blend, π̂ and its interval) is as good from a sample of some ten thousand rows
+learner and the blend, π̂ and its interval) is as good from a sample of some ten thousand rows
 as from millions, and a sample bounds the memory and time of ``fit`` whatever the pool's size.
 So a pool of more than ``pool_sample`` unlabeled rows is fitted on ``pool_sample`` of them,
 drawn without replacement, keyed by the fit's seed and the pool's size alone

@@ -54,6 +54,7 @@ from scipy.stats import rankdata
 from puicl_model.estimator.evidence_rows import (
     JUDGED_HELD_OUT,
     JUDGED_POOL_ROWS,
+    HeldRows,
     held_out_rows,
     judged_held_rows,
     judged_pool_rows,
@@ -316,7 +317,7 @@ class Portfolio:
             table = encoder.fit_transform(X, labeled).astype(np.float64)
         x_labeled = table[labeled]
         if held is not None:
-            x_labeled = np.concatenate([x_labeled[~held], x_labeled[held]])
+            x_labeled = HeldRows(held).last(x_labeled)
         n_held = 0 if held is None else int(held.sum())
         return cls(entropy, encoder, x_labeled, table[~labeled], n_held,
                    fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads,
@@ -343,7 +344,8 @@ class Portfolio:
                      rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Each member's log-odds of the positives held out of the passes (``rows``: of those
         held-out positives only; the model's where it scored them, ``model_held``)."""
-        learners = {kind: scores[-self.n_held:] for kind, scores in self.labeled_scores.items()}
+        learners = {kind: HeldRows.split(scores, self.n_held)[1]
+                    for kind, scores in self.labeled_scores.items()}
         if rows is not None:
             learners = {kind: scores[rows] for kind, scores in learners.items()}
         return learners if model_held is None else {MODEL: log_odds(model_held), **learners}

@@ -5,7 +5,7 @@ put in words by the report.
 The thresholds: fewer labeled positives than :data:`MIN_LABELED_FOR_PORTFOLIO` give each
 cross-fitted fold too few to score, a pool smaller than :data:`MIN_POOL_FOR_PORTFOLIO` too few
 rows to rank against; there the model alone scores the table, bit for bit as with
-``partner="none"``. From :data:`MIN_LABELED_FOR_HOLD_OUT` labeled positives on, half of them (at
+``portfolio="none"``. From :data:`MIN_LABELED_FOR_HOLD_OUT` labeled positives on, half of them (at
 most :data:`MAX_HELD_OUT`) are held out of the passes' context and scored with the pool (twice
 what one pass holds, so the context keeps as many as a pass takes); smaller tables read the
 class prior's cross-fitted folds instead.
@@ -26,9 +26,10 @@ MIN_LABELED_FOR_HOLD_OUT = 600
 MAX_HELD_OUT = 1000
 
 
-def runs_on(partner: str, n_labeled: int, n_pool: int) -> bool:
-    """Whether the portfolio runs on a table of ``n_labeled`` positives and ``n_pool`` rows."""
-    return (partner == "auto" and n_labeled >= MIN_LABELED_FOR_PORTFOLIO
+def runs_on(setting: str, n_labeled: int, n_pool: int) -> bool:
+    """Whether the portfolio runs (the classifier's ``portfolio`` setting ``setting``) on a
+    table of ``n_labeled`` positives and ``n_pool`` rows."""
+    return (setting == "auto" and n_labeled >= MIN_LABELED_FOR_PORTFOLIO
             and n_pool >= MIN_POOL_FOR_PORTFOLIO)
 
 
@@ -40,13 +41,13 @@ def held_out_mask(n_labeled: int, entropy: int) -> np.ndarray | None:
     return held_out_rows(n_labeled, min(n_labeled // 2, MAX_HELD_OUT), entropy)
 
 
-def alone_reason(partner: str, n_labeled: int, n_pool: int) -> str:
+def alone_reason(setting: str, n_labeled: int, n_pool: int) -> str:
     """Why the model alone scores a table, in words (the report's)."""
-    if partner == "none":
-        return ("partner='none' was asked, so the model alone scores every table; no "
+    if setting == "none":
+        return ("portfolio='none' was asked, so the model alone scores every table; no "
                 "portfolio of learners was fitted.")
     return (f"This table has {n_labeled:,} labeled positives and {n_pool:,} unlabeled rows; "
             f"the portfolio needs at least {MIN_LABELED_FOR_PORTFOLIO} labeled positives (two "
             f"cross-fitted folds must each hold enough to score) and {MIN_POOL_FOR_PORTFOLIO} "
             "unlabeled rows (enough to rank against), so the model alone scores it, "
-            "bit for bit as with partner='none'.")
+            "bit for bit as with portfolio='none'.")

@@ -43,6 +43,7 @@ from typing import Protocol
 import numpy as np
 
 from puicl_model.estimator.ensemble import View
+from puicl_model.estimator.evidence_rows import HeldRows
 from puicl_model.passes import seed_keys
 from puicl_model.passes.phases import phase
 from puicl_model.passes.planning import PassPlanner, ViewRows
@@ -102,10 +103,11 @@ def cross_fitted_scores(score: Scorer, planners: Sequence[PassPlanner], views: S
             if pool_rows is None:
                 proba, _ = score(subs, rows)
             else:
-                asked = np.concatenate([pool_rows, np.arange(n_pool, n_pool + n_held)])
+                asked = np.concatenate([pool_rows,
+                                        HeldRows.positions(n_pool, np.arange(n_held))])
                 proba, _ = score(subs, rows, rows=asked)
-        n_scored = len(proba) - n_held
-        scores.append((proba[n_scored:], proba[:n_scored]))
+        pool_proba, held_proba = HeldRows.split(proba, n_held)
+        scores.append((held_proba, pool_proba))
     return scores
 
 

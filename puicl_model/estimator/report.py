@@ -35,6 +35,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from puicl_common.atomic import atomic_write_bytes, atomic_write_text
+from puicl_model.estimator.fitted_table import table_of
 from puicl_model.estimator.portfolio import EVIDENCE_Z, Choice
 from puicl_model.estimator.portfolio_gate import alone_reason
 from puicl_model.estimator.prior import DEFAULT_FOLDS, MIN_LABELED_FOR_ESTIMATES
@@ -273,7 +274,7 @@ def plot_report(classifier: Any, path: str | Path | None = None) -> Report:
     the figures beside it (:func:`figure_paths`), each atomically, the page last."""
     require_matplotlib()
     report = classifier.class_prior_report()  # scores the folds once; reused below
-    table = classifier.fitted_.table("plot_report()")
+    table = table_of(classifier.fitted_, "plot_report()")
     folds = table.prior_evidence(DEFAULT_FOLDS, classifier._runtime())
     choice = table.choice
     threshold = None if classifier.threshold == "prior" else float(classifier.threshold)
@@ -284,7 +285,8 @@ def plot_report(classifier: Any, path: str | Path | None = None) -> Report:
                 "prior": "What the data identify about π: " + report.note}
     alone = None
     if choice is None:
-        alone = alone_reason(classifier.partner, len(table.x_labeled), len(table.x_pool))
+        setting = classifier.portfolio if classifier.partner is None else classifier.partner
+        alone = alone_reason(setting, len(table.x_labeled), len(table.x_pool))
     else:
         assert classifier.portfolio_ is not None
         figures["choice"] = _choice_figure(choice, classifier.portfolio_.fallback)

@@ -99,6 +99,7 @@ from puicl_model.estimator.saved_folder import (
 )
 from puicl_model.estimator.saved_state import Decoder, Encoder
 from puicl_model.estimator.saved_trees import BoostedTrees
+from puicl_model.passes.settings import InferenceSettings
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
            "load", "save", "saving"]
@@ -144,6 +145,9 @@ def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
 def _settings(classifier: Any) -> dict[str, Any]:
     settings = dict(classifier.get_params(deep=False))
     settings["weights"] = None  # the saved folder's weights/ stand in for them
+    former = settings.pop("partner", None)  # the portfolio setting's former name
+    if former is not None:
+        settings["portfolio"] = former
     if not isinstance(settings["random_state"], (int, type(None))):
         # a RandomState or Generator gave the fit one root seed: that seed refits the same
         settings["random_state"] = int(classifier.fitted_.entropy)
@@ -273,6 +277,9 @@ def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
                       stacklevel=3)
     state, settings, fitted = _state(directory, with_table)
     try:
+        for name, stored in InferenceSettings.STORED_NAMES.items():  # an earlier folder's
+            if stored in settings and name not in settings:
+                settings[name] = settings.pop(stored)
         classifier = classifier_class(**{**settings, "device": device})
         check_settings(classifier)  # as fit checks them
     except (TypeError, ValueError) as err:

@@ -179,7 +179,7 @@ def _portfolio_line(classifier: PUICLClassifier) -> str:
     """What the portfolio chose on the table, in one line."""
     choice = classifier.choice_
     if choice is None:
-        return "scored by: the model alone (partner none, or a table below the portfolio's sizes)"
+        return "scored by: the model alone (portfolio none, or a table below the portfolio's sizes)"
     return f"scored by: {choice.describe()}"
 
 

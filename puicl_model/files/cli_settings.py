@@ -11,7 +11,7 @@ __all__ = ["add_setting_options", "refuse_unused_by_model"]
 
 # what each word of a setting of choices means, ending in the docs' section
 _CHOICE_HELP = {
-    "partner": "auto: a portfolio of the model, a logistic regression and PU bagging of "
+    "portfolio": "auto: a portfolio of the model, a logistic regression and PU bagging of "
                "boosted trees fitted on every row, the blend chosen per table on held-out "
                "labeled positives; none: the model alone (docs/classifier.md, \"Tables of "
                "every size\"",
@@ -63,14 +63,17 @@ def add_setting_options(predict: argparse.ArgumentParser) -> None:
                          f"docs/classifier.md, \"Large tables\"; default: "
                          f"{defaults.pool_sample})")
     for name, words in InferenceSettings.CHOICES.items():  # the settings of a few words
-        predict.add_argument(f"--{name.replace('_', '-')}", choices=words,
-                             default=getattr(defaults, name),
-                             help=f"{_CHOICE_HELP[name]}; default: {getattr(defaults, name)})")
+        former = InferenceSettings.STORED_NAMES.get(name)  # (still taken: scripts name it)
+        predict.add_argument(f"--{name.replace('_', '-')}",
+                             *([f"--{former.replace('_', '-')}"] if former else []),
+                             choices=words, default=getattr(defaults, name),
+                             help=f"{_CHOICE_HELP[name]}; default: {getattr(defaults, name)})"
+                             + (f"; --{former} is its former name" if former else ""))
 
 
 # what a fit reads or writes, which scoring with a saved classifier would leave unused
 _FITTING_OPTIONS = ("label_column", "weights", "n_estimators", "single_pass_limit",
-                    "chunk_size", "max_labeled", "pool_sample", "partner", "large_pool",
+                    "chunk_size", "max_labeled", "pool_sample", "portfolio", "large_pool",
                     "categorical", "numeric", "keep_columns", "random_state", "prior_json",
                     "report", "save_model", "no_training_data", "scheduler")
 

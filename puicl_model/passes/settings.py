@@ -14,9 +14,10 @@ import numpy as np
 
 from puicl_common.configio import identity_dict, require
 
-__all__ = ["InferenceSettings", "LargePool", "Partner"]
+__all__ = ["InferenceSettings", "LargePool", "Partner", "PortfolioChoice"]
 
-Partner = Literal["auto", "none"]
+PortfolioChoice = Literal["auto", "none"]
+Partner = PortfolioChoice  # the setting's former name
 LargePool = Literal["chunks", "shared"]
 
 
@@ -39,7 +40,7 @@ class InferenceSettings:
     # "auto": a portfolio of learners fitted on every row beside the model, the blend chosen
     # per table on held-out labeled positives (:mod:`puicl_model.estimator.portfolio`); "none": the
     # model alone
-    partner: Partner = "auto"
+    portfolio: PortfolioChoice = "auto"
     # pools of more unlabeled rows are fitted on a seeded sample of this many, every pool row
     # still scored (:mod:`puicl_model.estimator.pool_sample`, docs/classifier_measurements.md,
     # "The pool sample");
@@ -75,15 +76,21 @@ class InferenceSettings:
 
     # the words a setting of choices takes
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
-        "partner": ("auto", "none"),
+        "portfolio": ("auto", "none"),
         "large_pool": ("chunks", "shared"),
     }
 
     # settings added after results were stored, with the value that reproduces those results:
     # left out of the settings that identify results (:meth:`identity`) while they hold it, so
     # that the benchmark's cached replicates keep their keys (puicl_common.versioning)
-    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"partner": "none", "pool_sample": None,
+    LEGACY_VALUES: ClassVar[dict[str, Any]] = {"portfolio": "none", "pool_sample": None,
                                                "large_pool": "chunks"}
+
+    # settings renamed after results were stored (new name -> the name stored then): a stored
+    # setting (a --method-config, a saved classifier's settings) under the old name is read
+    # as the new one, and results are identified under the stored name, so that cached
+    # replicates keep their keys (puicl_common.configio)
+    STORED_NAMES: ClassVar[Mapping[str, str]] = {"portfolio": "partner"}
 
     # settings that were measured on the development suite and removed (docs/classifier.md,
     # "Column options that were removed"), each with the default it had: a stored setting

@@ -66,7 +66,7 @@ def test_puicl_predict_and_load_refuse_a_device_in_one_line(no_accelerator, tmp_
         assert error.startswith("puicl predict: error: device ") and error.count("\n") == 1
         assert "'mps'" not in error.split("; use")[-1] and not (tmp_path / "o.csv").exists()
     model = PUICLModel(ModelConfig(embed_dim=16, num_layers=1, num_heads=2, ff_dim=16)).eval()
-    fitted = PUICLClassifier(weights=model, device="cpu", partner="none")
+    fitted = PUICLClassifier(weights=model, device="cpu", portfolio="none")
     fitted.fit(table[["x"]], table["s"]).save(tmp_path / "saved")
     for name in ("meta", "hpu"):
         with pytest.raises(ValueError, match=f"device must be 'auto' or 'cpu', got '{name}'"):

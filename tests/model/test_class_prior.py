@@ -74,7 +74,7 @@ def test_the_scores_pi_hat_reads_are_public(small_weights, rng) -> None:
 
     X = rng.normal(size=(90, 3))
     s = np.r_[np.ones(30, dtype=int), np.zeros(60, dtype=int)]
-    clf = PUICLClassifier(weights=small_weights, partner="none").fit(X, s)
+    clf = PUICLClassifier(weights=small_weights, portfolio="none").fit(X, s)
     pool = clf.fitted_pool_proba()
     np.testing.assert_allclose(pool, clf.predict_proba(X[s == 0])[:, 1], atol=1e-12)
     folds = clf.held_out_scores(2)

@@ -237,7 +237,7 @@ def test_tables_without_signal_are_reported_not_identified(small_weights, name: 
     X, s = _tables_without_signal()[name]
     with warnings.catch_warnings():  # constant and identifier-like columns are warned about
         warnings.simplefilter("ignore")
-        classifier = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+        classifier = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none",
                                      random_state=0).fit(X, s)
         report = classifier.class_prior_report(n_bootstrap=50)
     assert report.status == "not identified", (name, report)

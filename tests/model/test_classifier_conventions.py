@@ -76,7 +76,7 @@ def test_inference_defaults_are_written_once() -> None:
     settings = InferenceSettings()
     # every setting is a parameter of the classifier and an option of puicl predict
     names = [field.name for field in dataclasses.fields(InferenceSettings)]
-    assert {"n_estimators", "max_labeled", "partner"} <= set(names)
+    assert {"n_estimators", "max_labeled", "portfolio"} <= set(names)
     for name in names:
         assert signature[name].default == getattr(settings, name)
         assert getattr(cli, name) == getattr(settings, name)
@@ -87,7 +87,7 @@ def test_inference_defaults_are_written_once() -> None:
 
 # a value other than the default for every inference setting
 OTHER_SETTINGS = {"n_estimators": 3, "single_pass_limit": 500, "chunk_size": 200,
-                  "max_labeled": 50, "partner": "none", "pool_sample": 5000,
+                  "max_labeled": 50, "portfolio": "none", "pool_sample": 5000,
                   "large_pool": "chunks"}
 
 

@@ -25,7 +25,7 @@ def test_non_finite_pool_scores_stop_the_fit_in_one_line(model_factory, table, r
     from sklearn.exceptions import NotFittedError
 
     X, s = table(rng, 20, 60, 3)
-    classifier = PUICLClassifier(weights=_huge(model_factory), device="cpu", partner="none")
+    classifier = PUICLClassifier(weights=_huge(model_factory), device="cpu", portfolio="none")
     with pytest.raises(NonFiniteScoresError) as refused:
         classifier.fit(X, s)  # fit scores the pool
     assert "NaN or infinite for 60 of 60 rows" in str(refused.value)
@@ -41,7 +41,7 @@ def test_non_finite_pool_scores_stop_the_fit_in_one_line(model_factory, table, r
 def test_non_finite_new_row_scores_stop_scoring(model_factory, small_model, table,
                                                 rng) -> None:
     X, s = table(rng, 20, 60, 3)
-    classifier = PUICLClassifier(weights=small_model, device="cpu", partner="none",
+    classifier = PUICLClassifier(weights=small_model, device="cpu", portfolio="none",
                                  context_cache_bytes=0).fit(X, s)
     classifier.predict_proba(X[:2])  # the pool is scored by the healthy model
     classifier.model_ = _huge(model_factory)  # then the contexts of new rows are not finite
@@ -76,7 +76,7 @@ def test_puicl_predict_stops_on_non_finite_scores_in_one_line(model_factory, tmp
     table.to_csv(tmp_path / "t.csv", index=False)
     out, prior = tmp_path / "o.csv", tmp_path / "prior.json"
     assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
-                 "--partner", "none", "-o", str(out), "--prior-json", str(prior)]) == 2
+                 "--portfolio", "none", "-o", str(out), "--prior-json", str(prior)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("puicl predict: error: the model's P(y=1) is NaN or infinite for ")
     assert error.count("\n") == 1 and not out.exists() and not prior.exists()

@@ -215,7 +215,7 @@ def _table(rng: np.random.Generator, n_labeled: int, n_pool: int, d: int = 5):
 def test_a_tiny_pool_is_scored_by_the_model_alone_bit_for_bit(small_weights, rng) -> None:
     X, s = _table(rng, 80, MIN_POOL_FOR_PORTFOLIO - 1)
     auto = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
-    alone = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s)
+    alone = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(X, s)
     assert auto.portfolio_ is None and auto.choice_ is None and auto.blend_weight_ == 1.0
     assert np.array_equal(auto.predict_proba(X[s == 0]), alone.predict_proba(X[s == 0]))
 
@@ -232,7 +232,7 @@ def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_
     clf.estimate_class_prior()  # reads the folds the choice read: no new scoring
     assert clf.fitted_.model_folds.keys() == folds_scored.keys() and clf.n_passes_ == passes
     alone = PUICLClassifier(weights=small_weights, device="cpu", random_state=2,
-                            partner="none").fit(X, s)
+                            portfolio="none").fit(X, s)
     model = alone.predict_proba(X[s == 0])[:, 1]
     # the blend keeps the model's distribution of probabilities over the pool
     assert np.allclose(np.sort(proba), np.sort(model))
@@ -413,7 +413,30 @@ def test_where_trees_see_the_signal_the_portfolio_follows_them(small_weights) ->
     assert roc_auc_score(positive[s == 0], proba) > 0.9
 
 
-def test_a_bad_partner_setting_is_named(small_weights, rng) -> None:
+def test_a_bad_portfolio_setting_is_named(small_weights, rng) -> None:
     X, s = _table(rng, 20, 30)
-    with pytest.raises(ValueError, match="partner"):
-        PUICLClassifier(weights=small_weights, partner="boosted").fit(X, s)
+    with pytest.raises(ValueError, match="portfolio"):
+        PUICLClassifier(weights=small_weights, portfolio="boosted").fit(X, s)
+
+
+def test_the_portfolio_settings_former_name_stands_for_it(small_weights, rng,
+                                                          tmp_path) -> None:
+    """``partner``, the setting's former name: set, it stands for ``portfolio`` and warns; a
+    save writes the setting under its name; ``puicl predict --partner`` is still taken."""
+    import json
+
+    from puicl_model.files.cli import _parser
+
+    X, s = _table(rng, 40, 200)
+    with pytest.warns(FutureWarning, match="now named portfolio"):
+        old = PUICLClassifier(weights=small_weights, partner="none").fit(X, s)
+    new = PUICLClassifier(weights=small_weights, portfolio="none").fit(X, s)
+    assert old.portfolio_ is None and new.portfolio_ is None
+    assert old.predict_proba(X).tobytes() == new.predict_proba(X).tobytes()
+    settings = json.loads((old.save(tmp_path / "saved") / "state.json").read_text())["settings"]
+    names = [key for key, _ in settings["__items__"]]
+    assert "partner" not in names and ["portfolio", "none"] in settings["__items__"]
+    with pytest.raises(ValueError, match="disagree"):
+        PUICLClassifier(weights=small_weights, partner="auto", portfolio="none").fit(X, s)
+    args = _parser().parse_args(["predict", "--input", "t.csv", "--partner", "none"])
+    assert args.portfolio == "none"

@@ -66,12 +66,12 @@ def test_a_table_with_the_portfolio_shows_its_choice(small_weights, tmp_path) ->
 
 def test_the_model_alone_says_why_in_words(small_weights, tmp_path) -> None:
     X, s = _table(40, 160)
-    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(X, s)
     report = clf.plot_report(tmp_path / "alone.html")
     _check_page(report, ("scores", "prior"))
     assert not figure_paths(tmp_path / "alone.html")["choice"].exists()
-    assert "partner=&#x27;none&#x27;" not in report.html
-    assert "partner='none' was asked" in report.html
+    assert "portfolio=&#x27;none&#x27;" not in report.html
+    assert "portfolio='none' was asked" in report.html
     # below the portfolio's sizes: the counts and the sizes it needs, and no file written
     small = PUICLClassifier(weights=small_weights, device="cpu").fit(*_table(10, 50))
     drawn = small.plot_report()

@@ -30,7 +30,7 @@ def _frame(n_labeled: int, n_pool: int, seed: int = 5) -> tuple[pd.DataFrame, np
 @pytest.fixture(scope="module")
 def fitted(small_weights) -> PUICLClassifier:
     X, s = _frame(30, 90)
-    return PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s)
+    return PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(X, s)
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +264,7 @@ def test_a_save_that_fails_leaves_no_scores(tmp_path, table, capsys, monkeypatch
     monkeypatch.setattr(saved_model, "atomic_write_bytes", full)
     folder = tmp_path / "model"
     assert main(["predict", "--input", str(table), "--label-column", "s", "--no-progress",
-                 "--weights", str(small_weights), "--partner", "none",
+                 "--weights", str(small_weights), "--portfolio", "none",
                  "-o", str(tmp_path / "scores.csv"), "--prior-json", str(tmp_path / "p.json"),
                  "--save-model", str(folder)]) == 2
     error = one_line_error(capsys)
@@ -310,7 +310,7 @@ def test_a_load_during_a_resave_gives_the_old_or_the_new_classifier(
     if swap == "two renames":
         monkeypatch.setattr(saved_folder, "_exchange", lambda first, second: False)
     X, s = _frame(30, 90, seed=8)
-    other = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+    other = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none",
                             threshold=0.3).fit(X, s)
     hashed, original = [], saved_model._sha256
 
@@ -380,7 +380,7 @@ def test_a_saved_folder_respects_the_umask(small_weights, tmp_path, umask) -> No
     import stat
 
     X, s = _frame(30, 90)
-    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(X, s)
     previous = os.umask(umask)
     try:
         for training_data in (True, False):

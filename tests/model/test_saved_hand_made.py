@@ -49,7 +49,7 @@ def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
             **portfolio.pool_scores}
     portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf.fitted_.pool_proba)
     root = tmp_path_factory.mktemp("originals")
-    bare = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+    bare = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none",
                            single_pass_limit=40, chunk_size=40).fit(X, s)
     return {"table": clf.save(root / "table"),
             "bare": bare.save(root / "bare", training_data=False)}

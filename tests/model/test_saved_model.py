@@ -27,7 +27,7 @@ def _frame(n_labeled: int, n_pool: int, seed: int = 5) -> tuple[pd.DataFrame, np
 @pytest.mark.parametrize("partner", ["auto", "none"])
 def test_a_round_trip_gives_the_same_bits(small_weights, tmp_path, partner) -> None:
     X, s = _frame(40, 160)
-    clf = PUICLClassifier(weights=small_weights, device="cpu", partner=partner,
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio=partner,
                           threshold="prior").fit(X, s)
     pool, new = X[s == 0], _frame(5, 10, seed=9)[0]
     before = clf.predict_proba(pool), clf.predict_proba(new), clf.predict(new)
@@ -92,7 +92,7 @@ def test_a_blend_that_weighs_the_bagged_trees_gives_the_same_bits(small_weights,
 
 def test_save_replaces_an_earlier_save_and_refuses_other_folders(small_weights, tmp_path) -> None:
     X, s = _frame(30, 120)
-    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(X, s)
     clf.save(tmp_path / "saved")
     clf.save(tmp_path / "saved")  # over the first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["saved"]  # no temporary left
@@ -134,7 +134,7 @@ def test_predict_saves_the_model_and_scores_with_it(small_weights, tmp_path, cap
 
 def test_a_generator_seed_is_saved_as_the_fits_root_seed(small_weights, tmp_path) -> None:
     X, s = _frame(30, 120)
-    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none",
                           random_state=np.random.default_rng(3)).fit(X, s)
     loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
     assert loaded.random_state == clf.fitted_.entropy
@@ -149,7 +149,7 @@ def test_a_round_trip_without_training_data_scores_new_rows_the_same(small_weigh
 
     X, s = _frame(40, 160)
     # chunks of 40 pool rows and two members: several contexts per member
-    clf = PUICLClassifier(weights=small_weights, device="cpu", partner=partner, n_estimators=2,
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio=partner, n_estimators=2,
                           single_pass_limit=40, chunk_size=40, threshold="prior").fit(X, s)
     new = _frame(5, 30, seed=9)[0]
     before = clf.predict_proba(new), clf.predict(new)
@@ -213,7 +213,7 @@ def test_a_classifier_without_training_data_refuses_what_needs_it(small_weights,
 
 def test_a_flipped_byte_without_training_data_is_refused(small_weights, tmp_path) -> None:
     X, s = _frame(40, 160)
-    saved = PUICLClassifier(weights=small_weights, device="cpu", partner="none").fit(X, s).save(
+    saved = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(X, s).save(
         tmp_path / "saved", training_data=False)
     for name in ("contexts.safetensors", "state.json", "manifest.json"):
         path = saved / name
@@ -253,7 +253,7 @@ def test_predict_saves_the_model_without_training_data(small_weights, tmp_path) 
 def test_a_new_row_beyond_the_fitted_range_scores_the_same_without_training_data(
         small_weights, tmp_path, large_pool) -> None:
     X, s = _frame(40, 160)
-    clf = PUICLClassifier(weights=small_weights, device="cpu", partner="none",
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none",
                           large_pool=large_pool, single_pass_limit=40, chunk_size=40).fit(X, s)
     pool = X[s == 0]
     # a fitted pool row at a column's extreme, moved beyond it: it encodes as that pool row

@@ -80,7 +80,7 @@ def test_a_small_table_scores_the_same_bits_with_either_setting(small_weights, t
     from puicl_model import PUICLClassifier
 
     X, s = table(rng, 40, 600, 4)
-    scores = [PUICLClassifier(weights=small_weights, partner="none", large_pool=mode,
+    scores = [PUICLClassifier(weights=small_weights, portfolio="none", large_pool=mode,
                               random_state=0).fit(X, s).predict_proba(X)
               for mode in ("chunks", "shared")]
     np.testing.assert_array_equal(*scores)
@@ -93,7 +93,7 @@ def shared_classifier(small_weights):
     from .conftest import pu_table
 
     X, s = pu_table(np.random.default_rng(5), 60, 1500, 5)
-    return PUICLClassifier(weights=small_weights, partner="none", large_pool="shared",
+    return PUICLClassifier(weights=small_weights, portfolio="none", large_pool="shared",
                            n_estimators=2, random_state=0).fit(X, s)
 
 
@@ -180,8 +180,8 @@ def test_new_rows_reuse_the_contexts_the_pool_was_scored_with(small_weights, tab
     X, s = table(rng, 40, 1500, 4)
     x_new = rng.normal(size=(50, 4))
     # fit scores the pool: its shared context's cache is kept
-    kept = PUICLClassifier(weights=small_weights, partner="none", random_state=0).fit(X, s)
-    fresh = PUICLClassifier(weights=small_weights, partner="none", random_state=0,
+    kept = PUICLClassifier(weights=small_weights, portfolio="none", random_state=0).fit(X, s)
+    fresh = PUICLClassifier(weights=small_weights, portfolio="none", random_state=0,
                             context_cache_bytes=0).fit(X, s)
     built: list[int] = []
     original = query_rows.context_cache
