@@ -187,7 +187,7 @@ def from_mapping(cls: type[T], data: Any, path: str = "") -> T:
     if not isinstance(data, Mapping):
         raise ConfigError(path, f"expected a mapping of keys to values, got {_describe(data)}")
 
-    data = _without_removed_keys(cls, data, path)
+    data = _under_current_names(cls, _without_removed_keys(cls, data, path), path)
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = [k for k in data if k not in fields]
@@ -234,6 +234,20 @@ def _without_removed_keys(cls: type, data: Mapping[str, Any], path: str, *,
         refuse=refuse, prefix=path)
 
 
+def _under_current_names(cls: type, data: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """``data`` with each key that ``cls`` renamed (``cls.STORED_NAMES``: current name -> the
+    name stored before) under its current name; both names at once are refused."""
+    stored_names: Mapping[str, str] = getattr(cls, "STORED_NAMES", {})
+    renamed = {stored: name for name, stored in stored_names.items() if stored in data}
+    if not renamed:
+        return data
+    for stored, name in renamed.items():
+        if name in data:
+            raise ConfigError(_join(path, stored), f"the former name of {name!r}, which is "
+                                                   "given too: give one of them")
+    return {renamed.get(key, key): value for key, value in data.items()}
+
+
 def strip_removed_keys(cls: type, data: Any) -> Any:
     """``data``, a mapping stored for ``cls`` (a run directory's config, a checkpoint's),
     less every removed key of ``cls`` and of the config classes nested in it, at any value:
@@ -259,15 +273,18 @@ def identity_dict(obj: Any) -> Any:
     each section leaves out the keys that its class lists in ``LEGACY_VALUES`` (key -> legacy
     value) while they hold their legacy value, the versioning rule for added options
     (:mod:`puicl_common.versioning`). A section is compared with its legacy value after its
-    own such keys are left out."""
+    own such keys are left out. A key the class renamed (``STORED_NAMES``) appears under the
+    name results were stored under, so that they keep their identity."""
     return _plain(obj, identity=True)
 
 
 def _plain(obj: Any, identity: bool) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         legacy: Mapping[str, Any] = getattr(obj, "LEGACY_VALUES", {}) if identity else {}
+        # a renamed key identifies results under the name they were stored under
+        stored: Mapping[str, str] = getattr(obj, "STORED_NAMES", {}) if identity else {}
         items = ((f.name, _plain(getattr(obj, f.name), identity)) for f in dataclasses.fields(obj))
-        return {name: value for name, value in items
+        return {stored.get(name, name): value for name, value in items
                 if not (name in legacy and is_legacy_value(value, legacy[name]))}
     if isinstance(obj, Mapping):
         return {str(k): _plain(v, identity) for k, v in obj.items()}

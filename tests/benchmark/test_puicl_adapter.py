@@ -132,3 +132,20 @@ def test_removed_column_options_load_at_their_old_default_and_are_refused_otherw
         with pytest.raises(ConfigError, match=rf"^puicl\.{key}: removed: the column option "
                                               r"did not beat the default"):
             make_method("puicl", weights=random_weights, overrides={key: value})
+
+
+def test_the_portfolio_setting_is_read_and_identified_under_its_former_name(random_weights):
+    """``portfolio`` was stored as ``partner``: a --method-config naming ``partner`` is read
+    as ``portfolio``, results are identified under ``partner`` (cached replicates keep their
+    keys), and naming both is refused by name."""
+    from benchmark.methods import method_settings
+    from puicl_common.configio import ConfigError
+
+    former = make_method("puicl", weights=random_weights, overrides={"partner": "none"})
+    current = make_method("puicl", weights=random_weights, overrides={"portfolio": "none"})
+    assert former.config.portfolio == current.config.portfolio == "none"
+    assert method_settings(former) == method_settings(current)
+    assert "partner" in method_settings(make_method("puicl", weights=random_weights))
+    with pytest.raises(ConfigError, match="partner.*former name of 'portfolio'"):
+        make_method("puicl", weights=random_weights,
+                    overrides={"partner": "none", "portfolio": "none"})
