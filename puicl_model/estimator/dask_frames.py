@@ -17,10 +17,13 @@ worker. Dask is an extra (``pip install "puicl[distributed]"``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from puicl_model.estimator.classifier import PUICLClassifier
 
 __all__ = ["dask_frame", "dask_kind", "import_dask", "predict", "predict_proba"]
 
@@ -35,18 +38,18 @@ def import_dask() -> Any:
     return dask
 
 
-def _shared(classifier: Any) -> Any:
+def _shared(classifier: PUICLClassifier) -> Any:
     """The fitted classifier (its pool scored and its blend chosen by ``fit``) as one
     ``dask.delayed`` value of the graph."""
     dask = import_dask()
     return dask.delayed(classifier, pure=False)
 
 
-def _proba(frame: pd.DataFrame, classifier: Any) -> np.ndarray:
+def _proba(frame: pd.DataFrame, classifier: PUICLClassifier) -> np.ndarray:
     return classifier.predict_proba(frame)
 
 
-def _labels(frame: pd.DataFrame, classifier: Any) -> np.ndarray:
+def _labels(frame: pd.DataFrame, classifier: PUICLClassifier) -> np.ndarray:
     return classifier.predict(frame)
 
 
@@ -69,12 +72,12 @@ def dask_frame(X: Any) -> Any:
     return X
 
 
-def predict_proba(classifier: Any, X: Any) -> Any:
+def predict_proba(classifier: PUICLClassifier, X: Any) -> Any:
     """``classifier.predict_proba`` of every row of the dask DataFrame ``X``: a dask array
     [n, 2], partitioned as ``X``."""
     return X.map_partitions(_proba, _shared(classifier), meta=np.empty((0, 2), dtype=np.float64))
 
 
-def predict(classifier: Any, X: Any) -> Any:
+def predict(classifier: PUICLClassifier, X: Any) -> Any:
     """``classifier.predict`` of every row of the dask DataFrame ``X``: a dask array [n]."""
     return X.map_partitions(_labels, _shared(classifier), meta=np.empty(0, dtype=np.int64))

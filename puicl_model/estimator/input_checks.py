@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,13 +16,18 @@ from puicl_common.runtime import PRECISIONS
 from puicl_model.estimator.columns import is_dataframe
 from puicl_model.passes.settings import InferenceSettings
 
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+
+    from puicl_model.estimator.classifier import PUICLClassifier
+
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import _check_feature_names, _check_n_features
 except ImportError:  # older: the same checks were BaseEstimator methods
-    def _check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
+    def _check_feature_names(estimator: BaseEstimator, X: Any, *, reset: bool) -> None:
         estimator._check_feature_names(X, reset=reset)
 
-    def _check_n_features(estimator: Any, X: Any, reset: bool) -> None:
+    def _check_n_features(estimator: BaseEstimator, X: Any, reset: bool) -> None:
         estimator._check_n_features(X, reset=reset)
 
 __all__ = [
@@ -181,7 +186,7 @@ def is_valid_threshold(value: Any) -> bool:
     return bool(numeric and 0 < value < 1)
 
 
-def check_settings(estimator: Any) -> InferenceSettings:
+def check_settings(estimator: PUICLClassifier) -> InferenceSettings:
     """Validate ``PUICLClassifier``'s parameters (at ``fit``: the constructor only stores
     them); returns its settings of the passes."""
     def positive_int(name: str, value: Any, minimum: int = 1) -> None:
@@ -290,7 +295,7 @@ def warn_about_leaks(x_labeled: np.ndarray, x_pool: np.ndarray, labels: list[str
         )
 
 
-def check_table_after_fit(estimator: Any, X: Any) -> None:
+def check_table_after_fit(estimator: PUICLClassifier, X: Any) -> None:
     """scikit-learn's checks of a table passed after fit: a warning when one of the fit
     table and X has column names and the other has not (the columns are then taken by
     position), and its error for another number of columns. When both have names the

@@ -29,14 +29,24 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from puicl_model.passes import seed_keys
+
+if TYPE_CHECKING:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    from puicl_model.estimator.preprocessing import TablePreprocessor
+    from puicl_model.estimator.saved_trees import BoostedTrees
+
+    # a learner's fitted model: as fit left it, or boosted trees as saved (and loaded)
+    LearnerModel = LogisticRegression | HistGradientBoostingClassifier | BoostedTrees
 
 __all__ = ["BAGGED", "BAGS", "BAGS_WITH_HELD_OUT", "BOOSTED", "LEARNER_FOLDS", "LOGISTIC",
            "CrossFittedLearner", "bags_for", "learner_encoding", "log_odds"]
@@ -67,7 +77,7 @@ def bags_for(held_out: bool) -> int:
 _EPS = 1e-6
 
 
-def learner_encoding(keep_columns: Any = None) -> Any:
+def learner_encoding(keep_columns: Sequence[str | int] | None = None) -> TablePreprocessor:
     """The learners' own table encoding (a
     :class:`~puicl_model.estimator.preprocessing.TablePreprocessor`):
     categories one-hot, numbers as given (then centred and scaled), a "was missing" column for
@@ -123,7 +133,7 @@ def log_odds(proba: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def _row_decision(model: Any, x: np.ndarray) -> np.ndarray:
+def _row_decision(model: LearnerModel, x: np.ndarray) -> np.ndarray:
     """A fitted learner's log-odds of each row of ``x``, the same bits whatever other rows are
     scored with it: a linear model's products summed row by row (a matrix product's blocking,
     and so its last bits, follows the number of rows); the trees score each row on its own."""

@@ -305,7 +305,8 @@ class Portfolio:
 
     @classmethod
     def build(cls, X: Any, labeled: np.ndarray, held: np.ndarray | None, entropy: int,
-              keep_columns: Any = None, n_threads: int | None = None) -> Portfolio:
+              keep_columns: Sequence[str | int] | None = None,
+              n_threads: int | None = None) -> Portfolio:
         """The learners' encoding of the table ``X`` (``labeled``: its labeled rows; ``held``:
         the labeled rows held out of the passes, which go last, as in the passes' pool;
         ``keep_columns``: the identifiers the classifier keeps as features)."""

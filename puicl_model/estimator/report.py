@@ -29,7 +29,7 @@ import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.stats import rankdata
@@ -40,6 +40,9 @@ from puicl_model.estimator.portfolio import EVIDENCE_Z, Choice
 from puicl_model.estimator.portfolio_gate import alone_reason
 from puicl_model.estimator.prior import DEFAULT_FOLDS, MIN_LABELED_FOR_ESTIMATES
 from puicl_model.estimator.prior_report import ClassPriorReport
+
+if TYPE_CHECKING:
+    from puicl_model.estimator.classifier import PUICLClassifier
 
 __all__ = ["EXTRA", "FIGURES", "Report", "figure_paths", "plot_report", "require_matplotlib"]
 
@@ -225,7 +228,7 @@ def _choice_figure(choice: Choice, fallback: str) -> bytes:
 
 
 # ---------------------------------------------------------------------------------- page
-def _facts(classifier: Any, report: ClassPriorReport,
+def _facts(classifier: PUICLClassifier, report: ClassPriorReport,
            choice: Choice | None) -> list[tuple[str, str]]:
     bound = "none" if report.lower_bound is None else f"{report.lower_bound:.4f}"
     facts = [("labeled positives", f"{len(classifier.x_labeled_) + classifier.n_held_out_:,}"),
@@ -269,7 +272,7 @@ def _page(facts: list[tuple[str, str]], figures: Mapping[str, bytes],
     return "\n".join(parts) + "\n"
 
 
-def plot_report(classifier: Any, path: str | Path | None = None) -> Report:
+def plot_report(classifier: PUICLClassifier, path: str | Path | None = None) -> Report:
     """Draw the report of a fitted ``classifier``; with ``path``, write the page there and
     the figures beside it (:func:`figure_paths`), each atomically, the page last."""
     require_matplotlib()

@@ -20,11 +20,17 @@ import math
 import struct
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from puicl_model.estimator.saved_folder import SavedModelError
+
+if TYPE_CHECKING:
+    from puicl_model.estimator.ensemble import View
+    from puicl_model.estimator.portfolio import Portfolio
+    from puicl_model.net.config import ModelConfig
+    from puicl_model.passes.planning import PassPlanner
 
 __all__ = ["ARRAY_DTYPES", "CACHE_DTYPES", "MAX_DEPTH", "check_contexts", "check_fields",
            "check_fitted", "check_safetensors", "check_scalar_dtype", "check_shape",
@@ -176,7 +182,7 @@ def _finite(path: Path, values: Iterable[np.ndarray]) -> None:
                                   "classifier is damaged (save it again from a healthy fit)")
 
 
-def check_fitted(path: Path, fitted: Any, with_table: bool, arrays: dict[str, np.ndarray],
+def check_fitted(path: Path, fitted: object, with_table: bool, arrays: dict[str, np.ndarray],
                  ) -> None:
     """The fitted state as scoring reads it: the attributes the classifier needs, of their
     types; the table's rows present or absent as the folder's version says; the learners'
@@ -215,7 +221,7 @@ def check_fitted(path: Path, fitted: Any, with_table: bool, arrays: dict[str, np
     _finite(path.with_name("arrays.safetensors"), arrays.values())
 
 
-def _planner_problem(planner: Any, view: Any, with_table: bool) -> str | None:
+def _planner_problem(planner: PassPlanner, view: View, with_table: bool) -> str | None:
     """What keeps a pass planner from planning passes over its view's rows (sizes of at
     least one; with the table, the view's row counts; the view's feature count). None:
     nothing."""
@@ -234,7 +240,7 @@ def _planner_problem(planner: Any, view: Any, with_table: bool) -> str | None:
     return None
 
 
-def _check_learners(path: Path, portfolio: Any) -> None:
+def _check_learners(path: Path, portfolio: Portfolio) -> None:
     from puicl_model.estimator.learners import CrossFittedLearner
     from puicl_model.estimator.saved_trees import BoostedTrees
 
@@ -254,7 +260,7 @@ def _check_learners(path: Path, portfolio: Any) -> None:
                 raise _fail(path, f"a {learner.kind} learner with {problem}")
 
 
-def _linear_problem(model: Any, n_features: int) -> str | None:
+def _linear_problem(model: object, n_features: int) -> str | None:
     """What keeps a saved logistic regression from scoring rows (None: nothing)."""
     coef, intercept = getattr(model, "coef_", None), getattr(model, "intercept_", None)
     classes = getattr(model, "classes_", None)
@@ -271,7 +277,7 @@ def _linear_problem(model: Any, n_features: int) -> str | None:
 
 
 # ---------------------------------------------------------------------------------- caches
-def check_contexts(path: Path, entries: Any, planners: list, config: Any,
+def check_contexts(path: Path, entries: Any, planners: list[PassPlanner], config: ModelConfig,
                    tensors: dict[str, tuple[str, tuple]]) -> None:
     """The contexts state.json lists, against the planners (one per context each needs) and
     the model (each block's keys and values ``[columns, heads, rows, head_dim]``), and the

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -30,12 +30,15 @@ from puicl_model.net.backends.cached_context import ContextCache
 from puicl_model.passes.planning import PassPlanner
 from puicl_model.passes.query_rows import context_key, fitted_contexts
 
+if TYPE_CHECKING:
+    from puicl_model.estimator.classifier import PUICLClassifier
+
 __all__ = ["CONTEXTS", "classifier_contexts", "read_contexts", "write_contexts"]
 
 Context = tuple[int, int, int, ContextCache]  # planner's index, feature group, chunk, cache
 
 
-def classifier_contexts(classifier: Any) -> Iterable[Context]:
+def classifier_contexts(classifier: PUICLClassifier) -> Iterable[Context]:
     """Every fitted context of ``classifier`` with its cache: computed from its table, or (a
     classifier loaded without its table) the caches it was loaded with."""
     from puicl_model.estimator.fitted_scorer import ContextsOnly

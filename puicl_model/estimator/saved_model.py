@@ -53,7 +53,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from puicl_common.atomic import atomic_write_bytes, atomic_write_json
 from puicl_model.estimator.fitted_scorer import (
@@ -101,11 +101,18 @@ from puicl_model.estimator.saved_state import Decoder, Encoder
 from puicl_model.estimator.saved_trees import BoostedTrees
 from puicl_model.passes.settings import InferenceSettings
 
+if TYPE_CHECKING:
+    import torch
+
+    from puicl_model.estimator.classifier import PUICLClassifier
+    from puicl_model.estimator.learners import LearnerModel
+    from puicl_model.net.config import ModelConfig
+
 __all__ = ["FORMAT", "FORMAT_VERSION", "WITHOUT_TRAINING_DATA_VERSION", "SavedModelError",
            "load", "save", "saving"]
 
 # ---------------------------------------------------------------------------------- save
-def _savable(model: Any) -> Any:
+def _savable(model: LearnerModel) -> LearnerModel:
     """A learner's fitted model as save writes it: a linear one as it is (its state is arrays),
     boosted trees as node arrays (puicl_model.estimator.saved_trees; a loaded classifier's
     already are)."""
@@ -116,7 +123,7 @@ def _savable(model: Any) -> Any:
     return trees
 
 
-def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
+def _fitted_state(classifier: PUICLClassifier, training_data: bool) -> dict[str, Any]:
     """The classifier's saved state: its scikit-learn fitted attributes and its fitted object's
     declared state (``SAVED``), less the portfolio's learners its chosen blend does not weigh;
     without ``training_data``, what a scorer without the table holds (the table's rows and
@@ -142,7 +149,7 @@ def _fitted_state(classifier: Any, training_data: bool) -> dict[str, Any]:
     return state
 
 
-def _settings(classifier: Any) -> dict[str, Any]:
+def _settings(classifier: PUICLClassifier) -> dict[str, Any]:
     settings = dict(classifier.get_params(deep=False))
     settings["weights"] = None  # the saved folder's weights/ stand in for them
     former = settings.pop("partner", None)  # the portfolio setting's former name
@@ -163,7 +170,7 @@ def _sha256(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def saving(classifier: Any, directory: str | Path, training_data: bool = True,
+def saving(classifier: PUICLClassifier, directory: str | Path, training_data: bool = True,
            ) -> Iterator[Path]:
     """Write the fitted ``classifier`` to a staging folder beside ``directory``, run the
     ``with`` block, then put the folder in place (:mod:`~.saved_folder`); an exception in the
@@ -203,7 +210,7 @@ def saving(classifier: Any, directory: str | Path, training_data: bool = True,
         discard(staging)  # (gone already once published)
 
 
-def save(classifier: Any, directory: str | Path, training_data: bool = True) -> Path:
+def save(classifier: PUICLClassifier, directory: str | Path, training_data: bool = True) -> Path:
     """Write the fitted ``classifier`` to ``directory``: created, or a classifier saved there
     before replaced; any other path that exists refused (:func:`~.saved_folder.
     check_replaceable`). A reader sees the old folder or the whole new one. Without
@@ -300,8 +307,8 @@ def _load_once(classifier_class: type, directory: Path, device: str) -> Any:
     return classifier
 
 
-def _scorer(directory: Path, state: dict, fitted: dict, with_table: bool, device: Any,
-            config: Any) -> FittedScorer:
+def _scorer(directory: Path, state: dict, fitted: dict, with_table: bool,
+            device: torch.device, config: ModelConfig) -> FittedScorer:
     """The fitted object of the folder's declared state: the table, indexed, or the fitted
     contexts' caches read from contexts.safetensors in its place."""
     try:

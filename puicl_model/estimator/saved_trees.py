@@ -14,9 +14,12 @@ are not supported: the portfolio's encoding has none (one-hot columns are number
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sklearn.ensemble import HistGradientBoostingClassifier
 
 __all__ = ["BoostedTrees"]
 
@@ -41,7 +44,7 @@ class BoostedTrees:
     is_leaf: np.ndarray  # uint8
 
     @classmethod
-    def from_sklearn(cls, model: Any) -> BoostedTrees:
+    def from_sklearn(cls, model: HistGradientBoostingClassifier) -> BoostedTrees:
         trees = [iteration[0].nodes for iteration in model._predictors]
         if model.n_trees_per_iteration_ != 1 or any(t["is_categorical"].any() for t in trees):
             raise ValueError("only binary boosted trees without categorical splits are saved")
@@ -56,7 +59,7 @@ class BoostedTrees:
                    fields["left"].astype(np.int64), fields["right"].astype(np.int64),
                    fields["is_leaf"].astype(np.uint8))
 
-    def check_against(self, model: Any) -> None:
+    def check_against(self, model: HistGradientBoostingClassifier) -> None:
         """Refuse arrays that do not score as ``model`` does (the same bits on seeded rows,
         missing values among them): the private layout read by :meth:`from_sklearn` is
         scikit-learn's to change, and a version that changed it must stop the save, not write

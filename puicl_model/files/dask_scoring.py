@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,10 @@ import pandas as pd
 from puicl_common.dask_scheduler import SchedulerUnreachable
 from puicl_common.dask_scheduler import check_scheduler as common_check
 from puicl_model.estimator.dask_frames import import_dask
+
+if TYPE_CHECKING:
+    from puicl_model.estimator.classifier import PUICLClassifier
+    from puicl_model.files.large_tables import FittedPool, PoolBatch, PUInput
 
 __all__ = ["SchedulerUnreachable", "check_pool_file", "check_scheduler", "score_pool_on_dask"]
 
@@ -54,8 +58,8 @@ def check_scheduler(address: str, timeout_s: float | None = None) -> None:
     common_check(address, CONNECT_TIMEOUT_S if timeout_s is None else float(timeout_s))
 
 
-def _score_partition(frame: pd.DataFrame, classifier: Any, batch: Any, features: list[str],
-                     csv_types: dict[str, str] | None = None) -> pd.DataFrame:
+def _score_partition(frame: pd.DataFrame, classifier: PUICLClassifier, batch: PoolBatch,
+                     features: list[str], csv_types: dict[str, str] | None = None) -> pd.DataFrame:
     """The output frame of a partition's pool rows (``batch``: a
     :class:`puicl_model.files.large_tables.PoolBatch`, the rows one process scores in a batch of
     the same file rows); ``csv_types``: a CSV's column types, as the scan decided them
@@ -68,7 +72,7 @@ def _score_partition(frame: pd.DataFrame, classifier: Any, batch: Any, features:
     return score_batch(classifier, batch, frame, features)
 
 
-def check_pool_file(source: Any) -> None:
+def check_pool_file(source: PUInput) -> None:
     """Refuse a pool file that dask's workers cannot read as one process does (``puicl
     predict --scheduler`` calls it before the fit): a CSV with a line break inside a quoted
     cell, as dask cuts the file into byte ranges at line breaks and would split that row."""
@@ -79,7 +83,7 @@ def check_pool_file(source: Any) -> None:
                          "it to Parquet")
 
 
-def _read_pool(source: Any, dd: Any, blocksize: int | None) -> Any:
+def _read_pool(source: PUInput, dd: Any, blocksize: int | None) -> Any:
     """The pool's file as a dask DataFrame. A CSV's workers read every column with the type
     the scan decided from the whole file (:mod:`puicl_model.files.table_io`), not the one each
     would infer from its first rows, and text stays pandas' own text type (dask would make
@@ -97,8 +101,9 @@ def _read_pool(source: Any, dd: Any, blocksize: int | None) -> Any:
                            **csv_read_options(scan.csv_types))
 
 
-def score_pool_on_dask(classifier: Any, fitted: Any, write: Callable[[pd.DataFrame], None],
-                       address: str, batch_rows: int | None = None) -> int:
+def score_pool_on_dask(classifier: PUICLClassifier, fitted: FittedPool,
+                       write: Callable[[pd.DataFrame], None], address: str,
+                       batch_rows: int | None = None) -> int:
     """``puicl predict --scheduler ADDRESS``: score the pool of ``fitted``
     (:class:`puicl_model.files.large_tables.FittedPool`) on the cluster at ``address`` and
     ``write`` each partition's scores in file order; returns the rows predicted negative.

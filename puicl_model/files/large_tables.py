@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,9 @@ import pandas as pd
 from puicl_model.estimator.input_checks import check_pu_labels, check_settings
 from puicl_model.estimator.pool_sample import NEW_ROW, sampled_pool_rows
 from puicl_model.files.table_io import TableError, TableScan, read_batches, scan_table
+
+if TYPE_CHECKING:
+    from puicl_model.estimator.classifier import PUICLClassifier
 
 __all__ = ["DEFAULT_BATCH_ROWS", "FittedPool", "PUInput", "PoolBatch", "bound_process_memory",
            "fit_on_input", "fitted_rows", "open_input", "output_frame", "pool_batches",
@@ -252,7 +255,7 @@ def fitted_rows(source: PUInput, pool_sample: int | None, entropy: int,
     return X, s, fitted
 
 
-def _fit_seed(classifier: Any) -> int:
+def _fit_seed(classifier: PUICLClassifier) -> int:
     """The seed ``classifier``'s fit will draw from: its ``random_state``, which must be an
     integer here, as the pool's sample is drawn from it before ``fit`` runs."""
     check_settings(classifier)  # (a negative seed, a bad pool_sample: fit's own messages)
@@ -263,7 +266,7 @@ def _fit_seed(classifier: Any) -> int:
     return int(seed)
 
 
-def fit_on_input(classifier: Any, source: PUInput,
+def fit_on_input(classifier: PUICLClassifier, source: PUInput,
                  batch_rows: int = DEFAULT_BATCH_ROWS) -> FittedPool:
     """Read the fitted table of ``source`` (:func:`fitted_rows`, its sample drawn from the
     classifier's own seed and ``pool_sample``), fit ``classifier`` on it as that sample and
@@ -279,7 +282,7 @@ def fit_on_input(classifier: Any, source: PUInput,
     return fitted
 
 
-def _fit(classifier: Any, X: pd.DataFrame, s: np.ndarray, n_pool: int) -> None:
+def _fit(classifier: PUICLClassifier, X: pd.DataFrame, s: np.ndarray, n_pool: int) -> None:
     """``classifier.fit`` on the sample of a pool of ``n_pool`` rows, its notes on stderr."""
     import sys
     import warnings
@@ -305,7 +308,7 @@ def output_frame(rows: np.ndarray, positive: np.ndarray, labels: np.ndarray) -> 
                          "label": np.asarray(labels, dtype=np.int64)})
 
 
-def score_batch(classifier: Any, batch: PoolBatch, part: pd.DataFrame,
+def score_batch(classifier: PUICLClassifier, batch: PoolBatch, part: pd.DataFrame,
                 features: list[str]) -> pd.DataFrame:
     """The output frame of ``batch``'s pool rows; ``part``: the file rows ``[batch.first,
     ...)`` in file order, as read (by this process or by a dask worker). Each row is scored
@@ -340,8 +343,9 @@ def pool_progress(source: PUInput, progress: bool | None, desc: str = "puicl pre
                 disable=not shows_progress(progress), unit_scale=True, leave=False)
 
 
-def score_pool(classifier: Any, fitted: FittedPool, write: Callable[[pd.DataFrame], None],
-               batch_rows: int = DEFAULT_BATCH_ROWS) -> int:
+def score_pool(classifier: PUICLClassifier, fitted: FittedPool,
+               write: Callable[[pd.DataFrame], None], batch_rows: int = DEFAULT_BATCH_ROWS,
+               ) -> int:
     """Score every pool row with the fitted ``classifier``, ``write`` a frame of ``row``,
     ``p_positive`` and ``label`` per batch; returns the rows predicted negative. Each batch
     is a phase (:mod:`puicl_model.passes.phases`) named on the bar, which moves as the batch's

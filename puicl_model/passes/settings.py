@@ -128,7 +128,7 @@ class InferenceSettings:
         return tuple(field.name for field in fields(InferenceSettings))
 
     @classmethod
-    def read_from(cls, source: Any) -> InferenceSettings:
+    def read_from(cls, source: object) -> InferenceSettings:
         """The settings held as attributes of ``source`` (a classifier, parsed options), so that
         a setting added here reaches every caller without a list written by hand."""
         return InferenceSettings(**{name: getattr(source, name) for name in cls.names()})
