@@ -146,6 +146,6 @@ def test_the_portfolio_setting_is_read_and_identified_under_its_former_name(rand
     assert former.config.portfolio == current.config.portfolio == "none"
     assert method_settings(former) == method_settings(current)
     assert "partner" in method_settings(make_method("puicl", weights=random_weights))
-    with pytest.raises(ConfigError, match="partner.*former name of 'portfolio'"):
+    with pytest.raises(ConfigError, match=r"partner.*former name of 'portfolio'"):
         make_method("puicl", weights=random_weights,
                     overrides={"partner": "none", "portfolio": "none"})
