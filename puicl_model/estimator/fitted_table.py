@@ -133,8 +133,8 @@ class FittedTable(FittedScorer):
                 self.pool_proba = proba
             else:
                 judged, folds = self._evidence_folds(runtime)
-                self.pool_proba = self.portfolio.choose_on_folds(
-                    proba, folds, self.fold_masks(DEFAULT_FOLDS), judged)
+                self.portfolio.choose_on(folds, self.fold_masks(DEFAULT_FOLDS), judged)
+                self.pool_proba = self.portfolio.blend_pool(proba)
         self.inference_seconds = time.perf_counter() - started
         self.index_rows()
 
@@ -174,7 +174,8 @@ class FittedTable(FittedScorer):
         judged_held = judged_held_rows(n_held, self.entropy)
         proba = self.model_scores(judged, runtime, judged_held)
         model_judged, model_held = proba[:len(judged)], proba[len(judged):]
-        portfolio.choose_on_held_out(model_judged, model_held, judged, judged_held)
+        in_labeled = HeldRows.positions(len(portfolio.x_labeled) - n_held, judged_held)
+        portfolio.choose_on([(model_held, model_judged)], [in_labeled], judged)
         model_pool = model_judged if len(judged) == n_pool else None
         if portfolio.weighs_model:
             model_pool = _completed(model_judged, judged, n_pool,
@@ -184,8 +185,8 @@ class FittedTable(FittedScorer):
                                     lambda rest: self.model_scores(no_pool_rows, runtime, rest))
         elif len(judged_held) < n_held:
             model_held = None  # (the blend reads only the learners' scores of them)
-        self.pool_proba, self.held_proba = portfolio.held_out_proba(
-            model_pool, model_held, model_judged, judged)
+        self.pool_proba = portfolio.blend_pool(model_pool, judged, model_judged)
+        self.held_proba = portfolio.held_proba(model_held)
 
     def _evidence_folds(self, runtime: Runtime) -> tuple[np.ndarray | None, Folds]:
         """The pool rows the portfolio judges on (None: all), and the model's cross-fitted

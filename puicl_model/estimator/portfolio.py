@@ -280,8 +280,9 @@ class Blend:
 class Portfolio:
     """The portfolio of one fitted table: the learners' rows in their own encoding, the
     learners once fitted, and the chosen blend. Built by :meth:`build` in ``fit``; chosen once
-    the model's scores of the pool and of held-out positives exist (:meth:`choose_on_held_out`
-    for positives held out of the passes, :meth:`choose_on_folds` for the class prior's folds).
+    the model's scores of the pool and of held-out positives exist, by one path for either
+    kind of evidence (:meth:`choose_on`: positives held out of the passes, or the class prior's
+    folds), then keyed to the model's pool probabilities (:meth:`blend_pool`).
     """
 
     entropy: int
@@ -335,81 +336,58 @@ class Portfolio:
                 self.x_labeled, self.x_pool, bags=bags_for(self.n_held > 0))
             self.learners[kind] = learner
 
-    def _decide(self, evidence: Evidence, pool: Mapping[str, np.ndarray],
-                model_pool: np.ndarray) -> None:
-        self.evidence, self.member_pool_scores = evidence, dict(pool)
-        self.choice = choose(evidence, self.members, fallback=self.fallback, z=self.z)
-        self.blend = Blend.on_pool(self.choice.weights, pool, model_pool)
-
     def _held_scores(self, model_held: np.ndarray | None,
                      rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Each member's log-odds of the positives held out of the passes (``rows``: of those
-        held-out positives only; the model's where it scored them, ``model_held``)."""
-        learners = {kind: HeldRows.split(scores, self.n_held)[1]
+        """Each member's log-odds of the labeled rows ``rows`` (None: those held out of the
+        passes, laid out last); the model's where it scored them, ``model_held``."""
+        learners = {kind: (HeldRows.split(scores, self.n_held)[1] if rows is None
+                           else scores[rows])
                     for kind, scores in self.labeled_scores.items()}
-        if rows is not None:
-            learners = {kind: scores[rows] for kind, scores in learners.items()}
         return learners if model_held is None else {MODEL: log_odds(model_held), **learners}
 
-    def choose_on_held_out(self, model_judged: np.ndarray, model_held: np.ndarray,
-                           judged: np.ndarray, judged_held: np.ndarray) -> None:
-        """Choose on the held-out positives ``judged_held`` (indices among those held out of
-        the passes) against the pool rows ``judged``: the model's P(y = 1) of those rows,
-        ``model_judged``, and of those positives, ``model_held``."""
+    def choose_on(self, folds: Sequence[tuple[np.ndarray, np.ndarray]],
+                  held_rows: Sequence[np.ndarray], judged: np.ndarray | None) -> Choice:
+        """Choose the blend on evidence of either kind: per fold, the model's P(y = 1) of its
+        held-out positives and of the pool rows ``judged`` (None: every pool row), and
+        ``held_rows[k]``, where those positives are among the labeled rows as the learners
+        scored them (a mask of the class prior's fold, or the positions of positives held out
+        of the passes, :class:`~puicl_model.estimator.evidence_rows.HeldRows`)."""
         self._fit_learners()
-        held = self._held_scores(model_held, judged_held)
-        pool = {MODEL: log_odds(model_judged),
-                **{kind: scores[judged] for kind, scores in self.pool_scores.items()}}
-        self.evidence, self.member_pool_scores = Evidence([held], [pool]), pool
+        learners = (self.pool_scores if judged is None else
+                    {kind: scores[judged] for kind, scores in self.pool_scores.items()})
+        held = [self._held_scores(model_held, rows)
+                for (model_held, _), rows in zip(folds, held_rows, strict=True)]
+        pool = [{MODEL: log_odds(model_pool), **learners} for _, model_pool in folds]
+        self.evidence = Evidence(held, pool)
         self.choice = choose(self.evidence, self.members, fallback=self.fallback, z=self.z)
+        return self.choice
 
-    def held_out_proba(self, model_pool: np.ndarray | None, model_held: np.ndarray | None,
-                       model_judged: np.ndarray, judged: np.ndarray,
-                       ) -> tuple[np.ndarray, np.ndarray]:
-        """The chosen blend's P(y = 1) of the pool and of the held-out positives (the model's
-        of every held-out positive, ``model_held``, where the blend weighs it). The blend is
-        keyed to the model's whole pool where the model scored it (``model_pool``), else to
-        the judged rows' (the model's distribution over a seeded sample of the pool)."""
+    def blend_pool(self, model_pool: np.ndarray | None, judged: np.ndarray | None = None,
+                   model_judged: np.ndarray | None = None) -> np.ndarray:
+        """Key the chosen blend to the model's probabilities of the pool, ``model_pool``, where
+        the model scored every row (else of the judged rows, ``model_judged``: the model's
+        distribution over a seeded sample of the pool, for a blend that does not weigh it),
+        and return its P(y = 1) of every pool row. ``member_pool_scores``: what it read."""
         assert self.choice is not None
         weights = self.choice.weights
-        assert model_held is not None or MODEL not in weights
-        held = self._held_scores(model_held)
         if model_pool is not None:
             pool = {MODEL: log_odds(model_pool), **self.pool_scores}
             self.blend = Blend.on_pool(weights, pool, model_pool)
+            self.member_pool_scores = pool
         else:
-            assert MODEL not in weights
+            assert MODEL not in weights and judged is not None and model_judged is not None
             judged_pool = {kind: scores[judged] for kind, scores in self.pool_scores.items()}
             self.blend = Blend.on_pool(weights, judged_pool, model_judged)
+            self.member_pool_scores = {MODEL: log_odds(model_judged), **judged_pool}
             pool = dict(self.pool_scores)
-        return self.blend.proba(pool, model_pool), self.blend.proba(held, model_held)
-
-    def choose_on_folds(self, model_pool: np.ndarray,
-                        folds: Sequence[tuple[np.ndarray, np.ndarray]],
-                        fold_masks: Sequence[np.ndarray],
-                        judged: np.ndarray | None = None) -> np.ndarray:
-        """Choose on the class prior's cross-fitted folds (per fold: the model's P(y = 1) of
-        the fold's positives and of the pool rows ``judged``, None: every pool row;
-        ``fold_masks[k]``: the fold's labeled rows); returns the blend's P(y = 1) of the pool
-        (``model_pool``: the model's)."""
-        self._fit_learners()
-        evidence = Evidence(*zip(*(self._fold_scores(fold, mask, judged)
-                                   for fold, mask in zip(folds, fold_masks, strict=True)),
-                                 strict=True))
-        pool = {MODEL: log_odds(model_pool), **self.pool_scores}
-        self._decide(evidence, pool, model_pool)
-        assert self.blend is not None
         return self.blend.proba(pool, model_pool)
 
-    def _fold_scores(self, fold: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
-                     judged: np.ndarray | None = None,
-                     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        held_model, pool_model = fold
-        held = {MODEL: log_odds(held_model),
-                **{kind: scores[mask] for kind, scores in self.labeled_scores.items()}}
-        learners = (self.pool_scores if judged is None else
-                    {kind: scores[judged] for kind, scores in self.pool_scores.items()})
-        return held, {MODEL: log_odds(pool_model), **learners}
+    def held_proba(self, model_held: np.ndarray | None) -> np.ndarray:
+        """The chosen blend's P(y = 1) of every positive held out of the passes (the model's
+        of them, ``model_held``, where the blend weighs it)."""
+        assert self.blend is not None
+        assert model_held is not None or not self.weighs_model
+        return self.blend.proba(self._held_scores(model_held), model_held)
 
     def fold_proba(self, fold: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
                    ) -> tuple[np.ndarray, np.ndarray]:
@@ -418,7 +396,8 @@ class Portfolio:
         assert self.choice is not None and self.blend is not None
         if self.blend.model_alone:
             return fold
-        held, pool = self._fold_scores(fold, mask)
+        held = self._held_scores(fold[0], mask)
+        pool = {MODEL: log_odds(fold[1]), **self.pool_scores}
         blend = Blend.on_pool(self.choice.weights, pool, fold[1])
         return blend.proba(held), blend.proba(pool)
 
