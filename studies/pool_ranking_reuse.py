@@ -26,7 +26,7 @@ Variants of the default classifier, fitted in turn on each task and seed:
   another fold split) changes.
 
 Made by patching the names ``ranked`` and ``Portfolio`` in
-:mod:`puicl_model.estimator.classifier` (and, to time it, ``pool_ranking`` in its module);
+:mod:`puicl_model.estimator.fitted_table` (and, to time it, ``pool_ranking`` in its module);
 shipped code unchanged.
 
 Per task and seed, each variant's AUC of
@@ -77,8 +77,8 @@ class _Timer:
 
 @contextlib.contextmanager
 def variant(name: str, timer: _Timer) -> Iterator[None]:
-    """The classifier module with the ranking of ``name`` for the duration of the block."""
-    from puicl_model.estimator import classifier as classifier_module
+    """The fitted-table module with the ranking of ``name`` for the duration of the block."""
+    from puicl_model.estimator import fitted_table as fitted_module
     from puicl_model.estimator import pool_ranking as ranking_module
     from puicl_model.estimator.ensemble import with_ranking
     from puicl_model.estimator.learners import LOGISTIC
@@ -127,16 +127,16 @@ def variant(name: str, timer: _Timer) -> Iterator[None]:
         assert len(pool_score) == len(rows.x_pool)
         return with_ranking(ensemble, labeled[:n_context], pool_score)
 
-    saved = classifier_module.ranked, classifier_module.Portfolio, ranking_module.pool_ranking
+    saved = fitted_module.ranked, fitted_module.Portfolio, ranking_module.pool_ranking
     try:
         if name == "shipped":
             ranking_module.pool_ranking = timed_ranking
         else:
-            classifier_module.ranked = ranked_from_portfolio
-            classifier_module.Portfolio = RecordedPortfolio
+            fitted_module.ranked = ranked_from_portfolio
+            fitted_module.Portfolio = RecordedPortfolio
         yield
     finally:
-        classifier_module.ranked, classifier_module.Portfolio, ranking_module.pool_ranking = saved
+        fitted_module.ranked, fitted_module.Portfolio, ranking_module.pool_ranking = saved
 
 
 def _auc(y: np.ndarray, scores: np.ndarray) -> float:
@@ -189,7 +189,7 @@ def measure_task(slug: str, seeds: int, sample: int, pi: float,
                 clf.fit(table, labeled.astype(np.int8))
                 fit_s = time.perf_counter() - started
             proba, _ = clf.predict_and_proba(x_pool)
-            model = clf._model_scores(np.sort(rows))
+            model = clf.fitted_.model_scores(np.sort(rows), clf._runtime())
             record = {
                 "table": slug, "seed": seed, "variant": name, "labeled": int(labeled.sum()),
                 "pool": len(y_pool), "held_out": clf.n_held_out_,
