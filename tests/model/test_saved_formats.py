@@ -65,3 +65,25 @@ def test_a_folder_of_a_newer_format_is_refused_naming_its_version(tmp_path) -> N
         manifest["files"], 99, manifest.get("libraries"))))
     with pytest.raises(SavedModelError, match="version 99; this puicl reads"):
         PUICLClassifier.load(folder, device="cpu")
+
+
+@pytest.mark.parametrize("with_table", [True, False])
+def test_a_folder_holds_exactly_the_declared_state(small_weights, tmp_path, with_table) -> None:
+    """What a save writes of the fitted classifier is what its scorer declares (``SAVED``) and
+    the classifier's scikit-learn attributes, whatever else the objects hold."""
+    from puicl_model.estimator.fitted_scorer import SAVED_CLASSIFIER, ContextsOnly
+    from puicl_model.estimator.fitted_table import FittedTable
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 3))
+    s = (np.arange(150) < 40).astype(int)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", threshold="prior").fit(X, s)
+    clf.fitted_.note = "not declared"  # an attribute added to the object is not saved
+    folder = clf.save(tmp_path / "saved", training_data=with_table)
+    fitted = json.loads((folder / "state.json").read_text())["fitted"]["__items__"]
+    declared = (FittedTable if with_table else ContextsOnly).SAVED
+    assert {key for key, _ in fitted} == set(declared) | (set(SAVED_CLASSIFIER)
+                                                          - {"feature_names_in_"})
+    loaded = PUICLClassifier.load(folder, device="cpu")
+    assert type(loaded.fitted_) is (FittedTable if with_table else ContextsOnly)
+    assert not hasattr(loaded.fitted_, "note")
