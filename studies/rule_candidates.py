@@ -236,6 +236,27 @@ def model_alone(task: Task) -> Weights:
     return {MODEL: 1.0}
 
 
+def model_leads_logistic(task: Task, z: float) -> bool:
+    """Whether the model's held-out AUC leads the logistic learner's by more than ``z``
+    standard errors of their paired difference: what a fit knows before any tree is fitted."""
+    blends: dict[str, Weights] = {MODEL: {MODEL: 1.0}, LOGISTIC: {LOGISTIC: 1.0}}
+    aucs, se = held_out_aucs(task.evidence, (MODEL, LOGISTIC), LOGISTIC, blends)
+    return aucs[MODEL] - aucs[LOGISTIC] > z * se[MODEL]
+
+
+def cascade(z: float) -> Rule:
+    """Trees only where they can change the result: on small tables the model alone, with no
+    tree fitted, where its held-out AUC leads the logistic learner's by more than ``z`` SE;
+    elsewhere the shipped rule (the model-weighted fallback). Large tables as before."""
+    shipped = model_weighted_fallback(FALLBACK_WEIGHTS[MODEL])
+
+    def rule(task: Task) -> Weights:
+        if task.n_labeled < MIN_LABELED_FOR_HOLD_OUT and model_leads_logistic(task, z):
+            return {MODEL: 1.0}
+        return shipped(task)
+    return rule
+
+
 def trees_alone(task: Task) -> Weights:
     """The tree member alone (what a count of bags costs it, where it would be chosen)."""
     return {task.members[2]: 1.0}
@@ -256,6 +277,7 @@ RULES: dict[str, Rule] = {
     "large: model 0.6": large_fallback(0.6),
     **{f"thirds where they lead the model by {k:g} SE": fallback_unless_thirds_lead(k)
        for k in (0.0, 1.0, 2.0)},
+    **{f"cascade {z:g} SE": cascade(z) for z in (1.0, 2.0, 3.0)},
     **{f"evidence {held}/{judged}": on_less_evidence(model_weighted_fallback(0.6), held, judged)
        for held, judged in ((1000, 2000), (500, 1000), (300, 1000), (300, 700), (300, 500),
                             (500, 500))},
@@ -413,22 +435,36 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a size grid's grid.csv with the baselines (repeatable)")
     parser.add_argument("--out", type=Path, required=True, help="per task and rule, CSV")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--rules", default=None,
+                        help="replay only these rules, joined by commas (with the model alone, "
+                             "the previous and the shipped rule)")
+    parser.add_argument("--against", default=None,
+                        help="per cell, this rule against the shipped one (default: the "
+                             "shipped rule against the previous one)")
     args = parser.parse_args(argv)
+    rules = RULES
+    if args.rules is not None:
+        asked = {"model alone", PREVIOUS[1], SHIPPED[1], *args.rules.split(",")}
+        unknown = asked - set(RULES)
+        if unknown:
+            parser.error(f"--rules: no rule {sorted(unknown)[0]!r}")
+        rules = {name: rule for name, rule in RULES.items() if name in asked}
     from joblib import Parallel, delayed
 
     paths = sorted(args.kept.glob("*/*.npz"))
     if not paths:
         raise SystemExit(f"rule_candidates: no kept task under {args.kept}")
-    parts = Parallel(n_jobs=args.jobs)(delayed(replay_task)(path) for path in paths)
+    parts = Parallel(n_jobs=args.jobs)(delayed(replay_task)(path, rules) for path in paths)
     frame = pd.DataFrame([row for part in parts for row in part])
     frame = frame.join(_baselines(args.grid), on=["cell", "dataset", "repetition"])
     frame = with_every_tree_member(frame)
     frame.to_csv(args.out, index=False)
     with pd.option_context("display.width", 250, "display.max_rows", 500):
         print(summary(frame).to_string(index=False))
-        print(f"\nthe shipped rule ({SHIPPED[1]}, {SHIPPED[0]}) against the previous one "
-              f"({PREVIOUS[1]}, {PREVIOUS[0]}), per cell:")
-        print(decision(frame, PREVIOUS, SHIPPED).to_string(index=False))
+        before, after = ((PREVIOUS, SHIPPED) if args.against is None
+                         else (SHIPPED, (SHIPPED[0], args.against)))
+        print(f"\n{after[1]} ({after[0]}) against {before[1]} ({before[0]}), per cell:")
+        print(decision(frame, before, after).to_string(index=False))
     return 0
 
 
