@@ -30,7 +30,13 @@ from puicl_common.runtime import resolve_device, resolve_precision
 from puicl_model.estimator.class_prior_methods import ClassPriorMethods
 from puicl_model.estimator.dask_frames import dask_frame, dask_kind
 from puicl_model.estimator.ensemble import MEMBERS, Member
-from puicl_model.estimator.fitted_scorer import FittedScorer, NoTrainingDataError, Runtime
+from puicl_model.estimator.fitted_scorer import (
+    SAVED_CLASSIFIER,
+    FittedScorer,
+    NoTrainingDataError,
+    Runtime,
+    no_table,
+)
 from puicl_model.estimator.fitted_table import FittedTable, table_of
 from puicl_model.estimator.input_checks import (
     _check_feature_names,
@@ -38,6 +44,7 @@ from puicl_model.estimator.input_checks import (
     check_settings,
     check_table_after_fit,
     has_mixed_names,
+    root_seed,
 )
 from puicl_model.estimator.pool_sample import fitted_table
 from puicl_model.estimator.portfolio import Choice
@@ -60,8 +67,16 @@ __all__ = ["InferenceSettings", "NoBundledWeightsError", "NoTrainingDataError",
 
 
 def fitted_part(name: str, doc: str) -> property:
-    """A read-only view of the fitted object's ``name`` (AttributeError before ``fit``)."""
-    return property(lambda self: getattr(self.fitted_, name), doc=doc)
+    """A read-only view of the fitted object's ``name``: NotFittedError (an AttributeError)
+    before ``fit``; where a classifier saved without its table lacks it, an AttributeError
+    that says so."""
+    def read(self: PUICLClassifier) -> Any:
+        self._check_fitted()
+        try:
+            return getattr(self.fitted_, name)
+        except AttributeError:
+            raise AttributeError(str(no_table(f"{name}_"))) from None
+    return property(read, doc=doc)
 
 
 class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
@@ -197,17 +212,6 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
     _member_catalogue: tuple[Member, ...] = MEMBERS
 
     # ------------------------------------------------------------------------------ fit
-    def _root_seed(self) -> int:
-        """The root of every random draw of this fit (draws are keyed below it)."""
-        state = self.random_state
-        if state is None:
-            return int(np.random.SeedSequence().entropy)
-        if isinstance(state, np.random.RandomState):
-            return int(state.randint(np.iinfo(np.int32).max))
-        if isinstance(state, np.random.Generator):
-            return int(state.integers(np.iinfo(np.int64).max))
-        return int(state)
-
     def fit(self, X: Any, s: Any, *, sampled_from: int | None = None) -> PUICLClassifier:
         """Fit on the PU table (``s[i] = 1`` if row ``i`` is a labeled positive, else 0): encode
         it, plan the passes, score the pool, fit the portfolio's learners and choose its blend
@@ -216,9 +220,20 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         A fit that fails leaves the classifier unfitted. ``sampled_from=n``: X's unlabeled rows
         are already the seeded sample of a pool of ``n`` (``pool_sample.sampled_pool_rows`` by
         this fit's seed), which fit keeps whole."""
+        self._forget_fit()  # a fit that fails leaves no fitted classifier (an earlier's neither)
+        try:
+            return self._fit(X, s, sampled_from)
+        except BaseException:
+            self._forget_fit()
+            raise
+
+    def _fit(self, X: Any, s: Any, sampled_from: int | None) -> PUICLClassifier:
         settings = check_settings(self)
+        if sampled_from is not None and not isinstance(self.random_state, (int, np.integer)):
+            raise ValueError("fit(..., sampled_from=n) needs an integer random_state: the seed "
+                             "the sample was drawn from")
         labeled = check_pu_table(X, s, sampled_from, settings.pool_sample)
-        entropy = self._root_seed()
+        entropy = root_seed(self.random_state)
         n_pool_in = int((~labeled).sum()) if sampled_from is None else int(sampled_from)
         sampled = fitted_table(X, labeled, settings.pool_sample, entropy, sampled_from)
         if sampled is not None:  # a large pool: fitted on its seeded sample
@@ -232,8 +247,6 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
                       "missing": self.missing, "keep_columns": self.keep_columns},
             n_threads=self.n_threads)
         base = table.views[0].preprocessor
-
-        self._forget_fit()
         self.device_, self.model_ = device, model
         self.n_pool_in_ = n_pool_in
         self.n_features_in_ = base.n_features_in_
@@ -243,20 +256,16 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
             _check_feature_names(self, X, reset=True)
         self.classes_ = np.array([0, 1])
         self.n_estimators_ = len(table.planners)  # members that run (None resolved)
-        try:
-            runtime = self._runtime()
-            table.score(runtime)
-            if self.threshold == "prior":
-                table.estimate_class_prior(DEFAULT_FOLDS, runtime)
-        except BaseException:
-            self._forget_fit()  # a fit that could not score its pool leaves no fitted classifier
-            raise
+        runtime = self._runtime()
+        table.score(runtime)
+        if self.threshold == "prior":
+            table.estimate_class_prior(DEFAULT_FOLDS, runtime)
         self.fitted_: FittedScorer = table
         return self
 
-    def _forget_fit(self) -> None:  # every fitted attribute (an earlier fit's too) goes
-        for name in [name for name in vars(self) if name.endswith("_")]:
-            delattr(self, name)
+    def _forget_fit(self) -> None:  # what a fit sets (an earlier fit's too), nothing else
+        for name in (*SAVED_CLASSIFIER, "device_", "model_", "fitted_"):
+            self.__dict__.pop(name, None)
 
     # -------------------------------------------------------------------------- scoring
     def _check_fitted(self) -> None:
@@ -296,9 +305,8 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
     _entropy = fitted_part("entropy", "The fit's root seed.")
 
     def prepare(self) -> PUICLClassifier:
-        """Nothing left to do: ``fit`` scores the pool, chooses the blend and
-        (``threshold="prior"``) estimates π̂. Kept so that code written for the lazy fit still
-        runs; it warns, and will be removed."""
+        """Nothing left to do (``fit`` does the work); kept for code written for the lazy fit:
+        it warns, and will be removed."""
         import warnings
 
         warnings.warn("PUICLClassifier.prepare() is no longer needed: fit() scores the pool "
@@ -365,16 +373,12 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
                           ) -> tuple[np.ndarray, np.ndarray]:
         """``(predict_proba(X), predict(X))`` from one scoring of ``X``.
 
-        ``pool_rows``: per row of ``X``, its position among the fitted unlabeled rows (the
-        rows of ``x_pool_``, in the order ``fit`` was given them), or -1 for a row that is not
-        one of them. Without it a row is found in the fitted pool by its values, and every
-        copy of a duplicated row gets the first copy's score; a row given its position gets
-        its own transductive score, whatever other rows of ``X`` hold or the batch it is
-        scored in, as scoring the whole fitted pool in one piece does. The rows at -1 are
-        scored as ``predict_proba`` scores them, those at -2 (``pool_sample.NEW_ROW``) as new
-        rows whatever they equal; the rows with a position are not read.
-        A reader that streams the fitted table knows each row's position
-        (:mod:`puicl_model.files.large_tables`)."""
+        ``pool_rows``: per row of ``X``, its position among the fitted unlabeled rows (those of
+        ``x_pool_``, in ``fit``'s order: the row gets its own transductive score, in any batch,
+        and its values are not read), -1 (found by its values as ``predict_proba`` finds it:
+        every copy of a duplicated row gets the first copy's score) or -2
+        (``pool_sample.NEW_ROW``: a new row, whatever it equals). A reader that streams the
+        fitted table knows each row's position (:mod:`puicl_model.files.large_tables`)."""
         if pool_rows is None:
             positive, match = self._positive_probability(X)
         else:
@@ -407,26 +411,19 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         return plot_report(self, path)
 
     def save(self, directory: str | Path, training_data: bool = True) -> Path:
-        """Write this fitted classifier to ``directory`` without pickle
-        (:mod:`puicl_model.estimator.saved_model`): its settings, column encodings and the
-        portfolio's choice as JSON, its arrays and the model's weights as safetensors, each file's
-        sha256 in a manifest; atomically, over nothing but an earlier save (``saved_folder``).
-        What is saved is the fitted object's declared state
-        (:data:`puicl_model.estimator.fitted_scorer.SAVED_TABLE`), so the loaded classifier
-        returns the same bits.
+        """Write this fitted classifier to ``directory`` without pickle, atomically, over
+        nothing but an earlier save (:mod:`puicl_model.estimator.saved_model`): its settings
+        and the fitted object's declared state (``SAVED``) as JSON and safetensors, each file's
+        sha256 in a manifest; the loaded classifier returns the same bits.
 
         ``training_data=False`` leaves the encoded table and its rows' scores out, for scoring
-        new rows only: every fitted context's cache (its keys and values) is computed and saved
-        instead, and the loaded classifier scores every row as a new row, the bytes this one
-        gives rows new to it (on the same device). The caches are far larger than the table:
-        ~40 MB per context of a 1,000-row pool chunk with 20 features for the bundled model
-        (2·(L-1)·r·(d+1)·e + 2·r·e floats for r rows and d features), one context per chunk,
-        feature group and member. π̂ and the prior cut are fixed at save time (estimated first
-        with ``threshold="prior"``); what reads the table (``class_prior_report``,
-        ``plot_report``, ``fitted_pool_proba``, ``held_out_scores``, ``estimate_class_prior``
-        with other ``n_folds``, ``pool_rows``) raises :class:`NoTrainingDataError` on the loaded
-        one. The column encodings, the learners and the blend's sorted pool scores (a
-        distribution, no row's own score) are kept."""
+        new rows only: every fitted context's cache is saved instead (far larger: ~40 MB per
+        context of a 1,000-row chunk with 20 features for the bundled model), and the loaded
+        classifier scores every row as a new row, the bytes this one gives rows new to it (on
+        the same device). π̂ and the prior cut are fixed at save time; what reads the table
+        (``class_prior_report``, ``plot_report``, ``fitted_pool_proba``, ``held_out_scores``,
+        ``estimate_class_prior`` with other ``n_folds``, ``pool_rows``) raises
+        :class:`NoTrainingDataError` on the loaded one."""
         from puicl_model.estimator.saved_model import save
 
         return save(self, directory, training_data)

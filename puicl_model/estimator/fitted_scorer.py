@@ -158,10 +158,10 @@ class FittedScorer:
             raise ValueError(f"pool_rows must hold one position per row of X ({len(X)}), got "
                              f"shape {match.shape}")
         placed = match >= 0
-        n_pool = self.n_fitted_pool("pool_rows (positions in the fitted pool)") \
-            if placed.any() else 0
+        n_pool = (self.n_fitted_pool("pool_rows (positions in the fitted pool)")
+                  if placed.any() or self.has_table else 0)
         if len(match) and (match.min() < NEW_ROW or match.max() >= max(n_pool, 1)):
-            among = f"the {n_pool} " if placed.any() else ""
+            among = f"the {n_pool} " if self.has_table else ""
             raise ValueError(f"pool_rows must be -1, {NEW_ROW} or positions among {among}"
                              "fitted unlabeled rows")
         positive = np.empty(len(match), dtype=np.float64)
@@ -219,13 +219,20 @@ class ContextsOnly(FittedScorer):
     SAVED: ClassVar[Mapping[str, str]] = {**_SAVED_COMMON, "_new_row_cut": "new_row_cut"}
 
     def caches(self, runtime: Runtime) -> ContextCaches:
-        """Those it was loaded with, whatever the budget (a copy's store arrives empty)."""
-        if self.contexts is None or len(self.contexts) < len(self.saved_contexts):
-            total = sum(cache.nbytes for cache in self.saved_contexts.values())
-            self.contexts = ContextCaches(total)
-            for key, cache in self.saved_contexts.items():
-                self.contexts.keep(key, cache)
-        return self.contexts
+        """Those it was loaded with, whatever the budget: the store ``load`` built, or (a
+        copy's store arrives empty) one built whole before it is published, so that threads
+        scoring at once never read a store half filled (dask's threaded workers)."""
+        contexts = self.contexts
+        if contexts is None or len(contexts) < len(self.saved_contexts):
+            contexts = self.contexts = self.whole_store()
+        return contexts
+
+    def whole_store(self) -> ContextCaches:
+        """A store holding every saved context's cache."""
+        contexts = ContextCaches(sum(cache.nbytes for cache in self.saved_contexts.values()))
+        for key, cache in self.saved_contexts.items():
+            contexts.keep(key, cache)
+        return contexts
 
     def probability(self, X: Any, runtime: Runtime) -> tuple[np.ndarray, np.ndarray]:
         return self.new_row_probability(X, runtime)  # no fitted pool to find rows in

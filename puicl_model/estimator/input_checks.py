@@ -33,8 +33,8 @@ except ImportError:  # older: the same checks were BaseEstimator methods
 __all__ = [
     "MISSING_SHARE_GAP", "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels",
     "check_pu_table", "check_sampled_from", "check_settings", "check_table_after_fit",
-    "has_mixed_names",
-    "is_valid_threshold", "missing_gap_is_telling", "warn_about_leaks", "warn_if_inverted",
+    "has_mixed_names", "is_valid_threshold", "missing_gap_is_telling", "root_seed",
+    "warn_about_leaks", "warn_if_inverted",
 ]
 
 # A feature separating the labeled rows from the pool is reported as a leak when so clean a
@@ -186,6 +186,19 @@ def is_valid_threshold(value: Any) -> bool:
     return bool(numeric and 0 < value < 1)
 
 
+def root_seed(state: Any) -> int:
+    """The root of every random draw of a fit (draws are keyed below it) from its
+    ``random_state``: the integer itself, one drawn from a RandomState or Generator (advancing
+    it, as in scikit-learn), or fresh entropy for None."""
+    if state is None:
+        return int(np.random.SeedSequence().entropy)
+    if isinstance(state, np.random.RandomState):
+        return int(state.randint(np.iinfo(np.int32).max))
+    if isinstance(state, np.random.Generator):
+        return int(state.integers(np.iinfo(np.int64).max))
+    return int(state)
+
+
 def check_settings(estimator: PUICLClassifier) -> InferenceSettings:
     """Validate ``PUICLClassifier``'s parameters (at ``fit``: the constructor only stores
     them); returns its settings of the passes."""
@@ -202,6 +215,10 @@ def check_settings(estimator: PUICLClassifier) -> InferenceSettings:
 
         warnings.warn("PUICLClassifier(partner=...) is now named portfolio=...; partner will be "
                       "removed", FutureWarning, stacklevel=3)
+        choices = InferenceSettings.CHOICES["portfolio"]
+        if former not in choices:
+            raise ValueError(f"partner (the former name of portfolio) must be one of "
+                             f"{', '.join(map(repr, choices))}, got {former!r}")
         if estimator.portfolio not in (InferenceSettings.portfolio, former):
             raise ValueError(f"partner={former!r} and portfolio={estimator.portfolio!r} "
                              "disagree: set portfolio only (partner is its former name)")

@@ -300,7 +300,9 @@ class Portfolio:
     pool_scores: dict[str, np.ndarray] = field(default_factory=dict)
     choice: Choice | None = None
     blend: Blend | None = None
-    # what the choice read: the held-out evidence and every member's scores of the pool
+    # what the choice read, the held-out evidence, and what the blend was keyed on: every
+    # member's scores of the pool rows it was standardized on (every pool row where the model
+    # scored them all; else the judged rows, the model's among them)
     evidence: Evidence | None = None
     member_pool_scores: dict[str, np.ndarray] = field(default_factory=dict)
 

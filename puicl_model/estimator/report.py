@@ -5,7 +5,7 @@ Three figures, each drawn from what the classifier already computed (no further 
 model beyond the class prior's cross-fitted scorings, which ``puicl predict`` pays anyway):
 
 * ``scores``: P(y = 1) of the held-out labeled positives against the pool's, the two samples
-  scored by the same passes (``_held_out_scores``: the class prior's folds, or the positives
+  scored by the same passes (``held_out_scores()``: the class prior's folds, or the positives
   held out of the passes; with the portfolio, the chosen blend's probabilities). Where the
   model separates them the positives sit to the right of most of the pool.
 * ``prior``: π's identified lower bound, the estimate π̂, its interval and the upper end on one

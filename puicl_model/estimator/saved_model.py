@@ -325,6 +325,7 @@ def _scorer(directory: Path, state: dict, fitted: dict, with_table: bool,
                    check_safetensors(path, CACHE_DTYPES))
     try:
         scorer.saved_contexts = read_contexts(state["contexts"], path, scorer.planners, device)
+        scorer.contexts = scorer.whole_store()  # (before any thread scores)
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise SavedModelError(f"{path}: not the caches puicl wrote "
                               f"({type(err).__name__}: {err})") from None

@@ -5,7 +5,7 @@ The pool file is read by the workers (``dask.dataframe.read_parquet`` / ``read_c
 partition is scored by the fitted classifier on the worker that holds it (a row's score does
 not depend on the rows scored with it, :mod:`puicl_model.passes.query_rows`), and the scores
 come back partition by partition, in file order, to be written as they arrive. The classifier
-is scattered, prepared, to every worker first (``Client.scatter(..., broadcast=True)``), so that
+is scattered, fitted, to every worker first (``Client.scatter(..., broadcast=True)``), so that
 the partitions spread; a dask DataFrame given to the classifier's own methods is
 :mod:`puicl_model.estimator.dask_frames`' work. The fit itself (labeled rows and the pool's
 sample, :mod:`puicl_model.files.large_tables`) runs where the command runs. Dask is an extra

@@ -174,6 +174,7 @@ class ContextCaches:
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.max_bytes = max_bytes
         self._caches: dict[Hashable, ContextCache] = {}
+        self._used = 0  # bytes kept (a running sum: filling n caches stays linear in n)
         self._lock = threading.Lock()
 
     @property
@@ -191,9 +192,9 @@ class ContextCaches:
     def keep(self, key: Hashable, cache: ContextCache) -> None:
         """Keep ``cache`` under ``key`` where the budget has room for it."""
         with self._lock:
-            used = sum(kept.nbytes for kept in self._caches.values())
-            if key not in self._caches and used + cache.nbytes <= self.max_bytes:
+            if key not in self._caches and self._used + cache.nbytes <= self.max_bytes:
                 self._caches[key] = cache
+                self._used += cache.nbytes
 
     def __getstate__(self) -> dict[str, Any]:
         return {"max_bytes": self.max_bytes}

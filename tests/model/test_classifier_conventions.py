@@ -164,3 +164,30 @@ def test_random_state_takes_a_numpy_random_state_or_generator(small_weights, fra
         assert not np.array_equal(first, second)
     with pytest.raises(ValueError, match="RandomState or Generator, or None, got 'seven'"):
         PUICLClassifier(random_state="seven", weights=small_weights).fit(X, s)
+
+
+def test_a_failed_refit_leaves_no_fitted_classifier_and_keeps_the_users_attributes(
+        small_weights) -> None:
+    """A fit that fails at any step, here the settings, leaves no fitted attribute, of this
+    fit or an earlier one: no prediction silently reads the old fit under new settings. An
+    attribute a user set is not the fit's to remove."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    rng = np.random.default_rng(2)
+    X, s = rng.normal(size=(120, 3)), (np.arange(120) < 30).astype(int)
+    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
+    clf.user_note_ = "mine"
+    with pytest.raises(ValueError, match="keep_columns"):
+        clf.set_params(keep_columns=["nope"]).fit(X, s)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+    with pytest.raises(NotFittedError):  # a fitted part, asked before fit: one line
+        clf.portfolio_  # noqa: B018
+    assert not hasattr(clf, "x_pool_") and clf.user_note_ == "mine"
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf, "fitted_")
+    with pytest.raises(ValueError, match="former name of portfolio"):
+        PUICLClassifier(weights=small_weights, partner="bogus").fit(X, s)
+    with pytest.raises(ValueError, match=r"sampled_from=n\) needs an integer random_state"):
+        PUICLClassifier(weights=small_weights, random_state=None).fit(X, s, sampled_from=90)

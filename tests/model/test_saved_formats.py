@@ -87,3 +87,28 @@ def test_a_folder_holds_exactly_the_declared_state(small_weights, tmp_path, with
     loaded = PUICLClassifier.load(folder, device="cpu")
     assert type(loaded.fitted_) is (FittedTable if with_table else ContextsOnly)
     assert not hasattr(loaded.fitted_, "note")
+
+
+def test_a_classifier_without_its_table_holds_every_context_once_loaded(small_weights,
+                                                                         tmp_path) -> None:
+    """Its store of contexts is whole from ``load`` (threads that score at once never find it
+    half filled), and a copy's, which arrives empty, is built whole before it is used; the
+    table's parts it lacks say why."""
+    import pickle
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(260, 3))
+    s = (np.arange(260) < 40).astype(int)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none",
+                          single_pass_limit=60, chunk_size=40, large_pool="chunks").fit(X, s)
+    loaded = PUICLClassifier.load(clf.save(tmp_path / "bare", training_data=False),
+                                  device="cpu")
+    saved = loaded.fitted_.saved_contexts
+    assert len(saved) > 2 and len(loaded.fitted_.contexts) == len(saved)
+    copy = pickle.loads(pickle.dumps(loaded))
+    assert not copy.fitted_.contexts  # (arrives empty)
+    new = rng.normal(size=(5, 3))
+    assert copy.predict_proba(new).tobytes() == loaded.predict_proba(new).tobytes()
+    assert len(copy.fitted_.contexts) == len(saved)
+    with pytest.raises(AttributeError, match="x_pool_ needs the training data"):
+        loaded.x_pool_  # noqa: B018
