@@ -444,7 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rules = RULES
     if args.rules is not None:
-        asked = {"model alone", PREVIOUS[1], SHIPPED[1], *args.rules.split(",")}
+        asked = {"model alone", PREVIOUS[1], SHIPPED[1], *args.rules.split(","),
+                 *([] if args.against is None else [args.against])}
         unknown = asked - set(RULES)
         if unknown:
             parser.error(f"--rules: no rule {sorted(unknown)[0]!r}")

@@ -121,8 +121,13 @@ class FittedScorer:
         return cls(**fields, **others)
 
     @property
+    def n_pool(self) -> int | None:
+        """The fitted pool's rows; None without the table."""
+        return None
+
+    @property
     def has_table(self) -> bool:
-        return False
+        return self.n_pool is not None
 
     @property
     def choice(self) -> Choice | None:
@@ -130,10 +135,6 @@ class FittedScorer:
 
     def caches(self, runtime: Runtime) -> ContextCaches | None:
         raise NotImplementedError
-
-    def n_fitted_pool(self, what: str) -> int:
-        """The fitted pool's rows, which ``what`` needs (without the table: the error)."""
-        raise no_table(what)
 
     def pool_scores(self, rows: np.ndarray) -> np.ndarray:
         """P(y=1) of the fitted pool's rows ``rows``."""
@@ -157,11 +158,11 @@ class FittedScorer:
         if match.ndim != 1 or len(match) != len(X):
             raise ValueError(f"pool_rows must hold one position per row of X ({len(X)}), got "
                              f"shape {match.shape}")
-        placed = match >= 0
-        n_pool = (self.n_fitted_pool("pool_rows (positions in the fitted pool)")
-                  if placed.any() or self.has_table else 0)
-        if len(match) and (match.min() < NEW_ROW or match.max() >= max(n_pool, 1)):
-            among = f"the {n_pool} " if self.has_table else ""
+        placed, n_pool = match >= 0, self.n_pool
+        if placed.any() and n_pool is None:
+            raise no_table("pool_rows (positions in the fitted pool)")
+        if len(match) and (match.min() < NEW_ROW or match.max() >= (n_pool or 0)):
+            among = "" if n_pool is None else f"the {n_pool} "
             raise ValueError(f"pool_rows must be -1, {NEW_ROW} or positions among {among}"
                              "fitted unlabeled rows")
         positive = np.empty(len(match), dtype=np.float64)

@@ -98,7 +98,8 @@ class FittedTable(FittedScorer):
                    x_labeled=ensemble.views[0].x_labeled, x_pool=base.x_pool,
                    x_held=None if held is None else base.x_labeled[held])
 
-    def n_fitted_pool(self, what: str) -> int:
+    @property
+    def n_pool(self) -> int:
         return len(self.x_pool)
 
     def pool_scores(self, rows: np.ndarray) -> np.ndarray:
@@ -114,10 +115,6 @@ class FittedTable(FittedScorer):
         return ContextsOnly(views, self.planners, self.portfolio, self.entropy,
                             self.n_held_out, dict(self.class_prior), self.n_passes,
                             self.inference_seconds, new_row_cut=cut)
-
-    @property
-    def has_table(self) -> bool:
-        return True
 
     # ------------------------------------------------------------------- fit's scoring
     def score(self, runtime: Runtime) -> None:

@@ -33,7 +33,8 @@ except ImportError:  # older: the same checks were BaseEstimator methods
 __all__ = [
     "MISSING_SHARE_GAP", "THRESHOLD_RULE", "InvertedLabelsWarning", "check_pu_labels",
     "check_pu_table", "check_sampled_from", "check_settings", "check_table_after_fit",
-    "has_mixed_names", "is_valid_threshold", "missing_gap_is_telling", "root_seed",
+    "has_mixed_names", "is_valid_threshold", "missing_gap_is_telling", "portfolio_setting",
+    "root_seed",
     "warn_about_leaks", "warn_if_inverted",
 ]
 
@@ -199,6 +200,13 @@ def root_seed(state: Any) -> int:
     return int(state)
 
 
+def portfolio_setting(estimator: PUICLClassifier) -> str:
+    """The portfolio setting in effect: ``portfolio``, or ``partner``, its former name, where a
+    caller still sets that."""
+    former = getattr(estimator, "partner", None)
+    return estimator.portfolio if former is None else former
+
+
 def check_settings(estimator: PUICLClassifier) -> InferenceSettings:
     """Validate ``PUICLClassifier``'s parameters (at ``fit``: the constructor only stores
     them); returns its settings of the passes."""
@@ -222,7 +230,7 @@ def check_settings(estimator: PUICLClassifier) -> InferenceSettings:
         if estimator.portfolio not in (InferenceSettings.portfolio, former):
             raise ValueError(f"partner={former!r} and portfolio={estimator.portfolio!r} "
                              "disagree: set portfolio only (partner is its former name)")
-        settings = dataclasses.replace(settings, portfolio=former)
+        settings = dataclasses.replace(settings, portfolio=portfolio_setting(estimator))
     settings.validate()
     if estimator.n_threads is not None:
         positive_int("n_threads", estimator.n_threads)

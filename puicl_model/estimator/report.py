@@ -36,6 +36,7 @@ from scipy.stats import rankdata
 
 from puicl_common.atomic import atomic_write_bytes, atomic_write_text
 from puicl_model.estimator.fitted_table import table_of
+from puicl_model.estimator.input_checks import portfolio_setting
 from puicl_model.estimator.portfolio import EVIDENCE_Z, Choice
 from puicl_model.estimator.portfolio_gate import alone_reason
 from puicl_model.estimator.prior import DEFAULT_FOLDS, MIN_LABELED_FOR_ESTIMATES
@@ -288,8 +289,8 @@ def plot_report(classifier: PUICLClassifier, path: str | Path | None = None) -> 
                 "prior": "What the data identify about π: " + report.note}
     alone = None
     if choice is None:
-        setting = classifier.portfolio if classifier.partner is None else classifier.partner
-        alone = alone_reason(setting, len(table.x_labeled), len(table.x_pool))
+        alone = alone_reason(portfolio_setting(classifier), len(table.x_labeled),
+                             len(table.x_pool))
     else:
         assert classifier.portfolio_ is not None
         figures["choice"] = _choice_figure(choice, classifier.portfolio_.fallback)

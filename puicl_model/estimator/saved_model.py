@@ -152,9 +152,10 @@ def _fitted_state(classifier: PUICLClassifier, training_data: bool) -> dict[str,
 def _settings(classifier: PUICLClassifier) -> dict[str, Any]:
     settings = dict(classifier.get_params(deep=False))
     settings["weights"] = None  # the saved folder's weights/ stand in for them
-    former = settings.pop("partner", None)  # the portfolio setting's former name
-    if former is not None:
-        settings["portfolio"] = former
+    for name, stored in InferenceSettings.STORED_NAMES.items():  # a former name, still taken
+        former = settings.pop(stored, None)  # (saved as the setting it stands for)
+        if former is not None:
+            settings[name] = former
     if not isinstance(settings["random_state"], (int, type(None))):
         # a RandomState or Generator gave the fit one root seed: that seed refits the same
         settings["random_state"] = int(classifier.fitted_.entropy)
