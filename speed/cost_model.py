@@ -7,9 +7,10 @@ taking turns table by table in one process (docs/performance.md, "What a table c
     python -m speed.cost_model --rows 1000 --features 10 --threads 1   # one cell
 
 A table of ``n`` rows and ``d`` numeric columns holds ``labeled-share`` of its rows as labeled
-positives (at least 20) and a pool half positives, half negatives shifted by one standard
-deviation. Prints one line per table and setting, then a Markdown table of seconds and of
-microseconds per row.
+positives (at least 20) and a pool whose ``pool-negatives`` share (default half) are negatives
+shifted by one standard deviation. The paper's size, 200 labeled positives and a pool of 500
+with 20 % negatives: ``--rows 700 --labeled-share 0.2858 --pool-negatives 0.2``. Prints one
+line per table and setting, then a Markdown table of seconds and of microseconds per row.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import numpy as np
 
 
 def table(rows: int, features: int, labeled_share: float, seed: int = 0,
-          ) -> tuple[np.ndarray, np.ndarray]:
+          pool_negatives: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng([seed, rows, features])
     labeled = max(20, round(labeled_share * rows))
     x = rng.normal(size=(rows, features))
     negative = np.zeros(rows, dtype=bool)
-    negative[labeled:] = rng.random(rows - labeled) < 0.5
+    negative[labeled:] = rng.random(rows - labeled) < pool_negatives
     x[negative] += 1.0
     s = np.zeros(rows, dtype=int)
     s[:labeled] = 1
@@ -39,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="1000,5000,20000")
     parser.add_argument("--features", default="10,50")
     parser.add_argument("--labeled-share", type=float, default=0.1)
+    parser.add_argument("--pool-negatives", type=float, default=0.5,
+                        help="the pool's share of negatives")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads and the classifier's n_threads (default: all)")
@@ -60,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[int, int, str], float] = {}
     for n in rows:
         for d in features:
-            x, s = table(n, d, args.labeled_share)
+            x, s = table(n, d, args.labeled_share, pool_negatives=args.pool_negatives)
             for name, partner in settings.items():
                 began = time.perf_counter()
                 clf = PUICLClassifier(random_state=0, portfolio=partner, device=args.device,

@@ -31,7 +31,13 @@ from benchmark.devsuite import devsuite_slugs, load_devsuite_table
 from benchmark.methods.puicl import as_table
 from benchmark.protocol import EVERY_ROW, make_task, method_seed
 from benchmark.size_grid import parse_cell
-from puicl_model.estimator.learners import BAGGED, BOOSTED, LOGISTIC, CrossFittedLearner
+from puicl_model.estimator.learners import (
+    BAGGED,
+    BOOSTED,
+    LOGISTIC,
+    CrossFittedLearner,
+    row_decision,
+)
 from puicl_model.estimator.portfolio import (
     EVIDENCE_Z,
     FALLBACK,
@@ -85,13 +91,13 @@ def first_bags(learner: CrossFittedLearner, bags: int, x_labeled: np.ndarray,
         drawn = np.random.default_rng(learner._seed(bag)).integers(0, n_pool, size)
         out_of_bag = np.ones(n_pool, dtype=bool)
         out_of_bag[drawn] = False
-        pool_sum[out_of_bag] += model.decision_function(x_pool[out_of_bag])
+        pool_sum[out_of_bag] += row_decision(model, x_pool[out_of_bag])
         pool_count[out_of_bag] += 1
-        labeled_sum[held] += model.decision_function(x_labeled[held])
+        labeled_sum[held] += row_decision(model, x_labeled[held])
         labeled_count[held] += 1
     never_out = pool_count == 0
     if never_out.any():
-        pool_sum[never_out] = sum(model.decision_function(x_pool[never_out])
+        pool_sum[never_out] = sum(row_decision(model, x_pool[never_out])
                                   for model in learner.models_[:bags])
         pool_count[never_out] = bags
     return labeled_sum / labeled_count, pool_sum / pool_count

@@ -257,6 +257,67 @@ def cascade(z: float) -> Rule:
     return rule
 
 
+def evidence_weights(beta: float) -> Rule:
+    """Weights that follow the strength of the evidence: on small tables the fallback's weight
+    of each learner times ``exp(beta · z)``, with ``z`` its held-out lead over the model alone
+    in SE of their paired difference (the model's own z is 0), normalized; that blend stands
+    unless an even blend leads it by 3 SE. Large tables as before."""
+    def rule(task: Task) -> Weights:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            return previous(task)
+        fallback = _model_weighted(FALLBACK_WEIGHTS[MODEL], task.members)
+        singles = {member: {member: 1.0} for member in task.members}
+        aucs, se = held_out_aucs(task.evidence, task.members, MODEL, singles)
+        logits = {member: np.log(weight) + beta * (aucs[member] - aucs[MODEL])
+                  / max(se[member], 1e-12) * (member != MODEL)
+                  for member, weight in fallback.items()}
+        top = max(logits.values())
+        raw = {member: float(np.exp(value - top)) for member, value in logits.items()}
+        weights = {member: value / sum(raw.values()) for member, value in raw.items()}
+        return task.pick({**_named(task.members), "evidence": weights}, "evidence", EVIDENCE_Z)
+    return rule
+
+
+# the weights stacking searches: the three members' weights in steps of a tenth
+SIMPLEX = [(a / 10, b / 10, (10 - a - b) / 10) for a in range(11) for b in range(11 - a)]
+
+
+def shrunk_stacking(z_full: float) -> Rule:
+    """Stacking on the cross-fitted folds: on small tables the weights of the three members
+    (in tenths) of highest held-out AUC, moved from the fallback towards them by the share
+    ``min(1, z / z_full)`` of the way, with ``z`` their lead over the fallback in SE of the
+    paired difference. Large tables as before."""
+    def rule(task: Task) -> Weights:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            return previous(task)
+        fallback = _model_weighted(FALLBACK_WEIGHTS[MODEL], task.members)
+        grid = {f"{i}": {member: w for member, w in zip(task.members, weights, strict=True)
+                         if w > 0} for i, weights in enumerate(SIMPLEX)}
+        blends = {"fallback": fallback, **grid}
+        aucs, se = held_out_aucs(task.evidence, task.members, "fallback", blends)
+        best = max(grid, key=lambda name: aucs[name])
+        lead = aucs[best] - aucs["fallback"]
+        if lead <= 0:
+            return fallback
+        share = min(1.0, lead / max(se[best], 1e-12) / z_full)
+        moved = {member: weight + share * (grid[best].get(member, 0.0) - weight)
+                 for member, weight in fallback.items()}
+        return {member: weight for member, weight in moved.items() if weight > 1e-12}
+    return rule
+
+
+def fixed_blend(model: float, logistic: float) -> Rule:
+    """No evidence on small tables: the model weighed ``model``, the logistic learner
+    ``logistic`` and the trees the rest, whatever the folds say (no fold pass of the model is
+    then needed at fit). Large tables as before."""
+    def rule(task: Task) -> Weights:
+        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
+            return previous(task)
+        weights = {MODEL: model, LOGISTIC: logistic, task.members[2]: 1.0 - model - logistic}
+        return {member: weight for member, weight in weights.items() if weight > 1e-12}
+    return rule
+
+
 def trees_alone(task: Task) -> Weights:
     """The tree member alone (what a count of bags costs it, where it would be chosen)."""
     return {task.members[2]: 1.0}
@@ -278,6 +339,10 @@ RULES: dict[str, Rule] = {
     **{f"thirds where they lead the model by {k:g} SE": fallback_unless_thirds_lead(k)
        for k in (0.0, 1.0, 2.0)},
     **{f"cascade {z:g} SE": cascade(z) for z in (1.0, 2.0, 3.0)},
+    **{f"evidence weights x{beta:g}": evidence_weights(beta) for beta in (0.1, 0.3, 0.5)},
+    **{f"stacking shrunk at {z:g} SE": shrunk_stacking(z) for z in (3.0, 6.0)},
+    **{f"fixed model {m:.2f} logistic {lg:.2f}": fixed_blend(m, lg)
+       for m, lg in ((0.6, 0.2), (0.6, 0.3), (0.6, 0.4), (0.7, 0.3))},
     **{f"evidence {held}/{judged}": on_less_evidence(model_weighted_fallback(0.6), held, judged)
        for held, judged in ((1000, 2000), (500, 1000), (300, 1000), (300, 700), (300, 500),
                             (500, 500))},
@@ -345,7 +410,8 @@ def decision(frame: pd.DataFrame, before: tuple[str, str], after: tuple[str, str
     """Per cell, one (tree member, rule) against another, paired by task: each one's mean AUC,
     share of tasks more than 0.02 behind the per-task best baseline and worst shortfall; the
     difference after − before and after − the model alone (± SE over tables / repetitions);
-    and the tasks that cross the 0.02 line each way."""
+    the tasks that cross the 0.02 line each way, and the SE of the change in the count of tasks
+    behind (a bootstrap over tables)."""
     key = ["cell", "dataset", "repetition"]
 
     def picked(trees: str, rule: str) -> pd.DataFrame:
@@ -370,12 +436,23 @@ def decision(frame: pd.DataFrame, before: tuple[str, str], after: tuple[str, str
             row[f"se_seed_{label}"] = _se(diff.groupby("repetition")["d"].mean())
         was = a["auc"] - a["baseline"] < -BEHIND_BY
         now = b["auc"] - b["baseline"] < -BEHIND_BY
+        moved = (now.astype(int) - was.astype(int)).groupby(level="dataset").sum()
         row.update({"newly_behind": int((now & ~was).sum()),
                     "no_longer_behind": int((was & ~now).sum()),
+                    "behind_se": _count_se(moved),
                     "baseline": b["baseline"].groupby("dataset").mean().mean(),
                     "alone": m.groupby("dataset").mean().mean()})
         rows.append(row)
     return pd.DataFrame(rows).round(4)
+
+
+def _count_se(per_table: pd.Series, draws: int = 2000) -> float:
+    """The standard error of a count summed over tables, by a seeded bootstrap of the tables
+    (a table's tasks share its data, so they are resampled together)."""
+    values = per_table.to_numpy()
+    rng = np.random.default_rng(0)
+    totals = values[rng.integers(0, len(values), (draws, len(values)))].sum(axis=1)
+    return float(totals.std(ddof=1))
 
 
 def _baselines(grids: Sequence[Path]) -> pd.Series:

@@ -115,7 +115,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
     portfolio : "auto" or "none"
         "auto" (the default): on tables with at least ``MIN_LABELED_FOR_PORTFOLIO`` (20)
         labeled positives and ``MIN_POOL_FOR_PORTFOLIO`` (100) unlabeled rows, a logistic
-        regression of labeled against unlabeled rows and PU bagging of gradient-boosted trees
+        regression of labeled against unlabeled rows and PU bagging of random forests
         (both scored out of fold on every row) join the model, and the candidate blend chosen
         per table on held-out labeled positives orders the pool
         (:mod:`puicl_model.estimator.portfolio`, docs/classifier.md "Tables of every size").

@@ -7,16 +7,20 @@ scores of labeled rows are held-out evidence beside the pool's
 (:mod:`puicl_model.estimator.portfolio` reads them). ``logistic`` is a logistic regression,
 ``boosted`` scikit-learn's histogram gradient boosting, both cross-fitted in folds of every row.
 
-``bagged`` is PU bagging (Mordelet & Vert, Pattern Recognition Letters 37, 2014) over the same
-boosting: each bag fits the labeled positives against as many pool rows drawn with replacement,
-so every tree sees a balanced sample where ``boosted`` sees the table's own imbalance. Each bag
-leaves out one fold of the labeled positives, so that every row, labeled or not, is scored only
-by bags that did not train on it: a pool row by the bags that did not draw it (out of bag), a
-labeled positive by the bags of its fold.
+``bagged`` is PU bagging (Mordelet & Vert, Pattern Recognition Letters 37, 2014) over small
+random forests (:data:`FOREST_TREES` trees of at least :data:`FOREST_LEAF` rows a leaf): each bag
+fits the labeled positives against as many pool rows drawn with replacement, so every forest
+sees a balanced sample where ``boosted`` sees the table's own imbalance, and scores a row by
+the log-odds of its forest's probability. Each bag leaves out one fold of the labeled positives,
+so that every row, labeled or not, is scored only by bags that did not train on it: a pool row
+by the bags that did not draw it (out of bag), a labeled positive by the bags of its fold.
+Forests replaced the boosting in the bags: on the development suite they rank the pool better
+alone and in the portfolio, at a quarter of the trees' time (docs/decisions.md, "A portfolio
+chosen per table").
 
 Threads. Every fit runs on one OpenMP (and BLAS) thread, and the fits of the folds or bags run
 side by side on a pool of Python threads, one per core (``n_threads`` of them where given):
-the boosting's compiled loops release the GIL. A team of OpenMP threads per fit, the
+the trees' compiled loops release the GIL. A team of OpenMP threads per fit, the
 library's default, spins at its barriers while it waits for its slowest thread, so on a
 machine busy with other work a fit became tens to a hundred times slower (10 fits of
 400 × 10 rows beside three busy processes on 2 cores: 1.4 s on one thread, 38 s with the
@@ -39,17 +43,19 @@ import numpy as np
 from puicl_model.passes import seed_keys
 
 if TYPE_CHECKING:
-    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
     from sklearn.linear_model import LogisticRegression
 
     from puicl_model.estimator.preprocessing import TablePreprocessor
-    from puicl_model.estimator.saved_trees import BoostedTrees
+    from puicl_model.estimator.saved_trees import BoostedTrees, ForestTrees
 
-    # a learner's fitted model: as fit left it, or boosted trees as saved (and loaded)
-    LearnerModel = LogisticRegression | HistGradientBoostingClassifier | BoostedTrees
+    # a learner's fitted model: as fit left it, or trees as saved (and loaded)
+    LearnerModel = (LogisticRegression | HistGradientBoostingClassifier | BoostedTrees
+                    | RandomForestClassifier | ForestTrees)
 
-__all__ = ["BAGGED", "BAGS", "BAGS_WITH_HELD_OUT", "BOOSTED", "LEARNER_FOLDS", "LOGISTIC",
-           "CrossFittedLearner", "bags_for", "learner_encoding", "log_odds"]
+__all__ = ["BAGGED", "BAGS", "BAGS_WITH_HELD_OUT", "BOOSTED", "FOREST_LEAF", "FOREST_TREES",
+           "LEARNER_FOLDS", "LOGISTIC", "CrossFittedLearner", "bags_for", "learner_encoding",
+           "log_odds", "row_decision"]
 
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # spawn-key tags of the learners' fold splits
@@ -68,6 +74,13 @@ BAGS = 10
 # there the first 5 bags pick as the first 10 did on every large task of the size grid
 # (docs/decisions.md), at half the trees' time
 BAGS_WITH_HELD_OUT = 5
+# each bag's random forest: its trees, and the fewest rows a leaf holds. Chosen on the
+# development suite's size grid among forests of 10 to 30 trees with leaves of 3 to 20 rows
+# (studies/tree_member.py, docs/decisions.md): leaves of 10 rows rank unlabeled pools better
+# than smaller ones (the pool's positives are label noise to a bag) and stay above the
+# stumps that 20-row leaves make of a bag of a few dozen rows
+FOREST_TREES = 10
+FOREST_LEAF = 10
 
 
 def bags_for(held_out: bool) -> int:
@@ -133,13 +146,16 @@ def log_odds(proba: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def _row_decision(model: LearnerModel, x: np.ndarray) -> np.ndarray:
+def row_decision(model: LearnerModel, x: np.ndarray) -> np.ndarray:
     """A fitted learner's log-odds of each row of ``x``, the same bits whatever other rows are
     scored with it: a linear model's products summed row by row (a matrix product's blocking,
-    and so its last bits, follows the number of rows); the trees score each row on its own."""
+    and so its last bits, follows the number of rows); the trees score each row on its own (a
+    forest, which has no decision function, by the log-odds of its probability)."""
     if hasattr(model, "coef_"):
         return (x * model.coef_[0]).sum(axis=1) + model.intercept_[0]
-    return model.decision_function(x)
+    if hasattr(model, "decision_function"):
+        return model.decision_function(x)
+    return log_odds(model.predict_proba(x)[:, 1])
 
 
 @dataclass
@@ -160,6 +176,12 @@ class CrossFittedLearner:
             from sklearn.linear_model import LogisticRegression
 
             return LogisticRegression(C=1.0, max_iter=1000)
+        if self.kind == BAGGED:
+            from sklearn.ensemble import RandomForestClassifier
+
+            # n_jobs=1: the bags already run side by side, one per core
+            return RandomForestClassifier(n_estimators=FOREST_TREES, min_samples_leaf=FOREST_LEAF,
+                                          n_jobs=1, random_state=seed)
         from sklearn.ensemble import HistGradientBoostingClassifier
 
         # no early stopping: it would hold out a random tenth of each fold's rows
@@ -188,7 +210,7 @@ class CrossFittedLearner:
         def fold_job(train: np.ndarray, held: np.ndarray) -> Callable[[], tuple[Any, Any]]:
             def job() -> tuple[Any, np.ndarray]:
                 model = self._estimator(seed).fit(x[train], target[train])
-                return model, _row_decision(model, x[held])
+                return model, row_decision(model, x[held])
             return job
 
         fitted = side_by_side((fold_job(train, held) for train, held in folds), self.n_threads)
@@ -242,9 +264,9 @@ class CrossFittedLearner:
                 np.vstack([x_labeled[~held], x_pool[drawn]]), target)
             out_of_bag = np.ones(len(x_pool), dtype=bool)
             out_of_bag[drawn] = False
-            pool_scores = (_row_decision(model, x_pool[out_of_bag]) if out_of_bag.any()
+            pool_scores = (row_decision(model, x_pool[out_of_bag]) if out_of_bag.any()
                            else np.empty(0))
-            return model, out_of_bag, pool_scores, _row_decision(model, x_labeled[held])
+            return model, out_of_bag, pool_scores, row_decision(model, x_labeled[held])
         return job
 
     def decision(self, x: np.ndarray) -> np.ndarray:
@@ -252,7 +274,7 @@ class CrossFittedLearner:
         row's bits do not depend on how many rows are scored with it (``np.mean`` over a
         stack sums a single row's column pairwise, a larger block's rows one by one)."""
         x = np.asarray(x, dtype=np.float64)
-        decisions = side_by_side(((lambda model=model: _row_decision(model, x))
+        decisions = side_by_side(((lambda model=model: row_decision(model, x))
                                   for model in self.models_), self.n_threads)
         total = np.zeros(len(x), dtype=np.float64)
         for decision in decisions:  # in the models' order

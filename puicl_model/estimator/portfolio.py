@@ -8,8 +8,8 @@ interactions or thresholds (docs/classifier.md, "Tables of every size"). The por
 such learners beside the model and lets each table say which to trust.
 
 Members. ``model`` (the passes' P(y = 1)), ``logistic`` (a logistic regression of labeled (1)
-against unlabeled (0) rows) and ``bagged`` (PU bagging over scikit-learn's histogram gradient
-boosting: each bag fits the labeled positives against as many pool rows drawn at random), both
+against unlabeled (0) rows) and ``bagged`` (PU bagging over small random forests: each bag fits
+the labeled positives against as many pool rows drawn at random), both
 learners on an encoding of their own (:func:`learner_encoding`: one-hot categories,
 standardized numbers, missing-value indicators) and scored out of fold over every row, so that
 no row is scored by a learner trained on it (:mod:`puicl_model.estimator.learners`). Under

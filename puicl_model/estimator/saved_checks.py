@@ -242,7 +242,7 @@ def _planner_problem(planner: PassPlanner, view: View, with_table: bool) -> str 
 
 def _check_learners(path: Path, portfolio: Portfolio) -> None:
     from puicl_model.estimator.learners import CrossFittedLearner
-    from puicl_model.estimator.saved_trees import BoostedTrees
+    from puicl_model.estimator.saved_trees import BoostedTrees, ForestTrees
 
     keep = getattr(portfolio.encoder, "keep_", None)
     if not isinstance(portfolio.learners, dict) or not isinstance(keep, np.ndarray):
@@ -252,7 +252,7 @@ def _check_learners(path: Path, portfolio: Portfolio) -> None:
         if not isinstance(learner, CrossFittedLearner) or not isinstance(learner.models_, list):
             raise _fail(path, "a portfolio learner puicl does not save")
         for model in learner.models_:
-            if isinstance(model, BoostedTrees):
+            if isinstance(model, (BoostedTrees, ForestTrees)):
                 problem = model.problem(n_features)
             else:
                 problem = _linear_problem(model, n_features)

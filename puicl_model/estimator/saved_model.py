@@ -33,10 +33,11 @@ is arrays); each is rebuilt from its attributes, so loading runs none of the fil
 Objects shared in the classifier (the configured view's rows and its ``x_labeled_``) are
 written once and shared again on load.
 
-The tree learners (PU bagging's and the boosted learner's scikit-learn
-``HistGradientBoostingClassifier``) keep their trees in private objects with no public way to
+The tree learners (PU bagging's scikit-learn ``RandomForestClassifier`` and the boosted
+learner's ``HistGradientBoostingClassifier``) keep their trees in objects with no public way to
 rebuild them: their trees are saved as node arrays and scored by
-:class:`puicl_model.estimator.saved_trees.BoostedTrees`, the same bits. Learners the chosen
+:class:`puicl_model.estimator.saved_trees.ForestTrees` and
+:class:`~puicl_model.estimator.saved_trees.BoostedTrees`, the same bits. Learners the chosen
 blend does not weigh are not needed to score new rows and are left out.
 
 What a saved folder is, and how a save replaces one, is :mod:`~.saved_folder`'s; the checks a
@@ -98,7 +99,7 @@ from puicl_model.estimator.saved_folder import (
     stage,
 )
 from puicl_model.estimator.saved_state import Decoder, Encoder
-from puicl_model.estimator.saved_trees import BoostedTrees
+from puicl_model.estimator.saved_trees import BoostedTrees, ForestTrees
 from puicl_model.passes.settings import InferenceSettings
 
 if TYPE_CHECKING:
@@ -114,10 +115,14 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "WITHOUT_TRAINING_DATA_VERSION", "SavedMo
 # ---------------------------------------------------------------------------------- save
 def _savable(model: LearnerModel) -> LearnerModel:
     """A learner's fitted model as save writes it: a linear one as it is (its state is arrays),
-    boosted trees as node arrays (puicl_model.estimator.saved_trees; a loaded classifier's
-    already are)."""
-    if hasattr(model, "coef_") or isinstance(model, BoostedTrees):
+    boosted trees and random forests as node arrays (puicl_model.estimator.saved_trees; a
+    loaded classifier's already are)."""
+    if hasattr(model, "coef_") or isinstance(model, (BoostedTrees, ForestTrees)):
         return model
+    if hasattr(model, "estimators_"):  # PU bagging's random forest
+        forest = ForestTrees.from_sklearn(model)
+        forest.check_against(model)
+        return forest
     trees = BoostedTrees.from_sklearn(model)
     trees.check_against(model)
     return trees

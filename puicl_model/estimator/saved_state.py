@@ -21,7 +21,7 @@ from puicl_model.estimator.saved_folder import SavedModelError
 __all__ = ["FORMER_NAMES", "TYPES", "Decoder", "Encoder"]
 
 # the only classes state.json may name, by their stable type tags: plain data of the project
-# (the boosted trees as node arrays among them), and scikit-learn's linear model (coefficients
+# (the trees as node arrays among them), and scikit-learn's linear model (coefficients
 # and settings only). A tag names a class whatever module holds it; folders of format versions
 # 1 and 2 named them by their module paths, which are read as the tags they map to
 TYPES = {
@@ -35,6 +35,7 @@ TYPES = {
     "Blend": "puicl_model.estimator.portfolio.Blend",
     "Evidence": "puicl_model.estimator.portfolio.Evidence",
     "BoostedTrees": "puicl_model.estimator.saved_trees.BoostedTrees",
+    "ForestTrees": "puicl_model.estimator.saved_trees.ForestTrees",
     "sklearn.LogisticRegression": "sklearn.linear_model._logistic.LogisticRegression",
 }
 _TAGS = {path: tag for tag, path in TYPES.items()}

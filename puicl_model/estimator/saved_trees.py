@@ -1,5 +1,6 @@
-"""The portfolio's gradient-boosted trees as plain arrays, for a saved classifier
-(:mod:`puicl_model.estimator.saved_model`).
+"""The portfolio's trees as plain arrays, for a saved classifier
+(:mod:`puicl_model.estimator.saved_model`): gradient-boosted trees (:class:`BoostedTrees`) and
+PU bagging's random forests (:class:`ForestTrees`).
 
 scikit-learn's ``HistGradientBoostingClassifier`` keeps its trees in private objects that have
 no public way to be rebuilt, and pickling them is what the project refuses. Its prediction on
@@ -9,6 +10,12 @@ its value is at most the threshold, and a missing value the way the split learne
 stores each tree's node arrays and does exactly that, in the same order and in float64, so the
 scores are the same bits (``tests/model/test_saved_model.py`` compares them). Categorical splits
 are not supported: the portfolio's encoding has none (one-hot columns are numbers).
+
+A random forest's probability is as simple: each tree sends a row down to a leaf (a row's
+values as float32, as scikit-learn reads them, at most the threshold going left, a missing
+value the way the split learned), the leaves' class-1 shares are summed tree by tree and the
+sum divided by the number of trees; :class:`ForestTrees` does the same, and its log-odds are
+those :func:`puicl_model.estimator.learners.row_decision` takes of the fitted forest.
 """
 
 from __future__ import annotations
@@ -19,9 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 
-__all__ = ["BoostedTrees"]
+__all__ = ["BoostedTrees", "ForestTrees"]
 
 # the node fields a prediction reads
 _FIELDS = ("value", "feature_idx", "num_threshold", "missing_go_to_left", "left", "right",
@@ -124,3 +131,107 @@ class BoostedTrees:
         for start in self.starts:
             raw += self._leaf_values(x, int(start))
         return raw
+
+
+@dataclass
+class ForestTrees:
+    """A fitted binary ``RandomForestClassifier`` as arrays: every tree's nodes, one after the
+    other (``starts[t]``: tree t's first node; its root). A leaf's ``left`` is −1."""
+
+    starts: np.ndarray  # int64 [n_trees]
+    feature: np.ndarray  # int64 [n_nodes]
+    threshold: np.ndarray  # float64
+    missing_go_to_left: np.ndarray  # uint8
+    left: np.ndarray  # int64, within the tree; -1 at a leaf
+    right: np.ndarray  # int64, within the tree
+    share: np.ndarray  # float64: a leaf's probability of class 1, as the tree predicts it
+
+    @classmethod
+    def from_sklearn(cls, model: RandomForestClassifier) -> ForestTrees:
+        if list(model.classes_) != [0, 1] or model.n_outputs_ != 1:
+            raise ValueError("only forests of one output and the classes 0 and 1 are saved")
+        trees = [estimator.tree_ for estimator in model.estimators_]
+        sizes = np.array([tree.node_count for tree in trees], dtype=np.int64)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+
+        def joined(read: object, dtype: type) -> np.ndarray:
+            return np.concatenate([np.asarray(read(tree)) for tree in trees]).astype(dtype)
+
+        return cls(starts, joined(lambda tree: tree.feature, np.int64),
+                   joined(lambda tree: tree.threshold, np.float64),
+                   joined(lambda tree: tree.missing_go_to_left, np.uint8),
+                   joined(lambda tree: tree.children_left, np.int64),
+                   joined(lambda tree: tree.children_right, np.int64),
+                   joined(lambda tree: tree.value[:, 0, 1], np.float64))
+
+    def check_against(self, model: RandomForestClassifier) -> None:
+        """Refuse arrays that do not score as ``model`` does (the same bits on seeded rows,
+        missing values among them): how a forest turns its leaves into a probability is
+        scikit-learn's to change, and a version that changed it must stop the save."""
+        import sklearn
+
+        from puicl_model.estimator.learners import row_decision
+
+        rng = np.random.default_rng(0)
+        x = rng.normal(scale=2.0, size=(256, int(model.n_features_in_)))
+        x[rng.random(x.shape) < 0.05] = np.nan
+        if not np.array_equal(self.decision_function(x), row_decision(model, x)):
+            raise ValueError(f"scikit-learn {sklearn.__version__} scores its random forests in "
+                             "a way this puicl does not follow; the classifier cannot be saved")
+
+    def problem(self, n_features: int) -> str | None:
+        """What keeps these arrays (read from a saved folder) from being trees that a row of
+        ``n_features`` walks down to a leaf (as :meth:`BoostedTrees.problem`), or from giving
+        probabilities. None: nothing."""
+        dtypes = {"starts": np.int64, "feature": np.int64, "threshold": np.float64,
+                  "missing_go_to_left": np.uint8, "left": np.int64, "right": np.int64,
+                  "share": np.float64}
+        for name, dtype in dtypes.items():
+            array = getattr(self, name)
+            if not (isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == 1):
+                return f"trees whose {name} is no 1-d {np.dtype(dtype).name} array"
+            if name != "starts" and len(array) != len(self.share):
+                return f"trees whose {name} has {len(array)} nodes, not {len(self.share)}"
+        n = len(self.share)
+        ends = np.r_[self.starts[1:], n]
+        if not len(self.starts) or self.starts[0] != 0 or not (ends > self.starts).all() or (
+                ends[-1] != n):
+            return "trees whose starts do not split the nodes"
+        tree = np.repeat(np.arange(len(self.starts)), ends - self.starts)
+        local, size = np.arange(n) - self.starts[tree], (ends - self.starts)[tree]
+        inner = self.left != -1
+        for child in (self.left, self.right):
+            if ((child[inner] <= local[inner]) | (child[inner] >= size[inner])).any():
+                return "trees whose nodes point out of their tree, or back up it"
+        if ((self.feature[inner] < 0) | (self.feature[inner] >= n_features)).any():
+            return f"trees that split on features beyond the {n_features} they are given"
+        leaves = self.share[~inner]
+        if not ((leaves >= 0.0) & (leaves <= 1.0)).all():
+            return "trees whose leaves hold no probability"
+        return None
+
+    def _leaf_shares(self, x: np.ndarray, start: int) -> np.ndarray:
+        node = np.zeros(len(x), dtype=np.int64)
+        rows = np.arange(len(x))
+        while True:
+            at = start + node
+            inner = self.left[at] != -1
+            if not inner.any():
+                return self.share[at]
+            at, which = at[inner], rows[inner]
+            seen = x[which, self.feature[at]].astype(np.float64)
+            go_left = np.where(np.isnan(seen), self.missing_go_to_left[at] == 1,
+                               seen <= self.threshold[at])
+            node[which] = np.where(go_left, self.left[at], self.right[at])
+
+    def decision_function(self, x: np.ndarray) -> np.ndarray:
+        """The log-odds of P(labeled | x) per row, as the fitted forest's probability gives
+        them."""
+        from puicl_model.estimator.learners import log_odds
+
+        x = np.asarray(x, dtype=np.float64).astype(np.float32)
+        total = np.zeros(len(x), dtype=np.float64)
+        for start in self.starts:
+            total += self._leaf_shares(x, int(start))
+        total /= len(self.starts)
+        return log_odds(total)

@@ -8,6 +8,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from puicl_model import PUICLClassifier
+from puicl_model.estimator.learners import row_decision
 from puicl_model.estimator.portfolio import (
     BAGGED,
     BOOSTED,
@@ -178,7 +179,7 @@ def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) ->
     fold = np.random.default_rng(seed()).permutation(60) % learner.folds
     drawn = [np.random.default_rng(seed(bag)).integers(0, 200, int((fold != bag % 5).sum()))
              for bag in range(BAGS)]
-    decisions = [model.decision_function(x) for model in learner.models_
+    decisions = [row_decision(model, x) for model in learner.models_
                  for x in (np.vstack([x_labeled, x_pool]),)]
     for row in (0, 17, 59):
         bags = [bag for bag in range(BAGS) if bag % 5 == fold[row]]

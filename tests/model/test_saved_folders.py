@@ -458,3 +458,35 @@ def test_trees_that_do_not_score_as_scikit_learns_stop_the_save(monkeypatch) -> 
     with pytest.raises(ValueError, match="keeps its boosted trees in a form") as refused:
         saved_model._savable(model)
     assert "\n" not in str(refused.value)
+
+
+def test_a_forest_saved_as_arrays_scores_as_scikit_learns_or_stops_the_save(monkeypatch) -> None:
+    """PU bagging's forests are saved as node arrays that give the fitted forest's log-odds
+    bit for bit, missing values among the rows; arrays that do not stop the save."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    from puicl_model.estimator import saved_model
+    from puicl_model.estimator.learners import row_decision
+    from puicl_model.estimator.saved_trees import ForestTrees
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(400, 4))
+    x[rng.random(x.shape) < 0.1] = np.nan  # the forest learns where missing values go
+    model = RandomForestClassifier(n_estimators=5, min_samples_leaf=10, n_jobs=1,
+                                   random_state=0).fit(x, (np.nan_to_num(x[:, 0]) > 0).astype(int))
+    saved = saved_model._savable(model)
+    assert isinstance(saved, ForestTrees) and saved.problem(4) is None
+    rows = rng.normal(size=(300, 4))
+    rows[rng.random(rows.shape) < 0.2] = np.nan
+    assert saved.decision_function(rows).tobytes() == row_decision(model, rows).tobytes()
+    original = ForestTrees.from_sklearn
+
+    def shifted(fitted):
+        forest = original(fitted)
+        forest.share = forest.share * 0.999  # another version's leaves
+        return forest
+
+    monkeypatch.setattr(saved_model.ForestTrees, "from_sklearn", shifted)
+    with pytest.raises(ValueError, match="scores its random forests in a way") as refused:
+        saved_model._savable(model)
+    assert "\n" not in str(refused.value)

@@ -144,7 +144,7 @@ def _setting(name: str, value: Any) -> Callable[[dict], None]:
 
 def _tree_field(attribute: str, change: Callable[[np.ndarray], np.ndarray]):
     def edit(saved: Path) -> None:
-        key = _array_key(saved, "BoostedTrees", attribute)
+        key = _array_key(saved, "ForestTrees", attribute)
         _edit_arrays(saved, "arrays.safetensors",
                      lambda arrays: arrays.__setitem__(key, change(arrays[key])))
     return edit
@@ -189,9 +189,10 @@ CASES: dict[str, tuple[str, Callable[[Path], None]]] = {
         saved, "arrays.safetensors",
         lambda header: header[next(k for k in header if k != "__metadata__")].update(
             shape=[10**12]))),
-    "int trees as float64": ("table", _tree_field("feature_idx", lambda a: a.astype(float))),
+    "int trees as float64": ("table", _tree_field("feature", lambda a: a.astype(float))),
     "a tree that loops": ("table", _tree_field("left", _looping)),
-    "a split beyond the features": ("table", _tree_field("feature_idx", lambda a: a + 1000)),
+    "a split beyond the features": ("table", _tree_field("feature", lambda a: a + 1000)),
+    "leaves that hold no probability": ("table", _tree_field("share", lambda a: a + 2.0)),
     "a former class name": ("table", lambda saved: _edit_state(saved, _renamed_class)),
     "JSON 100,000 deep": ("table", _deep),
     "an unknown setting": ("table", lambda saved: _edit_state(saved, _setting("bogus", 1))),
