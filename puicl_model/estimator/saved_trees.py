@@ -35,6 +35,25 @@ _FIELDS = ("value", "feature_idx", "num_threshold", "missing_go_to_left", "left"
            "is_leaf")
 
 
+def _leaves(x: np.ndarray, start: int, inner: np.ndarray, feature: np.ndarray,
+            threshold: np.ndarray, missing_go_to_left: np.ndarray, left: np.ndarray,
+            right: np.ndarray) -> np.ndarray:
+    """The node (of all trees' nodes) where each row of ``x`` ends in the tree whose root is
+    ``start``: at an ``inner`` node a row goes left where its value of the node's feature is at
+    most the threshold, or is missing and the node sends missing values left."""
+    node = np.zeros(len(x), dtype=np.int64)
+    rows = np.arange(len(x))
+    while True:
+        at = start + node
+        going = inner[at]
+        if not going.any():
+            return at
+        at, which = at[going], rows[going]
+        seen = x[which, feature[at]]
+        go_left = np.where(np.isnan(seen), missing_go_to_left[at] == 1, seen <= threshold[at])
+        node[which] = np.where(go_left, left[at], right[at])
+
+
 @dataclass
 class BoostedTrees:
     """A fitted binary ``HistGradientBoostingClassifier`` as arrays: every tree's nodes, one
@@ -109,27 +128,15 @@ class BoostedTrees:
             return f"trees that split on features beyond the {n_features} they are given"
         return None
 
-    def _leaf_values(self, x: np.ndarray, start: int) -> np.ndarray:
-        node = np.zeros(len(x), dtype=np.int64)
-        rows = np.arange(len(x))
-        while True:
-            at = start + node
-            inner = self.is_leaf[at] == 0
-            if not inner.any():
-                return self.value[at]
-            at, which = at[inner], rows[inner]
-            seen = x[which, self.feature_idx[at]]
-            go_left = np.where(np.isnan(seen), self.missing_go_to_left[at] == 1,
-                               seen <= self.num_threshold[at])
-            node[which] = np.where(go_left, self.left[at], self.right[at])
-
     def decision_function(self, x: np.ndarray) -> np.ndarray:
         """The log-odds of P(labeled | x) per row, as the fitted model gives them."""
         x = np.asarray(x, dtype=np.float64)
         raw = np.zeros(len(x), dtype=np.float64)
         raw += self.baseline[0]
+        inner = self.is_leaf == 0
         for start in self.starts:
-            raw += self._leaf_values(x, int(start))
+            raw += self.value[_leaves(x, int(start), inner, self.feature_idx, self.num_threshold,
+                                      self.missing_go_to_left, self.left, self.right)]
         return raw
 
 
@@ -210,20 +217,6 @@ class ForestTrees:
             return "trees whose leaves hold no probability"
         return None
 
-    def _leaf_shares(self, x: np.ndarray, start: int) -> np.ndarray:
-        node = np.zeros(len(x), dtype=np.int64)
-        rows = np.arange(len(x))
-        while True:
-            at = start + node
-            inner = self.left[at] != -1
-            if not inner.any():
-                return self.share[at]
-            at, which = at[inner], rows[inner]
-            seen = x[which, self.feature[at]].astype(np.float64)
-            go_left = np.where(np.isnan(seen), self.missing_go_to_left[at] == 1,
-                               seen <= self.threshold[at])
-            node[which] = np.where(go_left, self.left[at], self.right[at])
-
     def decision_function(self, x: np.ndarray) -> np.ndarray:
         """The log-odds of P(labeled | x) per row, as the fitted forest's probability gives
         them."""
@@ -231,7 +224,9 @@ class ForestTrees:
 
         x = np.asarray(x, dtype=np.float64).astype(np.float32)
         total = np.zeros(len(x), dtype=np.float64)
+        inner = self.left != -1
         for start in self.starts:
-            total += self._leaf_shares(x, int(start))
+            total += self.share[_leaves(x, int(start), inner, self.feature, self.threshold,
+                                        self.missing_go_to_left, self.left, self.right)]
         total /= len(self.starts)
         return log_odds(total)

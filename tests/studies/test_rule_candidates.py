@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from studies.portfolio_rule import cell_name
-from studies.rule_candidates import replay_task, summary
+from studies.rule_candidates import _count_se, replay_task, summary
 
 
 def _kept(path, rng, signal: dict[str, float], n_labeled: int) -> np.ndarray:
@@ -59,3 +59,25 @@ def test_the_summary_reads_the_model_alone_and_the_baseline_per_task(tmp_path) -
     assert table.loc["model alone", "-alone"] == 0.0
     assert table.loc["previous", "-previous"] == 0.0
     assert table.loc["model alone", "behind"] == pytest.approx(0.5)
+
+
+def test_the_fixed_blends_ignore_the_evidence_and_the_others_follow_it(tmp_path) -> None:
+    rng = np.random.default_rng(2)
+    weak = tmp_path / cell_name(600, 0.5, None) / "weak.npz"
+    _kept(weak, rng, {"model": 0.3, "logistic": 0.3, "bagged": 0.3}, 40)
+    strong = tmp_path / cell_name(600, 0.5, None) / "trees.npz"
+    _kept(strong, rng, {"model": 0.1, "logistic": 0.1, "bagged": 3.0}, 400)
+    for path, trees_win in ((weak, False), (strong, True)):
+        picked = pd.DataFrame(replay_task(path)).set_index("rule")["weights"]
+        assert picked["fixed model 0.60 logistic 0.40"] == "model:0.60 logistic:0.40"
+        shares = {rule: dict((m, float(w)) for m, w in
+                             (item.split(":") for item in picked[rule].split()))
+                  for rule in ("evidence weights x0.3", "stacking shrunk at 6 SE")}
+        for weights in shares.values():
+            # thin evidence leaves the fallback's weight on the trees; clear evidence moves it
+            assert (weights.get("bagged", 0.0) > 0.5) == trees_win, (path.name, weights)
+
+
+def test_the_count_behind_has_no_spread_where_every_table_moves_alike() -> None:
+    assert _count_se(pd.Series([1, 1, 1, 1], index=list("abcd"))) == 0.0
+    assert _count_se(pd.Series([3, -2, 0, 1], index=list("abcd"))) > 0.5
