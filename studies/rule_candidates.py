@@ -98,17 +98,23 @@ def previous(task: Task) -> Weights:
     return task.pick(blends, fallback, EVIDENCE_Z)
 
 
+def small_tables(rule: Rule) -> Rule:
+    """``rule`` on tables below the hold-out threshold; the previous rule (the logistic
+    learner's fallback, as shipped) on larger ones."""
+    def gated(task: Task) -> Weights:
+        return previous(task) if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT else rule(task)
+    return gated
+
+
 def model_weighted_fallback(model_weight: float, z: float = EVIDENCE_Z) -> Rule:
     """Small tables: the fallback weighs the model ``model_weight`` and the learners the rest
     in halves, left for another blend that leads it by ``z`` SE; large tables as before
     (0.6 at 3 SE: the shipped rule, ``portfolio.FALLBACK_WEIGHTS``)."""
     def rule(task: Task) -> Weights:
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-            return previous(task)
         blends = {**_named(task.members),
                   "fallback": _model_weighted(model_weight, task.members)}
         return task.pick(blends, "fallback", z)
-    return rule
+    return small_tables(rule)
 
 
 def leader_weighted_fallback(lead_weight: float, model_only: bool) -> Rule:
@@ -116,8 +122,6 @@ def leader_weighted_fallback(lead_weight: float, model_only: bool) -> Rule:
     and the others the rest in halves (``model_only``: only where that member is the model,
     else the three in thirds); large tables as before."""
     def rule(task: Task) -> Weights:
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-            return previous(task)
         blends = _named(task.members)
         aucs, _ = held_out_aucs(task.evidence, task.members, "model+logistic+bagged", blends)
         named = dict(zip(task.members, (MODEL, LOGISTIC, BAGGED), strict=True))
@@ -128,7 +132,7 @@ def leader_weighted_fallback(lead_weight: float, model_only: bool) -> Rule:
         blends["fallback"] = {member: lead_weight if member == leader else rest
                               for member in task.members}
         return task.pick(blends, "fallback", EVIDENCE_Z)
-    return rule
+    return small_tables(rule)
 
 
 def composition_fallback(slope: float) -> Rule:
@@ -136,13 +140,11 @@ def composition_fallback(slope: float) -> Rule:
     negative share: a pool of mostly positives leaves a labeled-against-unlabeled learner
     little to learn), ``min(2/3, slope · π̂)``; large tables as before."""
     def rule(task: Task) -> Weights:
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-            return previous(task)
         learners = min(2.0 / 3.0, slope * max(task.pi_hat, 0.0))
         blends = {**_named(task.members),
                   "fallback": _model_weighted(1.0 - learners, task.members)}
         return task.pick(blends, "fallback", EVIDENCE_Z)
-    return rule
+    return small_tables(rule)
 
 
 def model_bar(z_model: float) -> Rule:
@@ -150,15 +152,13 @@ def model_bar(z_model: float) -> Rule:
     held-out AUC leads it by more than ``z_model`` SE (a lower bar for the member trained for
     PU pools)."""
     def rule(task: Task) -> Weights:
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-            return previous(task)
         blends = _named(task.members)
         fallback = "model+logistic+bagged"
         aucs, se = held_out_aucs(task.evidence, task.members, fallback, blends)
         if aucs[MODEL] - aucs[fallback] > z_model * se[MODEL]:
             return blends[MODEL]
         return task.pick(blends, fallback, EVIDENCE_Z)
-    return rule
+    return small_tables(rule)
 
 
 def large_fallback(model_weight: float | None) -> Rule:
@@ -207,15 +207,13 @@ def fallback_unless_thirds_lead(k: float) -> Rule:
     shipped = model_weighted_fallback(FALLBACK_WEIGHTS[MODEL])
 
     def rule(task: Task) -> Weights:
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-            return previous(task)
         blends = _named(task.members)
         aucs, se = held_out_aucs(task.evidence, task.members, MODEL, blends)
         thirds = "model+logistic+bagged"
         if aucs[thirds] - aucs[MODEL] > k * se[thirds]:
             return task.pick(blends, thirds, EVIDENCE_Z)
         return shipped(task)
-    return rule
+    return small_tables(rule)
 
 
 def on_less_evidence(rule: Rule, held: int, judged: int) -> Rule:
@@ -263,8 +261,6 @@ def evidence_weights(beta: float) -> Rule:
     in SE of their paired difference (the model's own z is 0), normalized; that blend stands
     unless an even blend leads it by 3 SE. Large tables as before."""
     def rule(task: Task) -> Weights:
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-            return previous(task)
         fallback = _model_weighted(FALLBACK_WEIGHTS[MODEL], task.members)
         singles = {member: {member: 1.0} for member in task.members}
         aucs, se = held_out_aucs(task.evidence, task.members, MODEL, singles)
@@ -275,7 +271,7 @@ def evidence_weights(beta: float) -> Rule:
         raw = {member: float(np.exp(value - top)) for member, value in logits.items()}
         weights = {member: value / sum(raw.values()) for member, value in raw.items()}
         return task.pick({**_named(task.members), "evidence": weights}, "evidence", EVIDENCE_Z)
-    return rule
+    return small_tables(rule)
 
 
 # the weights stacking searches: the three members' weights in steps of a tenth
@@ -288,8 +284,6 @@ def shrunk_stacking(z_full: float) -> Rule:
     ``min(1, z / z_full)`` of the way, with ``z`` their lead over the fallback in SE of the
     paired difference. Large tables as before."""
     def rule(task: Task) -> Weights:
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-            return previous(task)
         fallback = _model_weighted(FALLBACK_WEIGHTS[MODEL], task.members)
         grid = {f"{i}": {member: w for member, w in zip(task.members, weights, strict=True)
                          if w > 0} for i, weights in enumerate(SIMPLEX)}
@@ -303,7 +297,7 @@ def shrunk_stacking(z_full: float) -> Rule:
         moved = {member: weight + share * (grid[best].get(member, 0.0) - weight)
                  for member, weight in fallback.items()}
         return {member: weight for member, weight in moved.items() if weight > 1e-12}
-    return rule
+    return small_tables(rule)
 
 
 def fixed_blend(model: float, logistic: float) -> Rule:
@@ -311,11 +305,9 @@ def fixed_blend(model: float, logistic: float) -> Rule:
     ``logistic`` and the trees the rest, whatever the folds say (no fold pass of the model is
     then needed at fit). Large tables as before."""
     def rule(task: Task) -> Weights:
-        if task.n_labeled >= MIN_LABELED_FOR_HOLD_OUT:
-            return previous(task)
         weights = {MODEL: model, LOGISTIC: logistic, task.members[2]: 1.0 - model - logistic}
         return {member: weight for member, weight in weights.items() if weight > 1e-12}
-    return rule
+    return small_tables(rule)
 
 
 def trees_alone(task: Task) -> Weights:

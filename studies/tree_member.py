@@ -47,6 +47,7 @@ from puicl_model.estimator.learners import (
 )
 from puicl_model.estimator.portfolio import Portfolio
 from puicl_model.estimator.prior import fold_of
+from puicl_model.passes.settings import InferenceSettings
 from studies.portfolio_rule import REPETITION_MARK
 
 # the kept member a rebuilt task must reproduce: PU bagging's first BAGS bags of the collect
@@ -109,7 +110,6 @@ def rebuild(path: Path) -> tuple[Portfolio, list[np.ndarray]]:
     it (its pool sampled where that is larger than the classifier's sample, its held-out
     positives last), and per fold of evidence its labeled rows (those held out of the passes on
     a large table, else the class prior's two folds)."""
-    from puicl_model.estimator.classifier import PUICLClassifier
     from puicl_model.estimator.pool_sample import fitted_table
     from puicl_model.estimator.portfolio_gate import held_out_mask
 
@@ -120,7 +120,7 @@ def rebuild(path: Path) -> tuple[Portfolio, list[np.ndarray]]:
                      label_frequency=frequency)
     entropy = root_seed(method_seed(0, slug, repetition, "puicl"))
     table, labeled = as_table(task.X, task.categorical), task.s == 1
-    sampled = fitted_table(table, labeled, PUICLClassifier().pool_sample, entropy)
+    sampled = fitted_table(table, labeled, InferenceSettings().pool_sample, entropy)
     if sampled is not None:
         table, labeled = sampled
     held = held_out_mask(int(labeled.sum()), entropy)

@@ -35,6 +35,44 @@ _FIELDS = ("value", "feature_idx", "num_threshold", "missing_go_to_left", "left"
            "is_leaf")
 
 
+def _arrays_problem(trees: object, whole: dict[str, type], per_node: dict[str, type]
+                    ) -> str | None:
+    """What is wrong with the dtypes and lengths of saved trees' arrays: each of ``whole``,
+    ``starts`` and ``per_node`` a 1-d array of its dtype, each of ``per_node`` as long as the
+    first of them. None: nothing."""
+    n = None
+    for name, dtype in {**whole, "starts": np.int64, **per_node}.items():
+        array = getattr(trees, name)
+        if not (isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == 1):
+            return f"trees whose {name} is no 1-d {np.dtype(dtype).name} array"
+        if name in per_node:
+            n = len(array) if n is None else n
+            if len(array) != n:
+                return f"trees whose {name} has {len(array)} nodes, not {n}"
+    return None
+
+
+def _layout_problem(starts: np.ndarray, inner: np.ndarray, left: np.ndarray, right: np.ndarray,
+                    feature: np.ndarray, n_features: int) -> str | None:
+    """What keeps node arrays (trees one after the other from ``starts``) from being trees
+    that a row of ``n_features`` walks down to a leaf: starts that do not split the nodes, an
+    ``inner`` node's child out of its tree or before it (which could loop forever: a fitted
+    tree numbers each node before its children), or a split on a feature beyond the row's.
+    None: nothing."""
+    n = len(inner)
+    ends = np.r_[starts[1:], n]
+    if not len(starts) or starts[0] != 0 or not (ends > starts).all() or ends[-1] != n:
+        return "trees whose starts do not split the nodes"
+    tree = np.repeat(np.arange(len(starts)), ends - starts)
+    local, size = np.arange(n) - starts[tree], (ends - starts)[tree]
+    for child in (left, right):
+        if ((child[inner] <= local[inner]) | (child[inner] >= size[inner])).any():
+            return "trees whose nodes point out of their tree, or back up it"
+    if ((feature[inner] < 0) | (feature[inner] >= n_features)).any():
+        return f"trees that split on features beyond the {n_features} they are given"
+    return None
+
+
 def _leaves(x: np.ndarray, start: int, inner: np.ndarray, feature: np.ndarray,
             threshold: np.ndarray, missing_go_to_left: np.ndarray, left: np.ndarray,
             right: np.ndarray) -> np.ndarray:
@@ -104,29 +142,14 @@ class BoostedTrees:
         ``n_features`` walks down to a leaf: a dtype, a length, a node index out of its tree,
         or a child before its parent, which could loop forever (a fitted tree numbers each
         node before its children). None: nothing."""
-        dtypes = dict.fromkeys(("value", "num_threshold"), np.float64) | dict.fromkeys(
+        per_node = dict.fromkeys(("value", "num_threshold"), np.float64) | dict.fromkeys(
             ("feature_idx", "left", "right"), np.int64) | dict.fromkeys(
             ("missing_go_to_left", "is_leaf"), np.uint8)
-        for name, dtype in {"baseline": np.float64, "starts": np.int64, **dtypes}.items():
-            array = getattr(self, name)
-            if not (isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == 1):
-                return f"trees whose {name} is no 1-d {np.dtype(dtype).name} array"
-            if name in dtypes and len(array) != len(self.value):
-                return f"trees whose {name} has {len(array)} nodes, not {len(self.value)}"
-        n = len(self.value)
-        ends = np.r_[self.starts[1:], n]
-        if len(self.baseline) != 1 or not len(self.starts) or self.starts[0] != 0 or (
-                not (ends > self.starts).all()) or ends[-1] != n:
+        problem = _arrays_problem(self, {"baseline": np.float64}, per_node)
+        if problem is None and len(self.baseline) != 1:
             return "trees whose starts do not split the nodes"
-        tree = np.repeat(np.arange(len(self.starts)), ends - self.starts)
-        local, size = np.arange(n) - self.starts[tree], (ends - self.starts)[tree]
-        inner = self.is_leaf == 0
-        for child in (self.left, self.right):
-            if ((child[inner] <= local[inner]) | (child[inner] >= size[inner])).any():
-                return "trees whose nodes point out of their tree, or back up it"
-        if ((self.feature_idx[inner] < 0) | (self.feature_idx[inner] >= n_features)).any():
-            return f"trees that split on features beyond the {n_features} they are given"
-        return None
+        return problem or _layout_problem(self.starts, self.is_leaf == 0, self.left, self.right,
+                                          self.feature_idx, n_features)
 
     def decision_function(self, x: np.ndarray) -> np.ndarray:
         """The log-odds of P(labeled | x) per row, as the fitted model gives them."""
@@ -161,15 +184,13 @@ class ForestTrees:
         sizes = np.array([tree.node_count for tree in trees], dtype=np.int64)
         starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
 
-        def joined(read: object, dtype: type) -> np.ndarray:
-            return np.concatenate([np.asarray(read(tree)) for tree in trees]).astype(dtype)
+        def joined(name: str, dtype: type) -> np.ndarray:
+            return np.concatenate([getattr(tree, name) for tree in trees]).astype(dtype)
 
-        return cls(starts, joined(lambda tree: tree.feature, np.int64),
-                   joined(lambda tree: tree.threshold, np.float64),
-                   joined(lambda tree: tree.missing_go_to_left, np.uint8),
-                   joined(lambda tree: tree.children_left, np.int64),
-                   joined(lambda tree: tree.children_right, np.int64),
-                   joined(lambda tree: tree.value[:, 0, 1], np.float64))
+        return cls(starts, joined("feature", np.int64), joined("threshold", np.float64),
+                   joined("missing_go_to_left", np.uint8), joined("children_left", np.int64),
+                   joined("children_right", np.int64),
+                   np.concatenate([tree.value[:, 0, 1] for tree in trees]).astype(np.float64))
 
     def check_against(self, model: RandomForestClassifier) -> None:
         """Refuse arrays that do not score as ``model`` does (the same bits on seeded rows,
@@ -190,32 +211,18 @@ class ForestTrees:
         """What keeps these arrays (read from a saved folder) from being trees that a row of
         ``n_features`` walks down to a leaf (as :meth:`BoostedTrees.problem`), or from giving
         probabilities. None: nothing."""
-        dtypes = {"starts": np.int64, "feature": np.int64, "threshold": np.float64,
-                  "missing_go_to_left": np.uint8, "left": np.int64, "right": np.int64,
-                  "share": np.float64}
-        for name, dtype in dtypes.items():
-            array = getattr(self, name)
-            if not (isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == 1):
-                return f"trees whose {name} is no 1-d {np.dtype(dtype).name} array"
-            if name != "starts" and len(array) != len(self.share):
-                return f"trees whose {name} has {len(array)} nodes, not {len(self.share)}"
-        n = len(self.share)
-        ends = np.r_[self.starts[1:], n]
-        if not len(self.starts) or self.starts[0] != 0 or not (ends > self.starts).all() or (
-                ends[-1] != n):
-            return "trees whose starts do not split the nodes"
-        tree = np.repeat(np.arange(len(self.starts)), ends - self.starts)
-        local, size = np.arange(n) - self.starts[tree], (ends - self.starts)[tree]
+        per_node = {"share": np.float64, "feature": np.int64, "threshold": np.float64,
+                    "missing_go_to_left": np.uint8, "left": np.int64, "right": np.int64}
+        problem = _arrays_problem(self, {}, per_node)
+        if problem:
+            return problem
         inner = self.left != -1
-        for child in (self.left, self.right):
-            if ((child[inner] <= local[inner]) | (child[inner] >= size[inner])).any():
-                return "trees whose nodes point out of their tree, or back up it"
-        if ((self.feature[inner] < 0) | (self.feature[inner] >= n_features)).any():
-            return f"trees that split on features beyond the {n_features} they are given"
+        problem = _layout_problem(self.starts, inner, self.left, self.right, self.feature,
+                                  n_features)
         leaves = self.share[~inner]
-        if not ((leaves >= 0.0) & (leaves <= 1.0)).all():
+        if problem is None and not ((leaves >= 0.0) & (leaves <= 1.0)).all():
             return "trees whose leaves hold no probability"
-        return None
+        return problem
 
     def decision_function(self, x: np.ndarray) -> np.ndarray:
         """The log-odds of P(labeled | x) per row, as the fitted forest's probability gives
