@@ -32,12 +32,14 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 __all__ = ["CUBLAS_WORKSPACE", "apply_determinism", "hardware_identity", "nondeterministic_op",
-           "nondeterministic_op_message", "warn_if_not_reproducible"]
+           "nondeterministic_op_message", "restored_mode", "warn_if_not_reproducible"]
 
 CUBLAS_WORKSPACE = ":4096:8"
 # the two workspace settings cuBLAS documents as reproducible
@@ -58,6 +60,19 @@ def apply_determinism(enabled: bool, device: torch.device) -> bool:
     else:
         torch.use_deterministic_algorithms(False)
     return enabled
+
+
+@contextmanager
+def restored_mode() -> Iterator[None]:
+    """PyTorch's deterministic mode as it was before the block, set back after it: a segment
+    trained in a notebook or a test must not leave strict mode on for the code that follows
+    (an operation without a deterministic kernel would then raise there)."""
+    was = (torch.are_deterministic_algorithms_enabled(),
+           torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
 
 
 def nondeterministic_op(error: BaseException) -> str | None:

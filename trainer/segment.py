@@ -42,7 +42,12 @@ from trainer.checkpoint import (
     restore_rng_state,
 )
 from trainer.config import RunConfig, load_run_config, run_config_to_dict
-from trainer.determinism import apply_determinism, hardware_identity, warn_if_not_reproducible
+from trainer.determinism import (
+    apply_determinism,
+    hardware_identity,
+    restored_mode,
+    warn_if_not_reproducible,
+)
 from trainer.dist_env import DistEnv
 from trainer.faults import clock_from_env
 from trainer.loader import StepData, StepLoader
@@ -293,7 +298,13 @@ def _training_module(model: torch.nn.Module, env: DistEnv, compile_: bool) -> to
 
 
 def run_segment(args: TrainArgs, env: DistEnv) -> int:
-    """Train one segment on this rank; returns the number of completed steps of the run."""
+    """Train one segment on this rank; returns the number of completed steps of the run.
+    PyTorch's deterministic mode, which the segment sets on CUDA, is as before afterwards."""
+    with restored_mode():
+        return _run_segment(args, env)
+
+
+def _run_segment(args: TrainArgs, env: DistEnv) -> int:
     config = load_run_config(args.config)
     if args.threads is not None:
         torch.set_num_threads(args.threads)

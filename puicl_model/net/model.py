@@ -160,6 +160,9 @@ class PUICLModel(nn.Module):
             nn.Linear(e, config.ff_dim), nn.GELU(), nn.Linear(config.ff_dim, 2)
         )
 
+    # Under torch.compile the layout stays eager: it is host-side bookkeeping of the batch's
+    # sizes (Python loops, pinned host copies that the compiler cannot trace)
+    @torch.compiler.disable
     def layout(self, batch: TaskBatch) -> CellLayout:
         """Where this model keeps ``batch``'s cells: its attention backend's layout."""
         return cell_layout(self.attention, batch)

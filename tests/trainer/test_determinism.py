@@ -39,7 +39,8 @@ def restored_mode(monkeypatch: pytest.MonkeyPatch):
 def test_a_cuda_segment_starts_in_strict_deterministic_mode(tmp_path, restored_mode,
                                                             monkeypatch) -> None:
     """A segment on CUDA sets strict mode and the cuBLAS workspace before the model reaches
-    the device, and records both the mode and the GPU in its checkpoints."""
+    the device, and records both the mode and the GPU in its checkpoints; after the segment
+    the mode is as before."""
     seen = {}
 
     def initial_state(config, device):  # the first thing that would put the model on the GPU
@@ -54,8 +55,10 @@ def test_a_cuda_segment_starts_in_strict_deterministic_mode(tmp_path, restored_m
     env = DistEnv(0, 1, 0, torch.device("cuda", 0), None)
     args = TrainArgs(config=SMOKE, shards=tmp_path, run_dir=tmp_path / "run")
     with pytest.raises(KeyboardInterrupt):
-        segment_module.Segment(args, load_run_config(SMOKE), env)
+        segment_module.run_segment(args, env)
     assert seen == {"strict": True, "warn_only": False, "workspace": CUBLAS_WORKSPACE}
+    # the segment's mode does not outlive it (a notebook's later code runs as before)
+    assert not torch.are_deterministic_algorithms_enabled()
 
     # off: strict mode is switched off, the variable left alone
     torch.use_deterministic_algorithms(True)
@@ -128,10 +131,18 @@ def test_an_op_without_a_deterministic_kernel_stops_the_run_in_one_line(
 def test_checkpoints_record_the_mode_and_the_hardware(smoke_shards, tmp_path) -> None:
     from trainer.export import load_run_checkpoint
 
+    was = torch.are_deterministic_algorithms_enabled()
     assert run_inprocess(tmp_path / "run", smoke_shards, until_step=2) == 0
+    assert torch.are_deterministic_algorithms_enabled() == was  # the segment's mode is undone
     _, payload = load_run_checkpoint(tmp_path / "run")
-    assert payload["deterministic"] is False  # the CPU's kernels: no mode was set
-    assert payload["hardware"] == {"device": "cpu", "torch": str(torch.__version__)}
+    if torch.cuda.is_available():  # the trainer's default device
+        assert payload["deterministic"] is True
+        assert payload["hardware"] == {"device": torch.cuda.get_device_name(0),
+                                       "torch": str(torch.__version__),
+                                       "cuda": str(torch.version.cuda)}
+    else:
+        assert payload["deterministic"] is False  # the CPU's kernels: no mode was set
+        assert payload["hardware"] == {"device": "cpu", "torch": str(torch.__version__)}
 
 
 def test_a_resume_on_other_hardware_warns(tmp_path) -> None:
