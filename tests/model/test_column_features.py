@@ -94,3 +94,22 @@ def test_puicl_predict_no_longer_takes_them(option, capsys) -> None:
         main(["predict", "--input", "table.csv", "--label-column", "s", option, "3"])
     assert stopped.value.code == 2
     assert f"unrecognized arguments: {option} 3" in capsys.readouterr().err
+
+
+def test_normal_scores_are_the_mid_ranks_among_the_fitted_values() -> None:
+    """Each value's mid-rank share among the fitted values, counted one value at a time (the
+    encoding searches the values in sorted order, then puts them back)."""
+    from scipy.special import ndtri
+
+    from puicl_model.estimator.column_encoding import _normal_scores
+
+    rng = np.random.default_rng(4)
+    fitted = np.sort(rng.integers(0, 20, 300).astype(float))  # ties
+    values = np.concatenate([rng.integers(-3, 24, 500).astype(float), [np.nan, 7.5, np.inf]])
+    rng.shuffle(values)
+    n = len(fitted)
+    below = (fitted[None, :] < values[:, None]).sum(1)
+    at_or_below = (fitted[None, :] <= values[:, None]).sum(1)
+    at_or_below[np.isnan(values)] = below[np.isnan(values)] = n  # NaN sorts after everything
+    share = np.clip((below + at_or_below) / (2.0 * n), 0.5 / n, 1.0 - 0.5 / n)
+    np.testing.assert_array_equal(_normal_scores(values, fitted), ndtri(share))

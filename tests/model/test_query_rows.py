@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from puicl_model.net.backends import cached_context
 from puicl_model.net.backends.cached_context import ContextCells
 from puicl_model.net.batch import collate_tasks
 from puicl_model.net.config import ModelConfig
@@ -31,13 +32,18 @@ def specification_of(model) -> PUICLSpecification:
     return spec.eval()
 
 
+@pytest.mark.parametrize("written_out", [False, True], ids=["cpu-flash", "written-out"])
 @pytest.mark.parametrize(("n_labeled", "n_pool", "n_features", "config"), [
     (12, 30, 3, None),
     (40, 90, 20, None),
     (7, 5, 1, ModelConfig(embed_dim=64, num_layers=4, num_heads=4, ff_dim=128)),
 ])
 def test_query_rows_agree_with_the_specification(model_factory, n_labeled, n_pool, n_features,
-                                                 config) -> None:
+                                                 config, written_out, monkeypatch) -> None:
+    """Both ways across rows: the CPU's flash kernel, and the products a GPU takes (their
+    context axis padded to whole vectors: 42, 130 and 12 context rows are not)."""
+    if written_out:
+        monkeypatch.setattr(cached_context, "_CPU_FLASH", None)
     model = model_factory() if config is None else model_factory(config)
     generator = torch.Generator().manual_seed(n_pool)
     x = torch.randn(n_labeled + n_pool + 37, n_features, generator=generator)
@@ -53,12 +59,16 @@ def test_query_rows_agree_with_the_specification(model_factory, n_labeled, n_poo
     assert got.std() > 1e-3  # the rows were told apart: the comparison compares something
 
 
-def test_a_row_scores_the_same_bytes_in_any_block_order_and_thread_count(model_factory) -> None:
+@pytest.mark.parametrize("n_features", [6, 16])
+def test_a_row_scores_the_same_bytes_in_any_block_order_and_thread_count(model_factory,
+                                                                         n_features) -> None:
+    # 16 features: 17 columns, where the fused attention across features rounded a row by its
+    # place in the block on a CPU
     model = model_factory()
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(300, 6, generator=generator)
+    x = torch.randn(300, n_features, generator=generator)
     cache = context_cache(model, x[:100], 40)
-    rows = torch.randn(2 * QUERY_BLOCK_ROWS + 11, 6, generator=generator)
+    rows = torch.randn(2 * QUERY_BLOCK_ROWS + 11, n_features, generator=generator)
     alone = torch.cat([query_probabilities(model, cache, row[None]) for row in rows])
     order = torch.randperm(len(rows), generator=generator)
     previous = torch.get_num_threads()

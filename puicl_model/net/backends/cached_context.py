@@ -32,12 +32,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from puicl_model.net.backends.base import CellLayout
+from puicl_model.net.backends.bucketed import short_attention
 from puicl_model.net.standardization import STD_FLOOR_ABSOLUTE, STD_FLOOR_RELATIVE
 
 if TYPE_CHECKING:
     from puicl_model.net.batch import TaskBatch
 
-__all__ = ["ContextCache", "ContextCells", "QueryCells"]
+__all__ = ["ALIGNED_KEYS", "ContextCache", "ContextCells", "QueryCells"]
 
 # PyTorch's CPU flash attention returning each row's log-sum-exp (a private operator: where a
 # build lacks it, query rows take the written-out products)
@@ -71,6 +72,17 @@ def _heads(t: Tensor, num_heads: int) -> Tensor:
     return t.view(rows, columns, num_heads, e // num_heads).permute(1, 2, 0, 3)
 
 
+# keys a vector of the written-out attention across rows pads its context to (32 bytes of float32)
+ALIGNED_KEYS = 8
+
+
+def _aligned(t: Tensor) -> Tensor:
+    """``t`` [..., context, head_dim] with the context axis zero-padded to a multiple of
+    :data:`ALIGNED_KEYS` (``t`` itself where it is one)."""
+    missing = -t.shape[-2] % ALIGNED_KEYS
+    return F.pad(t, (0, 0, 0, missing)) if missing else t
+
+
 def _merge_heads(t: Tensor) -> Tensor:
     """[columns, heads, rows, head_dim] -> [rows, columns, e]."""
     columns, heads, rows, head_dim = t.shape
@@ -93,7 +105,9 @@ class _RowCells(CellLayout):
     def attend_features(self, qkv: Tensor, num_heads: int) -> Tensor:
         # [rows, heads, columns, head_dim]: rows are the batch, so each row is attended on its own
         q, k, v = (t.unflatten(-1, (num_heads, -1)).transpose(1, 2) for t in qkv.chunk(3, -1))
-        return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).flatten(2)
+        return self._attend_columns(q, k, v).transpose(1, 2).flatten(2)
+
+    _attend_columns = staticmethod(F.scaled_dot_product_attention)
 
     def attend_features_from_label_cells(self, query: Tensor, key_value: Tensor,
                                          num_heads: int) -> Tensor:
@@ -162,6 +176,16 @@ class QueryCells(_RowCells):
         z = ((batch.x[0].float() - self.context.mean) / self.context.scale).clamp(-clip, clip)
         return self._embed(z, embed_features, labeled, unlabeled)
 
+    @staticmethod
+    def _attend_columns(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        # A query row's bytes must not depend on the rows scored with it. On a CPU,
+        # scaled_dot_product_attention rounds a row by its place in the batch at some column
+        # counts (17 columns of the tests' small model), so there the attention across features
+        # is written out as batched products (a few per cent slower: speed/query_attention.py);
+        # on a GPU the batched products of tiny matrices do (8 heads of 7 columns on an H100),
+        # and the fused kernel, one sequence a thread block, did not (speed/row_invariance.py)
+        return (F.scaled_dot_product_attention if q.is_cuda else short_attention)(q, k, v)
+
     def attend_rows(self, qkv: Tensor, num_heads: int) -> Tensor:
         keys, values = self.context.keys[self._block], self.context.values[self._block]
         self._block += 1
@@ -179,7 +203,13 @@ class QueryCells(_RowCells):
             own_weight = (own - top).exp_()
             return _merge_heads((attended * context_weight + own_weight * v_self)
                                 / (context_weight + own_weight))
+        # the context axis padded to whole vectors of ALIGNED_KEYS keys: a GPU's reduction reads
+        # each row of the scores from its address, and where the rows are not aligned alike it
+        # splits each row's sum by the row's place in the block (measured on an H100:
+        # speed/row_invariance.py); padded keys weigh exp(-inf) = 0
+        keys, values, context = _aligned(keys), _aligned(values), keys.shape[-2]
         scores = torch.matmul(q, keys.transpose(-1, -2)).mul_(scale)  # [c, H, rows, context]
+        scores[..., context:] = float("-inf")
         top = torch.maximum(scores.amax(-1, keepdim=True), own)
         weights = scores.sub_(top).exp_()
         own_weight = (own - top).exp_()
