@@ -3,20 +3,29 @@
 # first whenever a GPU is at hand; every part is boxed in time and logged on its own, so that
 # one failing leaves the others.
 #   1. the CUDA tests (the GPU backends against the specification, deterministic start-up,
-#      bf16 inference close to the CPU's);
+#      bf16 inference close to the CPU's, a row's bytes in any GPU block);
 #   2. bit for bit: two identical runs of STEPS steps of the paper's config (stage 1, one
 #      forward pass a step, deterministic kernels: the default) and a run stopped at STEPS/2
 #      and resumed, compared tensor by tensor: IDENTICAL or DIFFERENT;
 #   3. tasks/s and the data-wait share, side by side, for each attention backend (bucketed,
-#      bucketed_matmul) with deterministic kernels on and off, and with torch.compile;
-#   4. each kernel's milliseconds for the step's two attentions (speed.bench_attention);
-#   5. a torch.profiler table of a few steps of the default and of bucketed_matmul;
-#   6. the classifier (the model alone) on the device: rows/s of a pool, two fits compared
-#      byte for byte, and the largest difference to the CPU's scores.
+#      bucketed_matmul) with deterministic kernels on and off; a second bucketed_matmul run
+#      compared with the first;
+#   4. the classifier (the model alone) on the device: rows/s of a pool, two fits compared
+#      byte for byte, and the largest difference to the CPU's scores; whether a query row's
+#      bytes depend on its place in the block (speed.row_invariance); then what a table costs,
+#      the default against the model alone, up to 200,000 rows and at the paper's size;
+#   5. each kernel's milliseconds for the step's two attentions (speed.bench_attention);
+#   6. a torch.profiler table of a few steps of the default and of bucketed_matmul;
+#   7. bucketed_matmul under torch.compile, beside the same run uncompiled.
 #
-#   speed/gpu_check.sh OUT_DIR            # on the GPU machine
+#   speed/gpu_check.sh OUT_DIR            # on the GPU machine, within BUDGET seconds (450)
 #   DEVICE=cpu speed/gpu_check.sh OUT_DIR # a dry run of the script itself (the smoke config;
-#                                         # tests/frame/test_gpu_check.py runs it)
+#                                         # tests/trainer/test_gpu_check.py runs it)
+#
+# The parts run in the order of what matters most (the verdicts, then the speeds, then the
+# kernels' detail, torch.compile last), each boxed in its own time and in what is left of
+# BUDGET (0: no limit), so that the whole check ends inside one lease of the machine: a part with
+# under 10 s left is skipped and says so.
 #
 # OUT_DIR receives log.txt (everything, with the verdicts and tables), tests.txt and
 # runs.tar.gz (every run's metrics.jsonl and config.yaml). Figures: docs/performance.md, "GPU".
@@ -26,6 +35,7 @@ PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 WORK=${WORK:-/tmp/puicl_gpu_check}
 WORKERS=$(nproc)
+START=$SECONDS
 if [ "$DEVICE" = cpu ]; then
     # the smoke config's stages have 4 steps: its first two stages
     BASE=${CONFIG:-configs/smoke.yaml} STEPS=${STEPS:-8} LOG_EVERY=2 COMPILE=0 PROFILED=2
@@ -33,13 +43,17 @@ if [ "$DEVICE" = cpu ]; then
     CLASSIFIER=(--rows 1500 --labeled 300 --cpu-rows 600)
     COST=(--rows 1500 --features 5)
     TESTS=(tests/trainer/test_determinism.py)
+    BUDGET=${BUDGET:-0}
+    PAPER_SIZE=(--rows 700 --features 5)
 else
     BASE=${CONFIG:-configs/paper.yaml} STEPS=${STEPS:-40} LOG_EVERY=5 COMPILE=1 PROFILED=4
     SHARD_STEPS=(--stages 1 --steps "0-$((STEPS - 1))")
     CLASSIFIER=(--rows 50000 --labeled 2000 --cpu-rows 3000)
     COST=(--rows 1000,20000,200000 --features 16)
     TESTS=(tests/model/test_backends.py tests/model/test_classifier_precision.py
-           tests/trainer/test_determinism.py)
+           tests/model/test_query_rows.py tests/trainer/test_determinism.py)
+    BUDGET=${BUDGET:-450}
+    PAPER_SIZE=(--rows 700 --features 10,50)
 fi
 HALF=$((STEPS / 2))
 mkdir -p "$OUT" "$WORK"
@@ -49,7 +63,24 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 LOG=$OUT/log.txt
 : >"$LOG"
 
-say() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
+say() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - START))s] $*" | tee -a "$LOG"; }
+
+# boxed SECONDS COMMAND...: COMMAND under timeout, its limit cut to what is left of BUDGET;
+# skipped (exit 124) when under 10 s are left
+boxed() {
+    local limit=$1
+    shift
+    if [ "$BUDGET" -gt 0 ]; then
+        local left=$((BUDGET - (SECONDS - START)))
+        [ "$left" -lt "$limit" ] && limit=$left
+    fi
+    if [ "$limit" -lt 10 ]; then
+        # into the log alone: the caller's output may already go there
+        echo "[$(date -u +%H:%M:%S) +$((SECONDS - START))s] skipped, out of time: ${*:1:4}" >>"$LOG"
+        return 124
+    fi
+    timeout "$limit" "$@"
+}
 
 # config NAME [KEY: VALUE, ...]: the base config, one forward pass a step, no validation
 config() {
@@ -66,7 +97,7 @@ EOF
 train() {
     local name=$1 file=$2 seconds=$3
     shift 3
-    timeout "$seconds" $PY trainer/main.py --config "$file" --shards "$WORK/shards" \
+    boxed "$seconds" $PY trainer/main.py --config "$file" --shards "$WORK/shards" \
         --run-dir "$WORK/runs/$name" --device "$DEVICE" "$@" >>"$LOG" 2>&1
     say "run $name exit $?"
 }
@@ -80,11 +111,11 @@ say "machine"
 } >>"$LOG" 2>&1
 
 say "tests: ${TESTS[*]}"
-timeout 150 $PY -m pytest -q -p no:cacheprovider "${TESTS[@]}" >"$OUT/tests.txt" 2>&1
+boxed 150 $PY -m pytest -q -p no:cacheprovider "${TESTS[@]}" >"$OUT/tests.txt" 2>&1
 say "tests exit $?: $(tail -n 1 "$OUT/tests.txt")"
 
 say "shards: $BASE, ${SHARD_STEPS[*]}"
-timeout 150 $PY -m prior_gen.cli --config "$BASE" "${SHARD_STEPS[@]}" \
+boxed 150 $PY -m prior_gen.cli --config "$BASE" "${SHARD_STEPS[@]}" \
     --out "$WORK/shards" --workers "$WORKERS" >>"$LOG" 2>&1
 say "shards exit $?"
 
@@ -100,35 +131,49 @@ $PY -m speed.training_runs compare "$WORK/runs/det_a" "$WORK/runs/det_b" \
 say "tasks/s by attention backend, deterministic kernels on and off"
 train bucketed_nondet "$(config bucketed_nondet "attention: bucketed, deterministic: false")" \
     150 --until-step "$STEPS"
-train matmul_det "$(config matmul_det "attention: bucketed_matmul")" 150 --until-step "$STEPS"
+MATMUL=$(config matmul_det "attention: bucketed_matmul")
+train matmul_det "$MATMUL" 150 --until-step "$STEPS"
 train matmul_nondet "$(config matmul_nondet "attention: bucketed_matmul, deterministic: false")" \
     150 --until-step "$STEPS"
 RUNS=(det_a bucketed_nondet matmul_det matmul_nondet)
-if [ "$COMPILE" = 1 ]; then
-    train matmul_det_compiled "$(config matmul_compiled "attention: bucketed_matmul, compile: true")" \
-        150 --until-step "$STEPS"
-    RUNS+=(matmul_det_compiled)
-fi
 $PY -m speed.training_runs speed "${RUNS[@]/#/$WORK/runs/}" 2>&1 | tee -a "$LOG"
+say "bit for bit with bucketed_matmul: a second run"
+train matmul_det_b "$MATMUL" 150 --until-step "$STEPS"
+$PY -m speed.training_runs compare "$WORK/runs/matmul_det" "$WORK/runs/matmul_det_b" 2>&1 \
+    | tee -a "$LOG"
+
+say "the classifier on $DEVICE"
+boxed 120 $PY -m speed.classifier_device --device "$DEVICE" "${CLASSIFIER[@]}" 2>&1 \
+    | grep -v "Warning\|proba = " | tee -a "$LOG"
+
+say "a query row's bytes wherever it sits in its block, on $DEVICE"
+boxed 60 $PY -m speed.row_invariance --device "$DEVICE" 2>&1 | tee -a "$LOG"
+
+say "what a table costs on $DEVICE: the default and the model alone"
+boxed 150 $PY -m speed.cost_model --device "$DEVICE" "${COST[@]}" 2>&1 \
+    | grep -v "Warning\|warn" | tee -a "$LOG"
+say "the paper's size on $DEVICE: 200 labeled positives, a pool of 500 with 20 % negatives"
+boxed 60 $PY -m speed.cost_model --device "$DEVICE" "${PAPER_SIZE[@]}" --labeled-share 0.2858 \
+    --pool-negatives 0.2 2>&1 | grep -v "Warning\|warn" | tee -a "$LOG"
 
 say "each attention kernel at the step's shapes"
-timeout 120 $PY -m speed.bench_attention --config "$DEFAULT" --device "$DEVICE" --repeats 3 \
+boxed 120 $PY -m speed.bench_attention --config "$DEFAULT" --device "$DEVICE" --repeats 3 \
     2>&1 | tee -a "$LOG"
 
 for backend in auto bucketed_matmul; do
     say "profile of $PROFILED steps, attention $backend"
-    timeout 90 $PY -m speed.profile_step --config "$(config "profile_$backend" "attention: $backend")" \
+    boxed 90 $PY -m speed.profile_step --config "$(config "profile_$backend" "attention: $backend")" \
         --shards "$WORK/shards" --run-dir "$WORK/runs/profile_$backend" --steps "$PROFILED" \
         --warmup 2 --rows 20 --device "$DEVICE" 2>&1 | grep -v "^step \|profiler_st" | tee -a "$LOG"
 done
 
-say "the classifier on $DEVICE"
-timeout 120 $PY -m speed.classifier_device --device "$DEVICE" "${CLASSIFIER[@]}" 2>&1 \
-    | grep -v "Warning\|proba = " | tee -a "$LOG"
-
-say "what a table costs on $DEVICE: the default and the model alone"
-timeout 150 $PY -m speed.cost_model --device "$DEVICE" "${COST[@]}" 2>&1 \
-    | grep -v "Warning\|warn" | tee -a "$LOG"
+if [ "$COMPILE" = 1 ]; then  # last: its compilations can take what is left
+    say "torch.compile"
+    train matmul_det_compiled "$(config matmul_compiled "attention: bucketed_matmul, compile: true")" \
+        150 --until-step "$STEPS"
+    $PY -m speed.training_runs speed "$WORK/runs/matmul_det" "$WORK/runs/matmul_det_compiled" \
+        2>&1 | tee -a "$LOG"
+fi
 
 tar -czf "$OUT/runs.tar.gz" -C "$WORK/runs" --exclude checkpoints . 2>>"$LOG"
 say "done"

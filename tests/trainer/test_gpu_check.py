@@ -29,8 +29,11 @@ def test_the_gpu_check_runs_through_on_cpu(tmp_path) -> None:
     log = (out / "log.txt").read_text()
     assert "Traceback" not in log, log[-3000:]
     assert re.search(r"tests exit 0: \d+ passed", log)
-    verdicts = re.findall(r"(det_b|det_resumed) vs \S+: (IDENTICAL|DIFFERENT)", log)
+    verdicts = re.findall(r"runs/(det_b|det_resumed) vs \S+: (IDENTICAL|DIFFERENT)", log)
     assert verdicts == [("det_b", "IDENTICAL"), ("det_resumed", "IDENTICAL")], log[-3000:]
+    assert re.search(r"matmul_det_b vs \S+: IDENTICAL", log)
+    places = re.findall(r"block \d+, shift \d+: (INVARIANT|DEPENDS ON PLACE)", log)
+    assert places and set(places) == {"INVARIANT"}, log[-3000:]
     for run in ("det_a", "bucketed_nondet", "matmul_det", "matmul_nondet"):
         assert re.search(rf"runs/{run}: [\d.]+ tasks/s .*data wait", log), run
     assert "attention bucketed_matmul" in log
