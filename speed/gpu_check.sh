@@ -9,7 +9,8 @@
 #      and resumed, compared tensor by tensor: IDENTICAL or DIFFERENT;
 #   3. tasks/s and the data-wait share, side by side, for each attention backend (bucketed,
 #      bucketed_matmul) with deterministic kernels on and off; a second bucketed_matmul run
-#      compared with the first;
+#      compared with the first, and two without the deterministic mode's fills
+#      (training.deterministic_fill: false) compared with each other and with it;
 #   4. the classifier (the model alone) on the device: rows/s of a pool, two fits compared
 #      byte for byte, and the largest difference to the CPU's scores; whether a query row's
 #      bytes depend on its place in the block (speed.row_invariance); then what a table costs,
@@ -18,7 +19,7 @@
 #   6. a torch.profiler table of a few steps of the default and of bucketed_matmul;
 #   7. bucketed_matmul under torch.compile, beside the same run uncompiled.
 #
-#   speed/gpu_check.sh OUT_DIR            # on the GPU machine, within BUDGET seconds (450)
+#   speed/gpu_check.sh OUT_DIR            # on the GPU machine, within BUDGET seconds (470)
 #   DEVICE=cpu speed/gpu_check.sh OUT_DIR # a dry run of the script itself (the smoke config;
 #                                         # tests/trainer/test_gpu_check.py runs it)
 #
@@ -52,7 +53,7 @@ else
     COST=(--rows 1000,20000,200000 --features 16)
     TESTS=(tests/model/test_backends.py tests/model/test_classifier_precision.py
            tests/model/test_query_rows.py tests/trainer/test_determinism.py)
-    BUDGET=${BUDGET:-450}
+    BUDGET=${BUDGET:-470}
     PAPER_SIZE=(--rows 700 --features 10,50)
 fi
 HALF=$((STEPS / 2))
@@ -137,10 +138,17 @@ train matmul_nondet "$(config matmul_nondet "attention: bucketed_matmul, determi
     150 --until-step "$STEPS"
 RUNS=(det_a bucketed_nondet matmul_det matmul_nondet)
 $PY -m speed.training_runs speed "${RUNS[@]/#/$WORK/runs/}" 2>&1 | tee -a "$LOG"
-say "bit for bit with bucketed_matmul: a second run"
+say "bit for bit with bucketed_matmul, and without the deterministic mode's fills"
 train matmul_det_b "$MATMUL" 150 --until-step "$STEPS"
 $PY -m speed.training_runs compare "$WORK/runs/matmul_det" "$WORK/runs/matmul_det_b" 2>&1 \
     | tee -a "$LOG"
+NOFILL=$(config matmul_nofill "attention: bucketed_matmul, deterministic_fill: false")
+train matmul_nofill "$NOFILL" 150 --until-step "$STEPS"
+train matmul_nofill_b "$NOFILL" 150 --until-step "$STEPS"
+$PY -m speed.training_runs compare "$WORK/runs/matmul_nofill" "$WORK/runs/matmul_nofill_b" \
+    "$WORK/runs/matmul_det" 2>&1 | tee -a "$LOG"
+$PY -m speed.training_runs speed "$WORK/runs/matmul_det" "$WORK/runs/matmul_det_b" \
+    "$WORK/runs/matmul_nofill" "$WORK/runs/matmul_nofill_b" 2>&1 | tee -a "$LOG"
 
 say "the classifier on $DEVICE"
 boxed 120 $PY -m speed.classifier_device --device "$DEVICE" "${CLASSIFIER[@]}" 2>&1 \

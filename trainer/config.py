@@ -153,6 +153,13 @@ class TrainingConfig:
     # changes float rounding only, so it stays out of the run's identity; a resume that
     # switches it is allowed, with a warning that the run is then not reproducible bit for bit
     deterministic: bool = True
+    # with deterministic kernels, PyTorch also fills every new uninitialized tensor with a known
+    # value (torch.utils.deterministic.fill_uninitialized_memory): a guard against reading
+    # memory before writing it, one fill kernel per new tensor. false drops those fills (fill
+    # kernels, these and the model's own zeros, were 7-11 % of the GPU's time in a step of the
+    # paper's model on an H100: docs/performance.md, "GPU"); the kernels stay deterministic.
+    # Like deterministic, out of the run's identity
+    deterministic_fill: bool = True
     # steps whose data a background thread reads and collates ahead of the step computing
     # (trainer.loader); 0 reads each step's data in the main thread when the step begins.
     # The same data either way: a run's weights do not depend on it

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+import torch.utils.deterministic
 
 __all__ = ["CUBLAS_WORKSPACE", "apply_determinism", "hardware_identity", "nondeterministic_op",
            "nondeterministic_op_message", "restored_mode", "warn_if_not_reproducible"]
@@ -48,15 +49,17 @@ _NO_KERNEL = re.compile(r"^(?P<op>\S+) does not have a deterministic implementat
 _CUBLAS = "this operation is not deterministic because it uses CuBLAS"
 
 
-def apply_determinism(enabled: bool, device: torch.device) -> bool:
+def apply_determinism(enabled: bool, device: torch.device, fill: bool = True) -> bool:
     """Set (``enabled``) or leave off PyTorch's strict deterministic mode for training on
-    ``device``; returns whether it is on. Only CUDA is affected (module docstring)."""
+    ``device``; returns whether it is on. Only CUDA is affected (module docstring). ``fill``:
+    whether the mode also fills new uninitialized tensors (``training.deterministic_fill``)."""
     if device.type != "cuda":
         return False
     if enabled:
         if os.environ.get("CUBLAS_WORKSPACE_CONFIG") not in _DETERMINISTIC_WORKSPACES:
             os.environ["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE
         torch.use_deterministic_algorithms(True)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
     else:
         torch.use_deterministic_algorithms(False)
     return enabled
@@ -68,11 +71,13 @@ def restored_mode() -> Iterator[None]:
     trained in a notebook or a test must not leave strict mode on for the code that follows
     (an operation without a deterministic kernel would then raise there)."""
     was = (torch.are_deterministic_algorithms_enabled(),
-           torch.is_deterministic_algorithms_warn_only_enabled())
+           torch.is_deterministic_algorithms_warn_only_enabled(),
+           torch.utils.deterministic.fill_uninitialized_memory)
     try:
         yield
     finally:
         torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        torch.utils.deterministic.fill_uninitialized_memory = was[2]
 
 
 def nondeterministic_op(error: BaseException) -> str | None:

@@ -117,7 +117,8 @@ class Segment:
         except ValueError as err:
             raise ConfigError("curriculum.global_batch", str(err)) from None
         # strict deterministic kernels, set before the model reaches the device (CUDA only)
-        self.deterministic = apply_determinism(config.training.deterministic, env.device)
+        self.deterministic = apply_determinism(config.training.deterministic, env.device,
+                                               config.training.deterministic_fill)
         self.hardware = hardware_identity(env.device)
         self.store = CheckpointStore(args.run_dir / "checkpoints", config.training.keep_checkpoints)
         # computed once: it may read a file (training.init_weights), and it cannot change

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import replace
 
 import pytest
 import torch
@@ -32,8 +33,10 @@ def restored_mode(monkeypatch: pytest.MonkeyPatch):
     """Strict mode and the cuBLAS variable as they were before the test."""
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     was = torch.are_deterministic_algorithms_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
     yield
     torch.use_deterministic_algorithms(was)
+    torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def test_a_cuda_segment_starts_in_strict_deterministic_mode(tmp_path, restored_mode,
@@ -47,6 +50,7 @@ def test_a_cuda_segment_starts_in_strict_deterministic_mode(tmp_path, restored_m
         seen["strict"] = torch.are_deterministic_algorithms_enabled()
         seen["warn_only"] = torch.is_deterministic_algorithms_warn_only_enabled()
         seen["workspace"] = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+        seen["fill"] = torch.utils.deterministic.fill_uninitialized_memory
         raise KeyboardInterrupt  # stop before any real CUDA work
 
     monkeypatch.setattr(segment_module.TrainingState, "initial", staticmethod(initial_state))
@@ -56,9 +60,21 @@ def test_a_cuda_segment_starts_in_strict_deterministic_mode(tmp_path, restored_m
     args = TrainArgs(config=SMOKE, shards=tmp_path, run_dir=tmp_path / "run")
     with pytest.raises(KeyboardInterrupt):
         segment_module.run_segment(args, env)
-    assert seen == {"strict": True, "warn_only": False, "workspace": CUBLAS_WORKSPACE}
+    assert seen == {"strict": True, "warn_only": False, "workspace": CUBLAS_WORKSPACE,
+                    "fill": True}
     # the segment's mode does not outlive it (a notebook's later code runs as before)
     assert not torch.are_deterministic_algorithms_enabled()
+
+    # training.deterministic_fill: false keeps strict mode and drops the fills, for the
+    # segment only
+    smoke = load_run_config(SMOKE)
+    fill_off = replace(smoke, training=replace(smoke.training, deterministic_fill=False))
+    monkeypatch.setattr(segment_module, "load_run_config", lambda path: fill_off)
+    with pytest.raises(KeyboardInterrupt):
+        segment_module.run_segment(args, env)
+    assert seen == {"strict": True, "warn_only": False, "workspace": CUBLAS_WORKSPACE,
+                    "fill": False}
+    assert torch.utils.deterministic.fill_uninitialized_memory
 
     # off: strict mode is switched off, the variable left alone
     torch.use_deterministic_algorithms(True)
@@ -87,9 +103,10 @@ def test_cpu_is_left_as_it_is(restored_mode) -> None:
 def test_the_key_is_on_by_default_and_out_of_the_runs_identity() -> None:
     config = load_run_config(SMOKE)
     assert config.training.deterministic is True
-    data = {"training": {"deterministic": False}}
-    assert run_config_from_mapping(data).training_hash() == run_config_from_mapping(
-        {}).training_hash()
+    for key in ("deterministic", "deterministic_fill"):
+        data = {"training": {key: False}}
+        assert run_config_from_mapping(data).training_hash() == run_config_from_mapping(
+            {}).training_hash(), key
     with pytest.raises(ConfigError, match=r"^training\.deterministic"):
         run_config_from_mapping({"training": {"deterministic": "sometimes"}})
 

@@ -32,6 +32,10 @@ def test_the_gpu_check_runs_through_on_cpu(tmp_path) -> None:
     verdicts = re.findall(r"runs/(det_b|det_resumed) vs \S+: (IDENTICAL|DIFFERENT)", log)
     assert verdicts == [("det_b", "IDENTICAL"), ("det_resumed", "IDENTICAL")], log[-3000:]
     assert re.search(r"matmul_det_b vs \S+: IDENTICAL", log)
+    # on a CPU the fills' key changes nothing: all three runs are the same
+    assert re.search(r"matmul_nofill_b vs \S+: IDENTICAL", log)
+    assert re.search(r"runs/matmul_det vs \S+matmul_nofill: IDENTICAL", log)
+    assert re.search(r"runs/matmul_nofill: [\d.]+ tasks/s", log)
     places = re.findall(r"block \d+, shift \d+: (INVARIANT|DEPENDS ON PLACE)", log)
     assert places and set(places) == {"INVARIANT"}, log[-3000:]
     for run in ("det_a", "bucketed_nondet", "matmul_det", "matmul_nondet"):
