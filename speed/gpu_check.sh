@@ -80,7 +80,7 @@ boxed() {
         echo "[$(date -u +%H:%M:%S) +$((SECONDS - START))s] skipped, out of time: ${*:1:4}" >>"$LOG"
         return 124
     fi
-    timeout "$limit" "$@"
+    timeout -k 10 "$limit" "$@"  # killed 10 s later if it ignores the stop (a compile)
 }
 
 # config NAME [KEY: VALUE, ...]: the base config, one forward pass a step, no validation
