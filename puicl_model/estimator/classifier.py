@@ -121,7 +121,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         (:mod:`puicl_model.estimator.portfolio`, docs/classifier.md "Tables of every size").
         From ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives, up to ``MAX_HELD_OUT``
         (1,000) of them are held out of the passes' context and scored with the pool; below,
-        the class prior's cross-fitted folds are the evidence. After ``fit``:
+        the fallback blend stands with no evidence read. After ``fit``:
         ``portfolio_``, ``n_held_out_`` and, once the pool is scored, ``choice_`` (what was
         chosen and why) and ``blend_weight_`` (the model's weight). "none": the model alone.
     pool_sample : int or None

@@ -118,8 +118,8 @@ class FittedTable(FittedScorer):
 
     # ------------------------------------------------------------------- fit's scoring
     def score(self, runtime: Runtime) -> None:
-        """Score the pool and choose the portfolio's blend (the evidence: positives held out
-        of the passes, else the class prior's cross-fitted folds), then index the rows."""
+        """Score the pool and choose the portfolio's blend (on positives held out of the
+        passes; without them, the fallback with no evidence read), then index the rows."""
         started = time.perf_counter()
         self.n_passes = 0
         if self.portfolio is not None and self.x_held is not None:
@@ -129,8 +129,7 @@ class FittedTable(FittedScorer):
             if self.portfolio is None:
                 self.pool_proba = proba
             else:
-                judged, folds = self._evidence_folds(runtime)
-                self.portfolio.choose_on(folds, self.fold_masks(DEFAULT_FOLDS), judged)
+                self.portfolio.choose_fallback()
                 self.pool_proba = self.portfolio.blend_pool(proba)
         self.inference_seconds = time.perf_counter() - started
         self.index_rows()
@@ -184,22 +183,6 @@ class FittedTable(FittedScorer):
             model_held = None  # (the blend reads only the learners' scores of them)
         self.pool_proba = portfolio.blend_pool(model_pool, judged, model_judged)
         self.held_proba = portfolio.held_proba(model_held)
-
-    def _evidence_folds(self, runtime: Runtime) -> tuple[np.ndarray | None, Folds]:
-        """The pool rows the portfolio judges on (None: all), and the model's cross-fitted
-        scores of the default folds against them: the class prior's own folds where those
-        rows are the whole pool (no extra pass); on a larger pool scored through shared
-        contexts, the folds scored against the judged sample alone (the blend's evidence
-        needs no more: each fold would otherwise be a pass over every pool row), the same
-        sample large tables judge on. π̂ still reads folds against every pool row, scored when
-        it is asked for."""
-        n_pool = len(self.x_pool)
-        judged = judged_pool_rows(n_pool, self.entropy)
-        if len(judged) == n_pool or not all(p.shares_context for p in self.planners):
-            return None, self._model_folds(DEFAULT_FOLDS, runtime)
-        folds = cross_fitted_scores(runtime.scorer(), self.planners, self.views, DEFAULT_FOLDS,
-                                    pool_rows=judged)
-        return judged, folds
 
     def fold_masks(self, n_folds: int) -> list[np.ndarray]:
         """Per fold of the class prior's cross-fitting: its labeled rows."""

@@ -15,25 +15,26 @@ standardized numbers, missing-value indicators) and scored out of fold over ever
 no row is scored by a learner trained on it (:mod:`puicl_model.estimator.learners`). Under
 SCAR, P(labeled | x) ranks rows as P(y = 1 | x) does (Elkan & Noto, KDD 2008).
 
-Evidence. Labeled positives that no member saw as labeled: for the model, positives held out
-of its passes' context (large tables) or the class prior's cross-fitted folds (smaller ones,
-:mod:`puicl_model.estimator.prior`); for the learners, their out-of-fold scores. Either is
-read against the pool, or against a seeded sample of its rows where it is larger
-(:mod:`puicl_model.estimator.evidence_rows`; the folds then score only those rows: the
-evidence needs no more, and a fold over every row of a large pool is a pass over all of
-it). Under SCAR such positives are distributed as the pool's positives, so for any score the
-AUC of held-out positives against the pool is ``(1 − π)/2 + π · AUC`` (Jain, White &
-Radivojac, arXiv 1702.00518), with AUC the score's true positive-against-negative AUC on the
-pool: the candidate that ranks held-out positives highest ranks the pool best.
+Evidence, on tables with at least ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives:
+positives held out of the model's passes' context, and for the learners their out-of-fold
+scores, read against a seeded sample of the pool's rows
+(:mod:`puicl_model.estimator.evidence_rows`). Under SCAR such positives are distributed as the
+pool's positives, so for any score the AUC of held-out positives against the pool is
+``(1 − π)/2 + π · AUC`` (Jain, White & Radivojac, arXiv 1702.00518), with AUC the score's true
+positive-against-negative AUC on the pool: the candidate that ranks held-out positives highest
+ranks the pool best. :meth:`Portfolio.choose_on` also reads the class prior's cross-fitted
+folds as evidence (:mod:`puicl_model.estimator.prior`), as the studies replay it.
 
 The rule. A difference in held-out AUC is π times the difference in true AUC, read off a few
-hundred positives: at small π or with few positives it is mostly noise. So the candidate with
-the highest held-out AUC replaces the fallback blend only where it beats it by more than
-:data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong & Clarke-Pearson,
-Biometrics 1988); elsewhere the fallback stands: on small tables :data:`FALLBACK`, the three
-members with the model weighed more than both learners together (the member trained for PU
-pools, and the one a weak held-out difference cannot vouch against); on large ones the
-logistic learner (docs/decisions.md measures the choices).
+hundred positives: at small π or with few positives it is mostly noise. So on tables with
+held-out positives the candidate with the highest held-out AUC replaces the fallback, the
+logistic learner, only where it beats it by more than :data:`EVIDENCE_Z` standard errors of the
+paired difference (DeLong, DeLong & Clarke-Pearson, Biometrics 1988). Smaller tables take
+their fallback, :data:`FALLBACK` (the three members with the model weighed more than both
+learners together: the member trained for PU pools, and the one a weak held-out difference
+cannot vouch against), with no evidence read (:meth:`Portfolio.choose_fallback`): read on the
+class prior's folds, the evidence changed almost no choice on the development suite, at about
+40 % of the default's time at the paper's size (docs/decisions.md measures the choices).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
@@ -126,6 +127,11 @@ def blends_for(members: Sequence[str], fallback: str) -> dict[str, Mapping[str, 
 # what a fit with the shipped members chooses from on small tables (large ones: the even blends)
 CANDIDATES: Mapping[str, Mapping[str, float]] = blends_for(MEMBERS, FALLBACK)
 
+# why a table without held-out positives takes the fallback unread
+NO_EVIDENCE = ("below the hold-out threshold the fallback stands with no evidence read: on the "
+               "development suite the class prior's folds changed almost no choice there, at "
+               "about 40 % of the default's time (docs/decisions.md)")
+
 # how many standard errors of the paired held-out AUC difference a candidate must lead the
 # fallback by to replace it: lower bars followed the noise of a few hundred positives more
 # often than they found a better candidate (docs/decisions.md)
@@ -180,8 +186,15 @@ class Choice:
     n_held_out: int
     reason: str
 
+    @property
+    def read_evidence(self) -> bool:
+        """Whether the choice read held-out evidence (small tables take the fallback unread)."""
+        return bool(self.held_out_auc)
+
     def describe(self) -> str:
         members = ", ".join(f"{member} {weight:.2f}" for member, weight in self.weights.items())
+        if not self.read_evidence:
+            return f"{self.name} ({members}); no evidence read"
         return (f"{self.name} ({members}); held-out AUC "
                 + ", ".join(f"{name} {auc:.3f}" for name, auc in self.held_out_auc.items()))
 
@@ -362,6 +375,15 @@ class Portfolio:
         pool = [{MODEL: log_odds(model_pool), **learners} for _, model_pool in folds]
         self.evidence = Evidence(held, pool)
         self.choice = choose(self.evidence, self.members, fallback=self.fallback, z=self.z)
+        return self.choice
+
+    def choose_fallback(self) -> Choice:
+        """The fallback blend, with no evidence read: what a table below
+        MIN_LABELED_FOR_HOLD_OUT labeled positives takes (module docstring)."""
+        self._fit_learners()
+        self.evidence = None
+        self.choice = Choice(self.fallback, dict(blends_for(self.members, self.fallback)
+                                                 [self.fallback]), {}, {}, 0, NO_EVIDENCE)
         return self.choice
 
     def blend_pool(self, model_pool: np.ndarray | None, judged: np.ndarray | None = None,

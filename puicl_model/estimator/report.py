@@ -180,9 +180,23 @@ def _prior_figure(report: ClassPriorReport) -> bytes:
     return _png(figure)
 
 
+def _weights_panel(axes: Any, choice: Choice, title: str) -> None:
+    members = list(choice.weights)
+    axes.bar(members, [choice.weights[m] for m in members], color=_BLUE, label=choice.name)
+    axes.set_ylim(0.0, 1.1)
+    axes.set_xlabel("member")
+    axes.set_ylabel("weight in the chosen blend (fraction)")
+    axes.set_title(title, fontsize=10)
+    axes.legend(loc="upper right", fontsize=8, frameon=False)
+
+
 def _choice_figure(choice: Choice, fallback: str) -> bytes:
     from matplotlib.lines import Line2D
 
+    if not choice.read_evidence:  # a small table's fallback: its weights alone
+        figure = _new_figure(4.5, 4.2)
+        _weights_panel(figure.subplots(), choice, "The fallback blend (no evidence read)")
+        return _png(figure)
     figure = _new_figure(9.0, 4.2)
     auc_axes, weight_axes = figure.subplots(1, 2, width_ratios=(2.2, 1.0))
     names = list(choice.held_out_auc)  # in the order of the candidates
@@ -217,14 +231,7 @@ def _choice_figure(choice: Choice, fallback: str) -> bytes:
         loc="outside lower center", ncol=4, fontsize=8, frameon=False)
     auc_axes.set_title(f"Candidates on {choice.n_held_out:,} held-out labeled positives",
                        fontsize=10)
-    members = list(choice.weights)
-    weight_axes.bar(members, [choice.weights[m] for m in members], color=_BLUE,
-                    label=choice.name)
-    weight_axes.set_ylim(0.0, 1.1)
-    weight_axes.set_xlabel("member")
-    weight_axes.set_ylabel("weight in the chosen blend (fraction)")
-    weight_axes.set_title("Chosen blend: weights", fontsize=10)
-    weight_axes.legend(loc="upper right", fontsize=8, frameon=False)
+    _weights_panel(weight_axes, choice, "Chosen blend: weights")
     return _png(figure)
 
 

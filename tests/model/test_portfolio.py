@@ -221,55 +221,27 @@ def test_a_tiny_pool_is_scored_by_the_model_alone_bit_for_bit(small_weights, rng
     assert np.array_equal(auto.predict_proba(X[s == 0]), alone.predict_proba(X[s == 0]))
 
 
-def test_smaller_tables_choose_on_the_class_priors_folds_at_no_extra_pass(small_weights,
-                                                                         rng) -> None:
+def test_smaller_tables_take_the_fallback_with_no_fold_pass(small_weights, rng) -> None:
+    """Below the hold-out threshold the model-weighted fallback stands with no evidence read:
+    the model scores the pool as it does alone, and the class prior's folds are scored only
+    when π̂ is asked for."""
     X, s = _table(rng, 120, 300)
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=2).fit(X, s)
     proba = clf.predict_proba(X[s == 0])[:, 1]
     choice = clf.choice_
-    assert choice is not None and choice.name in CANDIDATES and choice.n_held_out == 120
-    assert set(choice.held_out_auc) == set(CANDIDATES)
-    passes, folds_scored = clf.n_passes_, dict(clf.fitted_.model_folds)
-    clf.estimate_class_prior()  # reads the folds the choice read: no new scoring
-    assert clf.fitted_.model_folds.keys() == folds_scored.keys() and clf.n_passes_ == passes
+    assert choice is not None and choice.name == FALLBACK == clf.portfolio_.fallback
+    assert dict(choice.weights) == dict(FALLBACK_WEIGHTS) and clf.blend_weight_ == 0.6
+    assert not choice.read_evidence and choice.held_out_auc == {} and choice.n_held_out == 0
+    assert choice.describe().endswith("no evidence read")
+    assert clf.portfolio_.evidence is None and not clf.fitted_.model_folds
     alone = PUICLClassifier(weights=small_weights, device="cpu", random_state=2,
                             portfolio="none").fit(X, s)
+    assert clf.n_passes_ == alone.n_passes_  # no fold pass beside the pool's
     model = alone.predict_proba(X[s == 0])[:, 1]
     # the blend keeps the model's distribution of probabilities over the pool
-    assert np.allclose(np.sort(proba), np.sort(model))
-    assert clf.portfolio_.fallback == FALLBACK
-    if choice.name == "model":
-        assert np.array_equal(proba, model)
-
-
-def test_a_small_table_with_a_large_pool_judges_its_folds_on_a_sample(small_weights,
-                                                                     rng) -> None:
-    """Below the hold-out threshold the folds are the evidence; on a pool larger than the
-    judged sample they score only that sample beside each fold, against the contexts of the
-    whole pool: the same bits as those rows of π̂'s full folds, which are scored only when
-    π̂ is asked for."""
-    from puicl_model.estimator.learners import log_odds
-    from puicl_model.estimator.portfolio import JUDGED_POOL_ROWS, judged_pool_rows
-
-    n_pool = 2500  # beyond the single pass: shared contexts
-    assert n_pool > JUDGED_POOL_ROWS
-    X, s = _table(rng, 80, n_pool)
-    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=4).fit(X, s)
-    clf.predict_proba(X[s == 0])
-    assert clf.portfolio_.n_held == 0 and not clf.fitted_.model_folds  # π̂'s folds not scored yet
-    evidence = clf.portfolio_.evidence
-    judged = judged_pool_rows(n_pool, clf._entropy)
-    assert len(judged) == JUDGED_POOL_ROWS
-    assert all(len(pool[member]) == JUDGED_POOL_ROWS for pool in evidence.pool
-               for member in MEMBERS)
-    full = clf.held_out_scores()  # π̂'s folds: every pool row
-    for k, (held, pool) in enumerate(clf.fitted_.model_folds[2]):
-        assert len(pool) == n_pool
-        assert evidence.pool[k][MODEL].tobytes() == log_odds(pool[judged]).tobytes()
-        assert evidence.held[k][MODEL].tobytes() == log_odds(held).tobytes()
-        assert evidence.pool[k][LOGISTIC].tobytes() == (
-            clf.portfolio_.pool_scores[LOGISTIC][judged].tobytes())
-    assert len(full) == 2 and all(len(pool) == n_pool for _, pool in full)
+    assert np.allclose(np.sort(proba), np.sort(model)) and not np.array_equal(proba, model)
+    assert 0.0 <= clf.estimate_class_prior() <= 1.0  # now the folds are scored
+    assert 2 in clf.fitted_.model_folds
     from puicl_model.estimator.learners import BAGS, BAGS_WITH_HELD_OUT
 
     assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS > BAGS_WITH_HELD_OUT
