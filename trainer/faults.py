@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
+from trainer.determinism import restored_mode
 from trainer.hooks import NO_HOOK, StepHook
 from trainer.time_limit import Clock, MonotonicClock
 
@@ -107,12 +108,9 @@ class _Faults(StepHook):
 def _run_an_op_without_a_deterministic_kernel() -> None:
     """``Tensor.put_`` (no deterministic kernel on any device) under strict deterministic
     mode, which is restored afterwards if the operation were ever to succeed."""
-    was = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
+    with restored_mode():
+        torch.use_deterministic_algorithms(True)
         torch.zeros(2).put_(torch.tensor([0]), torch.ones(1))
-    finally:
-        torch.use_deterministic_algorithms(was)
 
 
 def parse_faults(text: str | None) -> FaultPlan:

@@ -38,10 +38,10 @@ from torch import Tensor
 
 from puicl_common.runtime import torch_threads
 from puicl_model.net.backends.cached_context import (
-    ALIGNED_KEYS,
     ContextCache,
     ContextCells,
     QueryCells,
+    aligned_keys,
 )
 from puicl_model.net.batch import TaskBatch
 from puicl_model.net.model import PUICLModel
@@ -109,8 +109,8 @@ def query_block_rows(cache: ContextCache, device: torch.device | str) -> int:
     if torch.device(device).type != "cuda":
         return QUERY_BLOCK_ROWS
     columns, heads, context_rows, _ = cache.keys[0].shape
-    padded = context_rows + -context_rows % ALIGNED_KEYS  # the scores' context axis on a GPU
-    per_row = 2 * 4 * columns * heads * (padded + 1)
+    # the scores' context axis on a GPU is padded (QueryCells.attend_rows)
+    per_row = 2 * 4 * columns * heads * (aligned_keys(context_rows) + 1)
     fitting = max(GPU_BLOCK_BYTES // per_row, QUERY_BLOCK_ROWS)
     return min(1 << (fitting.bit_length() - 1), MAX_GPU_BLOCK_ROWS)
 

@@ -38,7 +38,7 @@ from puicl_model.net.standardization import STD_FLOOR_ABSOLUTE, STD_FLOOR_RELATI
 if TYPE_CHECKING:
     from puicl_model.net.batch import TaskBatch
 
-__all__ = ["ALIGNED_KEYS", "ContextCache", "ContextCells", "QueryCells"]
+__all__ = ["ALIGNED_KEYS", "ContextCache", "ContextCells", "QueryCells", "aligned_keys"]
 
 # PyTorch's CPU flash attention returning each row's log-sum-exp (a private operator: where a
 # build lacks it, query rows take the written-out products)
@@ -76,10 +76,15 @@ def _heads(t: Tensor, num_heads: int) -> Tensor:
 ALIGNED_KEYS = 8
 
 
+def aligned_keys(context_rows: int) -> int:
+    """The context's length padded to a multiple of :data:`ALIGNED_KEYS`."""
+    return context_rows + -context_rows % ALIGNED_KEYS
+
+
 def _aligned(t: Tensor) -> Tensor:
-    """``t`` [..., context, head_dim] with the context axis zero-padded to a multiple of
-    :data:`ALIGNED_KEYS` (``t`` itself where it is one)."""
-    missing = -t.shape[-2] % ALIGNED_KEYS
+    """``t`` [..., context, head_dim] with the context axis zero-padded to
+    :func:`aligned_keys` (``t`` itself where it is that long)."""
+    missing = aligned_keys(t.shape[-2]) - t.shape[-2]
     return F.pad(t, (0, 0, 0, missing)) if missing else t
 
 
@@ -207,9 +212,11 @@ class QueryCells(_RowCells):
         # each row of the scores from its address, and where the rows are not aligned alike it
         # splits each row's sum by the row's place in the block (measured on an H100:
         # speed/row_invariance.py); padded keys weigh exp(-inf) = 0
-        keys, values, context = _aligned(keys), _aligned(values), keys.shape[-2]
+        context = keys.shape[-2]
+        keys, values = _aligned(keys), _aligned(values)
         scores = torch.matmul(q, keys.transpose(-1, -2)).mul_(scale)  # [c, H, rows, context]
-        scores[..., context:] = float("-inf")
+        if keys.shape[-2] > context:
+            scores[..., context:] = float("-inf")
         top = torch.maximum(scores.amax(-1, keepdim=True), own)
         weights = scores.sub_(top).exp_()
         own_weight = (own - top).exp_()
