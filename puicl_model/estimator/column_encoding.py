@@ -81,9 +81,8 @@ def _normal_scores(values: np.ndarray, fitted_sorted: np.ndarray) -> np.ndarray:
     from scipy.special import ndtri
 
     n = len(fitted_sorted)
-    # the values searched in sorted order, then put back: the same counts, and on a large
-    # column (200,000 rows) about twice as fast, the searches walking the fitted values in
-    # order instead of jumping through them
+    # the values searched in sorted order, then put back: the same counts, faster on a large
+    # column, the searches walking the fitted values in order instead of jumping through them
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     below = np.empty(len(values), dtype=np.int64)
