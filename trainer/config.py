@@ -129,9 +129,10 @@ class TrainingConfig:
     activation_checkpointing: bool = False
     # the attention backend (puicl_model.net.backends): auto | packed | cpu_kernel | bucketed |
     # bucketed_matmul.
-    # "auto" is resolved once when a run starts (bucketed on a GPU; on CPU cpu_kernel only where
-    # it was measured faster on this CPU, else packed) and the result is recorded in every
-    # checkpoint: a resumed run keeps its backend, since backends differ in float rounding.
+    # "auto" is resolved once when a run starts (bucketed_matmul on a GPU; on CPU cpu_kernel
+    # only where it was measured faster on this CPU, else packed) and the result is recorded in
+    # every checkpoint: a resumed run keeps its backend, since backends differ in float
+    # rounding (a run started when auto meant bucketed on a GPU goes on with bucketed).
     attention: Literal["auto", "packed", "cpu_kernel", "bucketed", "bucketed_matmul"] = "auto"
     # after a step that leaves this process holding more than this many GB, hand the
     # allocator's free pages back to the system (trainer.heap; glibc). The heap otherwise

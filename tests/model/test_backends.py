@@ -255,7 +255,9 @@ def test_auto_resolves_by_device_and_purpose(monkeypatch: pytest.MonkeyPatch) ->
     from puicl_model.net.backends import calibration
 
     cpu = torch.device("cpu")
-    assert resolve_backend("auto", torch.device("cuda", 0), training=True) == "bucketed"
+    gpu = torch.device("cuda", 0)
+    assert resolve_backend("auto", gpu, training=True) == "bucketed_matmul"
+    assert resolve_backend("auto", gpu, training=False) == "bucketed"
     assert resolve_backend("auto", cpu, training=False) == "packed"  # no kernel for inference
     for faster, expected in ((True, "cpu_kernel"), (False, "packed")):
         monkeypatch.setattr(calibration, "kernel_is_faster", lambda faster=faster: faster)

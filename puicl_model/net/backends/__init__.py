@@ -9,8 +9,9 @@
                 per-task loop and no host synchronisation (:mod:`.bucketed`). GPU.
 ``bucketed_matmul``  ``bucketed``, with the attention across features (sequences of
                 d + 1 cells) as plain batched matrix products instead of the flash
-                kernels (:func:`.bucketed.short_attention`). GPU; opt-in until measured.
-``auto``        ``bucketed`` on a GPU, else ``packed``; for training on CPU,
+                kernels (:func:`.bucketed.short_attention`). GPU.
+``auto``        on a GPU ``bucketed_matmul`` for training and ``bucketed`` for
+                inference; else ``packed``, and for training on CPU
                 ``cpu_kernel`` where the one-off timing of :mod:`.calibration` found it
                 faster on this CPU (the one rule: :func:`auto_backend`).
 ==============  ====================================================================
@@ -35,11 +36,14 @@ BACKENDS = ("auto", "packed", "cpu_kernel", "bucketed", "bucketed_matmul")
 
 
 def auto_backend(device: torch.device, training: bool) -> str:
-    """The backend ``auto`` stands for on ``device``: ``bucketed`` on CUDA; for training on
-    CPU, ``cpu_kernel`` where the calibration (timed once per CPU, compiler and thread count,
-    then cached) found it faster than ``packed``; else ``packed``."""
+    """The backend ``auto`` stands for on ``device``. On CUDA: ``bucketed_matmul`` for training
+    (on an H100, 1.31x the tasks/s of ``bucketed``, and two runs end with identical weights;
+    docs/performance.md, "GPU"), ``bucketed`` for inference (the products were timed in training
+    steps only). On CPU: for training, ``cpu_kernel`` where the calibration (timed once per
+    CPU, compiler and thread count, then cached) found it faster than ``packed``; else
+    ``packed``."""
     if device.type == "cuda":
-        return "bucketed"
+        return "bucketed_matmul" if training else "bucketed"
     if training and device.type == "cpu":
         return "cpu_kernel" if calibration.kernel_is_faster() else "packed"
     return "packed"
