@@ -92,8 +92,10 @@ def best_of(function: Callable[[], object], repeats: int) -> float:
     return min(times)
 
 
-def alternate(functions: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Minimum time of each function, run in turn ``repeats`` times (after one warm-up)."""
+def alternate(functions: dict[str, Callable[[], object]], repeats: int,
+              summary: Callable[[list[float]], float] = min) -> dict[str, float]:
+    """The ``summary`` (default: the minimum) of each function's times, the functions run in
+    turn ``repeats`` times (after one warm-up call of each)."""
     for function in functions.values():
         function()
     times: dict[str, list[float]] = {name: [] for name in functions}
@@ -102,7 +104,7 @@ def alternate(functions: dict[str, Callable[[], object]], repeats: int) -> dict[
             started = time.perf_counter()
             function()
             times[name].append(time.perf_counter() - started)
-    return {name: min(values) for name, values in times.items()}
+    return {name: summary(values) for name, values in times.items()}
 
 
 def pu_task(rng: np.random.Generator, n_labeled: int, n_unlabeled: int, d: int) -> np.ndarray:

@@ -5,19 +5,20 @@
 #   1. the CUDA tests (the GPU backends against the specification, deterministic start-up,
 #      bf16 inference close to the CPU's, a row's bytes in any GPU block);
 #   2. bit for bit: two identical runs of STEPS steps of the paper's config (stage 1, one
-#      forward pass a step, deterministic kernels: the default) and a run stopped at STEPS/2
-#      and resumed, compared tensor by tensor: IDENTICAL or DIFFERENT;
-#   3. tasks/s and the data-wait share, side by side, for each attention backend (bucketed,
-#      bucketed_matmul) with deterministic kernels on and off; a second bucketed_matmul run
-#      compared with the first, and two without the deterministic mode's fills
-#      (training.deterministic_fill: false) compared with each other and with it;
+#      forward pass a step, deterministic kernels and attention auto: the defaults) and a run
+#      stopped at STEPS/2 and resumed, compared tensor by tensor: IDENTICAL or DIFFERENT;
+#   3. tasks/s and the data-wait share, side by side, for each attention backend (auto's
+#      bucketed_matmul, bucketed) with deterministic kernels on and off; two runs without the
+#      deterministic mode's fills (training.deterministic_fill: false) compared with each
+#      other and with the default;
 #   4. the classifier (the model alone) on the device: rows/s of a pool, two fits compared
 #      byte for byte, and the largest difference to the CPU's scores; whether a query row's
 #      bytes depend on its place in the block (speed.row_invariance); then what a table costs,
-#      the default against the model alone, up to 200,000 rows and at the paper's size;
+#      the default against the model alone, up to 200,000 rows and at the paper's size, and
+#      the portfolio's learners alone there on several thread counts (speed.portfolio_parts);
 #   5. each kernel's milliseconds for the step's two attentions (speed.bench_attention);
-#   6. a torch.profiler table of a few steps of the default and of bucketed_matmul;
-#   7. bucketed_matmul under torch.compile, beside the same run uncompiled.
+#   6. a torch.profiler table of a few steps of the default and of bucketed;
+#   7. the default under torch.compile, beside the same run uncompiled.
 #
 #   speed/gpu_check.sh OUT_DIR            # on the GPU machine, within BUDGET seconds (470)
 #   DEVICE=cpu speed/gpu_check.sh OUT_DIR # a dry run of the script itself (the smoke config;
@@ -46,6 +47,7 @@ if [ "$DEVICE" = cpu ]; then
     TESTS=(tests/trainer/test_determinism.py)
     BUDGET=${BUDGET:-0}
     PAPER_SIZE=(--rows 700 --features 5)
+    PARTS=(--features 5 --threads 1,2 --repeats 1)
 else
     BASE=${CONFIG:-configs/paper.yaml} STEPS=${STEPS:-40} LOG_EVERY=5 COMPILE=1 PROFILED=4
     SHARD_STEPS=(--stages 1 --steps "0-$((STEPS - 1))")
@@ -55,6 +57,7 @@ else
            tests/model/test_query_rows.py tests/trainer/test_determinism.py)
     BUDGET=${BUDGET:-470}
     PAPER_SIZE=(--rows 700 --features 10,50)
+    PARTS=(--features 10 --threads 1,4,16 --repeats 5)
 fi
 HALF=$((STEPS / 2))
 mkdir -p "$OUT" "$WORK"
@@ -121,7 +124,7 @@ boxed 150 $PY -m prior_gen.cli --config "$BASE" "${SHARD_STEPS[@]}" \
 say "shards exit $?"
 
 say "bit for bit: two runs of $STEPS steps, and $HALF steps resumed to $STEPS"
-DEFAULT=$(config default)
+DEFAULT=$(config default)  # attention auto: bucketed_matmul on a GPU
 train det_a "$DEFAULT" 150 --until-step "$STEPS"
 train det_b "$DEFAULT" 150 --until-step "$STEPS"
 train det_resumed "$DEFAULT" 100 --until-step "$HALF"
@@ -130,25 +133,21 @@ $PY -m speed.training_runs compare "$WORK/runs/det_a" "$WORK/runs/det_b" \
     "$WORK/runs/det_resumed" 2>&1 | tee -a "$LOG"
 
 say "tasks/s by attention backend, deterministic kernels on and off"
-train bucketed_nondet "$(config bucketed_nondet "attention: bucketed, deterministic: false")" \
-    150 --until-step "$STEPS"
-MATMUL=$(config matmul_det "attention: bucketed_matmul")
-train matmul_det "$MATMUL" 150 --until-step "$STEPS"
 train matmul_nondet "$(config matmul_nondet "attention: bucketed_matmul, deterministic: false")" \
     150 --until-step "$STEPS"
-RUNS=(det_a bucketed_nondet matmul_det matmul_nondet)
+train bucketed_det "$(config bucketed_det "attention: bucketed")" 150 --until-step "$STEPS"
+train bucketed_nondet "$(config bucketed_nondet "attention: bucketed, deterministic: false")" \
+    150 --until-step "$STEPS"
+RUNS=(det_a matmul_nondet bucketed_det bucketed_nondet)
 $PY -m speed.training_runs speed "${RUNS[@]/#/$WORK/runs/}" 2>&1 | tee -a "$LOG"
-say "bit for bit with bucketed_matmul, and without the deterministic mode's fills"
-train matmul_det_b "$MATMUL" 150 --until-step "$STEPS"
-$PY -m speed.training_runs compare "$WORK/runs/matmul_det" "$WORK/runs/matmul_det_b" 2>&1 \
-    | tee -a "$LOG"
-NOFILL=$(config matmul_nofill "attention: bucketed_matmul, deterministic_fill: false")
-train matmul_nofill "$NOFILL" 150 --until-step "$STEPS"
-train matmul_nofill_b "$NOFILL" 150 --until-step "$STEPS"
-$PY -m speed.training_runs compare "$WORK/runs/matmul_nofill" "$WORK/runs/matmul_nofill_b" \
-    "$WORK/runs/matmul_det" 2>&1 | tee -a "$LOG"
-$PY -m speed.training_runs speed "$WORK/runs/matmul_det" "$WORK/runs/matmul_det_b" \
-    "$WORK/runs/matmul_nofill" "$WORK/runs/matmul_nofill_b" 2>&1 | tee -a "$LOG"
+say "bit for bit without the deterministic mode's fills"
+NOFILL=$(config nofill "deterministic_fill: false")
+train nofill "$NOFILL" 150 --until-step "$STEPS"
+train nofill_b "$NOFILL" 150 --until-step "$STEPS"
+$PY -m speed.training_runs compare "$WORK/runs/nofill" "$WORK/runs/nofill_b" \
+    "$WORK/runs/det_a" 2>&1 | tee -a "$LOG"
+$PY -m speed.training_runs speed "$WORK/runs/det_a" "$WORK/runs/det_b" \
+    "$WORK/runs/nofill" "$WORK/runs/nofill_b" 2>&1 | tee -a "$LOG"
 
 say "the classifier on $DEVICE"
 boxed 120 $PY -m speed.classifier_device --device "$DEVICE" "${CLASSIFIER[@]}" 2>&1 \
@@ -163,12 +162,15 @@ boxed 150 $PY -m speed.cost_model --device "$DEVICE" "${COST[@]}" 2>&1 \
 say "the paper's size on $DEVICE: 200 labeled positives, a pool of 500 with 20 % negatives"
 boxed 60 $PY -m speed.cost_model --device "$DEVICE" "${PAPER_SIZE[@]}" --labeled-share 0.2858 \
     --pool-negatives 0.2 2>&1 | grep -v "Warning\|warn" | tee -a "$LOG"
+say "where the default's time goes at the paper's size: the learners on the host's threads"
+boxed 60 $PY -m speed.portfolio_parts --device "$DEVICE" "${PARTS[@]}" 2>&1 \
+    | grep -v "Warning\|warn" | tee -a "$LOG"
 
 say "each attention kernel at the step's shapes"
 boxed 120 $PY -m speed.bench_attention --config "$DEFAULT" --device "$DEVICE" --repeats 3 \
     2>&1 | tee -a "$LOG"
 
-for backend in auto bucketed_matmul; do
+for backend in auto bucketed; do
     say "profile of $PROFILED steps, attention $backend"
     boxed 90 $PY -m speed.profile_step --config "$(config "profile_$backend" "attention: $backend")" \
         --shards "$WORK/shards" --run-dir "$WORK/runs/profile_$backend" --steps "$PROFILED" \
@@ -177,10 +179,8 @@ done
 
 if [ "$COMPILE" = 1 ]; then  # last: its compilations can take what is left
     say "torch.compile"
-    train matmul_det_compiled "$(config matmul_compiled "attention: bucketed_matmul, compile: true")" \
-        150 --until-step "$STEPS"
-    $PY -m speed.training_runs speed "$WORK/runs/matmul_det" "$WORK/runs/matmul_det_compiled" \
-        2>&1 | tee -a "$LOG"
+    train compiled "$(config compiled "compile: true")" 150 --until-step "$STEPS"
+    $PY -m speed.training_runs speed "$WORK/runs/det_a" "$WORK/runs/compiled" 2>&1 | tee -a "$LOG"
 fi
 
 tar -czf "$OUT/runs.tar.gz" -C "$WORK/runs" --exclude checkpoints . 2>>"$LOG"

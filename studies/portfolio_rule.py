@@ -126,7 +126,6 @@ def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path,
 
     if bags is not None:  # a study's count of bags (fewer_bags are read off their first ones)
         puicl_model.estimator.learners.BAGS = bags
-        puicl_model.estimator.learners.BAGS_WITH_HELD_OUT = bags
 
     # the rule is replayed against the whole pool and every held-out positive: every member
     # scores them all (studies.rule_candidates replays the classifier's samples of them)

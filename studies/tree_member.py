@@ -50,8 +50,10 @@ from puicl_model.estimator.prior import fold_of
 from puicl_model.passes.settings import InferenceSettings
 from studies.portfolio_rule import REPETITION_MARK
 
-# the kept member a rebuilt task must reproduce: PU bagging's first BAGS bags of the collect
-REFERENCE = f"{BAGGED}{BAGS}"
+# the bags of the kept member a rebuilt task must reproduce: PU bagging's first 10 bags of the
+# collect (the classifier's count when the tasks were kept)
+KEPT_BAGS = 10
+REFERENCE = f"{BAGGED}{KEPT_BAGS}"
 
 
 def _boosted(max_iter: int, learning_rate: float) -> Callable[[int], Any]:
@@ -76,22 +78,29 @@ def _forest(extra: bool, trees: int, leaf: int,
 
 # the variants, each a learner in every bag and a count of bags: the boosted trees PU bagging
 # ran before (the kept scores of a collect before the forests were shipped), cheaper boosting,
-# forests of several sizes (``forest10leaf10``: the shipped member, FOREST_TREES and
-# FOREST_LEAF), and cheaper learners in as many bags as the benchmark's PU bagging
+# forests of several sizes (``forest10leaf10``: FOREST_TREES and FOREST_LEAF, in the bags the
+# tasks were kept with; ``forest10leaf10x5``: the shipped member), and cheaper learners in as
+# many bags as the benchmark's PU bagging
 VARIANTS: Mapping[str, tuple[Callable[[int], Any], int]] = {
-    "hgb100": (_boosted(100, 0.1), BAGS),
-    "hgb30": (_boosted(30, 0.3), BAGS),
+    "hgb100": (_boosted(100, 0.1), KEPT_BAGS),
+    "hgb30": (_boosted(30, 0.3), KEPT_BAGS),
     "hgb30x30": (_boosted(30, 0.3), 30),
-    "extra20": (_forest(True, 20, 3), BAGS),
-    "forest10": (_forest(False, 10, 3), BAGS),
-    "forest10all": (_forest(False, 10, 3, None), BAGS),
-    "forest30": (_forest(False, 30, 3), BAGS),
-    "forest10leaf10": (_forest(False, FOREST_TREES, FOREST_LEAF), BAGS),
-    "forest10leaf20": (_forest(False, 10, 20), BAGS),
-    "forest20leaf10": (_forest(False, 20, 10), BAGS),
+    "extra20": (_forest(True, 20, 3), KEPT_BAGS),
+    "forest10": (_forest(False, 10, 3), KEPT_BAGS),
+    "forest10all": (_forest(False, 10, 3, None), KEPT_BAGS),
+    "forest30": (_forest(False, 30, 3), KEPT_BAGS),
+    "forest10leaf10": (_forest(False, FOREST_TREES, FOREST_LEAF), KEPT_BAGS),
+    "forest10leaf20": (_forest(False, 10, 20), KEPT_BAGS),
+    "forest20leaf10": (_forest(False, 20, 10), KEPT_BAGS),
+    # the same forests in half the bags (BAGS): the shipped member
+    "forest10leaf10x5": (_forest(False, FOREST_TREES, FOREST_LEAF), BAGS),
+    # as many trees as the shipped member, in twice the bags
+    "forest5leaf10": (_forest(False, 5, FOREST_LEAF), KEPT_BAGS),
 }
 # the variant a kept task's own PU bagging ran: a collect's kept scores were made with it
-SHIPPED, FORMER = "forest10leaf10", "hgb100"
+KEPT_WITH, FORMER = "forest10leaf10", "hgb100"
+# the variant the classifier's PU bagging runs (learners.BAGS, FOREST_TREES, FOREST_LEAF)
+SHIPPED = "forest10leaf10x5"
 
 
 @dataclass
@@ -132,7 +141,7 @@ def rebuild(path: Path) -> tuple[Portfolio, list[np.ndarray]]:
     return portfolio, [fold == k for k in range(2)]
 
 
-def score_task(path: Path, out: Path, variants: Sequence[str], kept_with: str = SHIPPED) -> str:
+def score_task(path: Path, out: Path, variants: Sequence[str], kept_with: str = KEPT_WITH) -> str:
     """The kept task at ``path`` written under ``out`` with each variant's scores added (the
     held-out scores per fold of the class prior, the pool's), and the seconds each took; a task
     written before gains only the variants it lacks. The variant ``kept_with`` (PU bagging's
@@ -182,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cells", required=True, help="kept cells, joined by commas")
     parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--kept-with", default=SHIPPED,
+    parser.add_argument("--kept-with", default=KEPT_WITH,
                         help=f"the variant PU bagging ran when the tasks were kept ({FORMER}: "
                              "before the forests were shipped); it is fitted and checked first")
     parser.add_argument("--jobs", type=int, default=1)

@@ -19,14 +19,16 @@ alone and in the portfolio, at a quarter of the trees' time (docs/decisions.md, 
 chosen per table").
 
 Threads. Every fit runs on one OpenMP (and BLAS) thread, and the fits of the folds or bags run
-side by side on a pool of Python threads, one per core (``n_threads`` of them where given):
-the trees' compiled loops release the GIL. A team of OpenMP threads per fit, the
-library's default, spins at its barriers while it waits for its slowest thread, so on a
-machine busy with other work a fit became tens to a hundred times slower (10 fits of
-400 × 10 rows beside three busy processes on 2 cores: 1.4 s on one thread, 38 s with the
-default, 152 s with two threads). Separate fits share nothing, so a descheduled thread delays
-only its own fit. Each fit is seeded by its own key and their results are combined in bag
-order, so the scores are the same bytes whatever the number of threads (tested).
+side by side on a pool of Python threads, one per core (``n_threads`` of them where given): the
+trees' compiled loops release the GIL. A team of OpenMP threads per fit, the library's default,
+spins at its barriers while it waits for its slowest thread, so on a machine busy with other
+work a fit became tens to a hundred times slower (10 fits of 400 × 10 rows beside three busy
+processes on 2 cores: 1.4 s on one thread, 38 s with the default, 152 s with two threads).
+Separate fits share nothing, so a descheduled thread delays only its own fit. Fits of fewer than
+:data:`THREADS_FROM_CELLS` cells run one after another instead: on so little data the threads
+mostly wait for each other at the interpreter's lock. Each fit is seeded by its own key and
+their results are combined in bag order, so the scores are the same bytes whatever the number of
+threads (tested).
 """
 
 from __future__ import annotations
@@ -53,9 +55,9 @@ if TYPE_CHECKING:
     LearnerModel = (LogisticRegression | HistGradientBoostingClassifier | BoostedTrees
                     | RandomForestClassifier | ForestTrees)
 
-__all__ = ["BAGGED", "BAGS", "BAGS_WITH_HELD_OUT", "BOOSTED", "FOREST_LEAF", "FOREST_TREES",
-           "LEARNER_FOLDS", "LOGISTIC", "CrossFittedLearner", "bags_for", "learner_encoding",
-           "log_odds", "row_decision"]
+__all__ = ["BAGGED", "BAGS", "BOOSTED", "FOREST_LEAF", "FOREST_TREES", "LEARNER_FOLDS",
+           "LOGISTIC", "THREADS_FROM_CELLS", "CrossFittedLearner", "learner_encoding", "log_odds",
+           "row_decision"]
 
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # spawn-key tags of the learners' fold splits
@@ -64,16 +66,13 @@ LEARNER_TAGS = {LOGISTIC: seed_keys.LOGISTIC_FOLDS, BOOSTED: seed_keys.BOOSTED_F
 # the learners' cross-fitting folds (for ``bagged``: of the labeled positives)
 LEARNER_FOLDS = 5
 # PU bagging's bags, a multiple of LEARNER_FOLDS so that every fold of positives is scored by
-# as many bags. Ten, not the 30 of Mordelet & Vert and of the benchmark's pu-bagging baseline
-# (benchmark/methods/pu_bagging.py): replayed on the development suite's size grid, the
-# portfolio with its first 10 bags picks and ranks as with all 30 (mean AUC within 0.0005 in
-# every cell, docs/decisions.md) at a third of the trees' time
-BAGS = 10
-# on tables with held-out positives (MIN_LABELED_FOR_HOLD_OUT labeled positives and more, in
-# portfolio.py) each bag trains on thousands of rows and the logistic learner is the fallback:
-# there the first 5 bags pick as the first 10 did on every large task of the size grid
-# (docs/decisions.md), at half the trees' time
-BAGS_WITH_HELD_OUT = 5
+# as many bags. Five, not the 30 of Mordelet & Vert and of the benchmark's pu-bagging baseline
+# (benchmark/methods/pu_bagging.py). Replayed on the development suite's size grid, 10 bags
+# ranked as all 30 did; with the small tables' fixed blend, 5 bags rank within 0.001 of 10 in
+# every cell (-0.0009 +- 0.0002 at 600 positives and pi 0.2, within the noise elsewhere) and
+# leave no cell with more tasks behind its best baseline than before, at half the trees' time
+# (docs/decisions.md, "Five bags on every table"). Large tables ran 5 already.
+BAGS = 5
 # each bag's random forest: its trees, and the fewest rows a leaf holds. Chosen on the
 # development suite's size grid among forests of 10 to 30 trees with leaves of 3 to 20 rows
 # (studies/tree_member.py, docs/decisions.md): leaves of 10 rows rank unlabeled pools better
@@ -81,11 +80,17 @@ BAGS_WITH_HELD_OUT = 5
 # stumps that 20-row leaves make of a bag of a few dozen rows
 FOREST_TREES = 10
 FOREST_LEAF = 10
+# the fewest cells (rows x columns) a fit trains on for the fits to run side by side. Below it
+# they run one after another on the calling thread: a small fit is mostly Python, and threads
+# that take turns at the interpreter's lock wait for each other. On 2 cores, at the paper's
+# size (bags of 3,200 cells, folds of 5,600), PU bagging took 73 ms on one thread and 98 ms on
+# two, the logistic learner 8 and 15 ms; bags of 8,000 to 16,000 cells were 9-14 % faster
+# on two threads and bags of 51,200 cells 1.6x, while the logistic learner's folds were
+# still slower on two threads at 40,000 cells and faster at 256,000 (speed/portfolio_parts.py;
+# docs/performance.md, "The default at the paper's size"). Near the threshold either way
+# costs a few milliseconds a fit
+THREADS_FROM_CELLS = 20_000
 
-
-def bags_for(held_out: bool) -> int:
-    """PU bagging's bags on a table with (``held_out``) or without held-out positives."""
-    return BAGS_WITH_HELD_OUT if held_out else BAGS
 # clip of probabilities before their log-odds are taken
 _EPS = 1e-6
 
@@ -188,6 +193,11 @@ class CrossFittedLearner:
         return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1,
                                               early_stopping=False, random_state=seed)
 
+    def _workers(self, rows: int, columns: int) -> int | None:
+        """How many fits of ``rows`` x ``columns`` cells run side by side (None: one per
+        core): one at a time below THREADS_FROM_CELLS."""
+        return self.n_threads if rows * max(columns, 1) >= THREADS_FROM_CELLS else 1
+
     def _seed(self, *key: int) -> int:
         sequence = np.random.SeedSequence(self.entropy, spawn_key=(LEARNER_TAGS[self.kind], *key))
         return int(sequence.generate_state(1)[0] % 2**31)
@@ -213,7 +223,8 @@ class CrossFittedLearner:
                 return model, row_decision(model, x[held])
             return job
 
-        fitted = side_by_side((fold_job(train, held) for train, held in folds), self.n_threads)
+        fitted = side_by_side((fold_job(train, held) for train, held in folds),
+                              self._workers(len(folds[0][0]), x.shape[1]))
         scores = np.empty(len(x))
         self.models_ = []
         for (_, held), (model, held_scores) in zip(folds, fitted, strict=True):
@@ -230,8 +241,9 @@ class CrossFittedLearner:
         would be."""
         n_labeled, n_pool = len(x_labeled), len(x_pool)
         fold = np.random.default_rng(self._seed()).permutation(n_labeled) % self.folds
+        bag_rows = 2 * min(int((fold != 0).sum()), n_pool)
         bags = side_by_side((self._bag_job(bag, fold, x_labeled, x_pool) for bag in range(count)),
-                            self.n_threads)
+                            self._workers(bag_rows, x_pool.shape[1]))
         labeled_sum, pool_sum = np.zeros(n_labeled), np.zeros(n_pool)
         labeled_count, pool_count = np.zeros(n_labeled), np.zeros(n_pool)
         self.models_ = []
@@ -275,7 +287,7 @@ class CrossFittedLearner:
         stack sums a single row's column pairwise, a larger block's rows one by one)."""
         x = np.asarray(x, dtype=np.float64)
         decisions = side_by_side(((lambda model=model: row_decision(model, x))
-                                  for model in self.models_), self.n_threads)
+                                  for model in self.models_), self._workers(*x.shape))
         total = np.zeros(len(x), dtype=np.float64)
         for decision in decisions:  # in the models' order
             total += decision

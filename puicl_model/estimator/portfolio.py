@@ -65,7 +65,6 @@ from puicl_model.estimator.learners import (
     BOOSTED,
     LOGISTIC,
     CrossFittedLearner,
-    bags_for,
     learner_encoding,
     log_odds,
 )
@@ -348,7 +347,7 @@ class Portfolio:
                 continue
             learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
             self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(
-                self.x_labeled, self.x_pool, bags=bags_for(self.n_held > 0))
+                self.x_labeled, self.x_pool)
             self.learners[kind] = learner
 
     def _held_scores(self, model_held: np.ndarray | None,

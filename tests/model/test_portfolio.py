@@ -8,6 +8,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from puicl_model import PUICLClassifier
+from puicl_model.estimator import learners
 from puicl_model.estimator.learners import row_decision
 from puicl_model.estimator.portfolio import (
     BAGGED,
@@ -144,6 +145,11 @@ def test_every_fit_runs_on_one_openmp_thread_side_by_side(rng, monkeypatch) -> N
     monkeypatch.setattr(HistGradientBoostingClassifier, "fit", recording_fit)
     x_labeled, x_pool = rng.normal(size=(40, 3)) + 1.0, rng.normal(size=(120, 3))
     x_new = rng.normal(size=(30, 3))
+    # fits this small run one after another, on the calling thread
+    CrossFittedLearner(BOOSTED, 5, n_threads=3).fit(x_labeled, x_pool)
+    assert {name for _, name in seen} == {threading.current_thread().name}
+    seen.clear()
+    monkeypatch.setattr(learners, "THREADS_FROM_CELLS", 0)  # every fit side by side
     for kind in (BOOSTED, BAGGED, LOGISTIC):
         results = []
         for workers in (1, 3):
@@ -163,13 +169,17 @@ def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) ->
 
     x_labeled, x_pool = rng.normal(size=(60, 3)) + 1.0, rng.normal(size=(200, 3))
     learner = CrossFittedLearner(BAGGED, 7, n_threads=1)
-    labeled, pool = learner.fit(x_labeled, x_pool)
-    again = CrossFittedLearner(BAGGED, 7, n_threads=1).fit(x_labeled, x_pool)
-    assert labeled.tobytes() == again[0].tobytes() and pool.tobytes() == again[1].tobytes()
-    assert not np.array_equal(pool, CrossFittedLearner(BAGGED, 8).fit(x_labeled, x_pool)[1])
+    learner.fit(x_labeled, x_pool)
     assert len(learner.models_) == BAGS
-    # the classifier's n_threads reaches the boosting: its scores keep their bits on two threads
-    two = CrossFittedLearner(BAGGED, 7, n_threads=2).fit(x_labeled, x_pool)
+    # two bags a fold, so that some pool rows are out of some bags and not of others
+    count = 2 * BAGS
+    labeled, pool = learner.fit(x_labeled, x_pool, bags=count)
+    again = CrossFittedLearner(BAGGED, 7, n_threads=1).fit(x_labeled, x_pool, bags=count)
+    assert labeled.tobytes() == again[0].tobytes() and pool.tobytes() == again[1].tobytes()
+    assert not np.array_equal(pool, CrossFittedLearner(BAGGED, 8).fit(x_labeled, x_pool,
+                                                                      bags=count)[1])
+    # the classifier's n_threads reaches the trees: their scores keep their bits on two threads
+    two = CrossFittedLearner(BAGGED, 7, n_threads=2).fit(x_labeled, x_pool, bags=count)
     assert labeled.tobytes() == two[0].tobytes() and pool.tobytes() == two[1].tobytes()
 
     def seed(*key: int) -> int:
@@ -178,15 +188,15 @@ def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) ->
 
     fold = np.random.default_rng(seed()).permutation(60) % learner.folds
     drawn = [np.random.default_rng(seed(bag)).integers(0, 200, int((fold != bag % 5).sum()))
-             for bag in range(BAGS)]
+             for bag in range(count)]
     decisions = [row_decision(model, x) for model in learner.models_
                  for x in (np.vstack([x_labeled, x_pool]),)]
     for row in (0, 17, 59):
-        bags = [bag for bag in range(BAGS) if bag % 5 == fold[row]]
+        bags = [bag for bag in range(count) if bag % 5 == fold[row]]
         assert labeled[row] == pytest.approx(np.mean([decisions[b][row] for b in bags]))
     for row in (0, 101, 199):
-        bags = [bag for bag in range(BAGS) if row not in drawn[bag]]
-        assert 0 < len(bags) < BAGS
+        bags = [bag for bag in range(count) if row not in drawn[bag]]
+        assert 0 < len(bags) < count
         assert pool[row] == pytest.approx(np.mean([decisions[b][60 + row] for b in bags]))
     assert roc_auc_score(np.r_[np.ones(60), np.zeros(200)], np.r_[labeled, pool]) > 0.7
     # a pool row that every bag drew (here the only one) is scored as a new row is
@@ -242,9 +252,9 @@ def test_smaller_tables_take_the_fallback_with_no_fold_pass(small_weights, rng) 
     assert np.allclose(np.sort(proba), np.sort(model)) and not np.array_equal(proba, model)
     assert 0.0 <= clf.estimate_class_prior() <= 1.0  # now the folds are scored
     assert 2 in clf.fitted_.model_folds
-    from puicl_model.estimator.learners import BAGS, BAGS_WITH_HELD_OUT
+    from puicl_model.estimator.learners import BAGS
 
-    assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS > BAGS_WITH_HELD_OUT
+    assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS
 
 
 @pytest.mark.slow
@@ -260,12 +270,11 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
     assert pool.shape == (2500, 2) and np.all((pool >= 0) & (pool <= 1))
     # the blend is chosen against a judged sample of the pool; where it does not weigh the
     # model, the model scored only that sample and the held-out positives
-    from puicl_model.estimator.learners import BAGS_WITH_HELD_OUT
+    from puicl_model.estimator.learners import BAGS
     from puicl_model.estimator.portfolio import JUDGED_POOL_ROWS
 
     assert len(clf.portfolio_.evidence.pool[0]["model"]) == JUDGED_POOL_ROWS < 2500
-    # with held-out positives PU bagging fits fewer bags than on a small table
-    assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS_WITH_HELD_OUT
+    assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS
     passes = clf.n_passes_
     folds = clf.held_out_scores()
     assert len(folds) == 1 and len(folds[0][0]) == clf.n_held_out_

@@ -39,16 +39,16 @@ def test_the_replay_reads_each_rules_pick_off_the_true_auc(tmp_path) -> None:
 
 
 def test_the_first_bags_variant_with_every_bag_is_the_fitted_member() -> None:
-    from puicl_model.estimator.learners import BAGGED, BAGS, CrossFittedLearner
+    from puicl_model.estimator.learners import BAGGED, CrossFittedLearner
     from studies.portfolio_rule import first_bags
 
     rng = np.random.default_rng(3)
     x_labeled, x_pool = rng.normal(size=(60, 4)) + 0.5, rng.normal(size=(150, 4))
     learner = CrossFittedLearner(BAGGED, entropy=11, n_threads=1)
-    labeled, pool = learner.fit(x_labeled, x_pool)
-    again_labeled, again_pool = first_bags(learner, BAGS, x_labeled, x_pool)
+    labeled, pool = learner.fit(x_labeled, x_pool, bags=10)  # a collect fits more bags
+    again_labeled, again_pool = first_bags(learner, 10, x_labeled, x_pool)
     np.testing.assert_allclose(again_labeled, labeled, rtol=0, atol=1e-12)
     np.testing.assert_allclose(again_pool, pool, rtol=0, atol=1e-12)
-    fewer_labeled, fewer_pool = first_bags(learner, BAGS // 2, x_labeled, x_pool)
+    fewer_labeled, fewer_pool = first_bags(learner, 5, x_labeled, x_pool)
     assert np.isfinite(fewer_labeled).all() and np.isfinite(fewer_pool).all()
     assert not np.allclose(fewer_pool, pool)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from puicl_model.estimator.learners import BAGGED, BAGS, CrossFittedLearner
+from puicl_model.estimator.learners import BAGGED, CrossFittedLearner
 from studies.tree_member import SHIPPED, VARIANTS, VariantLearner
 
 
@@ -18,7 +18,7 @@ def _rows(seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def test_the_shipped_variant_gives_the_shipped_members_bits() -> None:
     x_labeled, x_pool = _rows(0)
-    shipped = CrossFittedLearner(BAGGED, 123, n_threads=1).fit(x_labeled, x_pool, bags=BAGS)
+    shipped = CrossFittedLearner(BAGGED, 123, n_threads=1).fit(x_labeled, x_pool)
     make, bags = VARIANTS[SHIPPED]
     variant = VariantLearner(BAGGED, 123, n_threads=1, make=make).fit(x_labeled, x_pool,
                                                                        bags=bags)

@@ -1,0 +1,94 @@
+"""Where the default classifier's time goes on one table: the default and the model alone
+(``portfolio="none"``), fit and ``predict_proba`` of the pool, then each of the portfolio's
+learners fitted alone on the learners' encoding of the same table, its fits on each of several
+thread counts (whatever their size: the classifier itself runs fits of fewer than
+``learners.THREADS_FROM_CELLS`` cells one after another).
+Every setting is timed REPEATS times, the settings taking turns, and the median printed; with
+``--profile``, the 25 functions of one default fit that took the most time of their own.
+
+    python -m speed.portfolio_parts                          # the paper's size, 10 columns
+    python -m speed.portfolio_parts --device cuda --threads 1,4,16 --profile
+
+The table is :func:`speed.cost_model.table`'s: ``--rows 700 --labeled-share 0.2858
+--pool-negatives 0.2`` (the defaults) is the paper's size, 200 labeled positives and a pool of
+500 with 20 % negatives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+from collections.abc import Callable
+
+import numpy as np
+
+from speed.bench_model import alternate
+from speed.cost_model import table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m speed.portfolio_parts",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=700)
+    parser.add_argument("--features", type=int, default=10)
+    parser.add_argument("--labeled-share", type=float, default=0.2858)
+    parser.add_argument("--pool-negatives", type=float, default=0.2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", default="1,2",
+                        help="the learners' thread counts to time, comma-separated")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+
+    from puicl_model import PUICLClassifier
+    from puicl_model.estimator import learners
+    from puicl_model.estimator.learners import (
+        BAGGED,
+        LOGISTIC,
+        CrossFittedLearner,
+        learner_encoding,
+    )
+
+    x, s = table(args.rows, args.features, args.labeled_share,
+                 pool_negatives=args.pool_negatives)
+    labeled = s == 1
+
+    def classifier(portfolio: str) -> Callable[[], object]:
+        return lambda: PUICLClassifier(random_state=0, portfolio=portfolio, device=args.device,
+                                       progress=False).fit(x, s).predict_proba(x[~labeled])
+
+    encoded = learner_encoding().fit_transform(x, labeled).astype(np.float64)
+
+    def learner(kind: str, threads: int) -> Callable[[], object]:
+        def fit() -> object:
+            # on exactly `threads` threads, whatever THREADS_FROM_CELLS says of the fits' size
+            floor, learners.THREADS_FROM_CELLS = learners.THREADS_FROM_CELLS, 0
+            try:
+                return CrossFittedLearner(kind, 0, n_threads=threads).fit(
+                    encoded[labeled], encoded[~labeled])
+            finally:
+                learners.THREADS_FROM_CELLS = floor
+        return fit
+
+    jobs = {"default": classifier("auto"), "model alone": classifier("none")}
+    for threads in (int(v) for v in args.threads.split(",")):
+        jobs[f"bagged, {threads} thread(s)"] = learner(BAGGED, threads)
+        jobs[f"logistic, {threads} thread(s)"] = learner(LOGISTIC, threads)
+    print(f"{args.rows} rows × {args.features} columns, {int(labeled.sum())} labeled, "
+          f"device {args.device}; median of {args.repeats}")
+    for name, seconds in alternate(jobs, args.repeats, statistics.median).items():
+        print(f"  {name:24s} {seconds * 1e3:8.1f} ms", flush=True)
+    if args.profile:
+        profile = cProfile.Profile()
+        profile.runcall(jobs["default"])
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
+        print(text.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
