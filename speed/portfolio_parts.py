@@ -2,7 +2,9 @@
 (``portfolio="none"``), fit and ``predict_proba`` of the pool, then each of the portfolio's
 learners fitted alone on the learners' encoding of the same table, its fits on each of several
 thread counts (whatever their size: the classifier itself runs fits of fewer than
-``learners.THREADS_FROM_CELLS`` cells one after another).
+``learners.THREADS_FROM_CELLS`` cells one after another). On a GPU it also times the default
+with the learners fitted on a thread beside the model's first passes
+(``fitted_table.LEARNERS_BESIDE_A_GPU``, off by default until this has timed it there).
 Every setting is timed REPEATS times, the settings taking turns, and the median printed; with
 ``--profile``, the 25 functions of one default fit that took the most time of their own.
 
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from puicl_model import PUICLClassifier
-    from puicl_model.estimator import learners
+    from puicl_model.estimator import fitted_table, learners
     from puicl_model.estimator.learners import (
         BAGGED,
         LOGISTIC,
@@ -56,9 +58,17 @@ def main(argv: list[str] | None = None) -> int:
                  pool_negatives=args.pool_negatives)
     labeled = s == 1
 
-    def classifier(portfolio: str) -> Callable[[], object]:
-        return lambda: PUICLClassifier(random_state=0, portfolio=portfolio, device=args.device,
+    def classifier(portfolio: str, beside: bool = False) -> Callable[[], object]:
+        def fit() -> object:
+            # beside: the learners on a thread of their own during the first passes (a GPU's
+            # option, fitted_table.LEARNERS_BESIDE_A_GPU; on a CPU the default again)
+            shipped, fitted_table.LEARNERS_BESIDE_A_GPU = fitted_table.LEARNERS_BESIDE_A_GPU, beside
+            try:
+                return PUICLClassifier(random_state=0, portfolio=portfolio, device=args.device,
                                        progress=False).fit(x, s).predict_proba(x[~labeled])
+            finally:
+                fitted_table.LEARNERS_BESIDE_A_GPU = shipped
+        return fit
 
     encoded = learner_encoding().fit_transform(x, labeled).astype(np.float64)
 
@@ -73,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                 learners.THREADS_FROM_CELLS = floor
         return fit
 
-    jobs = {"default": classifier("auto"), "model alone": classifier("none")}
+    jobs = {"default": classifier("auto"), "model alone": classifier("none"),
+            "default, learners beside": classifier("auto", beside=True)}
     for threads in (int(v) for v in args.threads.split(",")):
         jobs[f"bagged, {threads} thread(s)"] = learner(BAGGED, threads)
         jobs[f"logistic, {threads} thread(s)"] = learner(LOGISTIC, threads)

@@ -114,7 +114,7 @@ def variant(name: str, timer: _Timer) -> Iterator[None]:
         portfolio = built.pop()
         n_context = len(rows.x_labeled)  # the portfolio's labeled rows: context, then held out
         if name == "reuse":
-            portfolio._fit_learners()  # every learner, as the choice will read them
+            portfolio.fit_learners()  # every learner, as the choice will read them
             labeled = portfolio.labeled_scores[LOGISTIC]
             pool = portfolio.pool_scores[LOGISTIC]
         else:  # held-labeled: the held-out positives (the pool's last rows) as labeled rows

@@ -19,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -46,6 +48,18 @@ from puicl_model.passes.settings import InferenceSettings
 __all__ = ["FittedTable", "Folds", "table_of"]
 
 Folds = list[tuple[np.ndarray, np.ndarray]]  # per fold: (its positives' P(y=1), the pool's)
+
+# Fit the portfolio's learners on a thread of their own while the model's first passes run,
+# where the model runs on a GPU and the host's CPU would otherwise wait for it. Prepared and
+# tested on a CPU (the same bytes either way), not yet timed on a GPU: the learners' Python and
+# the passes' kernel launches take turns at the interpreter's lock, which may cost the passes
+# more than the overlap saves. speed/portfolio_parts.py times both; off until it has run there.
+LEARNERS_BESIDE_A_GPU = False
+
+
+def learners_beside(runtime: Runtime) -> bool:
+    """Whether the portfolio's learners are fitted beside the model's first passes."""
+    return LEARNERS_BESIDE_A_GPU and runtime.device.type == "cuda"
 
 
 @dataclass(eq=False)
@@ -125,7 +139,7 @@ class FittedTable(FittedScorer):
         if self.portfolio is not None and self.x_held is not None:
             self._choose_on_held_out(self.portfolio, runtime)
         else:
-            proba = self.model_scores(np.arange(len(self.x_pool)), runtime)
+            proba = self._first_scores(np.arange(len(self.x_pool)), runtime)
             if self.portfolio is None:
                 self.pool_proba = proba
             else:
@@ -162,13 +176,28 @@ class FittedTable(FittedScorer):
         self.n_passes += passes
         return proba
 
+    def _first_scores(self, rows: np.ndarray, runtime: Runtime,
+                      held: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`model_scores`, with the portfolio's learners fitted on a thread beside it
+        where :func:`learners_beside` says so (the choice then finds them fitted)."""
+        if self.portfolio is None or not learners_beside(runtime):
+            return self.model_scores(rows, runtime, held)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="puicl-learners") as pool:
+            fitting = pool.submit(self.portfolio.fit_learners)
+            try:
+                proba = self.model_scores(rows, runtime, held)
+            finally:
+                wait_for([fitting])  # never leave the learners running past this call
+            fitting.result()  # the learners' error, if they raised one
+        return proba
+
     def _choose_on_held_out(self, portfolio: Portfolio, runtime: Runtime) -> None:
         """Score a sample of the held-out positives and of the pool rows, choose the blend on
         them, and score the rest of both with the model only where the blend weighs it."""
         n_pool, n_held = len(self.x_pool), self.n_held_out
         judged = judged_pool_rows(n_pool, self.entropy)
         judged_held = judged_held_rows(n_held, self.entropy)
-        proba = self.model_scores(judged, runtime, judged_held)
+        proba = self._first_scores(judged, runtime, judged_held)
         model_judged, model_held = proba[:len(judged)], proba[len(judged):]
         in_labeled = HeldRows.positions(len(portfolio.x_labeled) - n_held, judged_held)
         portfolio.choose_on([(model_held, model_judged)], [in_labeled], judged)

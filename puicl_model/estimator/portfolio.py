@@ -339,7 +339,10 @@ class Portfolio:
                    fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads,
                    members=MEMBERS)
 
-    def _fit_learners(self) -> None:
+    def fit_learners(self) -> None:
+        """Fit every learner of the members on the learners' rows, unless they are fitted:
+        each choice calls it; :class:`~puicl_model.estimator.fitted_table.FittedTable` may
+        call it first, on a thread beside the model's passes."""
         if self.learners:
             return
         for kind in self.members:
@@ -366,7 +369,7 @@ class Portfolio:
         ``held_rows[k]``, where those positives are among the labeled rows as the learners
         scored them (a mask of the class prior's fold, or the positions of positives held out
         of the passes, :class:`~puicl_model.estimator.evidence_rows.HeldRows`)."""
-        self._fit_learners()
+        self.fit_learners()
         learners = (self.pool_scores if judged is None else
                     {kind: scores[judged] for kind, scores in self.pool_scores.items()})
         held = [self._held_scores(model_held, rows)
@@ -379,7 +382,7 @@ class Portfolio:
     def choose_fallback(self) -> Choice:
         """The fallback blend, with no evidence read: what a table below
         MIN_LABELED_FOR_HOLD_OUT labeled positives takes (module docstring)."""
-        self._fit_learners()
+        self.fit_learners()
         self.evidence = None
         self.choice = Choice(self.fallback, dict(blends_for(self.members, self.fallback)
                                                  [self.fallback]), {}, {}, 0, NO_EVIDENCE)

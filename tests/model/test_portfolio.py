@@ -422,3 +422,44 @@ def test_the_portfolio_settings_former_name_stands_for_it(small_weights, rng,
         PUICLClassifier(weights=small_weights, partner="auto", portfolio="none").fit(X, s)
     args = _parser().parse_args(["predict", "--input", "t.csv", "--partner", "none"])
     assert args.portfolio == "none"
+
+
+@pytest.mark.parametrize("n_labeled", [120, MIN_LABELED_FOR_HOLD_OUT + 40])
+def test_learners_fitted_beside_the_passes_give_the_same_bytes(small_weights, rng, monkeypatch,
+                                                               n_labeled) -> None:
+    """Where the learners are fitted on a thread beside the model's first passes (a GPU's
+    option, run here on the CPU), every score has the bytes of the fits one after the other,
+    on a small table (the fallback) and on one with held-out positives (the evidence)."""
+    import threading
+
+    from puicl_model.estimator import fitted_table
+    from puicl_model.estimator.portfolio import Portfolio
+
+    X, s = _table(rng, n_labeled, 900)
+    settings = dict(weights=small_weights, device="cpu", random_state=4)
+    before = PUICLClassifier(**settings).fit(X, s)
+    fitted_on: list[str] = []
+    fit_learners = Portfolio.fit_learners
+
+    def recording(self: Portfolio) -> None:
+        fitted_on.append(threading.current_thread().name)
+        fit_learners(self)
+
+    monkeypatch.setattr(Portfolio, "fit_learners", recording)
+    monkeypatch.setattr(fitted_table, "learners_beside", lambda runtime: True)
+    beside = PUICLClassifier(**settings).fit(X, s)
+    assert fitted_on[0].startswith("puicl-learners")  # then the choice finds them fitted
+    assert beside.choice_.name == before.choice_.name
+    rows = X[s == 0]
+    assert beside.predict_proba(rows).tobytes() == before.predict_proba(rows).tobytes()
+    new_rows = X[:7] + 0.5
+    assert beside.predict_proba(new_rows).tobytes() == before.predict_proba(new_rows).tobytes()
+
+    def failing_beside(self: Portfolio) -> None:  # fails on the learners' thread only
+        if threading.current_thread().name.startswith("puicl-learners"):
+            raise RuntimeError("a learner failed")
+        fit_learners(self)
+
+    monkeypatch.setattr(Portfolio, "fit_learners", failing_beside)
+    with pytest.raises(RuntimeError, match="a learner failed"):
+        PUICLClassifier(**settings).fit(X, s)
