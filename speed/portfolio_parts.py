@@ -24,6 +24,7 @@ import io
 import pstats
 import statistics
 from collections.abc import Callable
+from unittest.mock import patch
 
 import numpy as np
 
@@ -62,12 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         def fit() -> object:
             # beside: the learners on a thread of their own during the first passes (a GPU's
             # option, fitted_table.LEARNERS_BESIDE_A_GPU; on a CPU the default again)
-            shipped, fitted_table.LEARNERS_BESIDE_A_GPU = fitted_table.LEARNERS_BESIDE_A_GPU, beside
-            try:
+            with patch.object(fitted_table, "LEARNERS_BESIDE_A_GPU", beside):
                 return PUICLClassifier(random_state=0, portfolio=portfolio, device=args.device,
                                        progress=False).fit(x, s).predict_proba(x[~labeled])
-            finally:
-                fitted_table.LEARNERS_BESIDE_A_GPU = shipped
         return fit
 
     encoded = learner_encoding().fit_transform(x, labeled).astype(np.float64)
@@ -75,12 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     def learner(kind: str, threads: int) -> Callable[[], object]:
         def fit() -> object:
             # on exactly `threads` threads, whatever THREADS_FROM_CELLS says of the fits' size
-            floor, learners.THREADS_FROM_CELLS = learners.THREADS_FROM_CELLS, 0
-            try:
+            with patch.object(learners, "THREADS_FROM_CELLS", 0):
                 return CrossFittedLearner(kind, 0, n_threads=threads).fit(
                     encoded[labeled], encoded[~labeled])
-            finally:
-                learners.THREADS_FROM_CELLS = floor
         return fit
 
     jobs = {"default": classifier("auto"), "model alone": classifier("none"),

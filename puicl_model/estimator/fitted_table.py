@@ -20,7 +20,6 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -182,13 +181,11 @@ class FittedTable(FittedScorer):
         where :func:`learners_beside` says so (the choice then finds them fitted)."""
         if self.portfolio is None or not learners_beside(runtime):
             return self.model_scores(rows, runtime, held)
+        # leaving the pool's block waits for the learners, whether or not the passes raised
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="puicl-learners") as pool:
             fitting = pool.submit(self.portfolio.fit_learners)
-            try:
-                proba = self.model_scores(rows, runtime, held)
-            finally:
-                wait_for([fitting])  # never leave the learners running past this call
-            fitting.result()  # the learners' error, if they raised one
+            proba = self.model_scores(rows, runtime, held)
+        fitting.result()  # the learners' error, if they raised one
         return proba
 
     def _choose_on_held_out(self, portfolio: Portfolio, runtime: Runtime) -> None:
