@@ -26,8 +26,8 @@
 #
 # The parts run in the order of what matters most (the verdicts, then the speeds, then the
 # kernels' detail, torch.compile last), each boxed in its own time and in what is left of
-# BUDGET (0: no limit), so that the whole check ends inside one lease of the machine: a part with
-# under 10 s left is skipped and says so.
+# BUDGET (0: no limit), so that the whole check ends within the minutes a GPU machine is at
+# hand: a part with under 10 s left is skipped and says so.
 #
 # OUT_DIR receives log.txt (everything, with the verdicts and tables), tests.txt and
 # runs.tar.gz (every run's metrics.jsonl and config.yaml). Figures: docs/performance.md, "GPU".
