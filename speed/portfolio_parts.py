@@ -2,9 +2,12 @@
 (``portfolio="none"``), fit and ``predict_proba`` of the pool, then each of the portfolio's
 learners fitted alone on the learners' encoding of the same table, its fits on each of several
 thread counts (whatever their size: the classifier itself runs fits of fewer than
-``learners.THREADS_FROM_CELLS`` cells one after another). On a GPU it also times the default
+``learners.THREADS_FROM_CELLS`` cells, bags of fewer than ``learners.BAG_THREADS_FROM_CELLS``,
+one after another). On a GPU it also times the default
 with the learners fitted on a thread beside the model's first passes
 (``fitted_table.LEARNERS_BESIDE_A_GPU``, off by default until this has timed it there).
+Beside the default and PU bagging it times them with scikit-learn's own random forests, the
+same trees grown with its per-tree Python (``puicl_model.estimator.direct_forest``).
 Every setting is timed REPEATS times, the settings taking turns, and the median printed; with
 ``--profile``, the 25 functions of one default fit that took the most time of their own.
 
@@ -47,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from puicl_model import PUICLClassifier
-    from puicl_model.estimator import fitted_table, learners
+    from puicl_model.estimator import direct_forest, fitted_table, learners
     from puicl_model.estimator.learners import (
         BAGGED,
         LOGISTIC,
@@ -59,34 +62,45 @@ def main(argv: list[str] | None = None) -> int:
                  pool_negatives=args.pool_negatives)
     labeled = s == 1
 
-    def classifier(portfolio: str, beside: bool = False) -> Callable[[], object]:
+    follows = direct_forest.follows_scikit_learn(learners.FOREST_TREES, learners.FOREST_LEAF)
+
+    def forests(direct: bool) -> object:
+        """scikit-learn's own forests where ``direct`` is False (the same trees)."""
+        return patch.object(direct_forest, "follows_scikit_learn",
+                            lambda trees, leaf: direct and follows)
+
+    def classifier(portfolio: str, beside: bool = False, direct: bool = True,
+                   ) -> Callable[[], object]:
         def fit() -> object:
             # beside: the learners on a thread of their own during the first passes (a GPU's
             # option, fitted_table.LEARNERS_BESIDE_A_GPU; on a CPU the default again)
-            with patch.object(fitted_table, "LEARNERS_BESIDE_A_GPU", beside):
+            with patch.object(fitted_table, "LEARNERS_BESIDE_A_GPU", beside), forests(direct):
                 return PUICLClassifier(random_state=0, portfolio=portfolio, device=args.device,
                                        progress=False).fit(x, s).predict_proba(x[~labeled])
         return fit
 
     encoded = learner_encoding().fit_transform(x, labeled).astype(np.float64)
 
-    def learner(kind: str, threads: int) -> Callable[[], object]:
+    def learner(kind: str, threads: int, direct: bool = True) -> Callable[[], object]:
         def fit() -> object:
-            # on exactly `threads` threads, whatever THREADS_FROM_CELLS says of the fits' size
-            with patch.object(learners, "THREADS_FROM_CELLS", 0):
+            # on exactly `threads` threads, whatever the thresholds say of the fits' size
+            with patch.object(learners, "THREADS_FROM_CELLS", 0), \
+                    patch.object(learners, "BAG_THREADS_FROM_CELLS", 0), forests(direct):
                 return CrossFittedLearner(kind, 0, n_threads=threads).fit(
                     encoded[labeled], encoded[~labeled])
         return fit
 
     jobs = {"default": classifier("auto"), "model alone": classifier("none"),
-            "default, learners beside": classifier("auto", beside=True)}
+            "default, learners beside": classifier("auto", beside=True),
+            "default, sklearn forests": classifier("auto", direct=False)}
     for threads in (int(v) for v in args.threads.split(",")):
         jobs[f"bagged, {threads} thread(s)"] = learner(BAGGED, threads)
+        jobs[f"bagged, {threads}, sklearn forests"] = learner(BAGGED, threads, direct=False)
         jobs[f"logistic, {threads} thread(s)"] = learner(LOGISTIC, threads)
     print(f"{args.rows} rows × {args.features} columns, {int(labeled.sum())} labeled, "
-          f"device {args.device}; median of {args.repeats}")
+          f"device {args.device}; median of {args.repeats}; forests grown directly: {follows}")
     for name, seconds in alternate(jobs, args.repeats, statistics.median).items():
-        print(f"  {name:24s} {seconds * 1e3:8.1f} ms", flush=True)
+        print(f"  {name:28s} {seconds * 1e3:8.1f} ms", flush=True)
     if args.profile:
         profile = cProfile.Profile()
         profile.runcall(jobs["default"])

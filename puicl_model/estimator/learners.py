@@ -16,7 +16,8 @@ so that every row, labeled or not, is scored only by bags that did not train on 
 by the bags that did not draw it (out of bag), a labeled positive by the bags of its fold.
 Forests replaced the boosting in the bags: on the development suite they rank the pool better
 alone and in the portfolio, at a quarter of the trees' time (docs/decisions.md, "A portfolio
-chosen per table").
+chosen per table"). The forests are scikit-learn's trees grown without its forest's per-tree
+Python (:mod:`puicl_model.estimator.direct_forest`), the same bytes at about a fifth of the time.
 
 Threads. Every fit runs on one OpenMP (and BLAS) thread, and the fits of the folds or bags run
 side by side on a pool of Python threads, one per core (``n_threads`` of them where given): the
@@ -25,8 +26,9 @@ spins at its barriers while it waits for its slowest thread, so on a machine bus
 work a fit became tens to a hundred times slower (10 fits of 400 × 10 rows beside three busy
 processes on 2 cores: 1.4 s on one thread, 38 s with the default, 152 s with two threads).
 Separate fits share nothing, so a descheduled thread delays only its own fit. Fits of fewer than
-:data:`THREADS_FROM_CELLS` cells run one after another instead: on so little data the threads
-mostly wait for each other at the interpreter's lock. Each fit is seeded by its own key and
+:data:`THREADS_FROM_CELLS` cells (PU bagging's bags: :data:`BAG_THREADS_FROM_CELLS`) run one
+after another instead: on so little data the threads mostly wait for each other at the
+interpreter's lock. Each fit is seeded by its own key and
 their results are combined in bag order, so the scores are the same bytes whatever the number of
 threads (tested).
 """
@@ -48,16 +50,17 @@ if TYPE_CHECKING:
     from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
     from sklearn.linear_model import LogisticRegression
 
+    from puicl_model.estimator.direct_forest import DirectForest
     from puicl_model.estimator.preprocessing import TablePreprocessor
     from puicl_model.estimator.saved_trees import BoostedTrees, ForestTrees
 
     # a learner's fitted model: as fit left it, or trees as saved (and loaded)
     LearnerModel = (LogisticRegression | HistGradientBoostingClassifier | BoostedTrees
-                    | RandomForestClassifier | ForestTrees)
+                    | RandomForestClassifier | DirectForest | ForestTrees)
 
-__all__ = ["BAGGED", "BAGS", "BOOSTED", "FOREST_LEAF", "FOREST_TREES", "LEARNER_FOLDS",
-           "LOGISTIC", "THREADS_FROM_CELLS", "CrossFittedLearner", "learner_encoding", "log_odds",
-           "row_decision"]
+__all__ = ["BAGGED", "BAGS", "BAG_THREADS_FROM_CELLS", "BOOSTED", "FOREST_LEAF", "FOREST_TREES",
+           "LEARNER_FOLDS", "LOGISTIC", "THREADS_FROM_CELLS", "CrossFittedLearner",
+           "learner_encoding", "log_odds", "row_decision"]
 
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # spawn-key tags of the learners' fold splits
@@ -90,6 +93,12 @@ FOREST_LEAF = 10
 # docs/performance.md, "The default at the paper's size"). Near the threshold either way
 # costs a few milliseconds a fit
 THREADS_FROM_CELLS = 20_000
+# the same for PU bagging's bags. Their forests are grown without scikit-learn's per-tree Python
+# (puicl_model.estimator.direct_forest), so most of a bag's time is the tree builder, which
+# runs without the interpreter's lock: on 2 cores, bags of 8,000 and 16,000 cells were 33 % and
+# 22 % faster on two threads, those of the paper's size (3,200) within 7 %, and bags of 1,280
+# cells 35 % slower (speed/portfolio_parts.py; docs/performance.md, "Forests grown directly")
+BAG_THREADS_FROM_CELLS = 4_000
 
 # clip of probabilities before their log-odds are taken
 _EPS = 1e-6
@@ -182,21 +191,20 @@ class CrossFittedLearner:
 
             return LogisticRegression(C=1.0, max_iter=1000)
         if self.kind == BAGGED:
-            from sklearn.ensemble import RandomForestClassifier
+            from puicl_model.estimator.direct_forest import forest
 
-            # n_jobs=1: the bags already run side by side, one per core
-            return RandomForestClassifier(n_estimators=FOREST_TREES, min_samples_leaf=FOREST_LEAF,
-                                          n_jobs=1, random_state=seed)
+            return forest(FOREST_TREES, FOREST_LEAF, seed)
         from sklearn.ensemble import HistGradientBoostingClassifier
 
         # no early stopping: it would hold out a random tenth of each fold's rows
         return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1,
                                               early_stopping=False, random_state=seed)
 
-    def _workers(self, rows: int, columns: int) -> int | None:
-        """How many fits of ``rows`` x ``columns`` cells run side by side (None: one per
-        core): one at a time below THREADS_FROM_CELLS."""
-        return self.n_threads if rows * max(columns, 1) >= THREADS_FROM_CELLS else 1
+    def _workers(self, rows: int, columns: int, from_cells: int | None = None) -> int | None:
+        """How many jobs of ``rows`` x ``columns`` cells run side by side (None: one per
+        core): one at a time below ``from_cells`` (None: THREADS_FROM_CELLS)."""
+        from_cells = THREADS_FROM_CELLS if from_cells is None else from_cells
+        return self.n_threads if rows * max(columns, 1) >= from_cells else 1
 
     def _seed(self, *key: int) -> int:
         sequence = np.random.SeedSequence(self.entropy, spawn_key=(LEARNER_TAGS[self.kind], *key))
@@ -239,11 +247,14 @@ class CrossFittedLearner:
         scores that fold's positives and the pool rows it did not draw. A pool row that every
         bag drew (a chance of about 0.63 ** count) is scored by all of them, as a new row
         would be."""
+        from puicl_model.estimator.direct_forest import follows_scikit_learn
+
+        follows_scikit_learn(FOREST_TREES, FOREST_LEAF)  # checked here, before the threads
         n_labeled, n_pool = len(x_labeled), len(x_pool)
         fold = np.random.default_rng(self._seed()).permutation(n_labeled) % self.folds
         bag_rows = 2 * min(int((fold != 0).sum()), n_pool)
         bags = side_by_side((self._bag_job(bag, fold, x_labeled, x_pool) for bag in range(count)),
-                            self._workers(bag_rows, x_pool.shape[1]))
+                            self._workers(bag_rows, x_pool.shape[1], BAG_THREADS_FROM_CELLS))
         labeled_sum, pool_sum = np.zeros(n_labeled), np.zeros(n_pool)
         labeled_count, pool_count = np.zeros(n_labeled), np.zeros(n_pool)
         self.models_ = []

@@ -33,9 +33,10 @@ is arrays); each is rebuilt from its attributes, so loading runs none of the fil
 Objects shared in the classifier (the configured view's rows and its ``x_labeled_``) are
 written once and shared again on load.
 
-The tree learners (PU bagging's scikit-learn ``RandomForestClassifier`` and the boosted
-learner's ``HistGradientBoostingClassifier``) keep their trees in objects with no public way to
-rebuild them: their trees are saved as node arrays and scored by
+The tree learners (PU bagging's random forests, scikit-learn's trees grown by
+:class:`~puicl_model.estimator.direct_forest.DirectForest` or by its ``RandomForestClassifier``,
+and the boosted learner's ``HistGradientBoostingClassifier``) keep their trees in objects with
+no public way to rebuild them: their trees are saved as node arrays and scored by
 :class:`puicl_model.estimator.saved_trees.ForestTrees` and
 :class:`~puicl_model.estimator.saved_trees.BoostedTrees`, the same bits. Learners the chosen
 blend does not weigh are not needed to score new rows and are left out.

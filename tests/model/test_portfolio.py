@@ -150,6 +150,7 @@ def test_every_fit_runs_on_one_openmp_thread_side_by_side(rng, monkeypatch) -> N
     assert {name for _, name in seen} == {threading.current_thread().name}
     seen.clear()
     monkeypatch.setattr(learners, "THREADS_FROM_CELLS", 0)  # every fit side by side
+    monkeypatch.setattr(learners, "BAG_THREADS_FROM_CELLS", 0)
     for kind in (BOOSTED, BAGGED, LOGISTIC):
         results = []
         for workers in (1, 3):
