@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.tree import DecisionTreeClassifier
 
-__all__ = ["DirectForest", "follows_scikit_learn", "forest"]
+__all__ = ["DirectForest", "follows_scikit_learn", "forest", "scikit_learn_forest"]
 
 # scikit-learn's bound on a tree's seed (its forests draw them below int32's maximum)
 _SEED_BOUND = int(np.iinfo(np.int32).max)
@@ -59,7 +59,7 @@ class DirectForest:
         rows = np.ascontiguousarray(x, dtype=np.float32)
         if rows.ndim != 2 or not np.isfinite(rows).all():
             # scikit-learn's forest decides what missing and infinite values mean
-            self._adopt(self._reference().fit(x, y))
+            self._adopt(scikit_learn_forest(self.trees, self.leaf, self.seed).fit(x, y))
             return self
         classes, encoded = np.unique(np.asarray(y), return_inverse=True)
         targets = np.ascontiguousarray(encoded.reshape(-1, 1), dtype=np.float64)
@@ -98,12 +98,6 @@ class DirectForest:
         fitted.classes_, fitted.n_classes_ = np.arange(n_classes, dtype=np.float64), n_classes
         fitted.max_features_ = max_features
         return fitted
-
-    def _reference(self) -> RandomForestClassifier:
-        from sklearn.ensemble import RandomForestClassifier
-
-        return RandomForestClassifier(n_estimators=self.trees, min_samples_leaf=self.leaf,
-                                      n_jobs=1, random_state=self.seed)
 
     def _adopt(self, fitted: RandomForestClassifier) -> None:
         self.estimators_ = list(fitted.estimators_)
@@ -147,7 +141,7 @@ def follows_scikit_learn(trees: int = 10, leaf: int = 10) -> bool:
     try:
         for seed, (x, y, rows) in enumerate(_check_tables()):
             direct = DirectForest(trees, leaf, seed).fit(x, y)
-            reference = direct._reference().fit(x, y)
+            reference = scikit_learn_forest(trees, leaf, seed).fit(x, y)
             if direct.predict_proba(rows).tobytes() != reference.predict_proba(rows).tobytes():
                 return False
             for ours, theirs in zip(direct.estimators_, reference.estimators_, strict=True):
@@ -159,10 +153,19 @@ def follows_scikit_learn(trees: int = 10, leaf: int = 10) -> bool:
     return True
 
 
+def scikit_learn_forest(trees: int, leaf: int, seed: int) -> RandomForestClassifier:
+    """scikit-learn's own forest of the same settings, on one job (the bags already run side by
+    side)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    return RandomForestClassifier(n_estimators=trees, min_samples_leaf=leaf, n_jobs=1,
+                                  random_state=seed)
+
+
 def forest(trees: int, leaf: int, seed: int) -> DirectForest | RandomForestClassifier:
     """An unfitted random forest of ``trees`` trees of at least ``leaf`` rows a leaf, seeded by
     ``seed``: a :class:`DirectForest` where it follows this scikit-learn, else scikit-learn's
-    own (one job: the bags already run side by side)."""
+    own."""
     if follows_scikit_learn(trees, leaf):
         return DirectForest(trees, leaf, seed)
-    return DirectForest(trees, leaf, seed)._reference()
+    return scikit_learn_forest(trees, leaf, seed)

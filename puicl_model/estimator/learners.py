@@ -28,9 +28,8 @@ processes on 2 cores: 1.4 s on one thread, 38 s with the default, 152 s with two
 Separate fits share nothing, so a descheduled thread delays only its own fit. Fits of fewer than
 :data:`THREADS_FROM_CELLS` cells (PU bagging's bags: :data:`BAG_THREADS_FROM_CELLS`) run one
 after another instead: on so little data the threads mostly wait for each other at the
-interpreter's lock. Each fit is seeded by its own key and
-their results are combined in bag order, so the scores are the same bytes whatever the number of
-threads (tested).
+interpreter's lock. Each fit is seeded by its own key and their results are combined in bag
+order, so the scores are the same bytes whatever the number of threads (tested).
 """
 
 from __future__ import annotations
@@ -85,13 +84,11 @@ FOREST_TREES = 10
 FOREST_LEAF = 10
 # the fewest cells (rows x columns) a fit trains on for the fits to run side by side. Below it
 # they run one after another on the calling thread: a small fit is mostly Python, and threads
-# that take turns at the interpreter's lock wait for each other. On 2 cores, at the paper's
-# size (bags of 3,200 cells, folds of 5,600), PU bagging took 73 ms on one thread and 98 ms on
-# two, the logistic learner 8 and 15 ms; bags of 8,000 to 16,000 cells were 9-14 % faster
-# on two threads and bags of 51,200 cells 1.6x, while the logistic learner's folds were
-# still slower on two threads at 40,000 cells and faster at 256,000 (speed/portfolio_parts.py;
-# docs/performance.md, "The default at the paper's size"). Near the threshold either way
-# costs a few milliseconds a fit
+# that take turns at the interpreter's lock wait for each other. On 2 cores the logistic
+# learner's folds took 8 ms on one thread and 15 ms on two at the paper's size (folds of 5,600
+# cells), were still slower on two threads at 40,000 cells and faster at 256,000
+# (speed/portfolio_parts.py; docs/performance.md, "The default at the paper's size"). Near the
+# threshold either way costs a few milliseconds a fit
 THREADS_FROM_CELLS = 20_000
 # the same for PU bagging's bags. Their forests are grown without scikit-learn's per-tree Python
 # (puicl_model.estimator.direct_forest), so most of a bag's time is the tree builder, which
