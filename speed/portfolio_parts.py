@@ -5,7 +5,11 @@ thread counts (whatever their size: the classifier itself runs fits of fewer tha
 ``learners.THREADS_FROM_CELLS`` cells, bags of fewer than ``learners.BAG_THREADS_FROM_CELLS``,
 one after another). On a GPU it also times the default
 with the learners fitted on a thread beside the model's first passes
-(``fitted_table.LEARNERS_BESIDE_A_GPU``, off by default until this has timed it there).
+(``fitted_table.LEARNERS_BESIDE_A_GPU``, off by default until this has timed it there), and
+the default with PU bagging's bags side by side whatever their size, the decision
+``learners.BAG_THREADS_FROM_CELLS`` makes from a 2-core machine's timings.
+The default and the model alone are also timed with their weights read, checked and built
+afresh on every fit, as before verified models were kept (``puicl_model.net.weights``).
 Beside the default and PU bagging it times them with scikit-learn's own random forests, the
 same trees grown with its per-tree Python (``puicl_model.estimator.direct_forest``).
 Every setting is timed REPEATS times, the settings taking turns, and the median printed; with
@@ -57,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         CrossFittedLearner,
         learner_encoding,
     )
+    from puicl_model.net import weights
 
     x, s = table(args.rows, args.features, args.labeled_share,
                  pool_negatives=args.pool_negatives)
@@ -70,11 +75,17 @@ def main(argv: list[str] | None = None) -> int:
                             lambda trees, leaf: direct and follows)
 
     def classifier(portfolio: str, beside: bool = False, direct: bool = True,
-                   ) -> Callable[[], object]:
+                   bag_threads: bool = False, reread: bool = False) -> Callable[[], object]:
         def fit() -> object:
             # beside: the learners on a thread of their own during the first passes (a GPU's
-            # option, fitted_table.LEARNERS_BESIDE_A_GPU; on a CPU the default again)
-            with patch.object(fitted_table, "LEARNERS_BESIDE_A_GPU", beside), forests(direct):
+            # option, fitted_table.LEARNERS_BESIDE_A_GPU; on a CPU the default again);
+            # bag_threads: the bags side by side whatever their size; reread: the weights read,
+            # checked and built afresh, as every fit did before verified models were kept
+            with patch.object(fitted_table, "LEARNERS_BESIDE_A_GPU", beside), forests(direct), \
+                    patch.object(learners, "BAG_THREADS_FROM_CELLS",
+                                 0 if bag_threads else learners.BAG_THREADS_FROM_CELLS):
+                if reread:
+                    weights.VERIFIED_MODELS.clear()
                 return PUICLClassifier(random_state=0, portfolio=portfolio, device=args.device,
                                        progress=False).fit(x, s).predict_proba(x[~labeled])
         return fit
@@ -92,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
 
     jobs = {"default": classifier("auto"), "model alone": classifier("none"),
             "default, learners beside": classifier("auto", beside=True),
-            "default, sklearn forests": classifier("auto", direct=False)}
+            "default, bags on threads": classifier("auto", bag_threads=True),
+            "default, beside, bag threads": classifier("auto", beside=True, bag_threads=True),
+            "default, sklearn forests": classifier("auto", direct=False),
+            "default, weights reread": classifier("auto", reread=True),
+            "model alone, weights reread": classifier("none", reread=True)}
     for threads in (int(v) for v in args.threads.split(",")):
         jobs[f"bagged, {threads} thread(s)"] = learner(BAGGED, threads)
         jobs[f"bagged, {threads}, sklearn forests"] = learner(BAGGED, threads, direct=False)

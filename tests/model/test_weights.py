@@ -40,6 +40,37 @@ def test_directory_round_trip_is_bit_identical(small_model, tmp_path) -> None:
     assert json.loads((tmp_path / "ckpt" / "config.json").read_text())["embed_dim"] == 32
 
 
+def test_each_load_is_a_model_of_its_own_built_once(small_model, tmp_path, monkeypatch) -> None:
+    from puicl_model.net import weights
+
+    path = save_weights(small_model, tmp_path / "w.safetensors")
+    built = []
+    verified_model = weights._verified_model
+    monkeypatch.setattr(weights, "_verified_model",
+                        lambda found: built.append(found) or verified_model(found))
+    first = load_weights(path)
+    with torch.no_grad():
+        first.decoder[2].bias.add_(1.0)  # a caller's change to its copy
+    second = load_weights(tmp_path / "w.safetensors")
+    assert built == [path]  # read and checked once
+    assert same_state(second, small_model) and not same_state(first, small_model)
+    assert second.decoder[2].bias.data_ptr() != first.decoder[2].bias.data_ptr()
+    # the same bytes under another name are the same model, kept once
+    twin = tmp_path / "twin.safetensors"
+    twin.write_bytes(path.read_bytes())
+    assert same_state(load_weights(twin), small_model) and built == [path]
+
+
+def test_the_models_kept_are_bounded(model_factory, tmp_path) -> None:
+    from puicl_model.net import weights
+
+    for seed in range(weights.VERIFIED_MODELS.most + 2):
+        model = model_factory(seed=seed)
+        assert same_state(load_weights(save_weights(model, tmp_path / f"{seed}.safetensors")),
+                          model)
+    assert len(weights.VERIFIED_MODELS) == weights.VERIFIED_MODELS.most
+
+
 def test_saving_the_same_weights_writes_the_same_bytes(small_model, tmp_path) -> None:
     # The safetensors library orders the header's metadata differently from save to save;
     # save_weights writes a canonical header, so exports of equal weights compare with cmp.
@@ -91,6 +122,7 @@ def test_missing_layers_are_reported_with_num_layers(small_model, tmp_path) -> N
 
 def test_config_json_and_metadata_must_agree(small_model, tmp_path) -> None:
     save_weights(small_model, tmp_path)
+    load_weights(tmp_path)  # a model verified from these files is kept: the edit must be seen
     config = json.loads((tmp_path / "config.json").read_text())
     config["num_heads"] = 8
     (tmp_path / "config.json").write_text(json.dumps(config))
@@ -109,6 +141,7 @@ def test_invalid_config_is_a_config_error_naming_the_key(small_model, tmp_path) 
 
 def test_modified_tensor_fails_the_checksum(small_model, tmp_path) -> None:
     path = save_weights(small_model, tmp_path / "w.safetensors")
+    load_weights(path)  # a model verified from this file is kept: the edit must be seen
     with safe_open(str(path), "pt") as handle:
         metadata = handle.metadata()
     tensors = load_file(path)

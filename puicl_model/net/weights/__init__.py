@@ -20,6 +20,7 @@ This directory is also where the bundled default checkpoint ships
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ import torch
 from puicl_common.atomic import atomic_write_bytes
 from puicl_common.configio import ConfigError, from_mapping, to_dict
 from puicl_model.net.config import ModelConfig
+from puicl_model.net.weights.kept import KeptModels
 
 __all__ = [
     "CONFIG_FILE",
@@ -353,12 +355,40 @@ def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.
     problem is a :class:`WeightsError` that says what is wrong. The config's sizes are bounded
     (:data:`CONFIG_MAXIMA`) and the shapes are checked on the file's header before the model
     is built, so metadata that claims a larger model than the file holds allocates nothing.
+    A model built from files of the same bytes (the weights and their ``config.json``) is
+    checked and built once per process (:data:`VERIFIED_MODELS` keeps the last four), and
+    every call returns a copy of its own.
     """
+    weights_path = resolve_weights_path(path)
+    files = (weights_path, weights_path.parent / CONFIG_FILE)
+    contents = _contents_key(files)
+    model = VERIFIED_MODELS.get(contents)
+    if model is None:
+        model = _verified_model(weights_path)
+        if _contents_key(files) == contents:  # kept only if no file changed while read
+            VERIFIED_MODELS.keep(contents, model)
+    # every caller gets a model of its own: one that moves or changes its copy changes no other
+    return copy.deepcopy(model).to(device).eval()
+
+
+# models checked and built from weights files, kept by the files' bytes (kept.py says why)
+VERIFIED_MODELS = KeptModels(most=4)
+
+
+def _contents_key(files: tuple[Path, ...]) -> tuple[str, ...]:
+    try:
+        return KeptModels.key(files)
+    except OSError as err:
+        raise WeightsError(f"cannot read {err.filename}: {err.strerror}") from None
+
+
+def _verified_model(weights_path: Path) -> torch.nn.Module:
+    """Read, check and build the model of the weights file at ``weights_path`` (on the CPU, in
+    eval mode); :func:`load_weights` documents the checks."""
     from safetensors import SafetensorError, safe_open
 
     from puicl_model.net.model import PUICLModel
 
-    weights_path = resolve_weights_path(path)
     try:
         with safe_open(str(weights_path), framework="pt", device="cpu") as handle:
             metadata = dict(handle.metadata() or {})
@@ -384,7 +414,7 @@ def load_weights(path: str | Path, device: str | torch.device = "cpu") -> torch.
     model = PUICLModel(config)
     state = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}
     model.load_state_dict(state, strict=True)
-    return model.to(device).eval()
+    return model.eval()
 
 
 class NoBundledWeightsError(FileNotFoundError):
