@@ -107,8 +107,8 @@ class DirectForest:
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
         """Each class's probability per row: the trees' probabilities summed in tree order,
         divided by their number. A tree's probabilities are its leaves' values, read from the
-        tree itself: what the estimator's ``predict_proba`` adds is checks (this forest checks
-        the rows once), 1–2 ms of PU bagging's 16–20 at the paper's size."""
+        tree itself: what the estimator's ``predict_proba`` adds is checks of the rows, which
+        this forest makes once for all its trees."""
         rows = np.ascontiguousarray(x, dtype=np.float32)
         if rows.ndim != 2 or rows.shape[1] != self.n_features_in_:
             raise ValueError(f"expected rows of {self.n_features_in_} columns, got shape "
