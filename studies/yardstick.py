@@ -2,7 +2,7 @@
 task, on one cell of the development suite.
 
 Reads two size-grid runs of the same cell and replicates (``benchmark/size_grid.py``): one of
-the classifier's defaults with the baselines, one of the model alone (``partner: none``), and
+the classifier's defaults with the baselines, one of the model alone (``portfolio: none``), and
 writes, per table and repetition, the AUC of the default, of the model alone, of each baseline
 and of the per-task best baseline (the better baseline on that task), with seconds; then prints
 the summary: mean AUCs, default − model alone with its standard errors (over tables, and over
@@ -13,7 +13,7 @@ them.
 
 Usage (docs/decisions.md, "A portfolio chosen per table")::
 
-    printf 'puicl:\\n  partner: none\\n' > model_alone.yaml
+    printf 'puicl:\\n  portfolio: none\\n' > model_alone.yaml
     python -m benchmark.size_grid --out results/yard/default --cells 600:0.2 \\
         --methods puicl,elkan-noto,pu-bagging --repeats 12 --jobs 2
     python -m benchmark.size_grid --out results/yard/alone --cells 600:0.2 --methods puicl \\
