@@ -86,7 +86,9 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
     ----------
     weights : path, PUICLModel or None
         A checkpoint directory or ``.safetensors`` file (or a loaded ``PUICLModel``). None
-        uses the checkpoint bundled with the package (docs/model_card.md).
+        uses the checkpoint bundled with the package (docs/model_card.md). Each ``fit``
+        gets a model of its own; files already checked in this process, byte for byte, are
+        not read and checked again (:mod:`puicl_model.net.weights.kept`).
     device : "auto", "cpu", "cuda", "cuda:1", "mps", ...
         "auto" picks CUDA when available, else Apple's GPU (MPS) when available, else the CPU
         (:func:`puicl_common.runtime.resolve_device`).
