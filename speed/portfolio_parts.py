@@ -114,8 +114,16 @@ def main(argv: list[str] | None = None) -> int:
         jobs[f"logistic, {threads} thread(s)"] = learner(LOGISTIC, threads)
     print(f"{args.rows} rows × {args.features} columns, {int(labeled.sum())} labeled, "
           f"device {args.device}; median of {args.repeats}; forests grown directly: {follows}")
-    for name, seconds in alternate(jobs, args.repeats, statistics.median).items():
+    medians = alternate(jobs, args.repeats, statistics.median)
+    for name, seconds in medians.items():
         print(f"  {name:28s} {seconds * 1e3:8.1f} ms", flush=True)
+    # each way of running the default as a multiple of the model alone (weights kept, and
+    # both read afresh on every fit)
+    alone = medians["model alone"]
+    ratios = [f"{name} {medians[name] / alone:.2f}" for name in medians
+              if name.startswith("default") and "reread" not in name]
+    afresh = medians["default, weights reread"] / medians["model alone, weights reread"]
+    print(f"  × the model alone: {', '.join(ratios)}; both read afresh {afresh:.2f}")
     if args.profile:
         profile = cProfile.Profile()
         profile.runcall(jobs["default"])

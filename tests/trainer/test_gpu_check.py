@@ -47,6 +47,7 @@ def test_the_gpu_check_runs_through_on_cpu(tmp_path) -> None:
     assert re.search(r"bagged, 2 thread\(s\)\s+[\d.]+ ms", log)  # the learners alone
     assert re.search(r"default, learners beside\s+[\d.]+ ms", log)
     assert re.search(r"model alone, weights reread\s+[\d.]+ ms", log)
+    assert re.search(r"× the model alone: default [\d.]+, ", log)
     assert log.rstrip().endswith("done")
     with tarfile.open(out / "runs.tar.gz") as archive:
         names = archive.getnames()
