@@ -234,6 +234,23 @@ def model_alone(task: Task) -> Weights:
     return {MODEL: 1.0}
 
 
+def large_fallback_where_model_leads(z: float) -> Rule:
+    """The shipped rule on small tables (the model-weighted blend, no evidence read); on large
+    ones the fallback the model-weighted blend where the model's held-out AUC leads the
+    logistic learner's by more than ``z`` SE of their paired difference (else the logistic
+    learner, as shipped), standing unless another blend leads it by 3 SE: the model's pass
+    over the pool paid only where the evidence favours the model."""
+    def rule(task: Task) -> Weights:
+        if task.n_labeled < MIN_LABELED_FOR_HOLD_OUT:
+            return _model_weighted(FALLBACK_WEIGHTS[MODEL], task.members)
+        blends = _named(task.members)
+        if not model_leads_logistic(task, z):
+            return task.pick(blends, LOGISTIC, EVIDENCE_Z)
+        blends["fallback"] = _model_weighted(FALLBACK_WEIGHTS[MODEL], task.members)
+        return task.pick(blends, "fallback", EVIDENCE_Z)
+    return rule
+
+
 def model_leads_logistic(task: Task, z: float) -> bool:
     """Whether the model's held-out AUC leads the logistic learner's by more than ``z``
     standard errors of their paired difference: what a fit knows before any tree is fitted."""
@@ -328,6 +345,8 @@ RULES: dict[str, Rule] = {
     "fallback model 0.60, folds judged": on_judged_rows(model_weighted_fallback(0.6)),
     "large: thirds": large_fallback(None),
     "large: model 0.6": large_fallback(0.6),
+    **{f"large: model 0.6 where it leads by {z:g} SE": large_fallback_where_model_leads(z)
+       for z in (0.0, 1.0, 2.0)},
     **{f"thirds where they lead the model by {k:g} SE": fallback_unless_thirds_lead(k)
        for k in (0.0, 1.0, 2.0)},
     **{f"cascade {z:g} SE": cascade(z) for z in (1.0, 2.0, 3.0)},

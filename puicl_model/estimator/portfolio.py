@@ -27,14 +27,11 @@ folds as evidence (:mod:`puicl_model.estimator.prior`), as the studies replay it
 
 The rule. A difference in held-out AUC is π times the difference in true AUC, read off a few
 hundred positives: at small π or with few positives it is mostly noise. So on tables with
-held-out positives the candidate with the highest held-out AUC replaces the fallback, the
-logistic learner, only where it beats it by more than :data:`EVIDENCE_Z` standard errors of the
-paired difference (DeLong, DeLong & Clarke-Pearson, Biometrics 1988). Smaller tables take
-their fallback, :data:`FALLBACK` (the three members with the model weighed more than both
-learners together: the member trained for PU pools, and the one a weak held-out difference
-cannot vouch against), with no evidence read (:meth:`Portfolio.choose_fallback`): read on the
-class prior's folds, the evidence changed almost no choice on the development suite, at about
-40 % of the default's time at the paper's size (docs/decisions.md measures the choices).
+held-out positives the best candidate replaces the fallback only where it leads it by more than
+:data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong & Clarke-Pearson,
+Biometrics 1988); the fallback is :data:`FALLBACK` where the model's held-out AUC is above the
+logistic learner's, else the logistic learner (:func:`fallback_on_evidence`). Smaller tables
+take :data:`FALLBACK` with no evidence read (:meth:`Portfolio.choose_fallback`).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
@@ -80,7 +77,8 @@ __all__ = ["BAGGED", "BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBAC
            "FALLBACK_WITH_HELD_OUT", "JUDGED_HELD_OUT", "JUDGED_POOL_ROWS", "LOGISTIC",
            "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT", "MIN_LABELED_FOR_PORTFOLIO",
            "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice", "CrossFittedLearner",
-           "Evidence", "Portfolio", "blends_for", "candidates", "choose", "held_out_rows",
+           "Evidence", "Portfolio", "blends_for", "candidates", "choose",
+           "fallback_on_evidence", "held_out_rows",
            "judged_held_rows", "judged_pool_rows", "learner_encoding"]
 
 MODEL = "model"
@@ -98,15 +96,10 @@ def candidates(members: Sequence[str]) -> dict[str, dict[str, float]]:
             for chosen in itertools.combinations(members, size)}
 
 
-# the candidate that stands where the evidence does not clearly favour another. On tables with
-# fewer than MIN_LABELED_FOR_HOLD_OUT labeled positives (the model's trained range and a little
-# beyond): the three members with the model weighed more than both learners together, a blend
-# not among the even ones (docs/decisions.md, "A portfolio chosen per table": the three in
-# thirds cost 0.01 AUC against the model alone on the tables where the model is clearly the
-# best member, and the model-weighted blend does not, with as few tasks behind the baselines).
-# On larger ones the logistic learner, which there ranks the pool about as well as any blend on
-# average and needs no model pass beyond the judged rows (chosen on the development suite's
-# size grid)
+# the candidate that stands where the evidence does not clearly favour another: the three
+# members with the model weighed more than both learners together (the three in thirds cost 0.01
+# AUC against the model alone where the model is clearly the best member, and this blend does
+# not: docs/decisions.md, "A portfolio chosen per table"); see fallback_on_evidence
 FALLBACK = "model-weighted"
 FALLBACK_WEIGHTS: Mapping[str, float] = {MODEL: 0.6, LOGISTIC: 0.2, BAGGED: 0.2}
 FALLBACK_WITH_HELD_OUT = "logistic"
@@ -123,7 +116,7 @@ def blends_for(members: Sequence[str], fallback: str) -> dict[str, Mapping[str, 
     return blends
 
 
-# what a fit with the shipped members chooses from on small tables (large ones: the even blends)
+# what a fit with the shipped members chooses from where the fallback is model-weighted
 CANDIDATES: Mapping[str, Mapping[str, float]] = blends_for(MEMBERS, FALLBACK)
 
 # why a table without held-out positives takes the fallback unread
@@ -131,18 +124,16 @@ NO_EVIDENCE = ("below the hold-out threshold the fallback stands with no evidenc
                "development suite the class prior's folds changed almost no choice there, at "
                "about 40 % of the default's time (docs/decisions.md)")
 
-# how many standard errors of the paired held-out AUC difference a candidate must lead the
-# fallback by to replace it: lower bars followed the noise of a few hundred positives more
-# often than they found a better candidate (docs/decisions.md)
+# the standard errors of paired held-out AUC difference a candidate must lead the fallback by:
+# lower bars followed the noise more often than they found a better one (docs/decisions.md)
 EVIDENCE_Z = 3.0
 
 
 # ----------------------------------------------------------------------------- evidence
 @dataclass(frozen=True)
 class Evidence:
-    """Per fold of held-out positives: each member's scores of them (``held``) and of the pool
-    (``pool``), as log-odds. One fold where positives were held out of the passes; the class
-    prior's folds on smaller tables."""
+    """Per fold of held-out positives (one held out of the passes, or the class prior's folds):
+    each member's log-odds of them (``held``) and of the pool (``pool``)."""
 
     held: Sequence[Mapping[str, np.ndarray]]
     pool: Sequence[Mapping[str, np.ndarray]]
@@ -223,6 +214,16 @@ def held_out_aucs(evidence: Evidence, members: Sequence[str], fallback: str = FA
             pool_var[name] += np.var(v_pool - base_pool, ddof=1) / len(v_pool) / folds
     se = {name: float(np.sqrt(held_var[name] + pool_var[name])) for name in blends}
     return aucs, se
+
+
+def fallback_on_evidence(evidence: Evidence, members: Sequence[str]) -> str:
+    """A table with held-out positives: :data:`FALLBACK` where the model's held-out AUC is
+    above the logistic learner's, else the logistic learner (no model pass over the pool)."""
+    if not set(FALLBACK_WEIGHTS) <= set(members):
+        return FALLBACK_WITH_HELD_OUT
+    pair = {MODEL: {MODEL: 1.0}, LOGISTIC: {LOGISTIC: 1.0}}
+    aucs, _ = held_out_aucs(evidence, (MODEL, LOGISTIC), LOGISTIC, pair)
+    return FALLBACK if aucs[MODEL] > aucs[LOGISTIC] else FALLBACK_WITH_HELD_OUT
 
 
 def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBACK,
@@ -376,6 +377,8 @@ class Portfolio:
                 for (model_held, _), rows in zip(folds, held_rows, strict=True)]
         pool = [{MODEL: log_odds(model_pool), **learners} for _, model_pool in folds]
         self.evidence = Evidence(held, pool)
+        if self.n_held:
+            self.fallback = fallback_on_evidence(self.evidence, self.members)
         self.choice = choose(self.evidence, self.members, fallback=self.fallback, z=self.z)
         return self.choice
 

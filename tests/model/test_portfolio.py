@@ -309,7 +309,7 @@ def test_large_tables_choose_on_a_sample_of_their_held_out_positives(small_weigh
     original = portfolio_module.choose
     monkeypatch.setattr(portfolio_module, "choose",  # the fallback stands
                         lambda *args, **kwargs: original(*args, **{**kwargs, "z": np.inf}))
-    monkeypatch.setattr(portfolio_module, "FALLBACK_WITH_HELD_OUT", fallback)
+    monkeypatch.setattr(portfolio_module, "fallback_on_evidence", lambda *args: fallback)
     X, s = _table(rng, MIN_LABELED_FOR_HOLD_OUT + 40, 2500)
 
     def fitted(judged_held: int) -> PUICLClassifier:
@@ -464,3 +464,34 @@ def test_learners_fitted_beside_the_passes_give_the_same_bytes(small_weights, rn
     monkeypatch.setattr(Portfolio, "fit_learners", failing_beside)
     with pytest.raises(RuntimeError, match="a learner failed"):
         PUICLClassifier(**settings).fit(X, s)
+
+
+def test_the_fallback_with_held_out_positives_follows_the_model_against_the_logistic(rng) -> None:
+    """The model-weighted blend stands where the model ranks the held-out positives above the
+    pool better than the logistic learner does, the logistic learner where it does not."""
+    from puicl_model.estimator.portfolio import (
+        FALLBACK,
+        FALLBACK_WITH_HELD_OUT,
+        Evidence,
+        fallback_on_evidence,
+    )
+
+    held_signal, pool_signal = rng.normal(1.0, 1.0, 300), rng.normal(0.0, 1.0, 500)
+
+    def evidence(model_noise: float, logistic_noise: float) -> Evidence:
+        def scores(signal: np.ndarray, noise: float) -> np.ndarray:
+            return signal + noise * rng.normal(size=signal.shape)
+        held = {"model": scores(held_signal, model_noise),
+                "logistic": scores(held_signal, logistic_noise),
+                "bagged": scores(held_signal, 1.0)}
+        pool = {"model": scores(pool_signal, model_noise),
+                "logistic": scores(pool_signal, logistic_noise),
+                "bagged": scores(pool_signal, 1.0)}
+        return Evidence([held], [pool])
+
+    members = ("model", "logistic", "bagged")
+    assert fallback_on_evidence(evidence(0.1, 2.0), members) == FALLBACK
+    assert fallback_on_evidence(evidence(2.0, 0.1), members) == FALLBACK_WITH_HELD_OUT
+    # without the model-weighted blend's members, the logistic learner
+    assert fallback_on_evidence(evidence(0.1, 2.0), ("model", "logistic")) == \
+        FALLBACK_WITH_HELD_OUT
