@@ -240,14 +240,14 @@ def large_fallback_where_model_leads(z: float) -> Rule:
     logistic learner's by more than ``z`` SE of their paired difference (else the logistic
     learner, as shipped), standing unless another blend leads it by 3 SE: the model's pass
     over the pool paid only where the evidence favours the model."""
+    model_weighted = large_fallback(FALLBACK_WEIGHTS[MODEL])
+
     def rule(task: Task) -> Weights:
         if task.n_labeled < MIN_LABELED_FOR_HOLD_OUT:
             return _model_weighted(FALLBACK_WEIGHTS[MODEL], task.members)
-        blends = _named(task.members)
-        if not model_leads_logistic(task, z):
-            return task.pick(blends, LOGISTIC, EVIDENCE_Z)
-        blends["fallback"] = _model_weighted(FALLBACK_WEIGHTS[MODEL], task.members)
-        return task.pick(blends, "fallback", EVIDENCE_Z)
+        if model_leads_logistic(task, z):
+            return model_weighted(task)
+        return task.pick(_named(task.members), LOGISTIC, EVIDENCE_Z)
     return rule
 
 
