@@ -95,14 +95,18 @@ def best_of(function: Callable[[], object], repeats: int) -> float:
 def alternate(functions: dict[str, Callable[[], object]], repeats: int,
               summary: Callable[[list[float]], float] = min) -> dict[str, float]:
     """The ``summary`` (default: the minimum) of each function's times, the functions run in
-    turn ``repeats`` times (after one warm-up call of each)."""
+    turn ``repeats`` times (after one warm-up call of each). Each round starts one function
+    later than the one before, so that no function always runs first after another kind of
+    work (thread pools gone idle, other caches), which can cost it milliseconds every time."""
     for function in functions.values():
         function()
     times: dict[str, list[float]] = {name: [] for name in functions}
-    for _ in range(repeats):
-        for name, function in functions.items():
+    names = list(functions)
+    for round_ in range(repeats):
+        start = round_ % len(names)
+        for name in names[start:] + names[:start]:
             started = time.perf_counter()
-            function()
+            functions[name]()
             times[name].append(time.perf_counter() - started)
     return {name: summary(values) for name, values in times.items()}
 

@@ -11,7 +11,9 @@ the default with PU bagging's bags side by side whatever their size, the decisio
 The default and the model alone are also timed with their weights read, checked and built
 afresh on every fit, as before verified models were kept (``puicl_model.net.weights``).
 Beside the default and PU bagging it times them with scikit-learn's own random forests, the
-same trees grown with its per-tree Python (``puicl_model.estimator.direct_forest``).
+same trees grown with its per-tree Python (``puicl_model.estimator.direct_forest``), and beside
+the default and the logistic learner with ``LogisticRegression.fit`` itself, the same fits with
+its checks around them (``puicl_model.estimator.direct_logistic``).
 Every setting is timed REPEATS times, the settings taking turns, and the median printed; with
 ``--profile``, the 25 functions of one default fit that took the most time of their own.
 
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from puicl_model import PUICLClassifier
-    from puicl_model.estimator import direct_forest, fitted_table, learners
+    from puicl_model.estimator import direct_forest, direct_logistic, fitted_table, learners
     from puicl_model.estimator.learners import (
         BAGGED,
         LOGISTIC,
@@ -74,15 +76,23 @@ def main(argv: list[str] | None = None) -> int:
         return patch.object(direct_forest, "follows_scikit_learn",
                             lambda trees, leaf: direct and follows)
 
+    follows_logistic = direct_logistic.follows_scikit_learn()
+
+    def logistic_fits(direct: bool) -> object:
+        """``LogisticRegression.fit`` itself where ``direct`` is False (the same fits)."""
+        return patch.object(direct_logistic, "follows_scikit_learn",
+                            lambda c, max_iter: direct and follows_logistic)
+
     def classifier(portfolio: str, beside: bool = False, direct: bool = True,
-                   bag_threads: bool = False, reread: bool = False) -> Callable[[], object]:
+                   bag_threads: bool = False, reread: bool = False,
+                   direct_fits: bool = True) -> Callable[[], object]:
         def fit() -> object:
             # beside: the learners on a thread of their own during the first passes (a GPU's
             # option, fitted_table.LEARNERS_BESIDE_A_GPU; on a CPU the default again);
             # bag_threads: the bags side by side whatever their size; reread: the weights read,
             # checked and built afresh, as every fit did before verified models were kept
             with patch.object(fitted_table, "LEARNERS_BESIDE_A_GPU", beside), forests(direct), \
-                    patch.object(learners, "BAG_THREADS_FROM_CELLS",
+                    logistic_fits(direct_fits), patch.object(learners, "BAG_THREADS_FROM_CELLS",
                                  0 if bag_threads else learners.BAG_THREADS_FROM_CELLS):
                 if reread:
                     weights.VERIFIED_MODELS.clear()
@@ -96,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         def fit() -> object:
             # on exactly `threads` threads, whatever the thresholds say of the fits' size
             with patch.object(learners, "THREADS_FROM_CELLS", 0), \
-                    patch.object(learners, "BAG_THREADS_FROM_CELLS", 0), forests(direct):
+                    patch.object(learners, "BAG_THREADS_FROM_CELLS", 0), forests(direct), \
+                    logistic_fits(direct):
                 return CrossFittedLearner(kind, 0, n_threads=threads).fit(
                     encoded[labeled], encoded[~labeled])
         return fit
@@ -106,14 +117,17 @@ def main(argv: list[str] | None = None) -> int:
             "default, bags on threads": classifier("auto", bag_threads=True),
             "default, beside, bag threads": classifier("auto", beside=True, bag_threads=True),
             "default, sklearn forests": classifier("auto", direct=False),
+            "default, sklearn logistic": classifier("auto", direct_fits=False),
             "default, weights reread": classifier("auto", reread=True),
             "model alone, weights reread": classifier("none", reread=True)}
     for threads in (int(v) for v in args.threads.split(",")):
         jobs[f"bagged, {threads} thread(s)"] = learner(BAGGED, threads)
         jobs[f"bagged, {threads}, sklearn forests"] = learner(BAGGED, threads, direct=False)
         jobs[f"logistic, {threads} thread(s)"] = learner(LOGISTIC, threads)
+        jobs[f"logistic, {threads}, sklearn fit"] = learner(LOGISTIC, threads, direct=False)
     print(f"{args.rows} rows × {args.features} columns, {int(labeled.sum())} labeled, "
-          f"device {args.device}; median of {args.repeats}; forests grown directly: {follows}")
+          f"device {args.device}; median of {args.repeats}; forests grown directly: {follows}; "
+          f"logistic fitted directly: {follows_logistic}")
     medians = alternate(jobs, args.repeats, statistics.median)
     for name, seconds in medians.items():
         print(f"  {name:28s} {seconds * 1e3:8.1f} ms", flush=True)

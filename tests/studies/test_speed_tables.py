@@ -28,3 +28,18 @@ def test_the_cost_models_tables_label_a_share_of_their_rows() -> None:
     x, s = table(1000, 7, 0.1)
     assert x.shape == (1000, 7) and s.sum() == 100 and (s[:100] == 1).all()
     assert table(100, 3, 0.1)[1].sum() == 20  # at least what the portfolio needs
+
+
+def test_settings_timed_in_turn_take_each_place_in_a_round() -> None:
+    """speed.bench_model.alternate starts each round one setting later, so that no setting
+    always runs first after another kind of work; every setting is timed once a round."""
+    from speed.bench_model import alternate
+
+    calls: list[str] = []
+    names = ["a", "b", "c"]
+    medians = alternate({name: (lambda name=name: calls.append(name)) for name in names}, 4)
+    assert calls[:3] == names  # the warm-up, in order
+    rounds = [calls[3 + 3 * r: 6 + 3 * r] for r in range(4)]
+    assert [r[0] for r in rounds] == ["a", "b", "c", "a"]
+    assert all(sorted(r) == names for r in rounds)
+    assert sorted(medians) == names and all(value >= 0 for value in medians.values())

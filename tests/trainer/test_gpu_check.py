@@ -46,6 +46,8 @@ def test_the_gpu_check_runs_through_on_cpu(tmp_path) -> None:
     assert re.search(r"\| 1,500 × 5 \(150\) \| [\d.]+ \| [\d.]+ \|", log)  # the cost table
     assert re.search(r"bagged, 2 thread\(s\)\s+[\d.]+ ms", log)  # the learners alone
     assert re.search(r"default, learners beside\s+[\d.]+ ms", log)
+    assert re.search(r"default, sklearn logistic\s+[\d.]+ ms", log)  # the direct fits' gain
+    assert re.search(r"logistic, 2, sklearn fit\s+[\d.]+ ms", log)
     assert re.search(r"model alone, weights reread\s+[\d.]+ ms", log)
     assert re.search(r"× the model alone: default [\d.]+, ", log)
     assert log.rstrip().endswith("done")
