@@ -18,8 +18,8 @@ scores it as before.
 Those calls are private to scikit-learn and may change with a release, so nothing is assumed:
 :func:`follows_scikit_learn` fits both ways on seeded tables once per process and compares every
 attribute, bit for bit. Where they differ, or a call fails, the learner uses ``fit`` itself. The
-scores are then the same bytes, only slower. Rows that are not finite, or targets not of two
-classes, go to ``fit`` too, which says what is wrong with them.
+scores are then the same bytes, only slower. Rows that are not finite or have no column, and
+targets not of two classes, go to ``fit`` too, which says what is wrong with them.
 """
 
 from __future__ import annotations
@@ -80,8 +80,10 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float = 1.0, max_iter: int = 1
     that is shown to give the same fit with this scikit-learn, else by ``fit`` itself."""
     rows = np.asarray(x)
     target = np.asarray(y)
-    direct = (rows.ndim == 2 and rows.dtype == np.float64 and rows.flags.c_contiguous
-              and target.ndim == 1 and len(target) == len(rows) and target.dtype.kind in "iu"
+    # arrays only: a frame's column names would become the fit's feature_names_in_
+    direct = (isinstance(x, np.ndarray) and rows.ndim == 2 and rows.shape[1] > 0
+              and rows.dtype == np.float64 and rows.flags.c_contiguous and target.ndim == 1
+              and len(target) == len(rows) and target.dtype.kind in "iu"
               and np.isfinite(rows).all() and len(np.unique(target)) == 2
               and follows_scikit_learn(c, max_iter))
     return _direct_fit(rows, target, c, max_iter) if direct else scikit_learn_fit(x, y, c,
