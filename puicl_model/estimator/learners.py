@@ -197,6 +197,8 @@ class CrossFittedLearner:
         return self._estimator(seed).fit(x, target)
 
     def _estimator(self, seed: int) -> Any:
+        """The unfitted tree learner of this kind (BAGGED or BOOSTED), seeded by ``seed``; the
+        logistic learner's regressions are fitted by :meth:`_fitted` itself."""
         if self.kind == BAGGED:
             from puicl_model.estimator.direct_forest import forest
 
