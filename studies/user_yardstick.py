@@ -1,0 +1,260 @@
+"""Every alternative a user has, run as a user runs it, on the generated tables of
+``studies/user_tables.py``: the second yardstick of the classifier's decisions beside the
+development suite's size grid.
+
+``run`` fits each method on each table and keeps one JSON record per (table, method) in
+``--out`` (written atomically; a rerun skips what is there, so a run resumes). Methods:
+
+* ``default``: ``PUICLClassifier()`` as the README shows it (``fit``, ``predict_proba`` and
+  ``predict`` of the pool, then ``class_prior_report()``), one thread. Its record also holds
+  the pool AUC of each portfolio member alone (the learners' out-of-fold scores of every pool
+  row: what the default could have chosen), its choice, the share ``predict`` labels positive,
+  π̂ and its report;
+* ``model``: ``PUICLClassifier(portfolio="none")``, the model alone;
+* ``pu-bagging`` and ``elkan-noto``: the benchmark's adapters (``benchmark/methods``) on the
+  portfolio's learner encoding of the table (one-hot categories, standardized numbers, missing
+  indicators), as a user of those libraries would prepare it.
+
+``report`` reads the records: per table the default against the best alternative (each member
+alone, the model alone, both adapters), the share of tables within 0.01 of it, per cell the
+means, and how ``predict``'s positive share and π̂'s interval meet the truth.
+
+    python -m studies.user_yardstick run --out results/user --tables decision
+    python -m studies.user_yardstick report --out results/user
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from puicl_common.atomic import atomic_write_json
+from studies.user_tables import (
+    TableSpec,
+    decision_specs,
+    large_specs,
+    make_table,
+    unseen_specs,
+)
+
+METHODS = ("default", "model", "pu-bagging", "elkan-noto")
+# within how much of the best alternative the default must stay on a table (the bar)
+BAR = 0.01
+
+
+def _auc(y: np.ndarray, score: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, score))
+
+
+def _seed(spec: TableSpec) -> int:
+    return spec.seed % (2**31 - 1)
+
+
+def _classifier_record(spec: TableSpec, portfolio: str, X: Any, s: np.ndarray,
+                       y_pool: np.ndarray) -> dict[str, Any]:
+    from puicl_model import PUICLClassifier
+
+    pool = X.iloc[np.flatnonzero(s == 0)]
+    started = time.perf_counter()
+    clf = PUICLClassifier(random_state=_seed(spec), n_threads=1, progress=False,
+                          portfolio=portfolio).fit(X, s)
+    proba = clf.predict_proba(pool)[:, 1]
+    labels = clf.predict(pool)
+    fitted = time.perf_counter() - started
+    report = clf.class_prior_report()
+    prior_seconds = time.perf_counter() - started - fitted
+    record: dict[str, Any] = {
+        "auc": _auc(y_pool, proba), "seconds": fitted, "prior_seconds": prior_seconds,
+        "positive_share": float(np.mean(labels == 1)),
+        "proba_mean": float(proba.mean()),
+        "pi_hat": float(report.estimate), "pi_low": float(report.interval[0]),
+        "pi_high": float(report.interval[1]),
+        "pi_bound": None if report.lower_bound is None else float(report.lower_bound),
+        "pi_upper": float(report.upper), "pi_flag": report.status}
+    choice = getattr(clf.fitted_, "portfolio", None)
+    if choice is not None and choice.choice is not None:
+        record["choice"] = choice.choice.name
+        record["choice_reason"] = choice.choice.reason
+        record["held_out_auc"] = dict(choice.choice.held_out_auc)
+        fitted_rows = clf.fitted_pool_proba()
+        if len(fitted_rows) == len(y_pool):  # every pool row fitted: each member alone
+            for member, scores in choice.pool_scores.items():
+                record[f"auc_{member}"] = _auc(y_pool, scores)
+    return record
+
+
+def _adapter_record(method: str, spec: TableSpec, X: Any, s: np.ndarray,
+                    y_pool: np.ndarray) -> dict[str, Any]:
+    from puicl_model.estimator.learners import learner_encoding
+
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = learner_encoding().fit_transform(X, s == 1).astype(np.float64)
+    if method == "pu-bagging":
+        from benchmark.methods.pu_bagging import PUBagging
+
+        output = PUBagging().fit_predict(x, s, _seed(spec))
+    else:
+        from benchmark.methods.elkan_noto import ElkanNoto
+
+        output = ElkanNoto().fit_predict(x, s, _seed(spec))
+    return {"auc": _auc(y_pool, output.scores), "seconds": time.perf_counter() - started,
+            "positive_share": float(np.mean(output.labels == 1)),
+            "pi_hat": None if output.pi_hat is None else float(output.pi_hat)}
+
+
+def run_method(spec: TableSpec, method: str) -> dict[str, Any]:
+    """One method on one table, as a user runs it: its record."""
+    X, s, y = make_table(spec)
+    y_pool = y[s == 0]
+    runs: dict[str, Callable[[], dict[str, Any]]] = {
+        "default": lambda: _classifier_record(spec, "auto", X, s, y_pool),
+        "model": lambda: _classifier_record(spec, "none", X, s, y_pool),
+        "pu-bagging": lambda: _adapter_record("pu-bagging", spec, X, s, y_pool),
+        "elkan-noto": lambda: _adapter_record("elkan-noto", spec, X, s, y_pool)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        record = runs[method]()
+    return {"table": spec.name, "cell": spec.cell, "shape": spec.shape, "signal": spec.signal,
+            "rows": spec.rows, "n_labeled": int(s.sum()), "n_pool": len(y_pool),
+            "pi": float(1.0 - y_pool.mean()), "method": method, **record}
+
+
+def record_path(out: Path, spec: TableSpec, method: str) -> Path:
+    return out / spec.name / f"{method}.json"
+
+
+def tables(which: str, repetitions: int) -> list[TableSpec]:
+    lists = {"decision": lambda: decision_specs(repetitions),
+             "unseen": lambda: unseen_specs(repetitions), "large": large_specs}
+    return [spec for part in which.split(",") for spec in lists[part]()]
+
+
+def _run(args: argparse.Namespace) -> int:
+    specs = tables(args.tables, args.repeats)
+    if args.only:
+        specs = [spec for spec in specs if any(part in spec.name for part in args.only.split(","))]
+    methods = args.methods.split(",")
+    jobs = [(spec, method) for spec in specs for method in methods
+            if args.force or not record_path(args.out, spec, method).exists()]
+    print(f"user_yardstick: {len(jobs)} runs to make of {len(specs) * len(methods)}", flush=True)
+
+    def one(spec: TableSpec, method: str) -> str:
+        record = run_method(spec, method)
+        path = record_path(args.out, spec, method)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, record)
+        return (f"{spec.name} {method}: AUC {record['auc']:.4f} in {record['seconds']:.1f} s"
+                + (f" ({record.get('choice')})" if "choice" in record else ""))
+
+    if args.jobs == 1:
+        for spec, method in jobs:
+            print(one(spec, method), flush=True)
+    else:
+        from joblib import Parallel, delayed
+
+        for line in Parallel(n_jobs=args.jobs, return_as="generator")(
+                delayed(one)(spec, method) for spec, method in jobs):
+            print(line, flush=True)
+    return 0
+
+
+# ------------------------------------------------------------------------------- report
+def load_records(out: Path) -> pd.DataFrame:
+    return pd.DataFrame([json.loads(path.read_text()) for path in sorted(out.glob("*/*.json"))])
+
+
+def per_table(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per table: every method's AUC, each member alone's, the best alternative and
+    the default's distance to it."""
+    auc = records.pivot(index="table", columns="method", values="auc")
+    default = records[records["method"] == "default"].set_index("table")
+    frame = auc.join(default[["cell", "shape", "signal", "pi", "n_labeled", "n_pool"]])
+    for member in ("logistic", "bagged"):
+        column = f"auc_{member}"
+        if column in default:
+            frame[member] = default[column]
+    alternatives = [c for c in ("model", "pu-bagging", "elkan-noto", "logistic", "bagged")
+                    if c in frame]
+    frame["best_alternative"] = frame[alternatives].max(axis=1)
+    frame["best_name"] = frame[alternatives].idxmax(axis=1)
+    frame["vs_best"] = frame["default"] - frame["best_alternative"]
+    if "model" in frame:
+        frame["vs_model"] = frame["default"] - frame["model"]
+    frame["choice"] = default.get("choice")
+    frame["positive_share"] = default["positive_share"]
+    frame["true_share"] = 1.0 - default["pi"]
+    frame["pi_hat"] = default["pi_hat"]
+    frame["covered"] = (default["pi_low"] <= default["pi"]) & (default["pi"] <= default["pi_high"])
+    frame["pi_flag"] = default["pi_flag"]
+    seconds = records.pivot(index="table", columns="method", values="seconds")
+    for method in seconds:
+        frame[f"s_{method}"] = seconds[method]
+    frame["s_prior"] = default["prior_seconds"]
+    return frame
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    cells = frame.groupby("cell")
+    out = pd.DataFrame({
+        "tables": cells.size(),
+        "default": cells["default"].mean(),
+        "best_alt": cells["best_alternative"].mean(),
+        "vs_best": cells["vs_best"].mean(),
+        "within_bar": cells["vs_best"].apply(lambda v: (v >= -BAR).mean()),
+        "share_err_gt_0.1": (frame.assign(err=(frame["positive_share"]
+                                               - frame["true_share"]).abs() > 0.1)
+                             .groupby("cell")["err"].mean()),
+        "pi_covered": cells["covered"].mean()})
+    for method in ("model", "pu-bagging", "elkan-noto", "logistic", "bagged"):
+        if method in frame:
+            out[method] = cells[method].mean()
+    return out.round(4)
+
+
+def _report(args: argparse.Namespace) -> int:
+    frame = per_table(load_records(args.out))
+    pd.set_option("display.width", 200)
+    columns = [c for c in ("cell", "default", "model", "logistic", "bagged", "pu-bagging",
+                           "elkan-noto", "vs_best", "best_name", "choice", "positive_share",
+                           "true_share", "pi_hat", "covered") if c in frame]
+    print(frame[columns].round(3).to_string())
+    print(summary(frame).to_string())
+    if args.csv:
+        frame.to_csv(args.csv)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m studies.user_yardstick",
+                                     description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="fit every method on every table, keep the records")
+    run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--tables", default="decision", help="decision, unseen, large (commas)")
+    run.add_argument("--repeats", type=int, default=1, help="draws of the design per list")
+    run.add_argument("--methods", default=",".join(METHODS))
+    run.add_argument("--only", default="", help="tables whose name holds one of these")
+    run.add_argument("--jobs", type=int, default=1)
+    run.add_argument("--force", action="store_true", help="run again what has a record")
+    report = sub.add_parser("report", help="per table and per cell, against the bar")
+    report.add_argument("--out", type=Path, required=True)
+    report.add_argument("--csv", type=Path, default=None)
+    args = parser.parse_args(argv)
+    return _run(args) if args.command == "run" else _report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
