@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from puicl_common.atomic import fsync_directory
+from puicl_common.atomic import fsync_directory, missing_before_up
 
 __all__ = ["ARRAYS", "CONTEXTS", "FILES", "FORMAT", "FORMAT_VERSION", "MANIFEST", "STATE",
            "VERSIONS", "WEIGHTS", "WITHOUT_TRAINING_DATA_VERSION", "WITH_TABLE_VERSIONS",
@@ -166,7 +166,13 @@ def _holds_cwd(directory: Path) -> bool:
 
 def check_replaceable(directory: Path) -> None:
     """Refuse (:class:`SavedModelError`) a ``directory`` a save may not write: anything but a
-    missing path, an empty folder, or a saved classifier holding nothing else."""
+    missing path, an empty folder, or a saved classifier holding nothing else; and a path
+    that goes up (``..``) out of a folder that does not exist, which names no folder until
+    the save creates that one (:func:`puicl_common.atomic.missing_before_up`)."""
+    before = missing_before_up(directory)
+    if before is not None:
+        raise SavedModelError(f"{directory} goes up (..) out of {before}, which is not an "
+                              "existing folder: spell the path without it")
     if not os.path.lexists(directory):
         return
     what = f"{directory} exists and is not a saved PUICL classifier"
