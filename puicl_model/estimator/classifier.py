@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from puicl_common.runtime import resolve_device, resolve_precision
+from puicl_common.runtime import check_thread_count, resolve_device, resolve_precision
 from puicl_model.estimator.class_prior_methods import ClassPriorMethods
 from puicl_model.estimator.dask_frames import dask_frame, dask_kind
 from puicl_model.estimator.ensemble import MEMBERS, Member
@@ -145,7 +145,9 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         "auto" runs bfloat16 autocast on CUDA and float32 elsewhere
         (:mod:`puicl_common.runtime`, the trainer's words too).
     n_threads : int or None
-        torch CPU threads in inference (None: torch's), and the portfolio's fits run at once.
+        torch CPU threads in inference (None: torch's), and the portfolio's fits run at once:
+        a whole number from 1 to 1024 (``puicl_common.runtime.MAX_THREADS``), checked at ``fit``
+        and, set after it, at the next call that scores.
     progress : bool or None
         tqdm progress bar over forward passes; None shows it on a terminal when there are
         more than a few passes.
@@ -278,10 +280,11 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
 
     def _runtime(self) -> Runtime:
         """How the model runs now: the fitted model, and the current ``precision``,
-        ``n_threads``, ``progress`` and ``context_cache_bytes`` (settable after ``fit``)."""
+        ``n_threads``, ``progress`` and ``context_cache_bytes`` (settable after ``fit``: so
+        checked here, where they are used, as ``fit`` checks them)."""
         return Runtime(self.model_, self.device_,
                        bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
-                       n_threads=self.n_threads, progress=self.progress,
+                       n_threads=check_thread_count(self.n_threads), progress=self.progress,
                        cache_bytes=self.context_cache_bytes)
 
     @property

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puicl_common.runtime import PRECISIONS
+from puicl_common.runtime import PRECISIONS, check_thread_count
 from puicl_model.estimator.columns import is_dataframe
 from puicl_model.passes.settings import InferenceSettings
 
@@ -232,8 +232,7 @@ def check_settings(estimator: PUICLClassifier) -> InferenceSettings:
                              "disagree: set portfolio only (partner is its former name)")
         settings = dataclasses.replace(settings, portfolio=portfolio_setting(estimator))
     settings.validate()
-    if estimator.n_threads is not None:
-        positive_int("n_threads", estimator.n_threads)
+    check_thread_count(estimator.n_threads)
     positive_int("context_cache_bytes", estimator.context_cache_bytes, 0)
     if not is_valid_threshold(estimator.threshold):
         raise ValueError(f"threshold must be {THRESHOLD_RULE}, got {estimator.threshold!r}")
