@@ -93,6 +93,7 @@ from puicl_model.estimator.saved_folder import (
     changed_libraries,
     check_replaceable,
     discard,
+    entry_kind,
     library_versions,
     manifest_for,
     publish,
@@ -253,10 +254,17 @@ def save(classifier: PUICLClassifier, directory: str | Path, training_data: bool
 def _verified(directory: Path) -> dict[str, Any]:
     """The manifest, after every file it lists is checked against its sha256."""
     manifest = read_manifest(directory)
+    weights = entry_kind(directory / WEIGHTS)
+    if weights not in ("a folder", "missing"):  # (missing: said of its files below)
+        raise SavedModelError(f"{directory / WEIGHTS} is {weights}, not the folder a save "
+                              "writes")
     for name, digest in manifest["files"].items():
         path = directory / name
-        if not path.is_file() or path.is_symlink() or (directory / WEIGHTS).is_symlink():
+        kind = entry_kind(path)
+        if kind == "missing":
             raise SavedModelError(f"{path}: missing from the saved classifier")
+        if kind is not None:
+            raise SavedModelError(f"{path} is {kind}, not the file a save writes")
         if _sha256(path) != digest:
             raise SavedModelError(f"{path}: checksum mismatch; the file is damaged or was "
                                   "changed after it was saved")

@@ -253,3 +253,65 @@ def test_a_folder_saved_before_a_defaulted_field_existed_still_loads(folder) -> 
     _edit_state(saved, older)
     assert PUICLClassifier.load(saved, device="cpu").predict_proba(X).tobytes() == \
         before.tobytes()
+
+
+# ------------------------------------------------- entries that are not the files a save writes
+def _replace_by(kind: str, name: str) -> Callable[[Path], None]:
+    """The entry ``name`` replaced by a ``kind``: a link to its own copy, a FIFO, a folder."""
+    def edit(saved: Path) -> None:
+        import os
+
+        entry = saved / name
+        if kind == "link":
+            shutil.move(entry, saved.parent / f"{entry.name}.moved")
+            entry.symlink_to(saved.parent / f"{entry.name}.moved")
+        elif kind == "FIFO":
+            entry.unlink()
+            os.mkfifo(entry)
+        else:
+            entry.unlink()
+            entry.mkdir()
+    return edit
+
+
+def _manifest_bytes(change: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    def edit(saved: Path) -> None:
+        manifest = saved / "manifest.json"
+        manifest.write_bytes(change(manifest.read_bytes()))
+    return edit
+
+
+def _manifest_version(version: Any) -> Callable[[Path], None]:
+    def edit(saved: Path) -> None:
+        manifest = json.loads((saved / "manifest.json").read_text())
+        (saved / "manifest.json").write_text(json.dumps(manifest_for(
+            manifest["files"], version, manifest.get("libraries"))))
+    return edit
+
+
+ENTRIES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "state.json a link": (_replace_by("link", "state.json"), "state.json is a link"),
+    "state.json a FIFO": (_replace_by("FIFO", "state.json"), "state.json is a FIFO"),
+    "state.json a folder": (_replace_by("folder", "state.json"), "state.json is a folder"),
+    "weights a link": (_replace_by("link", "weights"), "weights is a link, not the folder"),
+    "the manifest a link": (_replace_by("link", "manifest.json"), "manifest.json is a link"),
+    "the manifest a FIFO": (_replace_by("FIFO", "manifest.json"), "manifest.json is a FIFO"),
+    "the manifest in UTF-16": (_manifest_bytes(lambda data: data.decode().encode("utf-16")),
+                               "manifest.json is not UTF-8 text"),
+    "the manifest over 64 KB": (_manifest_bytes(lambda data: data + b" " * 70_000),
+                                "manifest.json is larger than 64 KB"),
+    "version '3'": (_manifest_version("3"), "a version of type str ('3'), not a whole number"),
+    "version 3.0": (_manifest_version(3.0), "a version of type float (3.0), not a whole"),
+    "version true": (_manifest_version(True), "a version of type bool (True), not a whole"),
+}
+
+
+@pytest.mark.parametrize("case", list(ENTRIES))
+def test_an_entry_that_is_not_what_a_save_writes_is_named_for_what_it_is(folder, case) -> None:
+    make, words = ENTRIES[case]
+    saved = folder("table")
+    make(saved)
+    with pytest.raises(SavedModelError) as caught:
+        PUICLClassifier.load(saved, device="cpu")
+    message = str(caught.value)
+    assert "\n" not in message and str(saved) in message and words in message, message
