@@ -315,3 +315,142 @@ def test_an_entry_that_is_not_what_a_save_writes_is_named_for_what_it_is(folder,
         PUICLClassifier.load(saved, device="cpu")
     message = str(caught.value)
     assert "\n" not in message and str(saved) in message and words in message, message
+
+
+# ------------------------------------------------------- values that scoring cannot read
+def _object_attribute(cls: str, attribute: str, change: Callable[[Any], Any],
+                      which: Callable[[dict], bool] = lambda entry: True):
+    """state.json edited: ``attribute`` of the first ``cls`` entry that ``which`` picks."""
+    def edit(state: dict) -> None:
+        entry = next(entry for entry in _objects(state, cls) if which(entry))
+        for item in entry["state"]["__items__"]:
+            if item[0] == attribute:
+                item[1] = change(item[1])
+    return edit
+
+
+def _an_array(cls: str, attribute: str, change: Callable[[np.ndarray], np.ndarray]):
+    def edit(saved: Path) -> None:
+        key = _array_key(saved, cls, attribute)
+        _edit_arrays(saved, "arrays.safetensors",
+                     lambda arrays: arrays.__setitem__(key, change(arrays[key])))
+    return edit
+
+
+def _fitted_array(entry: str, change: Callable[[np.ndarray], np.ndarray]):
+    def edit(saved: Path) -> None:
+        state = json.loads((saved / "state.json").read_text())
+        key = next(value for name, value in state["fitted"]["__items__"]
+                   if name == entry)["__array__"]
+        _edit_arrays(saved, "arrays.safetensors",
+                     lambda arrays: arrays.__setitem__(key, change(arrays[key])))
+    return edit
+
+
+def _blend_items(attribute: str, change: Callable[[list], Any]):
+    return lambda saved: _edit_state(saved, _object_attribute(
+        "Blend", attribute, lambda value: change(value["__items__"]) or value))
+
+
+def _member_items(items: list) -> None:
+    items[1][1] = {"__float__": "nan"}
+
+
+def _portfolio_encoder(state: dict) -> dict:
+    return next(value for name, value in _objects(state, "Portfolio")[0]["state"]["__items__"]
+                if name == "encoder")
+
+
+def _nan_encoder_fill(state: dict) -> None:
+    column = next(value for name, value in _portfolio_encoder(state)["state"]["__items__"]
+                  if name == "columns_")[0]
+    _object_attribute("ColumnEncoding", "fill", lambda _: {"__float__": "nan"},
+                      lambda entry: entry is column)(state)
+
+
+def _own_preprocessor_as_column(state: dict) -> None:
+    preprocessor = _objects(state, "TablePreprocessor")[0]
+    columns = next(value for name, value in preprocessor["state"]["__items__"]
+                   if name == "columns_")
+    columns[0] = {"__ref__": preprocessor["__id__"]}
+
+
+def _caches_of_no_rows(saved: Path) -> None:
+    _edit_arrays(saved, "contexts.safetensors", lambda arrays: arrays.update(
+        {name: array[:, :, :0] for name, array in arrays.items()
+         if ".keys." in name or ".values." in name}))
+
+
+def _a_setting(name: str, value: Any):
+    def edit(state: dict) -> None:
+        for item in state["settings"]["__items__"]:
+            if item[0] == name:
+                item[1] = value
+    return lambda saved: _edit_state(saved, edit)
+
+
+VALUES: dict[str, tuple[str, Callable[[Path], None], str]] = {
+    "a blend weight of NaN": ("table", _blend_items("weights", _member_items),
+                              "portfolio_.blend.weights['bagged'] is nan"),
+    "a blend's scale of NaN": ("table", _blend_items("standard", lambda items: items[1][1][
+        "__tuple__"].__setitem__(1, {"__float__": "nan"})),
+        "portfolio_.blend.standard['bagged'] scale is nan"),
+    "a blend's standard of 3 values": ("table", _blend_items("standard", lambda items: items[1][
+        1]["__tuple__"].append(1.0)), "portfolio_.blend.standard['bagged'] is not a (centre"),
+    "a blend member the folder lacks": ("table", _blend_items("weights", lambda items: items.append(
+        ["boosted", 0.5])), "weigh 'boosted', which is neither the model nor a learner"),
+    "the encoder's fill of NaN": ("table", lambda saved: _edit_state(saved, _nan_encoder_fill),
+                                  "portfolio_.encoder.columns_[0].fill is nan"),
+    "a scale of 0": ("table", _an_array("TablePreprocessor", "scale_", lambda a: a * 0),
+                     ".scale_ holds 0 to 0, not above 0"),
+    "the pool's probabilities cut to 5": ("table", _fitted_array("_pool_proba", lambda a: a[:5]),
+                                          "_pool_proba holds 5 rows where 120 belong"),
+    "the pool's probabilities beyond 1": ("table", _fitted_array("_pool_proba",
+                                                                 lambda a: a * 7 + 3),
+                                          "_pool_proba holds"),
+    "a blend's probabilities beyond 1": ("table", _an_array("Blend", "pool_proba",
+                                                            lambda a: a * 7 + 3),
+                                         "portfolio_.blend.pool_proba holds"),
+    "a blend's probabilities cut to 3": ("table", _an_array("Blend", "pool_proba",
+                                                            lambda a: a[:3]),
+                                         "portfolio_.blend.pool_proba holds 3 rows where"),
+    "empty quantiles": ("table", _an_array("ColumnEncoding", "quantiles", lambda a: a[:0]),
+                        ".quantiles is empty"),
+    "a column that is its own preprocessor": ("table", lambda saved: _edit_state(
+        saved, _own_preprocessor_as_column), "is a TablePreprocessor, not a column encoding"),
+    "caches of no rows": ("bare", _caches_of_no_rows, "rows (at least 1)"),
+    "a saved n_threads of 100000": ("table", _a_setting("n_threads", 100000),
+                                    "n_threads must be a whole number from 1 to 1024"),
+    "the portfolio's n_threads of 10**9": ("table", lambda saved: _edit_state(
+        saved, _object_attribute("Portfolio", "n_threads", lambda _: 10**9)),
+        "portfolio_.n_threads must be a whole number from 1 to 1024"),
+}
+
+
+@pytest.mark.parametrize("case", list(VALUES))
+def test_a_value_scoring_cannot_read_is_refused_naming_its_entry(folder, case) -> None:
+    kind, make, words = VALUES[case]
+    saved = folder(kind)
+    make(saved)
+    with pytest.raises(SavedModelError) as caught:
+        PUICLClassifier.load(saved, device="cpu")
+    message = str(caught.value)
+    assert "\n" not in message and str(saved) in message and words in message, message
+
+
+@pytest.mark.parametrize("case", ["caches of no rows", "a saved n_threads of 100000"])
+def test_predict_with_such_a_folder_exits_2_and_writes_nothing(folder, tmp_path, capsys,
+                                                               case) -> None:
+    from puicl_model.files.cli import main
+
+    kind, make, _ = VALUES[case]
+    saved = folder(kind)
+    make(saved)
+    out = tmp_path / "out"
+    out.mkdir()
+    _frame()[0].head(20).to_csv(tmp_path / "new20.csv", index=False)
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "new20.csv"),
+                 "-o", str(out / "x0.csv"), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("puicl predict: error: ") and error.count("\n") == 1, error
+    assert list(out.iterdir()) == []
