@@ -58,19 +58,31 @@ def fsync_directory(directory: Path) -> None:
         os.close(handle)
 
 
-def missing_before_up(path: str | os.PathLike[str]) -> str | None:
-    """The part of ``path`` before a ``..`` that is not an existing folder (missing, or a
-    file), as spelled; None where every ``..`` goes up out of an existing folder.
-
-    The kernel refuses such a path (ENOENT, ENOTDIR); a writer that first creates the missing
-    folders would instead reach whatever the ``..`` leads to once they exist: ``new/../t.csv``
-    is ``t.csv``, which a check of the path as spelled (it does not exist yet) never saw."""
+def _up_out_of_missing(path: str) -> str | None:
     parts = Path(path).parts
     for index, part in enumerate(parts):
         if part == ".." and index > 0:
             before = os.path.join(*parts[:index])
             if not os.path.isdir(before):  # (through links, as the kernel walks it)
                 return before
+    return None
+
+
+def missing_before_up(path: str | os.PathLike[str]) -> str | None:
+    """The part of ``path`` before a ``..`` that is not an existing folder (missing, or a
+    file), as spelled; None where every ``..`` goes up out of an existing folder. A link at
+    ``path`` that leads nowhere is followed, and what it names is looked at likewise.
+
+    The kernel refuses such a path (ENOENT, ENOTDIR); a writer that first creates the missing
+    folders would instead reach whatever the ``..`` leads to once they exist: ``new/../t.csv``
+    is ``t.csv``, which a check of the path as spelled (it does not exist yet) never saw."""
+    spelled = os.fspath(path)
+    for _ in range(40):  # (the kernel follows as many links, then gives up: ELOOP)
+        before = _up_out_of_missing(spelled)
+        if before is not None or os.path.exists(spelled) or not os.path.islink(spelled):
+            return before
+        # a link that leads nowhere yet: what a write through it would create
+        spelled = os.path.join(os.path.dirname(spelled), os.readlink(spelled))
     return None
 
 

@@ -230,9 +230,10 @@ def _planner_problem(planner: PassPlanner, view: View, with_table: bool) -> str 
     nothing."""
     sizes = ("n_labeled", "n_pool", "n_features", "single_pass_limit", "chunk_size",
              "max_labeled", "max_features")
-    if any(getattr(planner, name) < 1 for name in sizes) or planner.entropy < 0 or not (
+    if any(getattr(planner, name) < 1 for name in sizes) or min(
+            planner.entropy, planner.member) < 0 or not (
             0 < planner.labeled_share <= 1 and 0 < planner.feature_share <= 1):
-        return "sizes below one, or shares outside (0, 1]"
+        return "sizes below one, a seed or member below zero, or shares outside (0, 1]"
     keep = getattr(view.preprocessor, "keep_", None)
     if not isinstance(keep, np.ndarray) or planner.n_features != max(
             1, int(np.count_nonzero(keep))):

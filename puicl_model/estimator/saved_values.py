@@ -47,6 +47,13 @@ class _Refused(Exception):
 
 
 # ------------------------------------------------------------------------------ values
+def _shown(value: Any) -> str:
+    """``value`` for a message: its repr, cut with an ellipsis past 40 characters (a whole
+    number of 10**30 digits must not read as a short one)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 def _number(entry: str, value: Any, low: float = -math.inf, high: float = math.inf, *,
             above: bool = False, whole: bool = False) -> float:
     """``value`` as a finite number in [``low``, ``high``] (above ``low`` with ``above``;
@@ -57,11 +64,11 @@ def _number(entry: str, value: Any, low: float = -math.inf, high: float = math.i
                               f"{'whole number' if whole else 'number'}")
     number = int(value) if whole else float(value)  # (a whole number: exact, of any size)
     if not whole and not math.isfinite(number):
-        raise _Refused(entry, f"is {value!r:.20}, not a finite number")
+        raise _Refused(entry, f"is {_shown(value)}, not a finite number")
     if number < low or number > high or (above and number <= low):
         bounds = f"above {low:g}" if above and high == math.inf else (
             f"at least {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]")
-        raise _Refused(entry, f"is {value!r:.20}, not {bounds}")
+        raise _Refused(entry, f"is {_shown(value)}, not {bounds}")
     return number
 
 
@@ -99,7 +106,7 @@ def _mapping(entry: str, value: Any) -> Mapping:
 def _text(entry: str, value: Any, among: tuple[str, ...] | frozenset[str] | None = None) -> str:
     if not isinstance(value, str) or (among is not None and value not in among):
         wanted = "text" if among is None else " or ".join(map(repr, sorted(among)))
-        raise _Refused(entry, f"is {value!r:.40}, not {wanted}")
+        raise _Refused(entry, f"is {_shown(value)}, not {wanted}")
     return value
 
 
@@ -119,8 +126,11 @@ def _column(entry: str, column: Any) -> int:
             _array(f"{entry}.quantiles", column.quantiles, nonempty=True, ordered=True)
         if column.power is not None:
             _number(f"{entry}.power", column.power, -_POWER_LAMBDA_BOUND, _POWER_LAMBDA_BOUND)
-        # (an integer column's values less it, in integer arithmetic, then float64)
-        _number(f"{entry}.offset", column.offset, -(2**63), 2**64, whole=True)
+        # an integer column's values less it, in integer arithmetic, then as float64: the
+        # smallest value of an int64 or uint64 column
+        offset = _number(f"{entry}.offset", column.offset, whole=True)
+        if not -(2**63) <= offset < 2**64:
+            raise _Refused(f"{entry}.offset", f"is {_shown(offset)}, beyond any 64-bit integer")
         return column.width
     if column.indicator or column.quantiles is not None or column.power is not None:
         raise _Refused(entry, "is categorical with a numeric column's encoding")
@@ -193,23 +203,33 @@ def _probabilities(entry: str, value: Any, length: int | None = None) -> np.ndar
     return _array(entry, value, length=length, low=0.0, high=1.0)
 
 
-def _folds(entry: str, folds: Any) -> None:
-    """The model's cross-fitted scores per fold count: (positives', pool's) probabilities."""
+def _folds(entry: str, folds: Any, n_labeled: int, n_pool: int, entropy: int) -> None:
+    """The model's cross-fitted scores per fold count: per fold, the probabilities of its
+    labeled rows (those :func:`~puicl_model.estimator.prior.fold_of` puts in it) and of the
+    pool's ``n_pool`` rows."""
+    from puicl_model.estimator.prior import fold_of
+
     for n_folds, per_fold in _mapping(entry, folds).items():
-        _number(f"{entry} key", n_folds, 1, whole=True)
+        _number(f"{entry} key", n_folds, 2, max(2, n_labeled // 2), whole=True)
+        sizes = np.bincount(fold_of(n_labeled, n_folds, entropy), minlength=n_folds)
         if not isinstance(per_fold, list) or len(per_fold) != n_folds:
             raise _Refused(f"{entry}[{n_folds}]", f"does not hold {n_folds} folds")
         for number, fold in enumerate(per_fold):
+            where = f"{entry}[{n_folds}][{number}]"
             if not isinstance(fold, tuple) or len(fold) != 2:
-                raise _Refused(f"{entry}[{n_folds}][{number}]", "is not a pair of arrays")
-            for part in fold:
-                _probabilities(f"{entry}[{n_folds}][{number}]", part)
+                raise _Refused(where, "is not a pair of arrays")
+            _probabilities(f"{where} positives", fold[0], int(sizes[number]))
+            _probabilities(f"{where} pool", fold[1], n_pool)
 
 
 def _scorer(fitted: Mapping[str, Any], with_table: bool, views: list) -> int | None:
     """The fitted scorer's own entries; the fitted pool's rows (None without the table)."""
     _number("n_held_out_", fitted.get("n_held_out_"), 0, whole=True)
-    _number("_entropy", fitted.get("_entropy"), 0, whole=True)
+    entropy = _number("_entropy", fitted.get("_entropy"), 0, whole=True)
+    # every random draw is keyed by the fit's root seed: the planners' and the portfolio's too
+    if any(planner.entropy != entropy for planner in fitted["planners_"]) or (
+            fitted.get("portfolio_") is not None and fitted["portfolio_"].entropy != entropy):
+        raise _Refused("_entropy", "is not the root seed of every pass planner and learner")
     for name in ("n_passes_", "inference_seconds_"):
         if name in fitted:
             _number(name, fitted[name], 0)
@@ -221,10 +241,11 @@ def _scorer(fitted: Mapping[str, Any], with_table: bool, views: list) -> int | N
             _number("_new_row_cut", fitted["_new_row_cut"], 0.0, 1.0)
         return None
     width = views[0].x_pool.shape[1]
-    for name in ("x_labeled_", "x_pool_"):  # (the first view's, shared)
-        rows = _array(name, fitted[name], ndim=2)
-        if rows.shape[1] != width:
-            raise _Refused(name, f"has rows of another width than the first view's {width}")
+    for name, own in (("x_labeled_", views[0].x_labeled), ("x_pool_", views[0].x_pool)):
+        rows = _array(name, fitted[name], ndim=2)  # (the first view's, shared)
+        if rows.shape != own.shape:
+            raise _Refused(name, f"is {list(rows.shape)} where the first view's rows are "
+                                 f"{list(own.shape)}")
     n_pool = len(fitted["x_pool_"])
     _probabilities("_pool_proba", fitted.get("_pool_proba"), n_pool)
     held, held_proba = fitted.get("_x_held"), fitted.get("_held_proba")
@@ -236,7 +257,8 @@ def _scorer(fitted: Mapping[str, Any], with_table: bool, views: list) -> int | N
         if held.shape[1] != width:
             raise _Refused("_x_held", "has rows of another width than the first view's")
         _probabilities("_held_proba", held_proba, len(held))
-    _folds("_held_out", fitted.get("_held_out", {}))
+    _folds("_held_out", fitted.get("_held_out", {}), len(fitted["x_labeled_"]), n_pool,
+           fitted["_entropy"])
     return n_pool
 
 

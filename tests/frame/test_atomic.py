@@ -170,3 +170,14 @@ def test_a_group_that_fails_midway_leaves_none_of_its_files(tmp_path, monkeypatc
     monkeypatch.setattr(os, "fsync", real_fsync)
     atomic_write_files({first: b"new page", second: b"figure"})
     assert first.read_bytes() == b"new page" and second.read_bytes() == b"figure"
+
+
+def test_a_dangling_link_through_a_missing_folder_is_refused(tmp_path, monkeypatch) -> None:
+    # the link leads nowhere the kernel can reach; resolved by its spelling it is kept.txt
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept.txt").write_text("old")
+    (tmp_path / "out.txt").symlink_to("new/../kept.txt")
+    with pytest.raises(FileNotFoundError, match=r"goes up \(\.\.\) out of new"):
+        atomic_write_text("out.txt", "new")
+    assert (tmp_path / "kept.txt").read_text() == "old"
+    assert sorted(os.listdir(tmp_path)) == ["kept.txt", "out.txt"]

@@ -424,6 +424,19 @@ VALUES: dict[str, tuple[str, Callable[[Path], None], str]] = {
     "the portfolio's n_threads of 10**9": ("table", lambda saved: _edit_state(
         saved, _object_attribute("Portfolio", "n_threads", lambda _: 10**9)),
         "portfolio_.n_threads must be a whole number from 1 to 1024"),
+    "a planner's member below 0": ("table", lambda saved: _edit_state(
+        saved, _planner_field("member", -1)), "a seed or member below zero"),
+    "a planner's seed not the fit's": ("table", lambda saved: _edit_state(
+        saved, _planner_field("entropy", 7)), "is not the root seed of every pass planner"),
+    "a column's offset beyond 64 bits": ("table", lambda saved: _edit_state(
+        saved, _object_attribute("ColumnEncoding", "offset", lambda _: 10**50)),
+        "beyond any 64-bit integer"),
+    "a new row cut of 3": ("bare", lambda saved: _edit_state(saved, lambda state: next(
+        item for item in state["fitted"]["__items__"] if item[0] == "_new_row_cut"
+    ).__setitem__(1, 3.0)), "_new_row_cut is 3.0, not in [0, 1]"),
+    "a choice the blend does not follow": ("table", lambda saved: _edit_state(
+        saved, _object_attribute("Choice", "weights", lambda weights: {
+            "__items__": weights["__items__"][:1]})), "weighs other members than its choice"),
 }
 
 
