@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from puicl_common.runtime import check_thread_count, resolve_device, resolve_precision
+from puicl_common.runtime import resolve_device, resolve_precision
 from puicl_model.estimator.class_prior_methods import ClassPriorMethods
 from puicl_model.estimator.dask_frames import dask_frame, dask_kind
 from puicl_model.estimator.ensemble import MEMBERS, Member
@@ -42,6 +42,7 @@ from puicl_model.estimator.input_checks import (
     _check_feature_names,
     check_pu_table,
     check_settings,
+    check_settings_in_use,
     check_table_after_fit,
     has_mixed_names,
     root_seed,
@@ -282,9 +283,10 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         """How the model runs now: the fitted model, and the current ``precision``,
         ``n_threads``, ``progress`` and ``context_cache_bytes`` (settable after ``fit``: so
         checked here, where they are used, as ``fit`` checks them)."""
+        check_settings_in_use(self)
         return Runtime(self.model_, self.device_,
                        bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
-                       n_threads=check_thread_count(self.n_threads), progress=self.progress,
+                       n_threads=self.n_threads, progress=self.progress,
                        cache_bytes=self.context_cache_bytes)
 
     @property
@@ -394,6 +396,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
 
     def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
         """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
+        check_settings_in_use(self)  # (the threshold may have been set after fit)
         if self.threshold != "prior":
             return (positive > float(self.threshold)).astype(np.int64)
         pool_labels, cut = self.fitted_.prior_cut(self._runtime())
