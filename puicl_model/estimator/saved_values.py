@@ -240,12 +240,17 @@ def _scorer(fitted: Mapping[str, Any], with_table: bool, views: list) -> int | N
         if fitted.get("_new_row_cut") is not None:
             _number("_new_row_cut", fitted["_new_row_cut"], 0.0, 1.0)
         return None
-    width = views[0].x_pool.shape[1]
-    for name, own in (("x_labeled_", views[0].x_labeled), ("x_pool_", views[0].x_pool)):
-        rows = _array(name, fitted[name], ndim=2)  # (the first view's, shared)
-        if rows.shape != own.shape:
-            raise _Refused(name, f"is {list(rows.shape)} where the first view's rows are "
-                                 f"{list(own.shape)}")
+    first = views[0]
+    width, n_held = first.x_pool.shape[1], fitted["n_held_out_"]
+    # the first view's rows: its labeled ones; its pool less the held-out positives that
+    # follow the pool there
+    expected = {"x_labeled_": first.x_labeled.shape,
+                "x_pool_": (len(first.x_pool) - n_held, width)}
+    for name, shape in expected.items():
+        rows = _array(name, fitted[name], ndim=2)
+        if rows.shape != shape:
+            raise _Refused(name, f"is {list(rows.shape)} where the first view's rows make "
+                                 f"{list(shape)}")
     n_pool = len(fitted["x_pool_"])
     _probabilities("_pool_proba", fitted.get("_pool_proba"), n_pool)
     held, held_proba = fitted.get("_x_held"), fitted.get("_held_proba")
@@ -257,8 +262,9 @@ def _scorer(fitted: Mapping[str, Any], with_table: bool, views: list) -> int | N
         if held.shape[1] != width:
             raise _Refused("_x_held", "has rows of another width than the first view's")
         _probabilities("_held_proba", held_proba, len(held))
-    _folds("_held_out", fitted.get("_held_out", {}), len(fitted["x_labeled_"]), n_pool,
-           fitted["_entropy"])
+    # (as cross_fitted_scores draws and scores them: over the first planner's pool)
+    _folds("_held_out", fitted.get("_held_out", {}), len(first.x_labeled),
+           fitted["planners_"][0].n_pool, fitted["_entropy"])
     return n_pool
 
 
@@ -353,7 +359,11 @@ def _learners(entry: str, portfolio: Portfolio) -> set[str]:
     return {MODEL, *portfolio.learners}
 
 
-def _portfolio(entry: str, portfolio: Portfolio, with_table: bool) -> None:
+def _portfolio(entry: str, portfolio: Portfolio, rows: tuple[int, int] | None,
+               n_held: int) -> None:
+    """The portfolio as new rows are scored by it; with the table (``rows``: the fitted
+    table's labeled and pool rows), its own rows, ``n_held`` of the labeled ones held out of
+    the passes, and every learner's scores of them."""
     from puicl_model.estimator.learners import LEARNER_TAGS
     from puicl_model.estimator.portfolio import MODEL, blends_for
 
@@ -381,17 +391,18 @@ def _portfolio(entry: str, portfolio: Portfolio, with_table: bool) -> None:
         _blend(f"{entry}.blend", portfolio.blend, scorable)
         if dict(portfolio.choice.weights) != dict(portfolio.blend.weights):
             raise _Refused(f"{entry}.blend", "weighs other members than its choice")
-    rows = (None, None)
-    if with_table:
-        parts = [_array(f"{entry}.{name}", getattr(portfolio, name), ndim=2)
-                 for name in ("x_labeled", "x_pool")]
-        if any(part.shape[1] != width for part in parts):
-            raise _Refused(f"{entry}.x_pool", f"has rows of another width than its encoder's "
-                                              f"{width} features")
-        _number(f"{entry}.n_held", portfolio.n_held, 0, len(parts[0]), whole=True)
-        rows = (len(parts[0]), len(parts[1]))
-    _scores(f"{entry}.labeled_scores", portfolio.labeled_scores, rows[0])
-    _scores(f"{entry}.pool_scores", portfolio.pool_scores, rows[1])
+    if rows is not None:
+        if portfolio.n_held != n_held:
+            raise _Refused(f"{entry}.n_held", f"is {_shown(portfolio.n_held)}, not the "
+                                              f"{n_held} positives held out of the passes")
+        for name, count in zip(("x_labeled", "x_pool"), rows, strict=True):
+            # the labeled rows: the passes' context, then those held out of it
+            _array(f"{entry}.{name}", getattr(portfolio, name), ndim=2, length=count)
+            if getattr(portfolio, name).shape[1] != width:
+                raise _Refused(f"{entry}.{name}", f"has rows of another width than its "
+                                                  f"encoder's {width} features")
+    _scores(f"{entry}.labeled_scores", portfolio.labeled_scores, rows and rows[0])
+    _scores(f"{entry}.pool_scores", portfolio.pool_scores, rows and rows[1])
     _scores(f"{entry}.member_pool_scores", portfolio.member_pool_scores, None)
 
 
@@ -405,8 +416,11 @@ def check_values(path: Path, fitted: Mapping[str, Any], with_table: bool) -> Non
         for number, view in enumerate(views):
             _view(f"views_[{number}]", view, with_table)
         _classifier(fitted, views)
-        _scorer(fitted, with_table, views)
+        n_pool = _scorer(fitted, with_table, views)
         if fitted.get("portfolio_") is not None:
-            _portfolio("portfolio_", fitted["portfolio_"], with_table)
+            n_held = fitted["n_held_out_"]
+            rows = (None if n_pool is None
+                    else (len(fitted["x_labeled_"]) + n_held, n_pool))
+            _portfolio("portfolio_", fitted["portfolio_"], rows, n_held)
     except _Refused as refused:
         raise SavedModelError(f"{path}: {refused}; not what puicl saves") from None

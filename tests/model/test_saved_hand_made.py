@@ -467,3 +467,24 @@ def test_predict_with_such_a_folder_exits_2_and_writes_nothing(folder, tmp_path,
     error = capsys.readouterr().err
     assert error.startswith("puicl predict: error: ") and error.count("\n") == 1, error
     assert list(out.iterdir()) == []
+
+
+def test_a_folder_with_positives_held_out_loads_and_its_rows_are_checked(small_weights,
+                                                                         tmp_path) -> None:
+    # from 600 labeled positives on, half leave the passes' context for the end of each view's
+    # pool: the fitted pool is the view's pool less them, and the portfolio holds them last
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(rng.normal(size=(1300, 3)), columns=["a", "b", "c"])
+    X.loc[950:, ["a", "b"]] += 1.5
+    s = np.r_[np.ones(650, dtype=int), np.zeros(650, dtype=int)]
+    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
+    assert clf.n_held_out_ > 0
+    saved = clf.save(tmp_path / "held")
+    rows = X.head(40) + 0.25
+    expected = clf.predict_proba(rows)
+    assert PUICLClassifier.load(saved, device="cpu").predict_proba(rows).tobytes() == \
+        expected.tobytes()
+    _edit_state(saved, _object_attribute("Portfolio", "n_held", lambda n: n - 1))
+    with pytest.raises(SavedModelError, match=r"portfolio_\.n_held is \d+, not the \d+ "
+                                              "positives held out of the passes"):
+        PUICLClassifier.load(saved, device="cpu")
