@@ -166,9 +166,12 @@ def atomic_output(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
         return
     # the file a link points to is what gets replaced (a dangling link: what it names)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.tmp-", suffix=suffix,
-                                    dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.tmp-", suffix=suffix,
+                                        dir=target.parent)
+    except OSError as err:  # (a read-only place): named by the path asked for, not its
+        raise OSError(err.errno, err.strerror, str(path)) from None  # temporary file's
     os.close(handle)
     temporary = Path(name)
     try:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from puicl_common.runtime import resolve_device, resolve_precision
+from puicl_common.runtime import resolve_device
 from puicl_model.estimator.class_prior_methods import ClassPriorMethods
 from puicl_model.estimator.dask_frames import dask_frame, dask_kind
 from puicl_model.estimator.ensemble import MEMBERS, Member
@@ -42,7 +42,6 @@ from puicl_model.estimator.input_checks import (
     _check_feature_names,
     check_pu_table,
     check_settings,
-    check_settings_in_use,
     check_table_after_fit,
     has_mixed_names,
     root_seed,
@@ -146,9 +145,8 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         "auto" runs bfloat16 autocast on CUDA and float32 elsewhere
         (:mod:`puicl_common.runtime`, the trainer's words too).
     n_threads : int or None
-        torch CPU threads in inference (None: torch's), and the portfolio's fits run at once:
-        a whole number from 1 to 1024 (``puicl_common.runtime.MAX_THREADS``), checked at ``fit``
-        and, set after it, at the next call that scores.
+        torch CPU threads in inference (None: torch's), and the portfolio's fits run at once;
+        1 to 1024 (``puicl_common.runtime.MAX_THREADS``), checked at ``fit`` and where used.
     progress : bool or None
         tqdm progress bar over forward passes; None shows it on a terminal when there are
         more than a few passes.
@@ -280,14 +278,8 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
             raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
 
     def _runtime(self) -> Runtime:
-        """How the model runs now: the fitted model, and the current ``precision``,
-        ``n_threads``, ``progress`` and ``context_cache_bytes`` (settable after ``fit``: so
-        checked here, where they are used, as ``fit`` checks them)."""
-        check_settings_in_use(self)
-        return Runtime(self.model_, self.device_,
-                       bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
-                       n_threads=self.n_threads, progress=self.progress,
-                       cache_bytes=self.context_cache_bytes)
+        """How the model runs now (:meth:`Runtime.of`: the settings as they are, checked)."""
+        return Runtime.of(self)
 
     @property
     def scorer_(self) -> PassScorer:
@@ -396,10 +388,10 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
 
     def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
         """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
-        check_settings_in_use(self)  # (the threshold may have been set after fit)
+        runtime = self._runtime()  # (checks the threshold, which may be set after fit)
         if self.threshold != "prior":
             return (positive > float(self.threshold)).astype(np.int64)
-        pool_labels, cut = self.fitted_.prior_cut(self._runtime())
+        pool_labels, cut = self.fitted_.prior_cut(runtime)
         labels = (positive > cut).astype(np.int64)
         known = match >= 0
         labels[known] = pool_labels[match[known]]

@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from puicl_common.runtime import resolve_precision
 from puicl_model.estimator.ensemble import View
+from puicl_model.estimator.input_checks import check_settings_in_use
 from puicl_model.estimator.pool_sample import NEW_ROW, take_rows
 from puicl_model.estimator.portfolio import Choice, Portfolio
 from puicl_model.net.backends.cached_context import ContextCache
@@ -40,6 +42,7 @@ from puicl_model.passes.query_rows import ContextCaches, score_new_rows
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from puicl_model.estimator.classifier import PUICLClassifier
     from puicl_model.net.model import PUICLModel
 
 __all__ = ["SAVED_CLASSIFIER", "ContextsOnly", "FittedScorer", "NoTrainingDataError", "Runtime",
@@ -79,6 +82,18 @@ class Runtime:
     n_threads: int | None
     progress: bool | None
     cache_bytes: int
+
+    @classmethod
+    def of(cls, classifier: PUICLClassifier) -> Runtime:
+        """The fitted ``classifier``'s, with its current settings: those ``set_params`` may
+        change after ``fit`` (the threshold among them) are checked first, as ``fit`` checks
+        them (:func:`~puicl_model.estimator.input_checks.check_settings_in_use`)."""
+        check_settings_in_use(classifier)
+        return cls(classifier.model_, classifier.device_,
+                   bfloat16=resolve_precision(classifier.precision,
+                                              classifier.device_) == "bfloat16",
+                   n_threads=classifier.n_threads, progress=classifier.progress,
+                   cache_bytes=classifier.context_cache_bytes)
 
     def scorer(self) -> PassScorer:
         """Scores rows of the fitted table by planned passes (:class:`PassScorer`)."""

@@ -143,7 +143,7 @@ def _column(entry: str, column: Any) -> int:
     return column.width
 
 
-def _preprocessor(entry: str, preprocessor: Any) -> int:
+def _preprocessor(entry: str, preprocessor: object) -> int:
     """A fitted preprocessor as transform() reads it; the number of features it gives (one
     zero feature where it keeps none)."""
     from puicl_model.estimator.preprocessing import TablePreprocessor
@@ -151,9 +151,9 @@ def _preprocessor(entry: str, preprocessor: Any) -> int:
     if not isinstance(preprocessor, TablePreprocessor):
         raise _Refused(entry, f"is a {type(preprocessor).__name__}, not a table preprocessor")
     state = vars(preprocessor)
-    fitted = ("numeric", "categorical", "missing", "columns_", "feature_names_in_",
-              "n_features_in_", "is_dataframe_", "keep_", "center_", "scale_", "prescale_")
-    absent = [name for name in fitted if name not in state]
+    required = ("numeric", "categorical", "missing", "columns_", "feature_names_in_",
+                "n_features_in_", "is_dataframe_", "keep_", "center_", "scale_", "prescale_")
+    absent = [name for name in required if name not in state]
     if absent:
         raise _Refused(entry, f"lacks {', '.join(absent[:3])}")
     _text(f"{entry}.numeric", preprocessor.numeric, ("quantile", "standard", "power"))
@@ -222,68 +222,68 @@ def _folds(entry: str, folds: Any, n_labeled: int, n_pool: int, entropy: int) ->
             _probabilities(f"{where} pool", fold[1], n_pool)
 
 
-def _scorer(fitted: Mapping[str, Any], with_table: bool, views: list) -> int | None:
+def _scorer(state: Mapping[str, Any], with_table: bool, views: list) -> int | None:
     """The fitted scorer's own entries; the fitted pool's rows (None without the table)."""
-    _number("n_held_out_", fitted.get("n_held_out_"), 0, whole=True)
-    entropy = _number("_entropy", fitted.get("_entropy"), 0, whole=True)
+    _number("n_held_out_", state.get("n_held_out_"), 0, whole=True)
+    entropy = _number("_entropy", state.get("_entropy"), 0, whole=True)
     # every random draw is keyed by the fit's root seed: the planners' and the portfolio's too
-    if any(planner.entropy != entropy for planner in fitted["planners_"]) or (
-            fitted.get("portfolio_") is not None and fitted["portfolio_"].entropy != entropy):
+    if any(planner.entropy != entropy for planner in state["planners_"]) or (
+            state.get("portfolio_") is not None and state["portfolio_"].entropy != entropy):
         raise _Refused("_entropy", "is not the root seed of every pass planner and learner")
     for name in ("n_passes_", "inference_seconds_"):
-        if name in fitted:
-            _number(name, fitted[name], 0)
-    for n_folds, estimate in _mapping("_class_prior", fitted.get("_class_prior", {})).items():
+        if name in state:
+            _number(name, state[name], 0)
+    for n_folds, estimate in _mapping("_class_prior", state.get("_class_prior", {})).items():
         _number("_class_prior key", n_folds, 1, whole=True)
         _number(f"_class_prior[{n_folds}]", estimate, 0.0, 1.0)
     if not with_table:
-        if fitted.get("_new_row_cut") is not None:
-            _number("_new_row_cut", fitted["_new_row_cut"], 0.0, 1.0)
+        if state.get("_new_row_cut") is not None:
+            _number("_new_row_cut", state["_new_row_cut"], 0.0, 1.0)
         return None
     first = views[0]
-    width, n_held = first.x_pool.shape[1], fitted["n_held_out_"]
+    width, n_held = first.x_pool.shape[1], state["n_held_out_"]
     # the first view's rows: its labeled ones; its pool less the held-out positives that
     # follow the pool there
     expected = {"x_labeled_": first.x_labeled.shape,
                 "x_pool_": (len(first.x_pool) - n_held, width)}
     for name, shape in expected.items():
-        rows = _array(name, fitted[name], ndim=2)
+        rows = _array(name, state[name], ndim=2)
         if rows.shape != shape:
             raise _Refused(name, f"is {list(rows.shape)} where the first view's rows make "
                                  f"{list(shape)}")
-    n_pool = len(fitted["x_pool_"])
-    _probabilities("_pool_proba", fitted.get("_pool_proba"), n_pool)
-    held, held_proba = fitted.get("_x_held"), fitted.get("_held_proba")
-    if (held is None) != (held_proba is None) or (held is None) != (fitted["n_held_out_"] == 0):
+    n_pool = len(state["x_pool_"])
+    _probabilities("_pool_proba", state.get("_pool_proba"), n_pool)
+    held, held_proba = state.get("_x_held"), state.get("_held_proba")
+    if (held is None) != (held_proba is None) or (held is None) != (state["n_held_out_"] == 0):
         raise _Refused("_x_held", "and _held_proba, or n_held_out_, disagree on the positives "
                                   "held out")
     if held is not None:
-        _array("_x_held", held, ndim=2, length=fitted["n_held_out_"])
+        _array("_x_held", held, ndim=2, length=state["n_held_out_"])
         if held.shape[1] != width:
             raise _Refused("_x_held", "has rows of another width than the first view's")
         _probabilities("_held_proba", held_proba, len(held))
     # (as cross_fitted_scores draws and scores them: over the first planner's pool)
-    _folds("_held_out", fitted.get("_held_out", {}), len(first.x_labeled),
-           fitted["planners_"][0].n_pool, fitted["_entropy"])
+    _folds("_held_out", state.get("_held_out", {}), len(first.x_labeled),
+           state["planners_"][0].n_pool, state["_entropy"])
     return n_pool
 
 
-def _classifier(fitted: Mapping[str, Any], views: list) -> None:
+def _classifier(state: Mapping[str, Any], views: list) -> None:
     """The classifier's scikit-learn attributes, against the first view's columns."""
     n_features = views[0].preprocessor.n_features_in_
-    if "n_features_in_" in fitted and fitted["n_features_in_"] != n_features:
+    if "n_features_in_" in state and state["n_features_in_"] != n_features:
         raise _Refused("n_features_in_", f"is not the {n_features} columns of the first view")
-    names = fitted.get("feature_names_in_")
+    names = state.get("feature_names_in_")
     if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n_features,)
                               or not all(isinstance(name, str) for name in names.tolist())):
         raise _Refused("feature_names_in_", f"is not {n_features} column names")
-    classes = fitted.get("classes_")
+    classes = state.get("classes_")
     if classes is not None and (not isinstance(classes, np.ndarray)
                                 or classes.tolist() != [0, 1]):
         raise _Refused("classes_", "are not 0 and 1")
     for name in ("n_pool_in_", "n_estimators_"):
-        if name in fitted:
-            _number(name, fitted[name], 0, whole=True)
+        if name in state:
+            _number(name, state[name], 0, whole=True)
 
 
 # -------------------------------------------------------------------------- the portfolio
@@ -407,20 +407,20 @@ def _portfolio(entry: str, portfolio: Portfolio, rows: tuple[int, int] | None,
 
 
 # --------------------------------------------------------------------------------- entry
-def check_values(path: Path, fitted: Mapping[str, Any], with_table: bool) -> None:
+def check_values(path: Path, state: Mapping[str, Any], with_table: bool) -> None:
     """Refuse (:class:`SavedModelError`, one line naming ``path`` and the entry) fitted state
-    whose values scoring cannot read as they are (the module docstring's list). ``fitted`` is
-    the decoded state whose form :func:`~.saved_checks.check_fitted` checked."""
-    views = fitted["views_"]
+    whose values scoring cannot read as they are (the module docstring's list). ``state`` is
+    the decoded fitted state whose form :func:`~.saved_checks.check_fitted` checked."""
+    views = state["views_"]
     try:
         for number, view in enumerate(views):
             _view(f"views_[{number}]", view, with_table)
-        _classifier(fitted, views)
-        n_pool = _scorer(fitted, with_table, views)
-        if fitted.get("portfolio_") is not None:
-            n_held = fitted["n_held_out_"]
+        _classifier(state, views)
+        n_pool = _scorer(state, with_table, views)
+        if state.get("portfolio_") is not None:
+            n_held = state["n_held_out_"]
             rows = (None if n_pool is None
-                    else (len(fitted["x_labeled_"]) + n_held, n_pool))
-            _portfolio("portfolio_", fitted["portfolio_"], rows, n_held)
+                    else (len(state["x_labeled_"]) + n_held, n_pool))
+            _portfolio("portfolio_", state["portfolio_"], rows, n_held)
     except _Refused as refused:
         raise SavedModelError(f"{path}: {refused}; not what puicl saves") from None

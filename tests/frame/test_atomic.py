@@ -181,3 +181,10 @@ def test_a_dangling_link_through_a_missing_folder_is_refused(tmp_path, monkeypat
         atomic_write_text("out.txt", "new")
     assert (tmp_path / "kept.txt").read_text() == "old"
     assert sorted(os.listdir(tmp_path)) == ["kept.txt", "out.txt"]
+
+
+def test_a_place_that_refuses_files_is_named_by_the_path_asked_for(read_only_place) -> None:
+    target = read_only_place / "out.txt"
+    with pytest.raises(OSError) as caught:
+        atomic_write_text(target, "data")
+    assert caught.value.filename == str(target) and ".tmp-" not in str(caught.value)
