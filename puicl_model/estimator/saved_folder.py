@@ -115,8 +115,12 @@ def entry_kind(path: Path) -> str | None:
 def _manifest_text(directory: Path, path: Path) -> str:
     """The manifest's text, or :class:`SavedModelError` naming what stands there instead (no
     manifest, a link, a FIFO, a folder, an oversized file, text that is not UTF-8)."""
+    folder = entry_kind(directory)
+    if folder not in ("a folder", "a link", "missing"):  # (a link to a folder is read)
+        raise SavedModelError(f"{directory} is {folder or 'a file'}, not a folder: not a "
+                              "saved PUICL classifier")
     kind = entry_kind(path)
-    if kind == "missing":
+    if kind == "missing" or (kind or "").startswith("unreadable (Not a directory"):
         raise SavedModelError(f"{directory} holds no {MANIFEST} file: not a saved PUICL "
                               "classifier")
     if kind is not None:

@@ -488,3 +488,14 @@ def test_a_folder_with_positives_held_out_loads_and_its_rows_are_checked(small_w
     with pytest.raises(SavedModelError, match=r"portfolio_\.n_held is \d+, not the \d+ "
                                               "positives held out of the passes"):
         PUICLClassifier.load(saved, device="cpu")
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda place: place.write_text("a,b\n1,2\n"), "is a file, not a folder"),
+    (lambda place: __import__("os").mkfifo(place), "is a FIFO, not a folder"),
+])
+def test_a_folder_that_is_no_folder_is_named_for_what_it_is(tmp_path, make, words) -> None:
+    place = tmp_path / "model"
+    make(place)
+    with pytest.raises(SavedModelError, match=f"^{place} {words}: not a saved PUICL "):
+        PUICLClassifier.load(place, device="cpu")
