@@ -38,6 +38,7 @@ from puicl_model.net.backends.cached_context import ContextCache
 from puicl_model.passes.inference import PassScorer
 from puicl_model.passes.planning import PassPlanner
 from puicl_model.passes.query_rows import ContextCaches, score_new_rows
+from puicl_model.passes.scores import NonFiniteScoresError
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -213,7 +214,16 @@ class FittedScorer:
         if portfolio is None:
             assert proba is not None
             return proba
-        return portfolio.new_row_proba(X_new, proba)
+        blended = portfolio.new_row_proba(X_new, proba)
+        # as the model's own (puicl_model.passes.scores): a saved classifier's learners or
+        # encodings of finite but extreme values overflow into NaN, which no score may carry
+        bad = int(np.count_nonzero(~np.isfinite(blended)))
+        if bad:
+            raise NonFiniteScoresError(
+                f"the portfolio's P(y=1) is NaN or infinite for {bad} of {len(blended)} new "
+                "rows: its learners or their encoding hold values no fit gives (a saved "
+                "classifier's state is damaged); no scores are given")
+        return blended
 
     def view_rows(self, X: Any, table: np.ndarray, rows: np.ndarray | None = None,
                   ) -> list[np.ndarray]:

@@ -10,7 +10,8 @@ trees, the pass planners). What is left is the values, which scoring trusts:
   centres; the views' rows and their width; the fitted pool's probabilities and its rows; a
   blend's scores and its probabilities; each learner's scores and its rows;
 * **ranges**: probabilities in [0, 1], scales above 0, a blend's weights above 0, sorted maps,
-  thread counts within :data:`puicl_common.runtime.MAX_THREADS`, counts at least 0;
+  thread counts within :data:`puicl_common.runtime.MAX_THREADS`, counts at least 0, the
+  learners' summed values within :data:`LEARNER_MAGNITUDE`;
 * **finiteness** of every scalar, as :mod:`~.saved_checks` checks every array: a NaN weight or
   fill value gives NaN scores;
 * **references**: a blend's members among the learners the folder holds, the choice's blend
@@ -36,7 +37,13 @@ if TYPE_CHECKING:
     from puicl_model.estimator.ensemble import View
     from puicl_model.estimator.portfolio import Blend, Choice, Portfolio
 
-__all__ = ["check_values"]
+__all__ = ["LEARNER_MAGNITUDE", "check_values"]
+
+# The largest magnitude a learner's coefficient, intercept or leaf value may have. A fit gives
+# far less (a regularized logistic regression on standardized features: units to thousands; a
+# boosted leaf: a learning rate times a Newton step), and far more lets a row's log-odds, a
+# sum of such values, overflow to ±inf: two folds' +inf and -inf then average to NaN.
+LEARNER_MAGNITUDE = 1e12
 
 
 class _Refused(Exception):
@@ -356,6 +363,12 @@ def _learners(entry: str, portfolio: Portfolio) -> set[str]:
             raise _Refused(f"{where}.n_threads", str(err).split(" ", 1)[1]) from None
         if not learner.models_:
             raise _Refused(f"{where}.models_", "is empty: the learner scores no row")
+        for number, model in enumerate(learner.models_):
+            for name in ("coef_", "intercept_", "baseline", "value"):  # (what is summed)
+                if isinstance(getattr(model, name, None), np.ndarray):
+                    _array(f"{where}.models_[{number}].{name}", getattr(model, name),
+                           ndim=getattr(model, name).ndim, low=-LEARNER_MAGNITUDE,
+                           high=LEARNER_MAGNITUDE)
     return {MODEL, *portfolio.learners}
 
 

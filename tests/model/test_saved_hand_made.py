@@ -35,12 +35,15 @@ def _frame(seed: int = 5) -> tuple[pd.DataFrame, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
-    """A folder with its table whose blend weighs the bagged trees, and one without its
-    table (contexts' caches), saved once for the module."""
+    """A folder with its table whose blend weighs the bagged trees, the same fit saved with
+    its fallback blend (the logistic learner too), and one without its table (contexts'
+    caches), saved once for the module."""
     from puicl_model.estimator.portfolio import CANDIDATES, Blend, log_odds
 
     X, s = _frame()
     clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
+    root = tmp_path_factory.mktemp("originals")
+    fallback = clf.save(root / "fallback")  # the fallback's blend: the logistic learner too
     portfolio = clf.portfolio_
     portfolio.choice = dataclasses.replace(portfolio.choice, name="model+bagged",
                                            weights=dict(CANDIDATES["model+bagged"]))
@@ -48,10 +51,9 @@ def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
     pool = {"model": log_odds(model),
             **portfolio.pool_scores}
     portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf.fitted_.pool_proba)
-    root = tmp_path_factory.mktemp("originals")
     bare = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none",
                            single_pass_limit=40, chunk_size=40).fit(X, s)
-    return {"table": clf.save(root / "table"),
+    return {"table": clf.save(root / "table"), "fallback": fallback,
             "bare": bare.save(root / "bare", training_data=False)}
 
 
@@ -434,6 +436,10 @@ VALUES: dict[str, tuple[str, Callable[[Path], None], str]] = {
     "a new row cut of 3": ("bare", lambda saved: _edit_state(saved, lambda state: next(
         item for item in state["fitted"]["__items__"] if item[0] == "_new_row_cut"
     ).__setitem__(1, 3.0)), "_new_row_cut is 3.0, not in [0, 1]"),
+    "logistic coefficients beyond any fit's": ("fallback", _an_array(
+        "sklearn.LogisticRegression", "coef_", lambda a: np.full_like(a, 1e308)),
+        "].coef_ holds 1e+308 to 1e+308, not in "
+        "[-1e+12, 1e+12]"),
     "a choice the blend does not follow": ("table", lambda saved: _edit_state(
         saved, _object_attribute("Choice", "weights", lambda weights: {
             "__items__": weights["__items__"][:1]})), "weighs other members than its choice"),
@@ -499,3 +505,16 @@ def test_a_folder_that_is_no_folder_is_named_for_what_it_is(tmp_path, make, word
     make(place)
     with pytest.raises(SavedModelError, match=f"^{place} {words}: not a saved PUICL "):
         PUICLClassifier.load(place, device="cpu")
+
+
+def test_a_blend_that_is_not_finite_gives_no_score(folder, monkeypatch) -> None:
+    # what still overflows (extreme rows through extreme encodings) is refused, not written
+    from puicl_model.estimator.portfolio import Portfolio
+    from puicl_model.passes.scores import NonFiniteScoresError
+
+    loaded = PUICLClassifier.load(folder("table"), device="cpu")
+    monkeypatch.setattr(Portfolio, "new_row_proba",
+                        lambda self, X, proba: np.full(len(X), np.nan))
+    with pytest.raises(NonFiniteScoresError, match=r"the portfolio's P\(y=1\) is NaN or "
+                                                   r"infinite for 160 of 160 new rows"):
+        loaded.predict_proba(_frame(seed=9)[0])
