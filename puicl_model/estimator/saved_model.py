@@ -256,8 +256,8 @@ def _verified(directory: Path) -> dict[str, Any]:
     manifest = read_manifest(directory)
     weights = entry_kind(directory / WEIGHTS)
     if weights not in ("a folder", "missing"):  # (missing: said of its files below)
-        raise SavedModelError(f"{directory / WEIGHTS} is {weights}, not the folder a save "
-                              "writes")
+        raise SavedModelError(f"{directory / WEIGHTS} is {weights or 'a file'}, not the "
+                              "folder a save writes")
     for name, digest in manifest["files"].items():
         path = directory / name
         kind = entry_kind(path)
