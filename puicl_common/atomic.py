@@ -103,7 +103,7 @@ def _existing(path: Path) -> os.stat_result | None:
     """What stands at ``path`` once symbolic links are followed; None where nothing does."""
     try:
         return os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):  # (a file among its folders: below)
+    except FileNotFoundError:
         return None
 
 
@@ -155,9 +155,8 @@ def atomic_output(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
     devices and FIFOs are handled as the module docstring says.
     """
     path = Path(path)
+    _refuse_missing_before_up(path)
     status = _existing(path)
-    if status is None:
-        _refuse_missing_before_up(path)
     if status is not None and not stat.S_ISREG(status.st_mode):
         if not (stat.S_ISCHR(status.st_mode) or stat.S_ISFIFO(status.st_mode)):
             _refuse(path, status)
