@@ -17,6 +17,14 @@ of thing stands at the path:
   through, like a shell's ``>``: renaming over it would put a regular file in its place, and
   the FIFO's reader would wait forever. Such a write is not atomic;
 * a directory, a block device or a socket is refused with an :class:`OSError`.
+
+Missing folders on the way are created, as ``mkdir -p`` would; a path that goes up (``..``)
+out of a folder that does not exist yet is refused (:func:`missing_before_up`), as the kernel
+refuses it: creating that folder first would let the write land wherever the ``..`` leads,
+past every check made on the path as spelled.
+
+:func:`atomic_write_files` writes several files as a group: each is written whole before any
+is put in place, so that a write that fails (a full disk) leaves none of them.
 """
 
 from __future__ import annotations
@@ -28,12 +36,12 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_output", "atomic_write_bytes", "atomic_write_json", "atomic_write_text",
-           "fsync_directory"]
+__all__ = ["atomic_output", "atomic_write_bytes", "atomic_write_files", "atomic_write_json",
+           "atomic_write_text", "fsync_directory", "missing_before_up"]
 
 
 def fsync_directory(directory: Path) -> None:
@@ -48,6 +56,41 @@ def fsync_directory(directory: Path) -> None:
         pass  # some file systems refuse fsync on directories; the rename still happened
     finally:
         os.close(handle)
+
+
+def _up_out_of_missing(path: str) -> str | None:
+    parts = Path(path).parts
+    for index, part in enumerate(parts):
+        if part == ".." and index > 0:
+            before = os.path.join(*parts[:index])
+            if not os.path.isdir(before):  # (through links, as the kernel walks it)
+                return before
+    return None
+
+
+def missing_before_up(path: str | os.PathLike[str]) -> str | None:
+    """The part of ``path`` before a ``..`` that is not an existing folder (missing, or a
+    file), as spelled; None where every ``..`` goes up out of an existing folder. A link at
+    ``path`` that leads nowhere is followed, and what it names is looked at likewise.
+
+    The kernel refuses such a path (ENOENT, ENOTDIR); a writer that first creates the missing
+    folders would instead reach whatever the ``..`` leads to once they exist: ``new/../t.csv``
+    is ``t.csv``, which a check of the path as spelled (it does not exist yet) never saw."""
+    spelled = os.fspath(path)
+    for _ in range(40):  # (the kernel follows as many links, then gives up: ELOOP)
+        before = _up_out_of_missing(spelled)
+        if before is not None or os.path.exists(spelled) or not os.path.islink(spelled):
+            return before
+        # a link that leads nowhere yet: what a write through it would create
+        spelled = os.path.join(os.path.dirname(spelled), os.readlink(spelled))
+    return None
+
+
+def _refuse_missing_before_up(path: Path) -> None:
+    before = missing_before_up(path)
+    if before is not None:
+        raise FileNotFoundError(errno.ENOENT, f"goes up (..) out of {before}, which is not an "
+                                "existing folder", str(path))
 
 
 def _umask() -> int:
@@ -112,6 +155,7 @@ def atomic_output(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
     devices and FIFOs are handled as the module docstring says.
     """
     path = Path(path)
+    _refuse_missing_before_up(path)
     status = _existing(path)
     if status is not None and not stat.S_ISREG(status.st_mode):
         if not (stat.S_ISCHR(status.st_mode) or stat.S_ISFIFO(status.st_mode)):
@@ -121,9 +165,12 @@ def atomic_output(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
         return
     # the file a link points to is what gets replaced (a dangling link: what it names)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.tmp-", suffix=suffix,
-                                    dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.tmp-", suffix=suffix,
+                                        dir=target.parent)
+    except OSError as err:  # (a read-only place): named by the path asked for, not its
+        raise OSError(err.errno, err.strerror, str(path)) from None  # temporary file's
     os.close(handle)
     temporary = Path(name)
     try:
@@ -140,12 +187,28 @@ def atomic_output(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
     fsync_directory(target.parent)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (module docstring)."""
-    with atomic_output(path) as temporary, open(temporary, "wb") as stream:
+def _write_synced(temporary: Path, data: bytes) -> None:
+    with open(temporary, "wb") as stream:
         stream.write(data)
         stream.flush()
         os.fsync(stream.fileno())
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (module docstring)."""
+    with atomic_output(path) as temporary:
+        _write_synced(temporary, data)
+
+
+def atomic_write_files(files: Mapping[str | os.PathLike[str], bytes]) -> None:
+    """Write each of ``files`` (path -> content) atomically, as a group: every file is written
+    whole to its temporary file before any is renamed into place, the first listed last. A
+    write that fails removes every temporary file and leaves every path as it was (a rename
+    that fails midway, which needs no space, leaves those before it in place)."""
+    with contextlib.ExitStack() as group:
+        # entered in order and left in reverse: the first file is put in place last
+        for path, data in files.items():
+            _write_synced(group.enter_context(atomic_output(path)), data)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

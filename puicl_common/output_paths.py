@@ -2,10 +2,12 @@
 
 Command-line tools call :func:`check_output_path` before doing any work, so that an ``--out``
 that can never be written (an existing file where a directory is wanted, a path below a
-regular file) is refused at once with one line, instead of failing after minutes of work with
-a traceback; ``puicl_common.same_file`` refuses an output that is one of the command's own
-input files. What cannot be known in advance (a read-only file system, a full disk) still
-surfaces as an ``OSError``; :func:`os_error_message` turns it into the same kind of line.
+regular file, a path that goes up out of a folder that does not exist) is refused at once with
+one line, instead of failing after minutes of work with a traceback; ``puicl_common.same_file``
+refuses an output that is one of the command's own input files, comparing the paths as the
+file system resolves them (:func:`resolved_output`). What cannot be known in advance (a
+read-only file system, a full disk) still surfaces as an ``OSError``; :func:`os_error_message`
+turns it into the same kind of line.
 """
 
 from __future__ import annotations
@@ -14,15 +16,28 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from puicl_common.atomic import atomic_output
+from puicl_common.atomic import atomic_output, missing_before_up
 from puicl_common.run_files import output_inside
 
-__all__ = ["OutputPathError", "check_output_path", "os_error_message",
+__all__ = ["OutputPathError", "check_output_path", "os_error_message", "resolved_output",
            "save_figure", "write_failed"]
 
 
 class OutputPathError(ValueError):
     """An output path that cannot be written; the message names it and why."""
+
+
+def resolved_output(path: str | os.PathLike[str], what: str = "output") -> Path:
+    """Where a write to ``path`` lands, as the file system resolves it: links followed, each
+    ``..`` taken from where the folder before it really is, missing folders as the writer
+    creates them. Raises :class:`OutputPathError` for a path that goes up (``..``) out of a
+    folder that does not exist, or out of a file (:func:`puicl_common.atomic.
+    missing_before_up`): the kernel refuses it, and puicl's writers refuse it too."""
+    before = missing_before_up(path)
+    if before is not None:
+        raise OutputPathError(f"{what} {path} goes up (..) out of {before}, which is not an "
+                              "existing folder: spell the path without it")
+    return Path(os.path.realpath(path))
 
 
 def check_output_path(
@@ -31,8 +46,10 @@ def check_output_path(
     """Raise :class:`OutputPathError` if ``path`` cannot become a ``kind``.
 
     ``what`` names the path for the user (e.g. ``"--out"``). Only what the file system shows
-    now is checked: an existing entry of the wrong kind, or a regular file among its parents.
+    now is checked: a path that goes up out of a missing folder (:func:`resolved_output`), an
+    existing entry of the wrong kind, or a regular file among its parents.
     """
+    resolved_output(path, what)
     path = Path(path)
     if path.exists():
         if kind == "directory" and not path.is_dir():

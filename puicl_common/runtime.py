@@ -10,6 +10,9 @@ The trainer (``--device``, ``training.precision``) and the classifier (``device=
   ``bfloat16`` ask for one of them (:func:`resolve_precision`). Run configs written before
   these words were chosen spell them ``fp32`` and ``bf16``; the trainer still reads those
   (:data:`PRECISION_ALIASES`).
+* **threads** (the classifier's ``n_threads``, the trainer's ``--threads``): a whole number
+  from 1 to :data:`MAX_THREADS` (:func:`check_thread_count`), checked where it is set and
+  again where it is used.
 
 torch is imported on first use only.
 """
@@ -18,15 +21,22 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PRECISIONS", "PRECISION_ALIASES", "autocast_active", "autocast_for",
-           "resolve_device", "resolve_precision", "torch_threads"]
+__all__ = ["MAX_THREADS", "PRECISIONS", "PRECISION_ALIASES", "autocast_active",
+           "autocast_for", "check_thread_count", "resolve_device", "resolve_precision",
+           "torch_threads"]
 
 PRECISIONS = ("auto", "float32", "bfloat16")
+# The most threads a setting may ask for. OpenMP starts every thread it is asked for, and far
+# beyond the cores (10⁵ threads) the process dies in libgomp with a segfault or an abort that
+# no Python error reports; torch takes no count above 2³¹. A fixed number, not a multiple of
+# this machine's cores, so that a classifier saved with its n_threads on a large machine loads
+# on a small one; well above the cores of any machine puicl runs on (a few hundred at most)
+MAX_THREADS = 1024
 # the trainer's former spellings, still read in run configs (which keep them in their hashes)
 PRECISION_ALIASES = {"fp32": "float32", "bf16": "bfloat16"}
 
@@ -127,10 +137,26 @@ def autocast_active(device_type: str) -> bool:
         return bool(torch.is_autocast_enabled())
 
 
+def check_thread_count(value: Any, what: str = "n_threads") -> int | None:
+    """``value`` as a count of threads (None stays None: as many as the library's default),
+    or a ValueError in one line naming ``what``: a whole number (not a bool) from 1 to
+    :data:`MAX_THREADS`."""
+    import numpy as np
+
+    if value is None:
+        return None
+    if (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+            and 1 <= value <= MAX_THREADS):
+        return int(value)
+    raise ValueError(f"{what} must be a whole number from 1 to {MAX_THREADS}, or None, got "
+                     f"{value!r:.40}")
+
+
 @contextlib.contextmanager
 def torch_threads(count: int | None) -> Iterator[None]:
     """Run the block with ``count`` torch threads (None: as they are), restoring the previous
-    count after."""
+    count after; a count :func:`check_thread_count` refuses raises its ValueError."""
+    count = check_thread_count(count)
     if count is None:
         yield
         return

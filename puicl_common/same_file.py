@@ -3,7 +3,9 @@
 A command that reads some files and writes others must never write over what it reads: the
 result would replace its own input (a table, the weights it loaded) with no way back. Paths
 are compared as the file system sees them, not as they are spelled: ``./t.csv``,
-``dir/../t.csv``, a symbolic link and a hard link to ``t.csv`` are all ``t.csv``.
+``dir/../t.csv``, a symbolic link and a hard link to ``t.csv`` are all ``t.csv``, and so is
+``new/../t.csv`` although ``new`` does not exist yet (a writer that creates it reaches
+``t.csv``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ class SameFileError(OutputPathError):
     """An output that names one of the command's inputs, or another of its outputs."""
 
 
-def _status(path: str | os.PathLike[str]) -> os.stat_result | None:
+def _resolved(path: str | os.PathLike[str]) -> str:
+    """``path`` as the file system resolves it, a missing folder as a writer creates it (so
+    that ``new/../t.csv`` is ``t.csv``); the spelling itself where it cannot be resolved."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return os.fspath(path)
+
+
+def _status(path: str) -> os.stat_result | None:
     try:
         return os.stat(path)  # through links: what a read or a write reaches
     except (OSError, ValueError):  # (ValueError: a path with a NUL byte names nothing)
@@ -36,13 +47,15 @@ def same_file(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> 
     hard link counts). A device or a FIFO is never "the same file": writing to ``/dev/null``
     or a terminal replaces nothing. Two paths that do not exist yet are the same when they
     resolve to one place (two outputs that would be written over each other); an existing path
-    and a missing one never are."""
+    and a missing one never are. Each path is resolved first (:func:`_resolved`): a path
+    spelled through a folder that does not exist yet is where its writer would land."""
+    first, second = _resolved(first), _resolved(second)
     one, other = _status(first), _status(second)
     if one is not None and other is not None:
         return (stat.S_ISREG(one.st_mode) and stat.S_ISREG(other.st_mode)
                 and os.path.samestat(one, other))
     if one is None and other is None:
-        return os.path.realpath(first) == os.path.realpath(second)
+        return first == second
     return False
 
 

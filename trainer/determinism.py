@@ -40,7 +40,8 @@ import torch
 import torch.utils.deterministic
 
 __all__ = ["CUBLAS_WORKSPACE", "apply_determinism", "hardware_identity", "nondeterministic_op",
-           "nondeterministic_op_message", "restored_mode", "warn_if_not_reproducible"]
+           "nondeterministic_op_message", "recorded_reproduction", "restored_mode",
+           "warn_if_not_reproducible"]
 
 CUBLAS_WORKSPACE = ":4096:8"
 # the two workspace settings cuBLAS documents as reproducible
@@ -114,19 +115,37 @@ def hardware_identity(device: torch.device) -> dict[str, str]:
     return identity
 
 
+def recorded_reproduction(payload: dict) -> tuple[dict[str, str] | None, bool | None]:
+    """A checkpoint's recorded ``hardware`` (names to text, as :func:`hardware_identity`
+    writes it) and ``deterministic`` (true or false); None for each that an older checkpoint
+    lacks. Either of another type raises a TypeError naming it: every process of a resume
+    calls this, so that all refuse such a checkpoint alike."""
+    hardware, deterministic = payload.get("hardware"), payload.get("deterministic")
+    if hardware is not None and not (isinstance(hardware, dict) and all(
+            isinstance(key, str) and isinstance(value, str) for key, value in hardware.items())):
+        what = ("a mapping of other values" if isinstance(hardware, dict)
+                else f"of type {type(hardware).__name__}")
+        raise TypeError(f"its 'hardware' is {what}, not a mapping of names to text")
+    if deterministic is not None and not isinstance(deterministic, bool):
+        raise TypeError(f"its 'deterministic' is of type {type(deterministic).__name__}, not "
+                        "true or false")
+    return hardware, deterministic
+
+
 def warn_if_not_reproducible(path: Path, payload: dict, deterministic: bool,
                               hardware: dict[str, str]) -> None:
     """Warn when a resume continues the run, but not bit for bit: another device model or
-    software build, or deterministic kernels switched (both recorded since they existed)."""
-    recorded = payload.get("hardware")
+    software build, or deterministic kernels switched (both recorded since they existed).
+    Either recorded entry of another type (a checkpoint written whole, by another program)
+    raises a TypeError naming it, which the resume words as one line."""
+    recorded, was = recorded_reproduction(payload)
     if recorded is not None and recorded != hardware:
         changed = ", ".join(f"{key} {recorded.get(key)!r} -> {hardware.get(key)!r}"
                             for key in sorted(set(recorded) | set(hardware))
                             if recorded.get(key) != hardware.get(key))
         warnings.warn(f"resuming {path} on other hardware or software ({changed}): the run "
                       "continues up to float rounding, not bit for bit", stacklevel=3)
-    was = payload.get("deterministic")
-    if was is not None and bool(was) != deterministic and hardware["device"] != "cpu":
+    if was is not None and was != deterministic and hardware["device"] != "cpu":
         warnings.warn(f"resuming {path}, trained with deterministic kernels "
                       f"{'on' if was else 'off'}, with them {'on' if deterministic else 'off'} "
                       "(training.deterministic): the run is not reproducible bit for bit",

@@ -103,11 +103,15 @@ def _input_problem(args: argparse.Namespace, run_dir: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from puicl_common.runtime import MAX_THREADS
+
     args = build_parser().parse_args(argv)
     for name in ("max_steps", "until_step", "threads"):
         value = getattr(args, name)
         if value is not None and value < 1:
             build_parser().error(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.threads is not None and args.threads > MAX_THREADS:  # (puicl_common.runtime's why)
+        build_parser().error(f"--threads must be at most {MAX_THREADS}, got {args.threads}")
     if args.time_limit is not None and not args.time_limit > 0:
         build_parser().error(f"--time-limit must be positive minutes, got {args.time_limit}")
 

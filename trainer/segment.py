@@ -45,6 +45,7 @@ from trainer.config import RunConfig, load_run_config, run_config_to_dict
 from trainer.determinism import (
     apply_determinism,
     hardware_identity,
+    recorded_reproduction,
     restored_mode,
     warn_if_not_reproducible,
 )
@@ -172,6 +173,7 @@ class Segment:
                 "not bit-identical",
                 stacklevel=2,
             )
+        recorded_reproduction(payload)  # on every process: all refuse a damaged one alike
         if self.env.is_main:
             warn_if_not_reproducible(path, payload, self.deterministic, self.hardware)
         self.state.load(payload)

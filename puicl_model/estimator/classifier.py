@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from puicl_common.runtime import resolve_device, resolve_precision
+from puicl_common.runtime import resolve_device
 from puicl_model.estimator.class_prior_methods import ClassPriorMethods
 from puicl_model.estimator.dask_frames import dask_frame, dask_kind
 from puicl_model.estimator.ensemble import MEMBERS, Member
@@ -145,7 +145,8 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         "auto" runs bfloat16 autocast on CUDA and float32 elsewhere
         (:mod:`puicl_common.runtime`, the trainer's words too).
     n_threads : int or None
-        torch CPU threads in inference (None: torch's), and the portfolio's fits run at once.
+        torch CPU threads in inference (None: torch's), and the portfolio's fits run at once;
+        1 to 1024 (``puicl_common.runtime.MAX_THREADS``), checked at ``fit`` and where used.
     progress : bool or None
         tqdm progress bar over forward passes; None shows it on a terminal when there are
         more than a few passes.
@@ -277,12 +278,8 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
             raise NotFittedError("this PUICLClassifier is not fitted yet; call fit(X, s) first")
 
     def _runtime(self) -> Runtime:
-        """How the model runs now: the fitted model, and the current ``precision``,
-        ``n_threads``, ``progress`` and ``context_cache_bytes`` (settable after ``fit``)."""
-        return Runtime(self.model_, self.device_,
-                       bfloat16=resolve_precision(self.precision, self.device_) == "bfloat16",
-                       n_threads=self.n_threads, progress=self.progress,
-                       cache_bytes=self.context_cache_bytes)
+        """How the model runs now (:meth:`Runtime.of`: the settings as they are, checked)."""
+        return Runtime.of(self)
 
     @property
     def scorer_(self) -> PassScorer:
@@ -391,9 +388,10 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
 
     def _labels(self, positive: np.ndarray, match: np.ndarray) -> np.ndarray:
         """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
+        runtime = self._runtime()  # (checks the threshold, which may be set after fit)
         if self.threshold != "prior":
             return (positive > float(self.threshold)).astype(np.int64)
-        pool_labels, cut = self.fitted_.prior_cut(self._runtime())
+        pool_labels, cut = self.fitted_.prior_cut(runtime)
         labels = (positive > cut).astype(np.int64)
         known = match >= 0
         labels[known] = pool_labels[match[known]]

@@ -29,17 +29,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from puicl_common.runtime import resolve_precision
 from puicl_model.estimator.ensemble import View
+from puicl_model.estimator.input_checks import check_settings_in_use
 from puicl_model.estimator.pool_sample import NEW_ROW, take_rows
 from puicl_model.estimator.portfolio import Choice, Portfolio
 from puicl_model.net.backends.cached_context import ContextCache
 from puicl_model.passes.inference import PassScorer
 from puicl_model.passes.planning import PassPlanner
 from puicl_model.passes.query_rows import ContextCaches, score_new_rows
+from puicl_model.passes.scores import NonFiniteScoresError
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from puicl_model.estimator.classifier import PUICLClassifier
     from puicl_model.net.model import PUICLModel
 
 __all__ = ["SAVED_CLASSIFIER", "ContextsOnly", "FittedScorer", "NoTrainingDataError", "Runtime",
@@ -79,6 +83,18 @@ class Runtime:
     n_threads: int | None
     progress: bool | None
     cache_bytes: int
+
+    @classmethod
+    def of(cls, classifier: PUICLClassifier) -> Runtime:
+        """The fitted ``classifier``'s, with its current settings: those ``set_params`` may
+        change after ``fit`` (the threshold among them) are checked first, as ``fit`` checks
+        them (:func:`~puicl_model.estimator.input_checks.check_settings_in_use`)."""
+        check_settings_in_use(classifier)
+        return cls(classifier.model_, classifier.device_,
+                   bfloat16=resolve_precision(classifier.precision,
+                                              classifier.device_) == "bfloat16",
+                   n_threads=classifier.n_threads, progress=classifier.progress,
+                   cache_bytes=classifier.context_cache_bytes)
 
     def scorer(self) -> PassScorer:
         """Scores rows of the fitted table by planned passes (:class:`PassScorer`)."""
@@ -198,7 +214,16 @@ class FittedScorer:
         if portfolio is None:
             assert proba is not None
             return proba
-        return portfolio.new_row_proba(X_new, proba)
+        blended = portfolio.new_row_proba(X_new, proba)
+        # as the model's own (puicl_model.passes.scores): a saved classifier's learners or
+        # encodings of finite but extreme values overflow into NaN, which no score may carry
+        bad = int(np.count_nonzero(~np.isfinite(blended)))
+        if bad:
+            raise NonFiniteScoresError(
+                f"the portfolio's P(y=1) is NaN or infinite for {bad} of {len(blended)} new "
+                "rows: its learners or their encoding hold values no fit gives (a saved "
+                "classifier's state is damaged); no scores are given")
+        return blended
 
     def view_rows(self, X: Any, table: np.ndarray, rows: np.ndarray | None = None,
                   ) -> list[np.ndarray]:

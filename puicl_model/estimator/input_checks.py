@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puicl_common.runtime import PRECISIONS
+from puicl_common.runtime import PRECISIONS, check_thread_count
 from puicl_model.estimator.columns import is_dataframe
 from puicl_model.passes.settings import InferenceSettings
 
@@ -207,6 +207,21 @@ def portfolio_setting(estimator: PUICLClassifier) -> str:
     return estimator.portfolio if former is None else former
 
 
+def check_settings_in_use(estimator: PUICLClassifier) -> None:
+    """Validate the parameters a fitted classifier reads at each call, which ``set_params``
+    may change after ``fit`` (:meth:`PUICLClassifier._runtime`): ``n_threads``,
+    ``context_cache_bytes``, ``threshold`` and ``precision``; checked at ``fit`` too."""
+    check_thread_count(estimator.n_threads)
+    budget = estimator.context_cache_bytes
+    if not isinstance(budget, (int, np.integer)) or isinstance(budget, bool) or budget < 0:
+        raise ValueError(f"context_cache_bytes must be an integer >= 0, got {budget!r:.40}")
+    if not is_valid_threshold(estimator.threshold):
+        raise ValueError(f"threshold must be {THRESHOLD_RULE}, got {estimator.threshold!r:.40}")
+    if estimator.precision not in PRECISIONS:
+        words = ", ".join(repr(word) for word in PRECISIONS[:-1]) + f" or {PRECISIONS[-1]!r}"
+        raise ValueError(f"precision must be {words}, got {estimator.precision!r:.40}")
+
+
 def check_settings(estimator: PUICLClassifier) -> InferenceSettings:
     """Validate ``PUICLClassifier``'s parameters (at ``fit``: the constructor only stores
     them); returns its settings of the passes."""
@@ -232,14 +247,7 @@ def check_settings(estimator: PUICLClassifier) -> InferenceSettings:
                              "disagree: set portfolio only (partner is its former name)")
         settings = dataclasses.replace(settings, portfolio=portfolio_setting(estimator))
     settings.validate()
-    if estimator.n_threads is not None:
-        positive_int("n_threads", estimator.n_threads)
-    positive_int("context_cache_bytes", estimator.context_cache_bytes, 0)
-    if not is_valid_threshold(estimator.threshold):
-        raise ValueError(f"threshold must be {THRESHOLD_RULE}, got {estimator.threshold!r}")
-    if estimator.precision not in PRECISIONS:
-        words = ", ".join(repr(word) for word in PRECISIONS[:-1]) + f" or {PRECISIONS[-1]!r}"
-        raise ValueError(f"precision must be {words}, got {estimator.precision!r}")
+    check_settings_in_use(estimator)
     state = estimator.random_state
     if not (
         state is None

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.stats import rankdata
 
-from puicl_common.atomic import atomic_write_bytes, atomic_write_text
+from puicl_common.atomic import atomic_write_files
+from puicl_common.output_paths import check_output_path
 from puicl_model.estimator.fitted_table import table_of
 from puicl_model.estimator.input_checks import portfolio_setting
 from puicl_model.estimator.portfolio import EVIDENCE_Z, Choice
@@ -282,8 +283,14 @@ def _page(facts: list[tuple[str, str]], figures: Mapping[str, bytes],
 
 def plot_report(classifier: PUICLClassifier, path: str | Path | None = None) -> Report:
     """Draw the report of a fitted ``classifier``; with ``path``, write the page there and
-    the figures beside it (:func:`figure_paths`), each atomically, the page last."""
+    the figures beside it (:func:`figure_paths`) as a group: each checked before anything is
+    drawn (:func:`puicl_common.output_paths.check_output_path`), and all written whole before
+    any is put in place, the page last, so that a write that fails (a full disk) leaves
+    none of them."""
     require_matplotlib()
+    if path is not None:
+        for where in (path, *figure_paths(path).values()):
+            check_output_path(where, "file", "the report's file")
     report = classifier.class_prior_report()  # scores the folds once; reused below
     table = table_of(classifier.fitted_, "plot_report()")
     folds = table.prior_evidence(DEFAULT_FOLDS, classifier._runtime())
@@ -307,7 +314,6 @@ def plot_report(classifier: PUICLClassifier, path: str | Path | None = None) -> 
         return Report(page, figures)
     path = Path(path)
     written = {name: where for name, where in figure_paths(path).items() if name in figures}
-    for name, where in written.items():
-        atomic_write_bytes(where, figures[name])
-    atomic_write_text(path, page)
+    atomic_write_files({path: page.encode("utf-8"),
+                        **{where: figures[name] for name, where in written.items()}})
     return Report(page, figures, path, written)

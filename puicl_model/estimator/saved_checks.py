@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from puicl_model.estimator.saved_folder import SavedModelError
+from puicl_model.estimator.saved_values import check_values
 
 if TYPE_CHECKING:
     from puicl_model.estimator.ensemble import View
@@ -186,7 +187,8 @@ def check_fitted(path: Path, fitted: object, with_table: bool, arrays: dict[str,
                  ) -> None:
     """The fitted state as scoring reads it: the attributes the classifier needs, of their
     types; the table's rows present or absent as the folder's version says; the learners'
-    models as they are fitted; every float array finite."""
+    models as they are fitted; every float array finite; then the values themselves
+    (:func:`~.saved_values.check_values`: lengths, ranges, finite scalars, references)."""
     from puicl_model.estimator.ensemble import View
     from puicl_model.estimator.portfolio import Portfolio
     from puicl_model.passes.planning import PassPlanner
@@ -219,6 +221,7 @@ def check_fitted(path: Path, fitted: object, with_table: bool, arrays: dict[str,
     if portfolio is not None:
         _check_learners(path, portfolio)
     _finite(path.with_name("arrays.safetensors"), arrays.values())
+    check_values(path, fitted, with_table)  # the values themselves, now that their form is
 
 
 def _planner_problem(planner: PassPlanner, view: View, with_table: bool) -> str | None:
@@ -227,9 +230,10 @@ def _planner_problem(planner: PassPlanner, view: View, with_table: bool) -> str 
     nothing."""
     sizes = ("n_labeled", "n_pool", "n_features", "single_pass_limit", "chunk_size",
              "max_labeled", "max_features")
-    if any(getattr(planner, name) < 1 for name in sizes) or planner.entropy < 0 or not (
+    if any(getattr(planner, name) < 1 for name in sizes) or min(
+            planner.entropy, planner.member) < 0 or not (
             0 < planner.labeled_share <= 1 and 0 < planner.feature_share <= 1):
-        return "sizes below one, or shares outside (0, 1]"
+        return "sizes below one, a seed or member below zero, or shares outside (0, 1]"
     keep = getattr(view.preprocessor, "keep_", None)
     if not isinstance(keep, np.ndarray) or planner.n_features != max(
             1, int(np.count_nonzero(keep))):
@@ -299,22 +303,30 @@ def check_contexts(path: Path, entries: Any, planners: list[PassPlanner], config
                 or not 0 <= key[2] < planners[key[0]].n_contexts or entry["blocks"] != blocks):
             raise _fail(path, f"a context entry {key} the pass planners do not have")
         seen.add(key)
-        _check_cache(path, str(entry.get("tensors")), blocks, heads, head_dim, tensors)
+        features = len(planners[key[0]].features_of(key[1]))  # (the group's, as scored)
+        _check_cache(path, str(entry.get("tensors")), blocks, heads, head_dim, tensors,
+                     features)
 
 
 def _check_cache(path: Path, name: str, blocks: int, heads: int, head_dim: int,
-                 tensors: dict[str, tuple[str, tuple]]) -> None:
+                 tensors: dict[str, tuple[str, tuple]], features: int) -> None:
+    """One context's tensors: its feature statistics of the group's ``features``, and each
+    block's keys and values of one shape, over at least one row (a context of none would
+    divide by zero when a row attends to it)."""
     mean, scale = tensors.get(f"{name}.mean"), tensors.get(f"{name}.scale")
     if mean is None or scale is None or len(mean[1]) != 1 or mean[1] != scale[1]:
         raise _fail(path, f"context {name[:20]!r} without its feature statistics")
+    if mean[1][0] != features:
+        raise _fail(path, f"context {name[:20]!r} of {mean[1][0]} features, where its feature "
+                          f"group has {features}")
     columns, rows = mean[1][0] + 1, None  # the features' columns and the label's
     for block in range(blocks):
         for kind in ("keys", "values"):
             shape = tensors.get(f"{name}.{kind}.{block}", (None, None))[1]
             width = 1 if block == blocks - 1 else columns  # the last block: the label only
             if (shape is None or len(shape) != 4 or shape[0] != width or shape[1] != heads
-                    or shape[3] != head_dim or shape[2] != (rows or shape[2])):
+                    or shape[3] != head_dim or shape[2] != (rows or shape[2]) or not shape[2]):
                 raise _fail(path, f"context {name[:20]!r}'s {kind} of block {block} of shape "
                                   f"{list(shape) if shape else None}, not [{width}, {heads}, "
-                                  f"rows, {head_dim}]")
+                                  f"rows (at least 1), {head_dim}]")
             rows = shape[2]

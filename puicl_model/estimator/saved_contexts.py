@@ -90,6 +90,9 @@ def read_contexts(entries: Sequence[dict[str, Any]], path: Path,
     arrays = load_file(str(path))
     if not all(np.isfinite(array).all() for array in arrays.values()):
         raise ValueError("caches holding NaN or infinite values")
+    # the features' scales divide each new row's values (at least the standardization's floor)
+    if not all((array > 0).all() for name, array in arrays.items() if name.endswith(".scale")):
+        raise ValueError("caches holding feature scales of 0 or below")
 
     def tensor(name: str) -> torch.Tensor:
         return torch.from_numpy(arrays[name]).to(device)

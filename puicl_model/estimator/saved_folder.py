@@ -29,12 +29,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from puicl_common.atomic import fsync_directory
+from puicl_common.atomic import fsync_directory, missing_before_up
 
 __all__ = ["ARRAYS", "CONTEXTS", "FILES", "FORMAT", "FORMAT_VERSION", "MANIFEST", "STATE",
            "VERSIONS", "WEIGHTS", "WITHOUT_TRAINING_DATA_VERSION", "WITH_TABLE_VERSIONS",
-           "SavedModelError", "changed_libraries", "check_replaceable", "discard", "folder_files",
-           "library_versions", "manifest_for", "publish", "read_manifest", "stage"]
+           "SavedModelError", "changed_libraries", "check_replaceable", "discard", "entry_kind",
+           "folder_files", "library_versions", "manifest_for", "publish", "read_manifest",
+           "stage"]
 
 FORMAT = "puicl-classifier"
 # a folder with its training table, and one without it (its contexts' caches instead). Versions
@@ -96,29 +97,55 @@ def changed_libraries(manifest: dict[str, Any]) -> str | None:
     return ", ".join(changed) or None
 
 
-def _manifest_text(path: Path) -> str | None:
-    """The manifest's text; None where it is no regular file of a sane size (a link, a
-    folder, missing) or no UTF-8 text."""
+def entry_kind(path: Path) -> str | None:
+    """What stands at ``path`` where it is not the regular file a save writes, in words
+    ("missing", "a link", "a FIFO", "a folder", ...); None for a regular file. Looked at
+    without following a link or opening anything (a FIFO would block its reader)."""
     try:
-        status = path.lstat()
-    except OSError:
-        return None
-    if not stat.S_ISREG(status.st_mode) or status.st_size > _MANIFEST_BYTES:
-        return None
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as err:  # (a file among its folders, no permission, ...)
+        return f"unreadable ({err.strerror or err})"
+    kinds = ((stat.S_ISREG, None), (stat.S_ISLNK, "a link"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"))
+    return next((kind for test, kind in kinds if test(mode)), "a device")
+
+
+def _manifest_text(directory: Path, path: Path) -> str:
+    """The manifest's text, or :class:`SavedModelError` naming what stands there instead (no
+    manifest, a link, a FIFO, a folder, an oversized file, text that is not UTF-8)."""
+    folder = entry_kind(directory)
+    if folder not in ("a folder", "a link", "missing"):  # (a link to a folder is read)
+        raise SavedModelError(f"{directory} is {folder or 'a file'}, not a folder: not a "
+                              "saved PUICL classifier")
+    kind = entry_kind(path)
+    if kind == "missing" or (kind or "").startswith("unreadable (Not a directory"):
+        raise SavedModelError(f"{directory} holds no {MANIFEST} file: not a saved PUICL "
+                              "classifier")
+    if kind is not None:
+        raise SavedModelError(f"{path} is {kind}, not the file a save writes: not a saved "
+                              "PUICL classifier")
     try:
-        return path.read_bytes()[:_MANIFEST_BYTES].decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+        with path.open("rb") as file:
+            data = file.read(_MANIFEST_BYTES + 1)
+    except OSError as err:
+        raise SavedModelError(f"{path}: cannot read it ({err.strerror or err})") from None
+    if len(data) > _MANIFEST_BYTES:
+        raise SavedModelError(f"{path} is larger than {_MANIFEST_BYTES >> 10} KB: not the "
+                              "manifest puicl wrote (a few hundred bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SavedModelError(f"{path} is not UTF-8 text: not the manifest puicl "
+                              "wrote") from None
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
     """The manifest of the saved classifier in ``directory``, checked as the module says
     (not the files it lists: :func:`puicl_model.estimator.saved_model.load` hashes them)."""
     path = directory / MANIFEST
-    text = _manifest_text(path)
-    if text is None:
-        raise SavedModelError(f"{directory} holds no {MANIFEST} file: not a saved PUICL "
-                              "classifier")
+    text = _manifest_text(directory, path)
     try:
         manifest = json.loads(text)
         body = {key: manifest[key] for key in ("format", "version", "files")}
@@ -132,9 +159,14 @@ def read_manifest(directory: Path) -> dict[str, Any]:
         intact = False
     if not intact:
         raise SavedModelError(f"{path}: damaged (not the manifest puicl wrote)")
-    if body["format"] != FORMAT or body["version"] not in VERSIONS:
+    version = body["version"]
+    if type(version) is not int:  # (not "3", 3.0 or true, which would pass for 3 and 1)
+        raise SavedModelError(f"{path}: a version of type {type(version).__name__} "
+                              f"({version!r:.20}), not a whole number: not the manifest puicl "
+                              "wrote")
+    if body["format"] != FORMAT or version not in VERSIONS:
         raise SavedModelError(f"{path}: format {body['format']!s:.40} version "
-                              f"{body['version']!s:.20}; this puicl reads {FORMAT} versions "
+                              f"{version}; this puicl reads {FORMAT} versions "
                               f"{', '.join(map(str, VERSIONS))}")
     names = set(body["files"])
     # names are compared, never opened: a name outside the folder is not even looked up
@@ -166,7 +198,13 @@ def _holds_cwd(directory: Path) -> bool:
 
 def check_replaceable(directory: Path) -> None:
     """Refuse (:class:`SavedModelError`) a ``directory`` a save may not write: anything but a
-    missing path, an empty folder, or a saved classifier holding nothing else."""
+    missing path, an empty folder, or a saved classifier holding nothing else; and a path
+    that goes up (``..``) out of a folder that does not exist, which names no folder until
+    the save creates that one (:func:`puicl_common.atomic.missing_before_up`)."""
+    before = missing_before_up(directory)
+    if before is not None:
+        raise SavedModelError(f"{directory} goes up (..) out of {before}, which is not an "
+                              "existing folder: spell the path without it")
     if not os.path.lexists(directory):
         return
     what = f"{directory} exists and is not a saved PUICL classifier"

@@ -93,6 +93,7 @@ from puicl_model.estimator.saved_folder import (
     changed_libraries,
     check_replaceable,
     discard,
+    entry_kind,
     library_versions,
     manifest_for,
     publish,
@@ -183,38 +184,60 @@ def saving(classifier: PUICLClassifier, directory: str | Path, training_data: bo
     ``with`` block, then put the folder in place (:mod:`~.saved_folder`); an exception in the
     block, or in the writing, leaves ``directory`` as it was and no staging folder. ``puicl
     predict --save-model`` writes its scores inside the block: a save that fails (a full disk)
-    fails before any score is written."""
-    from safetensors.numpy import save as save_arrays
-
-    from puicl_model.net.weights import save_weights
-
+    fails before any score is written. A write the file system refuses raises an ``OSError``
+    naming ``directory``, not the staging folder."""
     classifier._check_fitted()
     if training_data and not classifier.fitted_.has_table:
         raise NoTrainingDataError("this PUICLClassifier was saved without its training data: "
                                   "save it again with training_data=False")
     given = Path(directory)
     check_replaceable(given)
-    directory = Path(os.path.abspath(given))  # (a name of its own for ".", "a/..")
-    staging = stage(directory)
+    # where the file system puts it (a name of its own for ".", "a/..", "link/.."): the
+    # staging folder goes beside that, and that is what publish checks again and replaces
+    directory = Path(os.path.realpath(given))
     try:
-        encoder = Encoder()
-        state = {"settings": encoder.encode(_settings(classifier)),
-                 "fitted": encoder.encode(_fitted_state(classifier, training_data))}
-        if not training_data:
-            state["contexts"] = write_contexts(classifier_contexts(classifier),
-                                               staging / CONTEXTS)
-        atomic_write_bytes(staging / ARRAYS, save_arrays(encoder.arrays))
-        atomic_write_json(staging / STATE, state)
-        save_weights(classifier.model_, staging / WEIGHTS)
-        files = {path.relative_to(staging).as_posix(): _sha256(path)
-                 for path in sorted(staging.rglob("*")) if path.is_file()}
-        atomic_write_json(staging / MANIFEST, manifest_for(
-            files, FORMAT_VERSION if training_data else WITHOUT_TRAINING_DATA_VERSION,
-            library_versions()))
+        staging = stage(directory)
+    except OSError as err:
+        raise _save_failed(given, err) from None
+    try:
+        try:
+            _write_folder(classifier, staging, training_data)
+        except OSError as err:
+            raise _save_failed(given, err) from None
         yield given
-        publish(staging, directory)
+        try:
+            publish(staging, directory)
+        except OSError as err:
+            raise _save_failed(given, err) from None
     finally:
         discard(staging)  # (gone already once published)
+
+
+def _save_failed(given: Path, err: OSError) -> OSError:
+    """The error of a save the file system refused (read-only, full): of the same kind,
+    naming the folder the user gave rather than the staging folder beside it."""
+    return OSError(err.errno, err.strerror or str(err), str(given))
+
+
+def _write_folder(classifier: PUICLClassifier, staging: Path, training_data: bool) -> None:
+    """The saved folder's files, written to ``staging`` (the module's layout)."""
+    from safetensors.numpy import save as save_arrays
+
+    from puicl_model.net.weights import save_weights
+
+    encoder = Encoder()
+    state = {"settings": encoder.encode(_settings(classifier)),
+             "fitted": encoder.encode(_fitted_state(classifier, training_data))}
+    if not training_data:
+        state["contexts"] = write_contexts(classifier_contexts(classifier), staging / CONTEXTS)
+    atomic_write_bytes(staging / ARRAYS, save_arrays(encoder.arrays))
+    atomic_write_json(staging / STATE, state)
+    save_weights(classifier.model_, staging / WEIGHTS)
+    files = {path.relative_to(staging).as_posix(): _sha256(path)
+             for path in sorted(staging.rglob("*")) if path.is_file()}
+    atomic_write_json(staging / MANIFEST, manifest_for(
+        files, FORMAT_VERSION if training_data else WITHOUT_TRAINING_DATA_VERSION,
+        library_versions()))
 
 
 def save(classifier: PUICLClassifier, directory: str | Path, training_data: bool = True) -> Path:
@@ -231,10 +254,17 @@ def save(classifier: PUICLClassifier, directory: str | Path, training_data: bool
 def _verified(directory: Path) -> dict[str, Any]:
     """The manifest, after every file it lists is checked against its sha256."""
     manifest = read_manifest(directory)
+    weights = entry_kind(directory / WEIGHTS)
+    if weights not in ("a folder", "missing"):  # (missing: said of its files below)
+        raise SavedModelError(f"{directory / WEIGHTS} is {weights or 'a file'}, not the "
+                              "folder a save writes")
     for name, digest in manifest["files"].items():
         path = directory / name
-        if not path.is_file() or path.is_symlink() or (directory / WEIGHTS).is_symlink():
+        kind = entry_kind(path)
+        if kind == "missing":
             raise SavedModelError(f"{path}: missing from the saved classifier")
+        if kind is not None:
+            raise SavedModelError(f"{path} is {kind}, not the file a save writes")
         if _sha256(path) != digest:
             raise SavedModelError(f"{path}: checksum mismatch; the file is damaged or was "
                                   "changed after it was saved")

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from puicl_common.output_paths import OutputPathError, check_output_path
+from puicl_common.output_paths import OutputPathError, check_output_path, resolved_output
 
 __all__ = ["CliError", "check_paths"]
 
@@ -25,6 +25,10 @@ def _check_output(output: str) -> None:
     if output == "":
         # Path("") is the current directory: the message would name a directory nobody gave
         raise CliError("--output must be a file path, got an empty string")
+    try:
+        resolved_output(output, "--output")
+    except OutputPathError as err:
+        raise CliError(str(err)) from None
     path = Path(output)
     if path.is_dir():
         raise CliError(f"--output {output} is a directory; give the path of a CSV or Parquet "

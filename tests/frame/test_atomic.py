@@ -127,3 +127,64 @@ def test_a_failed_write_leaves_the_file_and_no_temporary(tmp_path) -> None:
         temporary.write_text("half")
         raise RuntimeError("writer failed")
     assert target.read_text() == "old" and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("spelling", ["new/../kept.txt", "new/deeper/../../kept.txt",
+                                      "kept.txt/../other.txt"])
+def test_a_path_up_out_of_a_missing_folder_is_refused_and_creates_nothing(
+        tmp_path, monkeypatch, spelling) -> None:
+    # the kernel refuses such a path; creating "new" first would let the write reach kept.txt
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept.txt").write_text("old")
+    with pytest.raises(FileNotFoundError, match=r"goes up \(\.\.\) out of") as caught:
+        atomic_write_text(spelling, "new")
+    assert "\n" not in str(caught.value)
+    assert (tmp_path / "kept.txt").read_text() == "old"
+    assert sorted(os.listdir(tmp_path)) == ["kept.txt"]
+
+
+def test_a_path_up_out_of_an_existing_folder_is_written(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "there").mkdir()
+    atomic_write_text("there/../new/file.txt", "data")
+    assert (tmp_path / "new" / "file.txt").read_text() == "data"
+
+
+def test_a_group_that_fails_midway_leaves_none_of_its_files(tmp_path, monkeypatch) -> None:
+    from puicl_common.atomic import atomic_write_files
+
+    first, second = tmp_path / "page.html", tmp_path / "figure.png"
+    first.write_text("old page")
+    real_fsync = os.fsync
+
+    def full_disk(descriptor: int) -> None:
+        if os.readlink(f"/proc/self/fd/{descriptor}").startswith(str(tmp_path / ".figure")):
+            raise OSError(28, "No space left on device")
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        atomic_write_files({first: b"new page", second: b"figure"})
+    assert first.read_text() == "old page" and not second.exists()
+    assert leftovers(tmp_path) == []
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    atomic_write_files({first: b"new page", second: b"figure"})
+    assert first.read_bytes() == b"new page" and second.read_bytes() == b"figure"
+
+
+def test_a_dangling_link_through_a_missing_folder_is_refused(tmp_path, monkeypatch) -> None:
+    # the link leads nowhere the kernel can reach; resolved by its spelling it is kept.txt
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept.txt").write_text("old")
+    (tmp_path / "out.txt").symlink_to("new/../kept.txt")
+    with pytest.raises(FileNotFoundError, match=r"goes up \(\.\.\) out of new"):
+        atomic_write_text("out.txt", "new")
+    assert (tmp_path / "kept.txt").read_text() == "old"
+    assert sorted(os.listdir(tmp_path)) == ["kept.txt", "out.txt"]
+
+
+def test_a_place_that_refuses_files_is_named_by_the_path_asked_for(read_only_place) -> None:
+    target = read_only_place / "out.txt"
+    with pytest.raises(OSError) as caught:
+        atomic_write_text(target, "data")
+    assert caught.value.filename == str(target) and ".tmp-" not in str(caught.value)

@@ -119,3 +119,21 @@ def test_an_output_that_is_an_input_is_refused(tmp_path) -> None:
                                    {"A": missing})
     refuse_output_among_inputs({"--out": tmp_path / "c" / "model.safetensors"},
                                {"A": model, "B": missing})
+
+
+def test_an_output_spelled_through_a_missing_folder_is_the_input_it_reaches(
+        tmp_path, monkeypatch) -> None:
+    from puicl_common.output_paths import check_output_path
+    from puicl_common.same_file import same_file
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text("a\n1\n")
+    # a writer that created "new" first would land on t.csv: compared as it resolves
+    assert same_file("new/../t.csv", "t.csv") and same_file("t.csv", "new/x/../../t.csv")
+    assert not same_file("new/../u.csv", "t.csv")
+    with pytest.raises(OutputPathError, match=r"--out new/\.\./t\.csv goes up \(\.\.\) out of "
+                                              r"new, which is not an existing folder"):
+        check_output_path("new/../t.csv", "file", "--out")
+    with pytest.raises(OutputPathError):
+        refuse_output_among_inputs({"--out": "new/../t.csv"}, {"--input": "t.csv"})
+    assert sorted(os.listdir(tmp_path)) == ["t.csv"]

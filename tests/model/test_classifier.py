@@ -357,3 +357,38 @@ def test_precision_threads_and_progress_options(small_weights, table, rng, capsy
     labels = PUICLClassifier(weights=small_weights, threshold=cut).fit(X, s).predict(X[s == 0])
     np.testing.assert_array_equal(labels, (exact > cut).astype(int))
     assert labels.sum() == 20  # half of the 40 pool rows lie above their median
+
+
+@pytest.mark.parametrize("count", [0, -1, 2.5, "3", True, 1025, 100_000, 10**9, 2**31])
+def test_a_thread_count_out_of_bounds_is_refused_at_fit_and_at_use(small_weights, count
+                                                                   ) -> None:
+    # far too many threads kill the process in OpenMP (a signal, no Python error); a count
+    # torch cannot take fails deep inside it: each is one line, before any thread starts
+    X, s = np.random.default_rng(0).normal(size=(30, 3)), np.r_[np.ones(10), np.zeros(20)]
+    message = r"^n_threads must be a whole number from 1 to 1024, or None, got "
+    with pytest.raises(ValueError, match=message):
+        PUICLClassifier(weights=small_weights, n_threads=count).fit(X, s)
+    fitted = PUICLClassifier(weights=small_weights, portfolio="none").fit(X, s)
+    before = fitted.predict_proba(X)
+    threads = torch.get_num_threads()
+    fitted.set_params(n_threads=count)  # documented as settable after fit: checked at use
+    with pytest.raises(ValueError, match=message):
+        fitted.predict_proba(X)
+    assert torch.get_num_threads() == threads
+    fitted.set_params(n_threads=2)
+    assert fitted.predict_proba(X).tobytes() == before.tobytes()
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("context_cache_bytes", "abc", r"^context_cache_bytes must be an integer >= 0, got 'abc'"),
+    ("context_cache_bytes", -5, r"^context_cache_bytes must be an integer >= 0, got -5"),
+    ("threshold", 7, r"^threshold must be a number in \(0, 1\) or 'prior', got 7"),
+    ("precision", "half", r"^precision must be 'auto', 'float32' or 'bfloat16', got 'half'"),
+])
+def test_a_setting_changed_after_fit_is_checked_where_it_is_read(small_weights, name, value,
+                                                                 message) -> None:
+    X, s = np.random.default_rng(0).normal(size=(30, 3)), np.r_[np.ones(10), np.zeros(20)]
+    fitted = PUICLClassifier(weights=small_weights, portfolio="none").fit(X, s)
+    fitted.set_params(**{name: value})
+    with pytest.raises(ValueError, match=message):
+        fitted.predict(X + 0.5)  # new rows: scored by the model, then labeled

@@ -137,3 +137,47 @@ def test_sizes_are_refused_in_the_options_terms(table_csv, small_weights, capsys
               str(small_weights), option, value])
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def _foreign_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "vdir"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    return folder
+
+
+@pytest.mark.parametrize("option", ["-o", "--prior-json", "--report", "--save-model"])
+def test_an_output_spelled_through_a_missing_folder_is_refused_before_the_model_runs(
+        table_csv, small_weights, tmp_path, capsys, no_fit, monkeypatch, option) -> None:
+    # a writer that creates "nosuch" first would reach what the ".." leads to: the input
+    # table, or (--save-model) a folder of someone else's
+    monkeypatch.chdir(tmp_path)
+    target = "nosuch/../vdir" if option == "--save-model" else "nosuch/../t.csv"
+    files = snapshot(table_csv)
+    extra = [] if option == "-o" else ["-o", str(tmp_path / "scores.csv")]
+    _foreign_folder(tmp_path)
+    assert main(["predict", "--input", str(table_csv), "--label-column", "s", "--weights",
+                 str(small_weights), "--no-progress", *extra, option, target]) == 2
+    assert one_line_error(capsys).endswith(f"{target} goes up (..) out of nosuch, which is not "
+                                           "an existing folder: spell the path without it")
+    assert snapshot(*files) == files and (tmp_path / "vdir" / "notes.txt").read_text() == "mine"
+    assert not (tmp_path / "nosuch").exists() and not (tmp_path / "scores.csv").exists()
+
+
+def test_an_output_spelled_through_a_missing_folder_spares_a_saved_folder_and_weights(
+        table_csv, weights_dir, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    saved = PUICLClassifier(weights=weights_dir, device="cpu").fit(
+        pd.read_csv(table_csv).drop(columns="s"), pd.read_csv(table_csv)["s"]).save(tmp_path / "mv")
+    files = snapshot(saved / "state.json", weights_dir / "model.safetensors")
+    rows = tmp_path / "rows.csv"
+    pd.read_csv(table_csv).drop(columns="s").to_csv(rows, index=False)
+    for args in (["--model", "mv", "-o", "nosuch2/../mv/state.json"],
+                 ["--label-column", "s", "--weights", str(weights_dir), "-o",
+                  f"nosuch3/../{weights_dir.name}/model.safetensors"]):
+        source = str(rows) if "--model" in args else str(table_csv)
+        assert main(["predict", "--input", source, "--no-progress", *args]) == 2
+        assert "goes up (..) out of nosuch" in one_line_error(capsys)
+    assert snapshot(*files) == files
+    assert not (tmp_path / "nosuch2").exists() and not (tmp_path / "nosuch3").exists()
+    PUICLClassifier.load(saved, device="cpu")  # still intact

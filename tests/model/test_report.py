@@ -111,3 +111,46 @@ def test_predict_refuses_a_report_it_cannot_draw_or_write(small_weights, tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'puicl[report]'" in err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_report_refused_by_a_full_disk_leaves_no_figure(small_weights, tmp_path, capsys,
+                                                           monkeypatch) -> None:
+    import os
+
+    X, s = _table(30, 120)
+    pd.DataFrame(X, columns=["a", "b", "c"]).assign(s=s).to_csv(tmp_path / "t.csv", index=False)
+    page = tmp_path / "full" / "r.html"
+    real_fsync = os.fsync
+
+    def full_disk(descriptor: int) -> None:  # the page's bytes find no room, the figures did
+        if os.readlink(f"/proc/self/fd/{descriptor}").startswith(str(page.parent / ".r.html")):
+            raise OSError(28, "No space left on device")
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
+                 "--weights", str(small_weights), "-o", str(tmp_path / "scores.csv"),
+                 "--report", str(page), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert error == (f"puicl predict: error: cannot write --report {page}: No space left on "
+                     "device\n")
+    assert sorted(os.listdir(page.parent)) == []
+    # the API, the same: nothing of the group is left
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(X, s)
+    with pytest.raises(OSError, match="No space left"):
+        clf.plot_report(page)
+    assert sorted(os.listdir(page.parent)) == []
+
+
+def test_plot_report_refuses_a_path_through_a_missing_folder_before_drawing(
+        small_weights, tmp_path, monkeypatch) -> None:
+    from puicl_common.output_paths import OutputPathError
+
+    monkeypatch.chdir(tmp_path)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(
+        *_table(30, 120))
+    (tmp_path / "kept.html").write_text("mine")
+    with pytest.raises(OutputPathError, match=r"goes up \(\.\.\) out of nosuch"):
+        clf.plot_report("nosuch/../kept.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.html"]
+    assert (tmp_path / "kept.html").read_text() == "mine"

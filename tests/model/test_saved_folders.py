@@ -490,3 +490,39 @@ def test_a_forest_saved_as_arrays_scores_as_scikit_learns_or_stops_the_save(monk
     with pytest.raises(ValueError, match="scores its random forests in a way") as refused:
         saved_model._savable(model)
     assert "\n" not in str(refused.value)
+
+
+def test_save_to_a_read_only_place_names_the_folder_not_its_staging(fitted,
+                                                                    read_only_place) -> None:
+    folder = read_only_place / "model"
+    with pytest.raises(OSError) as caught:
+        fitted.save(folder)
+    message = str(caught.value)
+    assert str(folder) in message and ".tmp-" not in message and "\n" not in message
+    assert caught.value.filename == str(folder)
+
+
+def test_save_through_a_missing_folder_is_refused_before_any_work(fitted, tmp_path,
+                                                                  monkeypatch) -> None:
+    import puicl_model.estimator.saved_model as saved_model
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vdir").mkdir()
+    (tmp_path / "vdir" / "notes.txt").write_text("mine")
+    monkeypatch.setattr(saved_model, "stage", lambda *a: pytest.fail("the save began"))
+    with pytest.raises(SavedModelError, match=r"^nosuch/\.\./vdir goes up \(\.\.\) out of "
+                                              r"nosuch, which is not an existing folder"):
+        fitted.save("nosuch/../vdir")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vdir"]
+    assert (tmp_path / "vdir" / "notes.txt").read_text() == "mine"
+
+
+def test_save_through_a_link_goes_where_the_link_leads(fitted, tmp_path, monkeypatch) -> None:
+    # "link/../model" is beside the link's target, as the file system resolves it, not
+    # beside the link: the save is checked and written there
+    (tmp_path / "elsewhere" / "inner").mkdir(parents=True)
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "link").symlink_to(tmp_path / "elsewhere" / "inner")
+    fitted.save(tmp_path / "here" / "link" / ".." / "model")
+    assert (tmp_path / "elsewhere" / "model" / "manifest.json").is_file()
+    assert not (tmp_path / "here" / "model").exists()

@@ -35,12 +35,15 @@ def _frame(seed: int = 5) -> tuple[pd.DataFrame, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
-    """A folder with its table whose blend weighs the bagged trees, and one without its
-    table (contexts' caches), saved once for the module."""
+    """A folder with its table whose blend weighs the bagged trees, the same fit saved with
+    its fallback blend (the logistic learner too), and one without its table (contexts'
+    caches), saved once for the module."""
     from puicl_model.estimator.portfolio import CANDIDATES, Blend, log_odds
 
     X, s = _frame()
     clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
+    root = tmp_path_factory.mktemp("originals")
+    fallback = clf.save(root / "fallback")  # the fallback's blend: the logistic learner too
     portfolio = clf.portfolio_
     portfolio.choice = dataclasses.replace(portfolio.choice, name="model+bagged",
                                            weights=dict(CANDIDATES["model+bagged"]))
@@ -48,10 +51,9 @@ def originals(small_weights, tmp_path_factory) -> dict[str, Path]:
     pool = {"model": log_odds(model),
             **portfolio.pool_scores}
     portfolio.blend = Blend.on_pool(portfolio.choice.weights, pool, clf.fitted_.pool_proba)
-    root = tmp_path_factory.mktemp("originals")
     bare = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none",
                            single_pass_limit=40, chunk_size=40).fit(X, s)
-    return {"table": clf.save(root / "table"),
+    return {"table": clf.save(root / "table"), "fallback": fallback,
             "bare": bare.save(root / "bare", training_data=False)}
 
 
@@ -253,3 +255,269 @@ def test_a_folder_saved_before_a_defaulted_field_existed_still_loads(folder) -> 
     _edit_state(saved, older)
     assert PUICLClassifier.load(saved, device="cpu").predict_proba(X).tobytes() == \
         before.tobytes()
+
+
+# ------------------------------------------------- entries that are not the files a save writes
+def _replace_by(kind: str, name: str) -> Callable[[Path], None]:
+    """The entry ``name`` replaced by a ``kind``: a link to its own copy, a FIFO, a folder."""
+    def edit(saved: Path) -> None:
+        import os
+
+        entry = saved / name
+        if kind == "link":
+            shutil.move(entry, saved.parent / f"{entry.name}.moved")
+            entry.symlink_to(saved.parent / f"{entry.name}.moved")
+        elif kind == "FIFO":
+            entry.unlink()
+            os.mkfifo(entry)
+        else:
+            entry.unlink()
+            entry.mkdir()
+    return edit
+
+
+def _manifest_bytes(change: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    def edit(saved: Path) -> None:
+        manifest = saved / "manifest.json"
+        manifest.write_bytes(change(manifest.read_bytes()))
+    return edit
+
+
+def _manifest_version(version: Any) -> Callable[[Path], None]:
+    def edit(saved: Path) -> None:
+        manifest = json.loads((saved / "manifest.json").read_text())
+        (saved / "manifest.json").write_text(json.dumps(manifest_for(
+            manifest["files"], version, manifest.get("libraries"))))
+    return edit
+
+
+ENTRIES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "state.json a link": (_replace_by("link", "state.json"), "state.json is a link"),
+    "state.json a FIFO": (_replace_by("FIFO", "state.json"), "state.json is a FIFO"),
+    "state.json a folder": (_replace_by("folder", "state.json"), "state.json is a folder"),
+    "weights a link": (_replace_by("link", "weights"), "weights is a link, not the folder"),
+    "weights a file": (lambda saved: (shutil.rmtree(saved / "weights"),
+                                      (saved / "weights").write_text("x")),
+                       "weights is a file, not the folder"),
+    "the manifest a link": (_replace_by("link", "manifest.json"), "manifest.json is a link"),
+    "the manifest a FIFO": (_replace_by("FIFO", "manifest.json"), "manifest.json is a FIFO"),
+    "the manifest in UTF-16": (_manifest_bytes(lambda data: data.decode().encode("utf-16")),
+                               "manifest.json is not UTF-8 text"),
+    "the manifest over 64 KB": (_manifest_bytes(lambda data: data + b" " * 70_000),
+                                "manifest.json is larger than 64 KB"),
+    "version '3'": (_manifest_version("3"), "a version of type str ('3'), not a whole number"),
+    "version 3.0": (_manifest_version(3.0), "a version of type float (3.0), not a whole"),
+    "version true": (_manifest_version(True), "a version of type bool (True), not a whole"),
+}
+
+
+@pytest.mark.parametrize("case", list(ENTRIES))
+def test_an_entry_that_is_not_what_a_save_writes_is_named_for_what_it_is(folder, case) -> None:
+    make, words = ENTRIES[case]
+    saved = folder("table")
+    make(saved)
+    with pytest.raises(SavedModelError) as caught:
+        PUICLClassifier.load(saved, device="cpu")
+    message = str(caught.value)
+    assert "\n" not in message and str(saved) in message and words in message, message
+
+
+# ------------------------------------------------------- values that scoring cannot read
+def _object_attribute(cls: str, attribute: str, change: Callable[[Any], Any],
+                      which: Callable[[dict], bool] = lambda entry: True):
+    """state.json edited: ``attribute`` of the first ``cls`` entry that ``which`` picks."""
+    def edit(state: dict) -> None:
+        entry = next(entry for entry in _objects(state, cls) if which(entry))
+        for item in entry["state"]["__items__"]:
+            if item[0] == attribute:
+                item[1] = change(item[1])
+    return edit
+
+
+def _an_array(cls: str, attribute: str, change: Callable[[np.ndarray], np.ndarray]):
+    def edit(saved: Path) -> None:
+        key = _array_key(saved, cls, attribute)
+        _edit_arrays(saved, "arrays.safetensors",
+                     lambda arrays: arrays.__setitem__(key, change(arrays[key])))
+    return edit
+
+
+def _fitted_array(entry: str, change: Callable[[np.ndarray], np.ndarray]):
+    def edit(saved: Path) -> None:
+        state = json.loads((saved / "state.json").read_text())
+        key = next(value for name, value in state["fitted"]["__items__"]
+                   if name == entry)["__array__"]
+        _edit_arrays(saved, "arrays.safetensors",
+                     lambda arrays: arrays.__setitem__(key, change(arrays[key])))
+    return edit
+
+
+def _blend_items(attribute: str, change: Callable[[list], Any]):
+    return lambda saved: _edit_state(saved, _object_attribute(
+        "Blend", attribute, lambda value: change(value["__items__"]) or value))
+
+
+def _member_items(items: list) -> None:
+    items[1][1] = {"__float__": "nan"}
+
+
+def _portfolio_encoder(state: dict) -> dict:
+    return next(value for name, value in _objects(state, "Portfolio")[0]["state"]["__items__"]
+                if name == "encoder")
+
+
+def _nan_encoder_fill(state: dict) -> None:
+    column = next(value for name, value in _portfolio_encoder(state)["state"]["__items__"]
+                  if name == "columns_")[0]
+    _object_attribute("ColumnEncoding", "fill", lambda _: {"__float__": "nan"},
+                      lambda entry: entry is column)(state)
+
+
+def _own_preprocessor_as_column(state: dict) -> None:
+    preprocessor = _objects(state, "TablePreprocessor")[0]
+    columns = next(value for name, value in preprocessor["state"]["__items__"]
+                   if name == "columns_")
+    columns[0] = {"__ref__": preprocessor["__id__"]}
+
+
+def _caches_of_no_rows(saved: Path) -> None:
+    _edit_arrays(saved, "contexts.safetensors", lambda arrays: arrays.update(
+        {name: array[:, :, :0] for name, array in arrays.items()
+         if ".keys." in name or ".values." in name}))
+
+
+def _a_setting(name: str, value: Any):
+    def edit(state: dict) -> None:
+        for item in state["settings"]["__items__"]:
+            if item[0] == name:
+                item[1] = value
+    return lambda saved: _edit_state(saved, edit)
+
+
+VALUES: dict[str, tuple[str, Callable[[Path], None], str]] = {
+    "a blend weight of NaN": ("table", _blend_items("weights", _member_items),
+                              "portfolio_.blend.weights['bagged'] is nan"),
+    "a blend's scale of NaN": ("table", _blend_items("standard", lambda items: items[1][1][
+        "__tuple__"].__setitem__(1, {"__float__": "nan"})),
+        "portfolio_.blend.standard['bagged'] scale is nan"),
+    "a blend's standard of 3 values": ("table", _blend_items("standard", lambda items: items[1][
+        1]["__tuple__"].append(1.0)), "portfolio_.blend.standard['bagged'] is not a (centre"),
+    "a blend member the folder lacks": ("table", _blend_items("weights", lambda items: items.append(
+        ["boosted", 0.5])), "weigh 'boosted', which is neither the model nor a learner"),
+    "the encoder's fill of NaN": ("table", lambda saved: _edit_state(saved, _nan_encoder_fill),
+                                  "portfolio_.encoder.columns_[0].fill is nan"),
+    "a scale of 0": ("table", _an_array("TablePreprocessor", "scale_", lambda a: a * 0),
+                     ".scale_ holds 0 to 0, not above 0"),
+    "the pool's probabilities cut to 5": ("table", _fitted_array("_pool_proba", lambda a: a[:5]),
+                                          "_pool_proba holds 5 rows where 120 belong"),
+    "the pool's probabilities beyond 1": ("table", _fitted_array("_pool_proba",
+                                                                 lambda a: a * 7 + 3),
+                                          "_pool_proba holds"),
+    "a blend's probabilities beyond 1": ("table", _an_array("Blend", "pool_proba",
+                                                            lambda a: a * 7 + 3),
+                                         "portfolio_.blend.pool_proba holds"),
+    "a blend's probabilities cut to 3": ("table", _an_array("Blend", "pool_proba",
+                                                            lambda a: a[:3]),
+                                         "portfolio_.blend.pool_proba holds 3 rows where"),
+    "empty quantiles": ("table", _an_array("ColumnEncoding", "quantiles", lambda a: a[:0]),
+                        ".quantiles is empty"),
+    "a column that is its own preprocessor": ("table", lambda saved: _edit_state(
+        saved, _own_preprocessor_as_column), "is a TablePreprocessor, not a column encoding"),
+    "caches of no rows": ("bare", _caches_of_no_rows, "rows (at least 1)"),
+    "a saved n_threads of 100000": ("table", _a_setting("n_threads", 100000),
+                                    "n_threads must be a whole number from 1 to 1024"),
+    "the portfolio's n_threads of 10**9": ("table", lambda saved: _edit_state(
+        saved, _object_attribute("Portfolio", "n_threads", lambda _: 10**9)),
+        "portfolio_.n_threads must be a whole number from 1 to 1024"),
+    "a planner's member below 0": ("table", lambda saved: _edit_state(
+        saved, _planner_field("member", -1)), "a seed or member below zero"),
+    "a planner's seed not the fit's": ("table", lambda saved: _edit_state(
+        saved, _planner_field("entropy", 7)), "is not the root seed of every pass planner"),
+    "a column's offset beyond 64 bits": ("table", lambda saved: _edit_state(
+        saved, _object_attribute("ColumnEncoding", "offset", lambda _: 10**50)),
+        "beyond any 64-bit integer"),
+    "a new row cut of 3": ("bare", lambda saved: _edit_state(saved, lambda state: next(
+        item for item in state["fitted"]["__items__"] if item[0] == "_new_row_cut"
+    ).__setitem__(1, 3.0)), "_new_row_cut is 3.0, not in [0, 1]"),
+    "logistic coefficients beyond any fit's": ("fallback", _an_array(
+        "sklearn.LogisticRegression", "coef_", lambda a: np.full_like(a, 1e308)),
+        "].coef_ holds 1e+308 to 1e+308, not in "
+        "[-1e+12, 1e+12]"),
+    "a choice the blend does not follow": ("table", lambda saved: _edit_state(
+        saved, _object_attribute("Choice", "weights", lambda weights: {
+            "__items__": weights["__items__"][:1]})), "weighs other members than its choice"),
+}
+
+
+@pytest.mark.parametrize("case", list(VALUES))
+def test_a_value_scoring_cannot_read_is_refused_naming_its_entry(folder, case) -> None:
+    kind, make, words = VALUES[case]
+    saved = folder(kind)
+    make(saved)
+    with pytest.raises(SavedModelError) as caught:
+        PUICLClassifier.load(saved, device="cpu")
+    message = str(caught.value)
+    assert "\n" not in message and str(saved) in message and words in message, message
+
+
+@pytest.mark.parametrize("case", ["caches of no rows", "a saved n_threads of 100000"])
+def test_predict_with_such_a_folder_exits_2_and_writes_nothing(folder, tmp_path, capsys,
+                                                               case) -> None:
+    from puicl_model.files.cli import main
+
+    kind, make, _ = VALUES[case]
+    saved = folder(kind)
+    make(saved)
+    out = tmp_path / "out"
+    out.mkdir()
+    _frame()[0].head(20).to_csv(tmp_path / "new20.csv", index=False)
+    assert main(["predict", "--model", str(saved), "--input", str(tmp_path / "new20.csv"),
+                 "-o", str(out / "x0.csv"), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("puicl predict: error: ") and error.count("\n") == 1, error
+    assert list(out.iterdir()) == []
+
+
+def test_a_folder_with_positives_held_out_loads_and_its_rows_are_checked(small_weights,
+                                                                         tmp_path) -> None:
+    # from 600 labeled positives on, half leave the passes' context for the end of each view's
+    # pool: the fitted pool is the view's pool less them, and the portfolio holds them last
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(rng.normal(size=(1300, 3)), columns=["a", "b", "c"])
+    X.loc[950:, ["a", "b"]] += 1.5
+    s = np.r_[np.ones(650, dtype=int), np.zeros(650, dtype=int)]
+    clf = PUICLClassifier(weights=small_weights, device="cpu").fit(X, s)
+    assert clf.n_held_out_ > 0
+    saved = clf.save(tmp_path / "held")
+    rows = X.head(40) + 0.25
+    expected = clf.predict_proba(rows)
+    assert PUICLClassifier.load(saved, device="cpu").predict_proba(rows).tobytes() == \
+        expected.tobytes()
+    _edit_state(saved, _object_attribute("Portfolio", "n_held", lambda n: n - 1))
+    with pytest.raises(SavedModelError, match=r"portfolio_\.n_held is \d+, not the \d+ "
+                                              "positives held out of the passes"):
+        PUICLClassifier.load(saved, device="cpu")
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda place: place.write_text("a,b\n1,2\n"), "is a file, not a folder"),
+    (lambda place: __import__("os").mkfifo(place), "is a FIFO, not a folder"),
+])
+def test_a_folder_that_is_no_folder_is_named_for_what_it_is(tmp_path, make, words) -> None:
+    place = tmp_path / "model"
+    make(place)
+    with pytest.raises(SavedModelError, match=f"^{place} {words}: not a saved PUICL "):
+        PUICLClassifier.load(place, device="cpu")
+
+
+def test_a_blend_that_is_not_finite_gives_no_score(folder, monkeypatch) -> None:
+    # what still overflows (extreme rows through extreme encodings) is refused, not written
+    from puicl_model.estimator.portfolio import Portfolio
+    from puicl_model.passes.scores import NonFiniteScoresError
+
+    loaded = PUICLClassifier.load(folder("table"), device="cpu")
+    monkeypatch.setattr(Portfolio, "new_row_proba",
+                        lambda self, X, proba: np.full(len(X), np.nan))
+    with pytest.raises(NonFiniteScoresError, match=r"the portfolio's P\(y=1\) is NaN or "
+                                                   r"infinite for 160 of 160 new rows"):
+        loaded.predict_proba(_frame(seed=9)[0])

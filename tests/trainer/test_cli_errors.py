@@ -266,7 +266,10 @@ def test_export_checks_the_stored_config_before_building_a_model(
     lambda p: p.pop("optimizer"),
     lambda p: p.update(counters={"no such counter": 1}),
     lambda p: p["model"].pop(next(iter(p["model"]))),
-], ids=["no-optimizer", "bad-counters", "a-weight-missing"])
+    lambda p: p.update(hardware="cpu"),
+    lambda p: p.update(deterministic="yes"),
+], ids=["no-optimizer", "bad-counters", "a-weight-missing", "hardware-a-string",
+        "deterministic-a-string"])
 def test_resuming_an_inconsistent_checkpoint_is_one_line(short_run, smoke_shards, tmp_path,
                                                          capsys, change) -> None:
     """A checkpoint that passes its checksum (written whole) but lacks what resuming reads is
@@ -280,3 +283,11 @@ def test_resuming_an_inconsistent_checkpoint_is_one_line(short_run, smoke_shards
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "passes its checksum but is not a checkpoint this trainer can " \
                              "resume" in err[0], err
+
+
+def test_more_threads_than_any_machine_has_is_refused_before_anything_runs(capsys) -> None:
+    # OpenMP starts every thread asked for: 10⁵ of them end the process with a signal
+    with pytest.raises(SystemExit) as stop:
+        train_main(["--threads", "100000"])
+    assert stop.value.code == 2
+    assert "--threads must be at most 1024, got 100000" in capsys.readouterr().err

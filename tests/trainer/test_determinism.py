@@ -176,3 +176,17 @@ def test_a_resume_on_other_hardware_warns(tmp_path) -> None:
         warn_if_not_reproducible(tmp_path, {**payload, "hardware": here},
                                                  True, here)
         warn_if_not_reproducible(tmp_path, {}, True, here)  # older checkpoint
+
+
+@pytest.mark.parametrize(("recorded", "message"), [
+    ({"hardware": "NVIDIA H100"}, r"its 'hardware' is of type str, not a mapping of names"),
+    ({"hardware": {"device": 3}}, r"its 'hardware' is a mapping of other values, not a mapping"),
+    ({"deterministic": "yes"}, r"its 'deterministic' is of type str, not true or false"),
+    ({"deterministic": [1]}, r"its 'deterministic' is of type list, not true or false"),
+    ({"deterministic": 1}, r"its 'deterministic' is of type int, not true or false"),
+])
+def test_a_checkpoint_recording_its_hardware_in_another_type_is_refused(
+        tmp_path, recorded, message) -> None:
+    here = {"device": "cpu", "torch": "2.11"}
+    with pytest.raises(TypeError, match=message):
+        warn_if_not_reproducible(tmp_path, recorded, True, here)
