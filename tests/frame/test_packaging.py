@@ -1,5 +1,5 @@
 """A built wheel holds the five packages and the bundled weights, and nothing of the
-repository's tools (``speed/``, ``studies/``, ``scripts/``)."""
+repository's tools (``speed/``, ``studies/``, ``scripts/``, ``relay/``)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_the_wheel_ships_only_the_five_packages(tmp_path) -> None:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for folder in (*PACKAGES, "speed", "studies", "scripts"):
+    for folder in (*PACKAGES, "speed", "studies", "scripts", "relay"):
         shutil.copytree(ROOT / folder, source / folder, ignore=skip)
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
