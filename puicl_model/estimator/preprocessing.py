@@ -96,7 +96,7 @@ from puicl_model.estimator.columns import (
     parse_numeric,
     read_columns,
 )
-from puicl_model.estimator.identifiers import identifier_reason
+from puicl_model.estimator.identifiers import IdentifierWarning, identifier_reason
 from puicl_model.estimator.text_readings import DATE_READINGS, read_text
 
 __all__ = [
@@ -221,7 +221,7 @@ class TablePreprocessor:
         self.keep_ = keep
         if labeled is not None:
             warn_if_missing_apart(columns, arrays, numbers, labeled, one_sided)
-        self._warn_dropped(identifiers)
+        self._warn_dropped(identifiers, labeled)
         if not keep.any():
             warnings.warn(
                 "every feature is constant over the fitted rows; the model sees no information "
@@ -277,16 +277,21 @@ class TablePreprocessor:
         notes.warn()
         return columns, numbers, identifiers
 
-    def _warn_dropped(self, identifiers: dict[str, str]) -> None:
-        """One warning for the identifiers dropped, one for the other columns dropped."""
+    def _warn_dropped(self, identifiers: dict[str, str],
+                      labeled: np.ndarray | None = None) -> None:
+        """One warning for the identifiers dropped (naming the rows their values were counted
+        on, where ``labeled`` tells them), one for the other columns dropped."""
         if identifiers:
+            counted = "" if labeled is None else (
+                f"; counted on the {len(labeled):,} rows fit read: {int(labeled.sum()):,} "
+                f"labeled, {int((~labeled).sum()):,} unlabeled")
             warnings.warn(
                 "dropped as identifiers (whole numbers or text, a different value in nearly "
                 "every row; keep_columns, or puicl predict --keep-columns, keeps one as a "
                 "feature): "
                 + "; ".join(f"{name!r} ({why.split(': ', 1)[1]})"
-                            for name, why in identifiers.items()),
-                UserWarning,
+                            for name, why in identifiers.items()) + counted,
+                IdentifierWarning,
                 stacklevel=4,
             )
         others = {label: why for label, why in self.dropped_reasons_.items()

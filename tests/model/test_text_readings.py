@@ -265,6 +265,23 @@ def test_a_csv_column_of_mixed_date_formats_is_named_in_one_line(small_weights, 
     assert "'when' (mixed formats: 100 of 300 cells are not ISO 8601 dates (" in lines[0]
 
 
+def test_the_identifier_note_names_the_rows_it_counted(small_weights, tmp_path,
+                                                       capsys) -> None:
+    rng = np.random.default_rng(3)
+    rows = 600
+    s = (np.arange(rows) % 5 == 0).astype(int)
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"id": rng.permutation(10**6)[:rows], "x": rng.normal(size=rows) + s,
+                  "s": s}).to_csv(path, index=False)
+    code, notes = predict(["--input", str(path), "--label-column", "s", "--weights",
+                           str(small_weights), "--pool-sample", "100", "-o",
+                           str(tmp_path / "out.csv")], capsys)
+    assert code == 0
+    assert ("'id' (220 different whole numbers in 220 rows); counted on the 220 rows fit read: "
+            "120 labeled, 100 unlabeled; the unlabeled ones a seeded sample of the input's 480 "
+            "(--pool-sample)") in notes
+
+
 # ------------------------------------------------------------------ a classifier saved before
 def test_a_classifier_saved_before_reads_its_columns_as_it_was_fitted() -> None:
     """Written by ``data/text_columns/make_folder.py`` before these readings: its text column
