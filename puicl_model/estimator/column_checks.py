@@ -1,7 +1,7 @@
 """Checks over a table's columns as :class:`~puicl_model.estimator.preprocessing.TablePreprocessor`
 reads them: a column that tells labeled from unlabeled rows by itself (split by ``s``), missing
-values that fall apart between the two, stray words in a column of numbers, and the moments
-that scale the features.
+values that fall apart between the two, stray words in a column of numbers, text read as
+numbers or dates (and what is said of it), and the moments that scale the features.
 
 Why apart from the encoder: each is a question about the table, asked once in ``fit``, whose
 answer is a warning or a dropped column; the encoder only applies what they decide.
@@ -15,8 +15,10 @@ import numpy as np
 
 from puicl_model.estimator.column_encoding import ColumnEncoding, category_key
 from puicl_model.estimator.columns import is_missing, numbers_and_text
+from puicl_model.estimator.text_readings import NUMBERS, STRAY_SHARE, TextTally, read_text
 
-__all__ = ["feature_moments", "split_by_s", "stray_text", "warn_if_missing_apart"]
+__all__ = ["ReadingNotes", "feature_moments", "read_text_column", "split_by_s", "stray_text",
+           "warn_if_missing_apart"]
 
 # a text column at least this share of whose present entries are numbers is "mostly numbers":
 # its other entries are stray words that turn the column into categories, said in a warning
@@ -129,3 +131,60 @@ def warn_if_missing_apart(columns: list[ColumnEncoding], arrays: list[np.ndarray
             UserWarning,
             stacklevel=4,  # the caller of fit
         )
+
+
+class ReadingNotes:
+    """What fit says about how it read the table's columns, gathered column by column and
+    warned once per kind (each naming its columns)."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []  # text columns of numbers with missing-value tokens
+        self.strays: list[str] = []  # numbers with a few stray cells, read as missing
+        self.dates: list[str] = []  # ISO 8601 dates in text, read as dates
+        self.not_dates: list[str] = []  # dates not read as dates, and why
+        self.mostly_numbers: list[str] = []  # numbers with much text, read as categories
+
+    def warn(self) -> None:
+        stray = f"at most {STRAY_SHARE:.0%} of a column's cells"
+        for found, text in (
+            (self.tokens, "read as numeric, with these missing-value tokens as missing values: "),
+            (self.strays, f"read as numeric, the cells that are not numbers ({stray}) read as "
+                          "missing values, here and in the rows scored later: "),
+            (self.dates, "read as dates (ISO 8601 text; seconds since 1970-01-01, as a date "
+                         f"column; cells that are not dates, {stray}, read as missing values, "
+                         "here and in the rows scored later): "),
+            (self.not_dates, "read as text although they look like dates (write dates as ISO "
+                             "8601, YYYY-MM-DD or YYYY-MM-DD HH:MM:SS, to read them as dates): "),
+            (self.mostly_numbers, "read as categorical although mostly numbers, because of the "
+                                  f"text in them (more than {STRAY_SHARE:.0%} of their cells; "
+                                  "each distinct number becomes a category, not an amount; "
+                                  "replace the text by an empty cell or NaN to read the column "
+                                  "as numeric): "),
+        ):
+            if found:
+                # (stacklevel: the caller of fit, past _fit_columns and _fit)
+                warnings.warn(text + "; ".join(found), UserWarning, stacklevel=5)
+
+
+def read_text_column(name: str, values: np.ndarray, notes: ReadingNotes,
+                     ) -> tuple[str, np.ndarray | None]:
+    """(the reading, the column as numbers) of a column that is not all numbers: numbers or
+    dates with at most a few stray cells (:mod:`puicl_model.estimator.text_readings`), else
+    ("", None), a text column, with a note where it looks like dates or is mostly numbers."""
+    if values.dtype.kind not in "OUS":
+        return "", None
+    tally = TextTally().add(values)
+    reading = tally.reading()
+    if reading is None:
+        refused = tally.dates_refused()
+        if refused:
+            notes.not_dates.append(f"{name!r} ({refused})")
+        else:
+            stray = stray_text(name, values)
+            if stray:
+                notes.mostly_numbers.append(stray)
+        return "", None
+    numbers = read_text(values, reading)[0]
+    strays = f" ({tally.stray_note(reading)})" if tally.strays(reading) else ""
+    (notes.strays if reading == NUMBERS else notes.dates).append(f"{name!r}{strays}")
+    return reading, numbers

@@ -64,6 +64,10 @@ class ColumnEncoding:
     # numeric: subtracted from an integer column of huge values before it becomes float64
     # (puicl_model.estimator.columns.integer_offset)
     offset: int = 0
+    # numeric: how a text column is read as numbers (puicl_model.estimator.text_readings:
+    # "numbers", "dates", "dates+zone"), its stray cells as missing values; "": as given (the
+    # column's numbers, or its text where every entry is a number), as before these readings
+    read_as: str = ""
 
     @property
     def width(self) -> int:
@@ -172,9 +176,11 @@ def missing_mask(name: str, values: np.ndarray, missing: MissingStrategy) -> np.
 
 
 def fit_numeric(name: str, values: np.ndarray, numeric: NumericStrategy,
-                missing: MissingStrategy, offset: int = 0) -> ColumnEncoding:
+                missing: MissingStrategy, offset: int = 0, read_as: str = "",
+                ) -> ColumnEncoding:
     """How the numeric column ``name`` becomes one feature (two with a "was missing" indicator),
-    learned on its fitted ``values`` (read less ``offset``, which the encoding keeps)."""
+    learned on its fitted ``values`` (read less ``offset``, or from text as ``read_as`` says,
+    which the encoding keeps)."""
     gaps = missing_mask(name, values, missing)
     fill = float(np.median(values[~gaps])) if (~gaps).any() else 0.0
     indicator = bool(gaps.any()) and missing == "median+indicator"
@@ -185,7 +191,7 @@ def fit_numeric(name: str, values: np.ndarray, numeric: NumericStrategy,
     elif numeric == "power":
         power = _fit_power(filled)
     return ColumnEncoding(name, "numeric", fill=fill, indicator=indicator,
-                          quantiles=quantiles, power=power, offset=offset)
+                          quantiles=quantiles, power=power, offset=offset, read_as=read_as)
 
 
 def fit_categorical(name: str, values: np.ndarray, categorical: CategoricalStrategy,

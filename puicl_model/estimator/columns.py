@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MISSING_TOKENS", "as_numeric", "is_dataframe", "is_missing", "moment_columns",
+           "moments_in_seconds",
            "numbers_and_text", "parse_numeric", "read_columns"]
 
 # Text that stands for a missing value in the tables people export (compared lower-cased and
@@ -29,9 +30,12 @@ def is_missing(values: np.ndarray) -> np.ndarray:
     return np.asarray(pd.isna(values), dtype=bool)
 
 
-def read_columns(X: Any) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
+def read_columns(X: Any, unit_free_seconds: bool = True,
+                 ) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
     """Column names, per-column arrays, whether X is a DataFrame, and the columns whose
-    dtype declares them categorical."""
+    dtype declares them categorical. ``unit_free_seconds``: dates and durations as seconds
+    that do not depend on the column's unit (:func:`moments_in_seconds`); False: as pandas
+    computes them in the column's own unit, as classifiers fitted before read them."""
     if is_dataframe(X):
         import pandas as pd
 
@@ -45,7 +49,7 @@ def read_columns(X: Any) -> tuple[list[str], list[np.ndarray], bool, set[str]]:
             if pd.api.types.is_complex_dtype(series.dtype):
                 raise ValueError(f"column {column!r} holds complex numbers, which are not "
                                  "supported; pass real numbers or strings")
-            moments = _moments_in_seconds(series)
+            moments = moments_in_seconds(series, unit_free_seconds)
             if moments is not None:
                 arrays.append(moments)
                 continue
@@ -104,12 +108,24 @@ def moment_columns(X: Any) -> set[str]:
     return {str(column) for column, dtype in X.dtypes.items() if _is_moment(dtype)}
 
 
-def _moments_in_seconds(series: Any) -> np.ndarray | None:
+def moments_in_seconds(series: Any, unit_free: bool = True) -> np.ndarray | None:
     """A date, time or duration column as float64 seconds (dates: since 1970-01-01 UTC; a
     period: its start; NaT: NaN), or None for any other column.
 
     Their order is what a model can use; read as text they would become one category per
-    distinct date, or be dropped as an identifier when every date differs."""
+    distinct date, or be dropped as an identifier when every date differs.
+
+    ``unit_free``: the same seconds whatever unit the column holds its values in. pandas keeps
+    a date in seconds, milliseconds, microseconds or nanoseconds (pandas 3 parses text to
+    microseconds, pandas 2 to nanoseconds, a Parquet file keeps the unit it was written in),
+    and pandas 2 reads seconds as the count divided by the unit's ticks per second: in
+    nanoseconds the count of a date since 1970 is beyond float64's exact integers, so
+    12:30:00.123 in nanoseconds and in microseconds give seconds a bit apart (a quarter of such
+    values). Here the values are counted in microseconds wherever none has a finer part, and
+    the whole seconds are added to the fraction (:func:`_seconds`; pandas 3.1 computes the
+    same in any unit), so that one table read from a CSV and from a Parquet file gives the same
+    bits. False: pandas' own seconds in the column's unit (classifiers fitted before, which
+    must read their columns as they were fitted)."""
     import pandas as pd
 
     if not _is_moment(series.dtype):
@@ -120,15 +136,35 @@ def _moments_in_seconds(series: Any) -> np.ndarray | None:
         if getattr(series.dt, "tz", None) is not None:
             series = series.dt.tz_convert("UTC").dt.tz_localize(None)
         series = series - pd.Timestamp("1970-01-01")
+    if unit_free:
+        return _seconds(series)
     return series.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _is_moment(dtype: Any) -> bool:
-    """Whether a pandas dtype holds dates, times, durations or periods."""
-    import pandas as pd
+_MICROSECONDS = {"s": 1_000_000, "ms": 1_000, "us": 1}
 
-    return (isinstance(dtype, pd.PeriodDtype) or pd.api.types.is_datetime64_any_dtype(dtype)
-            or pd.api.types.is_timedelta64_dtype(dtype))
+
+def _seconds(durations: Any) -> np.ndarray:
+    """``durations`` (timedelta64) in seconds, the same in every unit: whole seconds plus the
+    microseconds' fraction, both exact; pandas' own where a value has a finer part than a
+    microsecond (only nanoseconds hold one) or lies beyond float64's exact microseconds (the
+    year 2255)."""
+    present = durations.notna().to_numpy()
+    ticks = durations.to_numpy().view(np.int64)  # (NaT: the least int64, masked below)
+    unit = durations.dt.unit
+    if unit == "ns" and not np.any(ticks[present] % 1000):
+        micro = ticks // 1000
+    elif unit in _MICROSECONDS and not np.any(
+            np.abs(ticks[present]) > 2**53 // _MICROSECONDS[unit]):
+        micro = ticks * _MICROSECONDS[unit]
+    else:  # (finer than microseconds, or beyond float64's exact ones)
+        micro = None
+    if micro is None or np.any(np.abs(micro[present]) > 2**53):
+        return durations.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+    whole, rest = np.divmod(micro, 1_000_000)
+    seconds = whole + rest / 1e6
+    seconds[~present] = np.nan
+    return seconds
 
 
 def as_numeric(values: np.ndarray, offset: int = 0) -> np.ndarray | None:

@@ -28,7 +28,7 @@ import numpy as np
 from puicl_model.estimator.column_encoding import category_key
 from puicl_model.estimator.columns import is_missing
 
-__all__ = ["IDENTIFIER_MIN_ROWS", "IDENTIFIER_SHARE", "identifier_reason"]
+__all__ = ["IDENTIFIER_MIN_ROWS", "IDENTIFIER_SHARE", "IdentifierWarning", "identifier_reason"]
 
 # the share of a column's present values that must be distinct for it to be an identifier. An
 # identifier may repeat a little (a customer met twice), but the development suite's
@@ -39,6 +39,12 @@ IDENTIFIER_SHARE = 0.999
 
 # below this many present values, distinct whole numbers or words are too common by chance
 IDENTIFIER_MIN_ROWS = 20
+
+class IdentifierWarning(UserWarning):
+    """The note that columns were dropped as identifiers, naming the rows their values were
+    counted on: those ``fit`` read, which ``puicl predict`` says are a sample of the file's
+    where they are."""
+
 
 # float64 holds fractions only below this magnitude
 _FLOAT_FRACTIONS_END = 2.0**52

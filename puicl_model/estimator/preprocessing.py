@@ -29,7 +29,11 @@ warns, and scales; how one column is encoded is :mod:`puicl_model.estimator.colu
   empty string, ``null``, ``None``, ``nan``, …; case and surrounding spaces ignored) is read
   as numeric, the tokens as missing values. One stray ``?`` makes pandas read a whole CSV
   column as text; without this the column would be encoded as categories. ``fit`` warns,
-  naming each such column and its tokens.
+  naming each such column and its tokens. A text column of numbers or of ISO 8601 dates with
+  a few stray cells (at most 5 % that are neither) is read as numbers or as the date column it
+  is, the stray cells as missing values, with a warning naming it and counting them; a column
+  that looks like dates but is not read as dates is named with why
+  (:mod:`puicl_model.estimator.text_readings`).
 * **missing numeric values** (NaN, None, pandas NA): ``"median"`` (default) fills them with
   the column's median over the fitted rows; ``"median+indicator"`` also appends a 0/1 column
   "was missing" for every column that had missing values in ``fit``; ``"error"`` rejects them.
@@ -45,8 +49,8 @@ warns, and scales; how one column is encoded is :mod:`puicl_model.estimator.colu
   stands in, so the model still runs (every unlabeled row then gets the same prediction) and a
   warning says so.
 * **dates and durations** (``datetime64``, with or without a time zone, ``timedelta64``,
-  ``period``): read as numbers, seconds since 1970-01-01 (a period: its start) or seconds, so
-  that their order is kept; missing dates (NaT) are missing values.
+  ``period``): read as numbers, seconds since 1970-01-01 (a period: its start) or seconds, the
+  same in every unit, so that their order is kept; missing dates (NaT) are missing values.
 
 Finally each kept column is centred and scaled with its mean and standard deviation over the
 fitted rows, in float64, before the cast to float32 (a column whose values are too large or too
@@ -65,9 +69,10 @@ from typing import Any
 import numpy as np
 
 from puicl_model.estimator.column_checks import (
+    ReadingNotes,
     feature_moments,
+    read_text_column,
     split_by_s,
-    stray_text,
     warn_if_missing_apart,
 )
 from puicl_model.estimator.column_encoding import (
@@ -91,7 +96,8 @@ from puicl_model.estimator.columns import (
     parse_numeric,
     read_columns,
 )
-from puicl_model.estimator.identifiers import identifier_reason
+from puicl_model.estimator.identifiers import IdentifierWarning, identifier_reason
+from puicl_model.estimator.text_readings import DATE_READINGS, read_text
 
 __all__ = [
     "MAX_ONEHOT_LEVELS",
@@ -101,6 +107,14 @@ __all__ = [
     "NumericStrategy",
     "TablePreprocessor",
 ]
+
+# How fit reads a table's columns, recorded in every fitted preprocessor so that one fitted
+# before reads its columns as it was fitted: 1, dates and durations as seconds in the column's
+# own unit; 2, as seconds whatever the unit (columns.moments_in_seconds), and text columns of
+# numbers or ISO 8601 dates with a few stray cells read as numbers or dates
+# (text_readings; recorded per column in ColumnEncoding.read_as, "" before)
+READING_VERSION = 2
+
 
 class TablePreprocessor:
     """Learns column encodings on the fitted table; turns tables into float32 matrices.
@@ -162,6 +176,7 @@ class TablePreprocessor:
         in X's row order. ``labeled`` (the mask of the labeled rows, where known) drops a
         column that tells the labeled rows from the unlabeled ones by itself
         (:func:`_split_by_s`)."""
+        self.reading_version_ = READING_VERSION
         names, arrays, is_frame, self._declared_categorical = read_columns(X)
         if not names:
             # the rows are counted on X itself: a table without columns has no column to count
@@ -206,7 +221,7 @@ class TablePreprocessor:
         self.keep_ = keep
         if labeled is not None:
             warn_if_missing_apart(columns, arrays, numbers, labeled, one_sided)
-        self._warn_dropped(identifiers)
+        self._warn_dropped(identifiers, labeled)
         if not keep.any():
             warnings.warn(
                 "every feature is constant over the fitted rows; the model sees no information "
@@ -229,60 +244,54 @@ class TablePreprocessor:
                      not_identifiers: set[str],
                      ) -> tuple[list[ColumnEncoding], list[np.ndarray | None], dict[str, str]]:
         """Each column's encoding, its values as numbers (None for categories) and, by name,
-        the columns that are identifiers with why; warns about text read as numbers and
-        numbers read as categories."""
+        the columns that are identifiers with why; warns about text read as numbers or dates
+        and numbers read as categories. A text column read as numbers or dates
+        (:mod:`puicl_model.estimator.text_readings`) is replaced in ``arrays`` by its numbers."""
         columns: list[ColumnEncoding] = []
-        read_as_numbers: list[str] = []  # text columns read as numeric, for the warning
-        mostly_numbers: list[str] = []  # numbers with stray text, read as categories
+        notes = ReadingNotes()
         numbers: list[np.ndarray | None] = []  # each column as numbers (None: categories)
         identifiers: dict[str, str] = {}
-        for name, values in zip(names, arrays, strict=True):
+        for position, (name, values) in enumerate(zip(names, arrays, strict=True)):
             offset = integer_offset(values)  # 0 but for integers too large for float64
             numeric, tokens = (None, {}) if name in self._declared_categorical else (
                 parse_numeric(values, offset)
             )
+            reading = ""
+            if numeric is None and name not in self._declared_categorical:
+                reading, numeric = read_text_column(name, values, notes)
+                if reading:
+                    arrays[position] = numeric
             numbers.append(numeric)
             if numeric is not None:
-                columns.append(fit_numeric(name, numeric, self.numeric, self.missing, offset))
+                columns.append(fit_numeric(name, numeric, self.numeric, self.missing, offset,
+                                           reading))
                 if values.dtype.kind in "OUS" and tokens:
                     found = ", ".join(f"{token!r} ×{count}" for token, count in tokens.items())
-                    read_as_numbers.append(f"{name!r} ({found})")
+                    notes.tokens.append(f"{name!r} ({found})")
             else:
                 columns.append(fit_categorical(name, values, self.categorical))
-                if name not in self._declared_categorical:
-                    stray = stray_text(name, values)
-                    if stray:
-                        mostly_numbers.append(stray)
-            reason = None if name in not_identifiers else identifier_reason(values, numeric)
+            dates = name in not_identifiers or reading in DATE_READINGS
+            reason = None if dates else identifier_reason(values, numeric)
             if reason is not None:
                 identifiers[name] = reason
-        if read_as_numbers:
-            warnings.warn(
-                "read as numeric, with these missing-value tokens as missing values: "
-                + "; ".join(read_as_numbers),
-                UserWarning,
-                stacklevel=4,
-            )
-        if mostly_numbers:
-            warnings.warn(
-                "read as categorical although mostly numbers, because of the text in them (each "
-                "distinct number becomes a category, not an amount; replace the text by an "
-                "empty cell or NaN to read the column as numeric): " + "; ".join(mostly_numbers),
-                UserWarning,
-                stacklevel=4,
-            )
+        notes.warn()
         return columns, numbers, identifiers
 
-    def _warn_dropped(self, identifiers: dict[str, str]) -> None:
-        """One warning for the identifiers dropped, one for the other columns dropped."""
+    def _warn_dropped(self, identifiers: dict[str, str],
+                      labeled: np.ndarray | None = None) -> None:
+        """One warning for the identifiers dropped (naming the rows their values were counted
+        on, where ``labeled`` tells them), one for the other columns dropped."""
         if identifiers:
+            counted = "" if labeled is None else (
+                f"; counted on the {len(labeled):,} rows fit read: {int(labeled.sum()):,} "
+                f"labeled, {int((~labeled).sum()):,} unlabeled")
             warnings.warn(
                 "dropped as identifiers (whole numbers or text, a different value in nearly "
                 "every row; keep_columns, or puicl predict --keep-columns, keeps one as a "
                 "feature): "
                 + "; ".join(f"{name!r} ({why.split(': ', 1)[1]})"
-                            for name, why in identifiers.items()),
-                UserWarning,
+                            for name, why in identifiers.items()) + counted,
+                IdentifierWarning,
                 stacklevel=4,
             )
         others = {label: why for label, why in self.dropped_reasons_.items()
@@ -359,8 +368,11 @@ class TablePreprocessor:
         return beyond
 
     def _arrays(self, X: Any) -> list[np.ndarray]:
-        """The columns of ``X`` in the order of ``fit``, refused where they differ from it."""
-        names, arrays, is_frame, self._declared_categorical = read_columns(X)
+        """The columns of ``X`` in the order of ``fit``, refused where they differ from it,
+        each read as in ``fit`` (a text column of numbers or dates as numbers)."""
+        version = getattr(self, "reading_version_", 1)  # (fitted before it was recorded: 1)
+        names, arrays, is_frame, self._declared_categorical = read_columns(
+            X, unit_free_seconds=version >= 2)
         if is_frame and self.is_dataframe_:
             if names != self.feature_names_in_:
                 missing = [n for n in self.feature_names_in_ if n not in names]
@@ -374,13 +386,32 @@ class TablePreprocessor:
                     )
                 position = {n: i for i, n in enumerate(names)}  # same names, other order
                 arrays = [arrays[position[n]] for n in self.feature_names_in_]
-            self._check_moments(moment_columns(X))
+            moments = moment_columns(X)
+            self._check_moments(moments)
         elif len(names) != self.n_features_in_:
             raise ValueError(
                 f"X has {len(names)} columns but the classifier was fitted with "
                 f"{self.n_features_in_}; pass the same columns as in fit"
             )
-        return arrays
+        else:
+            moments = set()
+        return [self._read_as_fitted(column, values, column.name in moments)
+                for column, values in zip(self.columns_, arrays, strict=True)]
+
+    @staticmethod
+    def _read_as_fitted(column: ColumnEncoding, values: np.ndarray, moment: bool,
+                        ) -> np.ndarray:
+        """The column ``values`` read as ``fit`` read it: a text column of numbers or dates
+        (``column.read_as``) as numbers, its cells that are not read as missing values; a date
+        column of a text column of dates as its seconds already (``moment``)."""
+        reading = getattr(column, "read_as", "")  # (fitted before it was recorded: "")
+        if not reading or (moment and reading in DATE_READINGS):
+            return values
+        if reading in DATE_READINGS and values.dtype.kind not in "OUS":
+            raise ValueError(f"column {column.name!r} held dates written as text in fit, but "
+                             "now holds numbers; pass it as in fit (dates as text or as a "
+                             "date column)")
+        return read_text(values, reading)[0]
 
     def _check_moments(self, moments: set[str]) -> None:
         """Refuse a column that holds dates or durations now and did not at fit, or the
@@ -389,8 +420,11 @@ class TablePreprocessor:
         fitted = getattr(self, "moment_columns_", None)
         if fitted is None:  # fitted before the types were recorded
             return
+        # (a text column of dates is read as seconds, and its date column as well)
+        text_dates = {column.name for column in self.columns_
+                      if getattr(column, "read_as", "") in DATE_READINGS}
         for name in self.feature_names_in_:
-            if (name in moments) != (name in fitted):
+            if (name in moments) != (name in fitted) and name not in text_dates:
                 now, then = (("dates or durations", "other values") if name in moments
                              else ("other values", "dates or durations"))
                 raise ValueError(f"column {name!r} holds {now}, but it held {then} in fit; "

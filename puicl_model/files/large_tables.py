@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from puicl_model.estimator.identifiers import IdentifierWarning
 from puicl_model.estimator.input_checks import check_pu_labels, check_settings
 from puicl_model.estimator.pool_sample import NEW_ROW, sampled_pool_rows
 from puicl_model.files.table_io import TableError, TableScan, read_batches, scan_table
@@ -293,9 +294,15 @@ def _fit(classifier: PUICLClassifier, X: pd.DataFrame, s: np.ndarray, n_pool: in
         # and s's counts of the whole table for the inverted-labels check
         classifier.fit(X, s, sampled_from=n_pool)
     # columns read as numeric or dropped, and why: said on stderr, never silently
+    n_fitted_pool = int((s == 0).sum())
     for warning in caught:
         if issubclass(warning.category, UserWarning):
-            print(f"puicl predict: note: {warning.message}", file=sys.stderr)
+            note = str(warning.message)
+            if issubclass(warning.category, IdentifierWarning) and n_fitted_pool < n_pool:
+                # (the counts are the fitted rows', not the file's: said so)
+                note += (f"; the unlabeled ones a seeded sample of the input's {n_pool:,} "
+                         "(--pool-sample)")
+            print(f"puicl predict: note: {note}", file=sys.stderr)
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                    warning.lineno)

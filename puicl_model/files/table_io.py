@@ -16,7 +16,11 @@ is bounded by the batch, not the table:
   pandas infers when it reads the whole column at once (``pandas.read_csv(path,
   low_memory=False)``); every later read, in batches here or by dask's workers
   (:mod:`puicl_model.files.dask_scoring`), passes those types (:func:`csv_read_options`,
-  :func:`restore_csv_types`), so every batch holds the values one read of the file gives. The
+  :func:`restore_csv_types`), so every batch holds the values one read of the file gives. A
+  column of text is read as numbers or dates where its cells are, by the classifier's own
+  rule (:mod:`puicl_model.estimator.text_readings`) decided on every row of the file: ISO 8601
+  dates become a date column (as a Parquet file's), and in a column of numbers the few cells
+  that are not numbers become missing, said in one line that counts the file's cells. The
   scan also finds a saved index (an unnamed column of distinct whole numbers, what
   ``DataFrame.to_csv()`` writes), which is row numbering, not a feature.
 
@@ -44,6 +48,15 @@ import numpy as np
 import pandas as pd
 
 from puicl_common.atomic import atomic_output
+from puicl_model.estimator.text_readings import (
+    DATE_READINGS,
+    DATES,
+    NUMBERS,
+    ZONED_DATES,
+    TextTally,
+    numbers_left_as_text,
+    text_as_datetimes,
+)
 
 __all__ = ["CSV_TYPES", "PARQUET_SUFFIXES", "BatchWriter", "TableError", "TableScan",
            "csv_read_options", "decide_csv_type", "read_batches", "restore_csv_types",
@@ -81,7 +94,10 @@ class TableScan:
 # bools and NaN), so such a column is read as pandas' nullable booleans and turned back
 # (:func:`restore_csv_types`)
 CSV_TYPES: dict[str, Any] = {"int": "int64", "uint": "uint64", "float": "float64",
-                             "bool": "bool", "bool+missing": "boolean", "text": str}
+                             "bool": "bool", "bool+missing": "boolean", "text": str,
+                             # text read as numbers or dates (text_readings), its other
+                             # cells as missing: read as text, then turned
+                             "numbers+text": str, DATES: str, ZONED_DATES: str}
 
 
 def _batch_kind(values: pd.Series) -> str:
@@ -132,10 +148,52 @@ def restore_csv_types(frame: pd.DataFrame, types: dict[str, str]) -> pd.DataFram
     the whole file gives: a column of True/False with blanks holds bools and NaN (an object
     column), not pandas' nullable booleans."""
     for column, kind in types.items():
-        if kind == "bool+missing" and column in frame.columns:
+        if column not in frame.columns:
+            continue
+        if kind == "bool+missing":
             values = frame[column]
             frame[column] = values.astype(object).where(values.notna(), np.nan)
+        elif kind == "numbers+text":
+            frame[column] = pd.Series(numbers_left_as_text(frame[column].to_numpy(object)),
+                                      index=frame.index, dtype=object)
+        elif kind in DATE_READINGS:
+            dates = text_as_datetimes(frame[column].to_numpy(object), kind)[0]
+            frame[column] = dates.set_axis(frame.index)
     return frame
+
+
+def _tally(tally: TextTally, values: pd.Series, kind: str) -> None:
+    """Count a batch of a CSV column's cells (:class:`TextTally`) as pandas read them."""
+    if kind == "text":
+        tally.add(values.to_numpy(object))
+    elif kind in ("int", "negint", "uint", "float"):
+        tally.add_numbers(int(values.notna().sum()))
+    elif kind in ("bool", "bool+missing"):
+        tally.add_others(values.dropna().tolist())
+
+
+def _text_reading(path: Path, column: str, tally: TextTally) -> str:
+    """The type of a CSV column of text (:data:`CSV_TYPES`), read as numbers or dates where
+    its cells are (:mod:`puicl_model.estimator.text_readings`, as the classifier reads a text
+    column), with a note on stderr counting the file's cells it reads as missing."""
+    reading = tally.reading()
+    note = f"puicl predict: note: {path}: column {column!r}"
+    if reading is None:
+        # (text that looks like dates reaches the classifier as text, whose note says why it
+        # is not read as dates, once)
+        return "text"
+    strays = tally.strays(reading)
+    if reading == NUMBERS:
+        if not strays:
+            return "text"  # numbers and missing-value tokens: the classifier reads them
+        print(f"{note} is read as numeric, the cells that are not numbers as missing values: "
+              f"{tally.stray_note(NUMBERS)}", file=sys.stderr)
+        return "numbers+text"
+    print(f"{note} is read as dates (ISO 8601" + (", with a time zone, in UTC"
+                                                  if reading == ZONED_DATES else "") + ")"
+          + (f", the cells that are not dates as missing values: {tally.stray_note(reading)}"
+             if strays else ""), file=sys.stderr)
+    return reading
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -153,6 +211,7 @@ def _scan_csv(path: Path, label_column: str | None, batch_rows: int) -> TableSca
                          "own name")
     columns: list[str] | None = None
     kinds: dict[str, set[str]] = {}
+    tallies: dict[str, TextTally] = {}  # what each column's cells are, for text's readings
     unnamed: dict[str, list[np.ndarray]] = {}
     labels: list[np.ndarray] = []
     n_rows = 0
@@ -167,6 +226,8 @@ def _scan_csv(path: Path, label_column: str | None, batch_rows: int) -> TableSca
         for column in columns:
             kind = _batch_kind(batch[column])
             kinds.setdefault(column, set()).add(kind)
+            if column != label_column:
+                _tally(tallies.setdefault(column, TextTally()), batch[column], kind)
             if kind == "text" and not multiline:  # (dask's reader splits files at line breaks)
                 multiline = bool(batch[column].astype(str).str.contains("[\r\n]").any())
         for column, parts in unnamed.items():
@@ -177,6 +238,9 @@ def _scan_csv(path: Path, label_column: str | None, batch_rows: int) -> TableSca
     if columns is None or n_rows == 0:
         raise TableError(f"{path} has no data rows")
     types = {column: decide_csv_type(kinds[column]) for column in columns}
+    for column in columns:
+        if types[column] == "text" and column in tallies:
+            types[column] = _text_reading(path, column, tallies[column])
     saved_index = []
     for position, column in enumerate(columns):
         if column in unnamed and types[column] in ("int", "uint"):

@@ -188,6 +188,18 @@ def test_the_help_names_parquet_and_every_default(capsys) -> None:
                 assert "default: " in action.help, (command, action.dest)
 
 
+def test_the_help_says_what_the_portfolio_bags_fit(capsys) -> None:
+    from puicl_model.estimator.learners import CrossFittedLearner
+    from puicl_model.estimator.portfolio import BAGGED
+
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    # (what the bags fit: if that changes, so must the help)
+    assert "Forest" in type(CrossFittedLearner(BAGGED, 5)._estimator(0)).__name__
+    assert "PU bagging of small random forests" in text and "boost" not in text
+
+
 def test_info_without_a_path_describes_the_bundled_model(capsys) -> None:
     from puicl_model.net.weights import bundled_weights_path, stored_checksum
 
