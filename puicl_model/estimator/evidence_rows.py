@@ -19,8 +19,8 @@ import numpy as np
 
 from puicl_model.passes import seed_keys
 
-__all__ = ["JUDGED_HELD_OUT", "JUDGED_POOL_ROWS", "HeldRows", "held_out_rows",
-           "judged_held_rows", "judged_pool_rows"]
+__all__ = ["JUDGED_HELD_OUT", "JUDGED_POOL_ROWS", "MOST_JUDGED_POOL_ROWS", "HeldRows",
+           "held_out_rows", "judged_held_rows", "judged_pool_rows"]
 
 # the blend is chosen against a seeded sample of this many pool rows (all of a smaller pool):
 # on a table with held-out positives the model scores the rest only where the chosen blend
@@ -32,6 +32,10 @@ JUDGED_POOL_ROWS = 500
 # the model scores the others only where the chosen blend weighs it. 300 pick as 1,000 did on
 # every large task of the size grid (docs/decisions.md), for a third of the model's passes
 JUDGED_HELD_OUT = 300
+# where the choice is close (portfolio.READ_MORE_Z), both samples double, up to every held-out
+# positive and this many pool rows: the samples are prefixes of one keyed order, so a larger
+# sample holds the smaller one and the model scores only the rows it adds
+MOST_JUDGED_POOL_ROWS = 4000
 
 
 @dataclass(frozen=True)
@@ -78,17 +82,20 @@ def held_out_rows(n_labeled: int, n_held: int, entropy: int) -> np.ndarray:
     return mask
 
 
-def judged_pool_rows(n_pool: int, entropy: int) -> np.ndarray:
-    """The pool rows (sorted) the blend is chosen against: all of a pool of at most
-    :data:`JUDGED_POOL_ROWS`, else a sample of that many keyed ``(seed_keys.JUDGED,)``."""
-    return _judged_rows(n_pool, JUDGED_POOL_ROWS, entropy, (seed_keys.JUDGED,))
+def judged_pool_rows(n_pool: int, entropy: int, size: int | None = None) -> np.ndarray:
+    """The pool rows (sorted) the blend is chosen against: all of a pool of at most ``size``
+    (None: :data:`JUDGED_POOL_ROWS`), else a sample of that many keyed ``(seed_keys.JUDGED,)``
+    (a larger ``size``'s sample holds a smaller one's)."""
+    return _judged_rows(n_pool, JUDGED_POOL_ROWS if size is None else size, entropy,
+                        (seed_keys.JUDGED,))
 
 
-def judged_held_rows(n_held: int, entropy: int) -> np.ndarray:
+def judged_held_rows(n_held: int, entropy: int, size: int | None = None) -> np.ndarray:
     """The held-out positives (sorted, among the held-out ones) the blend is chosen on: all
-    of at most :data:`JUDGED_HELD_OUT`, else a sample of that many keyed
+    of at most ``size`` (None: :data:`JUDGED_HELD_OUT`), else a sample of that many keyed
     ``(seed_keys.JUDGED, 1)``."""
-    return _judged_rows(n_held, JUDGED_HELD_OUT, entropy, (seed_keys.JUDGED, 1))
+    return _judged_rows(n_held, JUDGED_HELD_OUT if size is None else size, entropy,
+                        (seed_keys.JUDGED, 1))
 
 
 def _judged_rows(n: int, size: int, entropy: int, key: tuple[int, ...]) -> np.ndarray:

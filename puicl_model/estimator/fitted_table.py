@@ -17,21 +17,27 @@ row.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from puicl_model.estimator.ensemble import Member, fit_ensemble, hold_out, plan_passes
-from puicl_model.estimator.evidence_rows import HeldRows
+from puicl_model.estimator.ensemble import Member, fit_ensemble, plan_passes
+from puicl_model.estimator.evidence_rows import MOST_JUDGED_POOL_ROWS, HeldRows
 from puicl_model.estimator.fitted_scorer import ContextsOnly, FittedScorer, Runtime, no_table
 from puicl_model.estimator.input_checks import warn_about_leaks
 from puicl_model.estimator.pool_ranking import ranked
 from puicl_model.estimator.pool_sample import take_rows
-from puicl_model.estimator.portfolio import Portfolio, judged_held_rows, judged_pool_rows
+from puicl_model.estimator.portfolio import (
+    Portfolio,
+    judged_held_rows,
+    judged_pool_rows,
+    undecided,
+)
 from puicl_model.estimator.portfolio_gate import held_out_mask, runs_on
 from puicl_model.estimator.prior import (
     DEFAULT_FOLDS,
@@ -41,12 +47,15 @@ from puicl_model.estimator.prior import (
     fold_of,
     prior_cut,
 )
+from puicl_model.passes.inference import PassScorer
+from puicl_model.passes.planning import PassPlanner, ViewRows
 from puicl_model.passes.query_rows import ContextCaches
 from puicl_model.passes.settings import InferenceSettings
 
-__all__ = ["FittedTable", "Folds", "table_of"]
+__all__ = ["FittedTable", "Folds", "HeldOutEvidence", "table_of"]
 
 Folds = list[tuple[np.ndarray, np.ndarray]]  # per fold: (its positives' P(y=1), the pool's)
+Result = TypeVar("Result")
 
 # Fit the portfolio's learners on a thread of their own while the model's first passes run,
 # where the model runs on a GPU and the host's CPU would otherwise wait for it. Prepared and
@@ -66,8 +75,12 @@ class FittedTable(FittedScorer):
     """A fitted classifier's table and everything scored on it (the module's note).
 
     ``x_labeled``: the labeled rows the passes' context draws from, in the first view's
-    encoding; ``x_pool``: the fitted unlabeled rows; ``x_held``: the labeled positives held
-    out of every pass's context (None: the class prior's folds are the portfolio's evidence).
+    encoding; ``x_pool``: the fitted unlabeled rows; ``x_held``: the labeled positives that are
+    the portfolio's evidence (None: the class prior's folds are its evidence where a study asks).
+    ``held_in_context``: those positives are among ``x_labeled`` and in the passes' context, set
+    apart only from the evidence's passes (``evidence_pool_proba``: the judged pool rows' P(y=1)
+    there). Folders saved before keep them out of every pass's context, after the pool in each
+    view (``held_in_context`` False: no ``evidence_pool_proba``), and load as they were.
     """
 
     x_labeled: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
@@ -76,12 +89,15 @@ class FittedTable(FittedScorer):
     pool_proba: np.ndarray = field(default_factory=lambda: np.empty(0))
     held_proba: np.ndarray | None = None
     model_folds: dict[int, Folds] = field(default_factory=dict)  # the model's, per n_folds
+    held_in_context: bool = False
+    evidence_pool_proba: np.ndarray | None = None
     pool_index: dict[bytes, int] = field(default_factory=dict, repr=False)  # not saved
 
     SAVED: ClassVar[Mapping[str, str]] = {
         **FittedScorer.SAVED, "x_labeled_": "x_labeled", "x_pool_": "x_pool",
         "_x_held": "x_held", "_pool_proba": "pool_proba", "_held_proba": "held_proba",
-        "_held_out": "model_folds"}
+        "_held_out": "model_folds", "_held_in_context": "held_in_context",
+        "_evidence_pool_proba": "evidence_pool_proba"}
 
     @classmethod
     def build(cls, X: Any, labeled: np.ndarray, settings: InferenceSettings, entropy: int, *,
@@ -89,9 +105,10 @@ class FittedTable(FittedScorer):
               encoding: dict[str, Any], n_threads: int | None) -> FittedTable:
         """The table ``X`` (``labeled``: its labeled rows) encoded in each member's view
         (``encoding``: the classifier's preprocessing settings and ``keep_columns``), the
-        portfolio where its gate lets it run (:mod:`~.portfolio_gate`; its held-out positives
-        moved to the end of each view's pool), the rows ranked where passes share a context,
-        and the passes planned for a model of ``max_features``; nothing scored yet."""
+        portfolio where its gate lets it run (:mod:`~.portfolio_gate`, with the labeled
+        positives that are its evidence), the rows ranked where passes share a context, and
+        the passes planned for a model of ``max_features``, as the model alone plans them;
+        nothing scored yet."""
         ensemble = fit_ensemble(X, labeled, n_estimators, catalogue, **encoding)
         base = ensemble.views[0]
         if base.preprocessor.keep_.any():  # (else one zero column stands in: no leak)
@@ -100,16 +117,19 @@ class FittedTable(FittedScorer):
         held = portfolio = None
         if runs_on(settings.portfolio, n_labeled, len(base.x_pool)):
             held = held_out_mask(n_labeled, entropy)
-            if held is not None:
-                ensemble = hold_out(ensemble, held)
             portfolio = Portfolio.build(X, labeled, held, entropy, encoding["keep_columns"],
                                         n_threads)
         ensemble = ranked(ensemble, settings, entropy, n_threads)
         return cls(ensemble.views, plan_passes(ensemble, settings, max_features, entropy),
                    portfolio, entropy, 0 if held is None else int(held.sum()),
-                   # the labeled rows the passes' context draws from (all but the held out)
-                   x_labeled=ensemble.views[0].x_labeled, x_pool=base.x_pool,
-                   x_held=None if held is None else base.x_labeled[held])
+                   x_labeled=base.x_labeled, x_pool=base.x_pool,
+                   x_held=None if held is None else base.x_labeled[held],
+                   held_in_context=held is not None)
+
+    @property
+    def n_labeled(self) -> int:
+        """The labeled positives of the fit, those held out of the passes' context included."""
+        return len(self.x_labeled) + (0 if self.held_in_context else self.n_held_out)
 
     @property
     def n_pool(self) -> int:
@@ -175,40 +195,54 @@ class FittedTable(FittedScorer):
         self.n_passes += passes
         return proba
 
-    def _first_scores(self, rows: np.ndarray, runtime: Runtime,
-                      held: np.ndarray | None = None) -> np.ndarray:
+    def _first_scores(self, rows: np.ndarray, runtime: Runtime) -> np.ndarray:
         """:meth:`model_scores`, with the portfolio's learners fitted on a thread beside it
         where :func:`learners_beside` says so (the choice then finds them fitted)."""
+        return self._beside_learners(lambda: self.model_scores(rows, runtime), runtime)
+
+    def _beside_learners(self, work: Callable[[], Result], runtime: Runtime) -> Result:
+        """``work()`` (the model's passes), with the portfolio's learners fitted on a thread
+        beside it where :func:`learners_beside` says so."""
         if self.portfolio is None or not learners_beside(runtime):
-            return self.model_scores(rows, runtime, held)
+            return work()
         # leaving the pool's block waits for the learners, whether or not the passes raised
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="puicl-learners") as pool:
             fitting = pool.submit(self.portfolio.fit_learners)
-            proba = self.model_scores(rows, runtime, held)
+            result = work()
         fitting.result()  # the learners' error, if they raised one
-        return proba
+        return result
 
     def _choose_on_held_out(self, portfolio: Portfolio, runtime: Runtime) -> None:
-        """Score a sample of the held-out positives and of the pool rows, choose the blend on
-        them, and score the rest of both with the model only where the blend weighs it."""
+        """Choose the blend on the held-out positives against a sample of the pool, both
+        scored by passes that set the positives apart from their context (the evidence),
+        reading more of both while the choice is close (:func:`~.portfolio.undecided`); then
+        score the pool as the model alone scores it only where the blend weighs the model."""
         n_pool, n_held = len(self.x_pool), self.n_held_out
-        judged = judged_pool_rows(n_pool, self.entropy)
+        evidence = HeldOutEvidence.of(self, runtime)
+        in_labeled = len(portfolio.x_labeled) - n_held  # where the learners lay them
+        judged = judged_pool_rows(n_pool, self.entropy)  # (the first samples' sizes)
         judged_held = judged_held_rows(n_held, self.entropy)
-        proba = self._first_scores(judged, runtime, judged_held)
-        model_judged, model_held = proba[:len(judged)], proba[len(judged):]
-        in_labeled = HeldRows.positions(len(portfolio.x_labeled) - n_held, judged_held)
-        portfolio.choose_on([(model_held, model_judged)], [in_labeled], judged)
-        model_pool = model_judged if len(judged) == n_pool else None
+        # (the learners fitted beside the first passes, where that pays)
+        self._beside_learners(functools.partial(evidence.scores, judged, judged_held), runtime)
+        while True:
+            model_judged, model_held = evidence.scores(judged, judged_held)
+            choice = portfolio.choose_on([(model_held, model_judged)],
+                                         [HeldRows.positions(in_labeled, judged_held)], judged)
+            read_all = len(judged) == n_pool and len(judged_held) == n_held
+            if (read_all or len(judged) >= MOST_JUDGED_POOL_ROWS
+                    or not undecided(choice, portfolio.fallback, portfolio.z)):
+                break
+            judged = judged_pool_rows(n_pool, self.entropy,
+                                      min(2 * len(judged), MOST_JUDGED_POOL_ROWS))
+            judged_held = judged_held_rows(n_held, self.entropy, 2 * len(judged_held))
+        model_all_held = evidence.scores(judged, np.arange(n_held))[1]
+        self.n_passes += evidence.n_passes
         if portfolio.weighs_model:
-            model_pool = _completed(model_judged, judged, n_pool,
-                                    lambda rest: self.model_scores(rest, runtime))
-            no_pool_rows = np.empty(0, dtype=np.int64)
-            model_held = _completed(model_held, judged_held, n_held,
-                                    lambda rest: self.model_scores(no_pool_rows, runtime, rest))
-        elif len(judged_held) < n_held:
-            model_held = None  # (the blend reads only the learners' scores of them)
-        self.pool_proba = portfolio.blend_pool(model_pool, judged, model_judged)
-        self.held_proba = portfolio.held_proba(model_held)
+            self.pool_proba = portfolio.blend_pool(self.model_scores(np.arange(n_pool), runtime))
+        else:
+            self.pool_proba = portfolio.blend_pool(None, judged, model_judged)
+        self.held_proba, self.evidence_pool_proba = portfolio.evidence_proba(
+            model_all_held, model_judged, judged)
 
     def fold_masks(self, n_folds: int) -> list[np.ndarray]:
         """Per fold of the class prior's cross-fitting: its labeled rows."""
@@ -261,7 +295,10 @@ class FittedTable(FittedScorer):
         the passes, they are the one fold, scored with the pool (``n_folds`` is not used)."""
         if self.x_held is not None:
             assert self.held_proba is not None
-            return [(self.held_proba, self.pool_proba)]
+            # (a folder saved before the evidence's own passes: the pool's own scores)
+            pool = (self.pool_proba if self.evidence_pool_proba is None
+                    else self.evidence_pool_proba)
+            return [(self.held_proba, pool)]
         folds = self._model_folds(n_folds, runtime)
         if self.portfolio is None:
             return folds
@@ -284,6 +321,53 @@ class FittedTable(FittedScorer):
 
     def prior_cut(self, runtime: Runtime) -> tuple[np.ndarray, float]:
         return prior_cut(self.pool_proba, self.estimate_class_prior(DEFAULT_FOLDS, runtime))
+
+
+@dataclass
+class HeldOutEvidence:
+    """The model's P(y = 1) of a table's held-out positives and of its pool's rows, by passes
+    that set those positives apart from their context as the class prior's folds set a fold
+    apart (:func:`~puicl_model.estimator.prior.cross_fitted_scores`): every member judged as
+    fitted without them. Rows are scored as the choice asks for them, each once; where the
+    passes share their contexts, only the rows asked for are scored, next to contexts kept
+    between the asks."""
+
+    planners: list[PassPlanner]
+    views: list[ViewRows]
+    n_pool: int
+    scorer: PassScorer
+    caches: ContextCaches | None
+    known: np.ndarray  # per row of the evidence's pool (the pool, then the held-out): NaN unscored
+    n_passes: int = 0
+
+    @classmethod
+    def of(cls, table: FittedTable, runtime: Runtime) -> HeldOutEvidence:
+        held = held_out_mask(len(table.x_labeled), table.entropy)
+        assert held is not None and int(held.sum()) == table.n_held_out
+        n_held = table.n_held_out
+        views = [view.with_fold_in_pool(held).rows() for view in table.views]
+        planners = [dataclasses.replace(p, n_labeled=p.n_labeled - n_held,
+                                        n_pool=p.n_pool + n_held) for p in table.planners]
+        caches = ContextCaches(runtime.cache_bytes) if runtime.cache_bytes else None
+        return cls(planners, views, table.n_pool, runtime.scorer(), caches,
+                   np.full(table.n_pool + n_held, np.nan))
+
+    def scores(self, pool_rows: np.ndarray, held_rows: np.ndarray,
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The model's P(y = 1) of the pool rows ``pool_rows`` and of the held-out positives
+        ``held_rows`` (indices among them)."""
+        asked = np.concatenate([pool_rows, self.n_pool + np.asarray(held_rows, dtype=np.int64)])
+        missing = asked[np.isnan(self.known[asked])]
+        if len(missing):
+            if all(planner.shares_context for planner in self.planners):
+                proba, passes = self.scorer(self.planners, self.views, rows=missing,
+                                            caches=self.caches)
+                self.known[missing] = proba
+            else:  # every row of the passes at once: they are all scored anyway
+                self.known[:], passes = self.scorer(self.planners, self.views)
+            self.n_passes += passes
+        return self.known[pool_rows], self.known[self.n_pool + np.asarray(held_rows,
+                                                                         dtype=np.int64)]
 
 
 def table_of(scorer: FittedScorer, what: str) -> FittedTable:

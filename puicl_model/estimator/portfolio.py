@@ -73,13 +73,39 @@ from puicl_model.estimator.portfolio_gate import (
 )
 from puicl_model.passes.scores import NonFiniteScoresError
 
-__all__ = ["BAGGED", "BOOSTED", "CANDIDATES", "EVIDENCE_Z", "FALLBACK", "FALLBACK_WEIGHTS",
-           "FALLBACK_WITH_HELD_OUT", "JUDGED_HELD_OUT", "JUDGED_POOL_ROWS", "LOGISTIC",
-           "MAX_HELD_OUT", "MEMBERS", "MIN_LABELED_FOR_HOLD_OUT", "MIN_LABELED_FOR_PORTFOLIO",
-           "MIN_POOL_FOR_PORTFOLIO", "MODEL", "Blend", "Choice", "CrossFittedLearner",
-           "Evidence", "Portfolio", "blends_for", "candidates", "choose",
-           "fallback_on_evidence", "held_out_rows",
-           "judged_held_rows", "judged_pool_rows", "learner_encoding"]
+__all__ = [
+    "BAGGED",
+    "BOOSTED",
+    "CANDIDATES",
+    "EVIDENCE_Z",
+    "FALLBACK",
+    "FALLBACK_WEIGHTS",
+    "FALLBACK_WITH_HELD_OUT",
+    "JUDGED_HELD_OUT",
+    "JUDGED_POOL_ROWS",
+    "LOGISTIC",
+    "MAX_HELD_OUT",
+    "MEMBERS",
+    "MIN_LABELED_FOR_HOLD_OUT",
+    "MIN_LABELED_FOR_PORTFOLIO",
+    "MIN_POOL_FOR_PORTFOLIO",
+    "MODEL",
+    "READ_MORE_Z",
+    "Blend",
+    "Choice",
+    "CrossFittedLearner",
+    "Evidence",
+    "Portfolio",
+    "blends_for",
+    "candidates",
+    "choose",
+    "fallback_on_evidence",
+    "held_out_rows",
+    "judged_held_rows",
+    "judged_pool_rows",
+    "learner_encoding",
+    "undecided",
+]
 
 MODEL = "model"
 # the members a fit runs (docs/decisions.md, "A portfolio chosen per table"). BOOSTED, the
@@ -127,6 +153,10 @@ NO_EVIDENCE = ("below the hold-out threshold the fallback stands with no evidenc
 # the standard errors of paired held-out AUC difference a candidate must lead the fallback by:
 # lower bars followed the noise more often than they found a better one (docs/decisions.md)
 EVIDENCE_Z = 3.0
+# a table with held-out positives reads more of them and of the pool (evidence_rows'
+# MOST_JUDGED_POOL_ROWS) while its best candidate leads the fallback by more than this many
+# standard errors and not by EVIDENCE_Z: a lead the samples read so far cannot settle
+READ_MORE_Z = 1.0
 
 
 # ----------------------------------------------------------------------------- evidence
@@ -249,6 +279,17 @@ def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBA
         name, reason = fallback, (f"no candidate leads {fallback} by more than {z:g} standard "
                                   "errors of held-out AUC")
     return Choice(name, dict(blends[name]), aucs, se, n_held, reason)
+
+
+def undecided(choice: Choice, fallback: str, z: float = EVIDENCE_Z) -> bool:
+    """Whether ``choice``'s best candidate leads ``fallback`` by more than
+    :data:`READ_MORE_Z` standard errors but not by ``z``: more evidence may settle it."""
+    aucs, se = choice.held_out_auc, choice.lead_se
+    if not aucs:
+        return False
+    best = max(aucs, key=lambda name: aucs[name])
+    lead = aucs[best] - aucs[fallback]
+    return best != fallback and READ_MORE_Z * se[best] < lead <= z * se[best]
 
 
 # -------------------------------------------------------------------------------- blend
@@ -417,6 +458,20 @@ class Portfolio:
         assert self.blend is not None
         assert model_held is not None or not self.weighs_model
         return self.blend.proba(self._held_scores(model_held), model_held)
+
+    def evidence_proba(self, model_held: np.ndarray, model_judged: np.ndarray,
+                       judged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The chosen blend's P(y = 1) of every held-out positive and of the judged pool rows,
+        as the evidence's passes scored them (``model_held``, ``model_judged``: the model's,
+        with the held-out positives set apart from the context), the blend standardized and
+        keyed on those pool rows: the one fold of a table with held-out positives that π̂
+        reads (each sample scored as the other is)."""
+        assert self.choice is not None
+        held = self._held_scores(model_held)
+        pool = {MODEL: log_odds(model_judged),
+                **{kind: scores[judged] for kind, scores in self.pool_scores.items()}}
+        blend = Blend.on_pool(self.choice.weights, pool, model_judged)
+        return blend.proba(held, model_held), blend.proba(pool, model_judged)
 
     def fold_proba(self, fold: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
                    ) -> tuple[np.ndarray, np.ndarray]:

@@ -203,9 +203,12 @@ def bootstrap_estimates(pool_positive: np.ndarray, folds: Folds | None, entropy:
         key = (seed_keys.BOOTSTRAP, 1, len(folds), k)
         draws = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
         w_held = _counts(draws, len(held), n_bootstrap)
+        # a fold scored against a sample of the pool (a table's held-out positives): its own
+        # rows drawn, after its positives, from the same stream
+        w_fold_pool = w_pool if len(pool) == n_u else _counts(draws, len(pool), n_bootstrap)
         best_bin += 1.0 - _weighted_best_bin(np.asarray(held, dtype=np.float64),
                                              np.asarray(pool, dtype=np.float64),
-                                             w_held, w_pool)
+                                             w_held, w_fold_pool)
     return np.maximum(mean, best_bin / len(folds))
 
 
@@ -275,7 +278,8 @@ def prior_report(pool_positive: np.ndarray, folds: Folds | None, entropy: int,
     interval = (min(float(low), estimate), max(float(high), estimate))
     bound = auc = None
     if folds is not None:
-        bound = negative_share_bound(folds, len(pool_positive), delta)
+        # (the folds score the same pool rows: the pool's own, or a sample of them)
+        bound = negative_share_bound(folds, min(len(pool_positive), len(folds[0][1])), delta)
         auc = held_out_auc(folds)
     upper = min(1.0, max(interval[1] + MODEL_ERROR_ALLOWANCE, bound or 0.0))
     # a point below the bound contradicts the data (the model's calibration is off): flagged

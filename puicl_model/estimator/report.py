@@ -240,7 +240,7 @@ def _choice_figure(choice: Choice, fallback: str) -> bytes:
 def _facts(classifier: PUICLClassifier, report: ClassPriorReport,
            choice: Choice | None) -> list[tuple[str, str]]:
     bound = "none" if report.lower_bound is None else f"{report.lower_bound:.4f}"
-    facts = [("labeled positives", f"{len(classifier.x_labeled_) + classifier.n_held_out_:,}"),
+    facts = [("labeled positives", f"{classifier.fitted_.n_labeled:,}"),
              ("unlabeled rows fitted", f"{len(classifier.x_pool_):,}"),
              ("π̂ (negative share of the pool)", f"{report.estimate:.4f}"),
              (f"π̂'s {report.level:.0%} interval",

@@ -249,10 +249,14 @@ def _scorer(state: Mapping[str, Any], with_table: bool, views: list) -> int | No
         return None
     first = views[0]
     width, n_held = first.x_pool.shape[1], state["n_held_out_"]
-    # the first view's rows: its labeled ones; its pool less the held-out positives that
-    # follow the pool there
+    in_context = state.get("_held_in_context", False)
+    if not isinstance(in_context, bool) or (in_context and n_held == 0):
+        raise _Refused("_held_in_context", "is not true (positives held out, in the passes' "
+                                           "context) or false")
+    # the first view's rows: its labeled ones; its pool, less the held-out positives that
+    # follow it there in a folder saved before they stayed in the context
     expected = {"x_labeled_": first.x_labeled.shape,
-                "x_pool_": (len(first.x_pool) - n_held, width)}
+                "x_pool_": (len(first.x_pool) - (0 if in_context else n_held), width)}
     for name, shape in expected.items():
         rows = _array(name, state[name], ndim=2)
         if rows.shape != shape:
@@ -269,6 +273,15 @@ def _scorer(state: Mapping[str, Any], with_table: bool, views: list) -> int | No
         if held.shape[1] != width:
             raise _Refused("_x_held", "has rows of another width than the first view's")
         _probabilities("_held_proba", held_proba, len(held))
+    evidence_pool = state.get("_evidence_pool_proba")
+    if (evidence_pool is None) == in_context:
+        raise _Refused("_evidence_pool_proba", "and _held_in_context disagree on the evidence's "
+                                               "own passes")
+    if evidence_pool is not None:
+        _probabilities("_evidence_pool_proba", evidence_pool)
+        if not 0 < len(evidence_pool) <= n_pool:
+            raise _Refused("_evidence_pool_proba", f"holds {len(evidence_pool)} rows, not "
+                                                   f"between 1 and the pool's {n_pool}")
     # (as cross_fitted_scores draws and scores them: over the first planner's pool)
     _folds("_held_out", state.get("_held_out", {}), len(first.x_labeled),
            state["planners_"][0].n_pool, state["_entropy"])
@@ -432,8 +445,9 @@ def check_values(path: Path, state: Mapping[str, Any], with_table: bool) -> None
         n_pool = _scorer(state, with_table, views)
         if state.get("portfolio_") is not None:
             n_held = state["n_held_out_"]
+            outside = 0 if state.get("_held_in_context", False) else n_held
             rows = (None if n_pool is None
-                    else (len(state["x_labeled_"]) + n_held, n_pool))
+                    else (len(state["x_labeled_"]) + outside, n_pool))
             _portfolio("portfolio_", state["portfolio_"], rows, n_held)
     except _Refused as refused:
         raise SavedModelError(f"{path}: {refused}; not what puicl saves") from None

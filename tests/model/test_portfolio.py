@@ -261,24 +261,26 @@ def test_smaller_tables_take_the_fallback_with_no_fold_pass(small_weights, rng) 
 @pytest.mark.slow
 def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, rng,
                                                                  monkeypatch) -> None:
+    from puicl_model.estimator.portfolio_gate import HELD_OUT_FOLDS
+
     n_labeled = MIN_LABELED_FOR_HOLD_OUT + 40
     X, s = _table(rng, n_labeled, 2500)  # a pool larger than the judged sample
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
-    assert clf.n_held_out_ == min(n_labeled // 2, MAX_HELD_OUT)
-    assert clf.portfolio_.fallback == "logistic"
-    assert len(clf.x_labeled_) == n_labeled - clf.n_held_out_
+    # a fifth of the labeled positives is the evidence; every one stays in the passes' context
+    assert clf.n_held_out_ == min(n_labeled // HELD_OUT_FOLDS, MAX_HELD_OUT)
+    assert len(clf.x_labeled_) == n_labeled and clf.fitted_.n_labeled == n_labeled
     pool = clf.predict_proba(X[s == 0])
     assert pool.shape == (2500, 2) and np.all((pool >= 0) & (pool <= 1))
-    # the blend is chosen against a judged sample of the pool; where it does not weigh the
-    # model, the model scored only that sample and the held-out positives
+    # the blend is chosen against a judged sample of the pool (more where the choice is close)
     from puicl_model.estimator.learners import BAGS
     from puicl_model.estimator.portfolio import JUDGED_POOL_ROWS
 
-    assert len(clf.portfolio_.evidence.pool[0]["model"]) == JUDGED_POOL_ROWS < 2500
+    assert JUDGED_POOL_ROWS <= len(clf.portfolio_.evidence.pool[0]["model"]) <= 2500
     assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS
     passes = clf.n_passes_
     folds = clf.held_out_scores()
     assert len(folds) == 1 and len(folds[0][0]) == clf.n_held_out_
+    assert len(folds[0][1]) == len(clf.portfolio_.evidence.pool[0]["model"])
     assert 0.0 <= clf.estimate_class_prior() <= 1.0 and clf.n_passes_ == passes
     again = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
     assert np.array_equal(again.predict_proba(X[s == 0]), pool)
@@ -294,23 +296,52 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fallback", ["logistic", "model"])
+def test_large_tables_score_the_pool_as_the_model_alone_does(small_weights, rng,
+                                                            monkeypatch) -> None:
+    """Where the chosen blend weighs the model, its scores of the pool are the model alone's,
+    bit for bit: the held-out positives are set apart only from the evidence's passes."""
+    import puicl_model.estimator.portfolio as portfolio_module
+    from puicl_model.estimator.learners import log_odds
+
+    monkeypatch.setattr(portfolio_module, "fallback_on_evidence", lambda *args: "model-weighted")
+    original = portfolio_module.choose
+    monkeypatch.setattr(portfolio_module, "choose",  # the fallback stands
+                        lambda *args, **kwargs: original(*args, **{**kwargs, "z": np.inf}))
+    X, s = _table(rng, MIN_LABELED_FOR_HOLD_OUT + 40, 1500)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
+    alone = PUICLClassifier(weights=small_weights, device="cpu", random_state=3,
+                            portfolio="none").fit(X, s)
+    assert clf.n_held_out_ > 0 and clf.portfolio_.weighs_model
+    assert np.array_equal(clf.portfolio_.member_pool_scores[MODEL],
+                          log_odds(alone.fitted_pool_proba()))
+    # the evidence's passes lack the held-out positives: they score the pool otherwise
+    from puicl_model.estimator.portfolio import judged_pool_rows
+
+    evidence = clf.portfolio_.evidence.pool[0][MODEL]
+    judged = judged_pool_rows(1500, clf._entropy, len(evidence))
+    assert not np.array_equal(evidence, clf.portfolio_.member_pool_scores[MODEL][judged])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fallback", ["logistic", "model-weighted"])
 def test_large_tables_choose_on_a_sample_of_their_held_out_positives(small_weights, rng,
                                                                      monkeypatch,
                                                                      fallback) -> None:
-    """Where more positives were held out than the blend is chosen on, the model scores the
-    others only where the chosen blend weighs it; their scores are then the bits of a fit
-    that chose on all of them."""
+    """Where more positives were held out than the blend is chosen on, the choice reads a
+    sample of them, and π̂ reads every one: their scores are then the bits of a fit that
+    chose on all of them."""
     import puicl_model.estimator.evidence_rows as evidence_rows
     import puicl_model.estimator.portfolio as portfolio_module
-    from puicl_model.estimator.learners import log_odds
     from puicl_model.estimator.portfolio import judged_held_rows
 
     original = portfolio_module.choose
     monkeypatch.setattr(portfolio_module, "choose",  # the fallback stands
                         lambda *args, **kwargs: original(*args, **{**kwargs, "z": np.inf}))
     monkeypatch.setattr(portfolio_module, "fallback_on_evidence", lambda *args: fallback)
-    X, s = _table(rng, MIN_LABELED_FOR_HOLD_OUT + 40, 2500)
+    import puicl_model.estimator.fitted_table as fitted_table
+
+    monkeypatch.setattr(fitted_table, "undecided", lambda *args: False)  # the first samples
+    X, s = _table(rng, 5 * 300, 2500)
 
     def fitted(judged_held: int) -> PUICLClassifier:
         monkeypatch.setattr(evidence_rows, "JUDGED_HELD_OUT", judged_held)
@@ -318,34 +349,72 @@ def test_large_tables_choose_on_a_sample_of_their_held_out_positives(small_weigh
         clf.predict_proba(X[s == 0])
         return clf
 
-    from puicl_model.estimator.fitted_table import FittedTable
-
-    scored_held: list[int] = []
-    model_scores = FittedTable.model_scores
-
-    def recording(self, rows, runtime, held=None):
-        scored_held.append(0 if held is None else len(held))
-        return model_scores(self, rows, runtime, held)
-
-    monkeypatch.setattr(FittedTable, "model_scores", recording)
     every = fitted(10_000)
-    every_held = sum(scored_held)
-    scored_held.clear()
     sampled = fitted(100)
     assert sampled.choice_.name == every.choice_.name == fallback
     n_held = sampled.n_held_out_
-    judged = judged_held_rows(n_held, sampled._entropy)
-    assert len(judged) == 100 < n_held == every_held
+    judged = judged_held_rows(n_held, sampled._entropy, 100)
+    assert len(judged) == 100 < n_held
     assert all(len(scores) == 100 for scores in sampled.portfolio_.evidence.held[0].values())
-    assert np.array_equal(sampled.portfolio_.evidence.held[0][LOGISTIC],
-                          every.portfolio_.evidence.held[0][LOGISTIC][judged])
+    for member in (LOGISTIC, MODEL):
+        assert np.array_equal(sampled.portfolio_.evidence.held[0][member],
+                              every.portfolio_.evidence.held[0][member][judged])
     # the blend's probabilities of every held-out positive (what π̂ reads), as with all judged
-    held, _ = sampled.held_out_scores()[0]
+    held, pool = sampled.held_out_scores()[0]
+    assert len(held) == n_held
     assert np.array_equal(held, every.held_out_scores()[0][0])
-    # the model scored the others only where the blend weighs it
-    assert sum(scored_held) == (n_held if fallback == "model" else 100)
-    if fallback == "model":
-        assert np.array_equal(log_odds(held[judged]), sampled.portfolio_.evidence.held[0][MODEL])
+    assert np.array_equal(pool, every.held_out_scores()[0][1])
+
+
+@pytest.mark.slow
+def test_large_tables_read_more_evidence_where_the_choice_is_close(small_weights, rng,
+                                                                  monkeypatch) -> None:
+    """While the choice is undecided, the judged samples double up to their most: the larger
+    sample holds the smaller, and the model scores only the rows it adds."""
+    import puicl_model.estimator.fitted_table as fitted_table
+    from puicl_model.estimator.evidence_rows import JUDGED_POOL_ROWS, MOST_JUDGED_POOL_ROWS
+
+    X, s = _table(rng, MIN_LABELED_FOR_HOLD_OUT + 40, 5000)
+    calls: list[int] = []
+    original = fitted_table.HeldOutEvidence.scores
+
+    def recording(self, pool_rows, held_rows):
+        calls.append(len(pool_rows))
+        return original(self, pool_rows, held_rows)
+
+    monkeypatch.setattr(fitted_table.HeldOutEvidence, "scores", recording)
+    monkeypatch.setattr(fitted_table, "undecided", lambda *args: True)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
+    assert len(clf.portfolio_.evidence.pool[0][MODEL]) == MOST_JUDGED_POOL_ROWS
+    assert JUDGED_POOL_ROWS in calls and MOST_JUDGED_POOL_ROWS in calls
+    calls.clear()
+    monkeypatch.setattr(fitted_table, "undecided", lambda *args: False)
+    decided = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(X, s)
+    assert len(decided.portfolio_.evidence.pool[0][MODEL]) == JUDGED_POOL_ROWS
+    assert max(calls) == JUDGED_POOL_ROWS
+    # the smaller sample is within the larger, and its rows' scores are the same bits
+    from puicl_model.estimator.portfolio import judged_pool_rows
+
+    big = judged_pool_rows(5000, clf._entropy, MOST_JUDGED_POOL_ROWS)
+    small = judged_pool_rows(5000, clf._entropy, JUDGED_POOL_ROWS)
+    where = np.searchsorted(big, small)
+    assert np.array_equal(big[where], small)
+    assert np.array_equal(clf.portfolio_.evidence.pool[0][MODEL][where],
+                          decided.portfolio_.evidence.pool[0][MODEL])
+
+
+def test_undecided_reads_the_lead_in_standard_errors() -> None:
+    from puicl_model.estimator.portfolio import READ_MORE_Z, Choice, undecided
+
+    def choice(lead: float) -> Choice:
+        return Choice("model-weighted", {MODEL: 1.0}, {"model-weighted": 0.7,
+                                                       LOGISTIC: 0.7 + lead},
+                      {"model-weighted": 0.0, LOGISTIC: 0.01}, 300, "")
+
+    assert not undecided(choice(READ_MORE_Z * 0.01 * 0.5), "model-weighted", 3.0)
+    assert undecided(choice(0.02), "model-weighted", 3.0)
+    assert not undecided(choice(0.05), "model-weighted", 3.0)
+    assert not undecided(choice(-0.02), "model-weighted", 3.0)
 
 
 def test_fit_does_the_work_and_scoring_the_pool_only_reads(small_weights, rng,

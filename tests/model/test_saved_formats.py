@@ -112,3 +112,26 @@ def test_a_classifier_without_its_table_holds_every_context_once_loaded(small_we
     assert len(copy.fitted_.contexts) == len(saved)
     with pytest.raises(AttributeError, match="x_pool_ needs the training data"):
         loaded.x_pool_  # noqa: B018
+
+
+def test_a_folder_with_positives_held_out_of_every_pass_scores_as_it_did(tmp_path) -> None:
+    """A folder saved while held-out positives were kept out of every pass's context (and
+    followed the pool in each view) loads and scores as it did: its pool's and new rows'
+    scores, π̂ and the held-out scores π̂ reads; saved again, it keeps that layout."""
+    folder = Path(__file__).parent / "data" / "held_out_folder"
+    with np.load(folder / "expected.npz") as arrays:
+        expected = dict(arrays)
+    loaded = PUICLClassifier.load(folder / "folder", device="cpu")
+    assert loaded.n_held_out_ > 0 and not loaded.fitted_.held_in_context
+    X, s = expected["X"], expected["s"]
+    assert loaded.predict_proba(X[s == 0]).tobytes() == expected["pool"].tobytes()
+    np.testing.assert_allclose(loaded.predict_proba(expected["new"]), expected["new_scores"],
+                               rtol=0, atol=1e-6)
+    held, pool = loaded.held_out_scores()[0]
+    assert held.tobytes() == expected["held"].tobytes()
+    assert pool.tobytes() == expected["held_pool"].tobytes()
+    assert loaded.estimate_class_prior() == float(expected["pi_hat"])
+    assert loaded.fitted_.n_labeled == int(s.sum())
+    again = PUICLClassifier.load(loaded.save(tmp_path / "again"), device="cpu")
+    assert not again.fitted_.held_in_context
+    assert again.predict_proba(X[s == 0]).tobytes() == expected["pool"].tobytes()
