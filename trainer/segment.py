@@ -4,9 +4,12 @@
 of the run, or earlier with ``--max-steps`` / ``--until-step``. Each step:
 
 1. the sampler gives the stored step to read; this rank reads its contiguous slice of tasks
-   and collates its micro-batches (``trainer.loader``: a background thread, ahead of time);
-2. ``trainer.step`` trains it, and its all-reduced decision says whether it is the
-   segment's last (a signal, or ``--time-limit`` on any rank: ``trainer.time_limit``);
+   and collates its micro-batches, or, under ``training.gradient_sum: units``, the step's
+   units it computes (``trainer.units``), in ``trainer.loader``'s background thread, ahead
+   of time;
+2. ``trainer.step`` (DDP) or ``trainer.unit_step`` trains it, and its decision, the same on
+   every rank, says whether it is the segment's last (a signal, or ``--time-limit`` on any
+   rank: ``trainer.time_limit``);
 3. every ``log_every`` steps a metrics record (``trainer.metrics_log``), every
    ``validation.every_steps`` a validation of the EMA weights (``trainer.validation``), every
    ``checkpoint_every`` (and at the segment's end, on SIGTERM / SIGINT, or when the time limit
@@ -63,6 +66,9 @@ from trainer.state import TrainingState
 from trainer.step import StepResult, train_step
 from trainer.stop_signal import StopFlag
 from trainer.time_limit import Clock, MonotonicClock, TimeBudget
+from trainer.unit_graphs import UnitForward
+from trainer.unit_step import UnitStep
+from trainer.units import UnitPlan, local_step_units, thread_counts
 from trainer.validation import ValidationSet, validate
 
 
@@ -83,6 +89,9 @@ class TrainArgs:
     until_step: int | None = None  # stop when this many steps are completed
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads per process
+    # the process group's backend: None for NCCL on GPUs and gloo on CPU; "gloo" lets several
+    # processes share one GPU (the unit step's exchange then runs through host memory)
+    dist_backend: str | None = None
     time_limit_s: float | None = None  # end the segment with a checkpoint before this
     # time.monotonic() when the process started, which the time limit counts from
     # (default: when train() is called)
@@ -112,6 +121,13 @@ class Segment:
         self.sampler = StepSampler(config.training.sampler, config.curriculum, config.seed)
         self.plan = self.sampler.plan
         self.global_batch = config.curriculum.global_batch
+        self.units: UnitPlan | None = None  # gradient_sum: units
+        try:
+            if config.training.gradient_sum == "units":
+                self.units = UnitPlan(self.global_batch, config.training.step_units,
+                                      env.world_size, env.rank)
+        except ValueError as err:
+            raise ConfigError("training.step_units", str(err)) from None
         try:
             self.slice = rank_slice(self.global_batch, env.rank, env.world_size)
         except ValueError as err:
@@ -165,7 +181,9 @@ class Segment:
                 "continue the same run. Differences: " + "; ".join(diffs[:10])
                 + ". Use the original config, or a new --run-dir for a new run.",
             )
-        if payload["world_size"] != self.env.world_size and self.env.is_main:
+        # the unit step's bits do not depend on the world size (trainer.units)
+        if (payload["world_size"] != self.env.world_size and self.env.is_main
+                and self.units is None):
             warnings.warn(
                 f"resuming a run trained with {payload['world_size']} processes on "
                 f"{self.env.world_size}: the result is the same up to float rounding, "
@@ -223,6 +241,11 @@ class Segment:
     def prepare_step(self, global_step: int) -> StepData:
         """This rank's data of ``global_step``, collated (runs in the loader's thread)."""
         address = self.sampler.address(global_step)
+        pin = self.env.device.type == "cuda"
+        if self.units is not None:  # the whole step: its units are cut by the tasks' sizes
+            tasks = self.reader.read_step(address.stage, address.step_in_stage)
+            units = local_step_units(tasks, self.units, self.config.training, pin)
+            return StepData(global_step, address, [], units)
         start, stop = self.slice
         tasks = self.reader.read_step(address.stage, address.step_in_stage, start, stop)
         training = self.config.training
@@ -233,7 +256,6 @@ class Segment:
             training.micro_batch_cells,
             training.group_by_rows,
         )
-        pin = self.env.device.type == "cuda"
         return StepData(global_step, address, assemble_micro_batches(tasks, groups, pin))
 
     def validates_at(self, completed: int) -> bool:
@@ -285,10 +307,12 @@ def _time_budget(args: TrainArgs, clock: Clock) -> TimeBudget | None:
     return TimeBudget(args.time_limit_s, clock, origin)
 
 
-def _training_module(model: torch.nn.Module, env: DistEnv, compile_: bool) -> torch.nn.Module:
-    """What the steps call: the model, under DDP with several processes, compiled if asked."""
+def _training_module(model: torch.nn.Module, env: DistEnv, compile_: bool,
+                     ddp: bool = True) -> torch.nn.Module:
+    """What the steps call: the model, under DDP with several processes (``ddp``: the DDP
+    step), compiled if asked."""
     module = model
-    if env.distributed:
+    if env.distributed and ddp:
         device_ids = [env.device.index] if env.device.type == "cuda" else None
         module = DistributedDataParallel(model, device_ids=device_ids)
     if compile_:
@@ -321,7 +345,8 @@ def _run_segment(args: TrainArgs, env: DistEnv) -> int:
         if start >= stop:
             log.summary(f"nothing to train: the run is at step {start} of {stop}")
             return start
-        module = _training_module(segment.state.model, env, config.training.compile)
+        module = _training_module(segment.state.model, env, config.training.compile,
+                                  ddp=segment.units is None)
         origin = f"resumed from {segment.resumed_from}" if segment.resumed_from else "new run"
         log.summary(
             f"training steps {start}..{stop - 1} of {segment.plan.total_steps} ({origin}); "
@@ -330,9 +355,24 @@ def _run_segment(args: TrainArgs, env: DistEnv) -> int:
         )
         log.event("start", start, stop=stop, origin=origin, world_size=env.world_size,
                   device=str(env.device), attention=segment.attention)
+        if segment.units is not None:
+            _check_unit_threads(env)
         return _SegmentSteps(segment, module, log, start, stop).run()
     finally:
         log.close()
+
+
+def _check_unit_threads(env: DistEnv) -> None:
+    """Warn (rank 0) when the ranks' thread counts differ: on CPU a unit's gradient depends on
+    them, so the run's bits would depend on which rank computes which unit."""
+    counts = thread_counts(env)
+    if env.is_main and env.device.type == "cpu" and len(set(counts)) > 1:
+        warnings.warn(
+            f"the processes run {counts} torch threads: a unit's gradient on CPU depends on the "
+            "thread count, so this run is not the same bits as another world size's; give every "
+            "process the same --threads",
+            stacklevel=2,
+        )
 
 
 class _SegmentSteps:
@@ -348,6 +388,11 @@ class _SegmentSteps:
         self.clock = clock_from_env(segment.env.rank)
         self.budget = _time_budget(segment.args, self.clock)
         self.stop_flag = StopFlag()
+        self.unit_step = None if segment.units is None else UnitStep(
+            segment.state, UnitForward(segment.state.model, module, self.training,
+                                       segment.env.device),
+            segment.config, segment.env, segment.plan, segment.units,
+        )
 
     def run(self) -> int:
         """Train the steps; returns the number of completed steps of the run."""
@@ -361,6 +406,8 @@ class _SegmentSteps:
         loader = StepLoader(
             segment.prepare_step, self.start, self.stop, self.training.prefetch_steps,
             thread_setup,
+            # no CUDA call beside a graph's capture (trainer.unit_graphs)
+            guard=None if self.unit_step is None else self.unit_step.forward.capture_guard,
         )
         try:
             for global_step in range(self.start, self.stop):
@@ -384,11 +431,15 @@ class _SegmentSteps:
         waited = loader.wait_seconds
         data = next(loader)
         data_wait = loader.wait_seconds - waited
-        result = train_step(
-            segment.state, data, self.module, segment.config, segment.env, segment.plan,
-            stop_requested=lambda: self.stop_flag.requested,
-            time_up=self._time_up_after(global_step),
-        )
+        stop_requested = lambda: self.stop_flag.requested  # noqa: E731
+        if self.unit_step is not None:
+            result = self.unit_step.train(data, stop_requested,
+                                          self._time_up_after(global_step))
+        else:
+            result = train_step(
+                segment.state, data, self.module, segment.config, segment.env, segment.plan,
+                stop_requested=stop_requested, time_up=self._time_up_after(global_step),
+            )
         seconds = time.perf_counter() - began
         if self.budget is not None:
             self.budget.record_step(self.clock.now() - step_began)

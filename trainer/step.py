@@ -1,5 +1,6 @@
-"""One training step: forward/backward over the micro-batches, one all-reduced decision, and
-the optimizer and EMA updates.
+"""One training step of ``training.gradient_sum: all_reduce`` (DDP): forward/backward over the
+micro-batches, one all-reduced decision, and the optimizer and EMA updates. The unit step of
+``gradient_sum: units`` is ``trainer.unit_step``; both end in :func:`apply_step`.
 
 Scaling (``trainer.loss`` defines the objective L over the G tasks of the global batch): each
 micro-batch contributes ``(W / G) * sum of its task losses`` to the backward pass. Gradients
@@ -26,7 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from puicl_common.runtime import autocast_for
 from trainer.batching import MicroBatch
-from trainer.config import RunConfig
+from trainer.config import RunConfig, TrainingConfig
 from trainer.dist_env import DistEnv, all_reduce_sum
 from trainer.heap import release_if_above
 from trainer.hooks import NO_HOOK, StepHook, hook_for
@@ -91,6 +92,26 @@ def accumulate_micro_batches(
     return hook.loss_sum(loss_sum.cpu())
 
 
+def apply_step(state: TrainingState, training: TrainingConfig, plan: RunPlan, global_step: int,
+               skip: bool) -> float:
+    """The end of every step, taken alike by every rank: the scheduled learning rate, then
+    the optimizer step and the EMA update, or the skip (gradients dropped, counted); then the
+    allocator's free pages handed back above the configured size. Returns the rate."""
+    lr = learning_rate(global_step, plan, training)
+    set_learning_rate(state.optimizer, lr)
+    counters = state.counters
+    if skip:
+        state.optimizer.zero_grad(set_to_none=True)
+        counters.skipped_total += 1
+        counters.consecutive_skips += 1
+    else:
+        state.optimizer.step()
+        state.ema.update(state.model)
+        counters.consecutive_skips = 0
+    release_if_above(training.release_memory_above_gb)
+    return lr
+
+
 def train_step(
     state: TrainingState,
     data: StepData,
@@ -131,18 +152,7 @@ def train_step(
     )
     all_reduce_sum(decision, env)
     skip = bool(decision[1].item() > 0)
-    lr = learning_rate(global_step, plan, training)
-    set_learning_rate(state.optimizer, lr)
-    counters = state.counters
-    if skip:
-        state.optimizer.zero_grad(set_to_none=True)
-        counters.skipped_total += 1
-        counters.consecutive_skips += 1
-    else:
-        state.optimizer.step()
-        state.ema.update(state.model)
-        counters.consecutive_skips = 0
-    release_if_above(training.release_memory_above_gb)
+    lr = apply_step(state, training, plan, global_step, skip)
     return StepResult(
         loss=decision[0].item() / global_batch,
         grad_norm=float(grad_norm),
