@@ -11,7 +11,9 @@ padded shape (``training.unit_graphs``).
   (``torch.cuda.make_graphed_callables``), replayed for every later micro-batch of that
   shape: one launch for the whole forward and one for the backward. Captured the first time a
   shape is met, each in a memory pool of its own (a shared pool is safe only for graphs
-  replayed in their capture order), while holding :attr:`UnitForward.capture_guard`: no other
+  replayed in their capture order); at most :data:`MAX_GRAPHS` are kept, the least recently
+  replayed dropped first (a stage meets 14-21 of the default shapes: speed/unit_shapes.py).
+  Captured while holding :attr:`UnitForward.capture_guard`: no other
   thread may call CUDA during a capture, and the trainer's loader thread holds the same lock
   while it prepares a step (pinning host memory calls CUDA). Needs CUDA.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
@@ -39,7 +42,10 @@ from trainer.batching import MicroBatch
 from trainer.config import TrainingConfig
 from trainer.loss import masked_task_loss, per_task_loss
 
-__all__ = ["ShapeLoss", "UnitForward"]
+__all__ = ["MAX_GRAPHS", "ShapeLoss", "UnitForward"]
+
+# captured CUDA graphs kept at once: each holds the memory of its shape's forward and backward
+MAX_GRAPHS = 24
 
 
 def _autocast(precision: str, device: torch.device, cache: bool = True) -> Callable[
@@ -90,7 +96,7 @@ class UnitForward:
         self.device = device
         self.precision = training.precision
         self.autocast = _autocast(training.precision, device)
-        self._graphs: dict[tuple[int, ...], Callable[..., Tensor]] = {}
+        self._graphs: OrderedDict[tuple[int, ...], Callable[..., Tensor]] = OrderedDict()
         self.capture_guard = threading.Lock()  # held while a CUDA graph is captured
         if self.mode == "cuda_graphs" and device.type != "cuda":
             raise ValueError("training.unit_graphs: cuda_graphs needs a CUDA device, not "
@@ -120,7 +126,11 @@ class UnitForward:
     def _graph_of(self, micro: MicroBatch) -> Callable[..., Tensor]:
         key = tuple(micro.batch.x.shape)
         graph = self._graphs.get(key)
-        if graph is None:
+        if graph is not None:
+            self._graphs.move_to_end(key)
+        else:
+            if len(self._graphs) >= MAX_GRAPHS:
+                self._graphs.popitem(last=False)  # its pool goes with it
             # captured on this micro-batch; its warm-up passes use torch.autograd.grad, so no
             # parameter's gradient is touched before the real pass below
             shape_loss = ShapeLoss(self.model, _autocast(self.precision, self.device, cache=False))

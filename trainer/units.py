@@ -139,16 +139,12 @@ class FlatGradients:
 
     def read_into(self, out: torch.Tensor) -> None:
         """Copy the parameters' gradients into ``out`` [numel] (zeros where a parameter has
-        none) and clear them."""
-        offset = 0
-        for param, size in zip(self.parameters, self.sizes, strict=True):
-            target = out[offset:offset + size]
-            if param.grad is None:
-                target.zero_()
-            else:
-                target.copy_(param.grad.reshape(-1))
+        none) and clear them: one concatenation, one kernel on a GPU."""
+        grads = [torch.zeros_like(p).reshape(-1) if p.grad is None else p.grad.reshape(-1)
+                 for p in self.parameters]
+        torch.cat(grads, out=out)
+        for param in self.parameters:
             param.grad = None
-            offset += size
 
     def write(self, flat: torch.Tensor) -> None:
         """Make every parameter's gradient its slice of ``flat`` (a view, no copy)."""
