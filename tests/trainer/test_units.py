@@ -252,34 +252,41 @@ def test_a_world_size_the_units_do_not_split_is_refused_at_start(tmp_path) -> No
 # ---------------------------------------------------------------------------- as a user runs it
 
 
+@pytest.fixture(scope="module")
+def one_process(smoke_shards, tmp_path_factory):
+    """The smoke config trained by one process, one thread (what the others must equal)."""
+    run = tmp_path_factory.mktemp("units") / "one"
+    assert run_inprocess(run, smoke_shards) == 0
+    return run
+
+
 def _export(run, out) -> bytes:
     assert trainer_cli(["export", str(run), "--out", str(out)]) in (0, None)
     return (out / "model.safetensors").read_bytes()
 
 
 @pytest.mark.slow  # torchrun jobs of 2 and 4 processes
-def test_one_two_and_four_processes_train_the_same_bits(smoke_shards, tmp_path) -> None:
+def test_one_two_and_four_processes_train_the_same_bits(smoke_shards, one_process,
+                                                         tmp_path) -> None:
     assert load_run_config(SMOKE).training.gradient_sum == "units"
-    assert run_inprocess(tmp_path / "one", smoke_shards) == 0
     for n in (2, 4):
         result = run_subprocess(tmp_path / f"n{n}", smoke_shards, nproc=n)
         assert result.returncode == 0, result.stderr[-3000:]
         assert f"{n} process(es) on cpu" in result.stderr
         assert "float rounding" not in result.stderr
-    reference = state_hash(tmp_path / "one")
+    reference = state_hash(one_process)
     assert state_hash(tmp_path / "n2") == reference
     assert state_hash(tmp_path / "n4") == reference
-    weights = _export(tmp_path / "one", tmp_path / "w1")
+    weights = _export(one_process, tmp_path / "w1")
     assert _export(tmp_path / "n2", tmp_path / "w2") == weights
     assert _export(tmp_path / "n4", tmp_path / "w4") == weights
     # the run moved: an untrained model's checkpoint would not be this one
-    assert state_hash(tmp_path / "one", 8) != reference
+    assert state_hash(one_process, 8) != reference
 
 
 @pytest.mark.slow  # torchrun jobs
-def test_a_resume_on_another_world_size_continues_to_the_same_bits(smoke_shards,
+def test_a_resume_on_another_world_size_continues_to_the_same_bits(smoke_shards, one_process,
                                                                    tmp_path) -> None:
-    assert run_inprocess(tmp_path / "one", smoke_shards) == 0
     # 4 processes to step 6, then 1 process (no warning: the same bits), to the end
     first = run_subprocess(tmp_path / "moved", smoke_shards, "--until-step", "6", nproc=4)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -289,9 +296,8 @@ def test_a_resume_on_another_world_size_continues_to_the_same_bits(smoke_shards,
     assert not [w for w in caught if "float rounding" in str(w.message)]
     third = run_subprocess(tmp_path / "moved", smoke_shards, nproc=2)
     assert third.returncode == 0, third.stderr[-3000:]
-    assert state_hash(tmp_path / "moved") == state_hash(tmp_path / "one")
-    assert _export(tmp_path / "moved", tmp_path / "wm") == _export(tmp_path / "one",
-                                                                   tmp_path / "w1")
+    assert state_hash(tmp_path / "moved") == state_hash(one_process)
+    assert _export(tmp_path / "moved", tmp_path / "wm") == _export(one_process, tmp_path / "w1")
 
 
 def test_the_compiled_padded_step_is_one_graph_per_shape(smoke_shards, tmp_path,
