@@ -57,7 +57,7 @@ from trainer.state import TrainingState
 from trainer.step import train_step
 from trainer.unit_graphs import UnitForward
 from trainer.unit_step import UnitStep
-from trainer.units import UnitPlan, local_step_units
+from trainer.units import UnitPlan, rank_units
 
 VARIANTS = ("ddp", "units", "padded", "compile", "graphs")
 
@@ -131,7 +131,7 @@ class _Variant:
         training, pin = self.config.training, self.env.device.type == "cuda"
         if self.units is not None:
             return StepData(global_step, address, [],
-                            local_step_units(tasks, self.units, training, pin))
+                            rank_units(tasks, self.units, training, pin))
         groups = plan_micro_batches([t.x.shape[0] for t in tasks], [t.x.shape[1] for t in tasks],
                                     training.micro_batch_size, training.micro_batch_cells,
                                     training.group_by_rows)

@@ -60,17 +60,12 @@ class PhaseSchedule:
 
 @dataclass(frozen=True)
 class UnitShapes:
-    """The padded shapes a unit of the unit step is stored in (``training.unit_shapes``).
+    """The padded shapes of the unit step's micro-batches (``training.unit_shapes``): the
+    smallest listed row and feature counts that hold the tasks (beyond the last row count, a
+    multiple of it); masks keep each task to its own rows and features (``trainer.units``).
+    Sizes about √2 apart: on the paper's stages 1.34-1.46x the tasks' cells, 14-20 shapes a
+    stage (doubling: 1.58-1.78x, 10-12; docs/performance.md, speed/unit_shapes.py)."""
 
-    A unit's tasks are padded to the smallest listed row count that holds its longest task and
-    the smallest listed feature count that holds its widest one; beyond the last listed row
-    count, rows are rounded up to a multiple of it. Each task keeps its own rows and features:
-    masks keep the padding out of every attention and of the loss (``trainer.units``).
-    """
-
-    # sizes a factor of about √2 apart: on the paper's stages 1, 50 and 100 a padded unit holds
-    # 1.34-1.46x its tasks' cells and 1.67-1.89x their row-attention scores, in 14-20 shapes
-    # a stage (doubling: 1.58-1.78x and 2.44-2.85x in 10-12; speed/unit_shapes.py)
     rows: tuple[int, ...] = (64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
                              4096)
     features: tuple[int, ...] = (8, 12, 16, 20)
@@ -201,26 +196,16 @@ class TrainingConfig:
     # EMA and schedule start afresh. The weights' checksum, not the path, enters the run's
     # identity, so a moved file still resumes the run and a changed one is refused.
     init_weights: str | None = None
-    # How a step's gradient is summed over its tasks (trainer.units, docs/training.md §6).
-    # "all_reduce" (the legacy): each rank's gradient, all-reduced by DDP; a run is
-    # bit-identical only at one world size (NCCL's and gloo's sums change their order with
-    # the number of processes, and NCCL's with its algorithm and topology too). "units": the
-    # step is cut into step_units units of tasks, each unit's gradient is computed on its own,
-    # gathered from every rank as bytes and added in unit order on every rank: the same bits
-    # on any number of processes that divides step_units (at a fixed threads-per-process on
-    # CPU). At "all_reduce" the unit keys below are out of the run's identity and must be
-    # left unset.
+    # How a step's gradient is summed (docs/training.md §6). "all_reduce" (legacy): DDP's, whose
+    # bits depend on the world size. "units": step_units units of tasks, each unit's gradient
+    # gathered as bytes and added in unit order on every rank (trainer.units): the same bits on
+    # any process count dividing step_units, at one threads-per-process on CPU. The unit keys
+    # below belong to "units"; padding and graphs change float rounding only (not identity):
+    # unit_shapes pads each micro-batch of a unit to a fixed shape (the padded attention);
+    # unit_graphs runs a shape's forward and backward as one compiled or CUDA graph
     gradient_sum: Literal["all_reduce", "units"] = "all_reduce"
-    # units of a step (gradient_sum: units): each holds global_batch / step_units tasks; the
-    # process count must divide it. A unit is cut into micro-batches as above
-    step_units: int | None = None
-    # gradient_sum: units: store each unit in one of these padded shapes (UnitShapes), for the
-    # `padded` attention backend (few, large kernels of fixed shapes); null: no padding.
-    # Changes float rounding only, like the micro-batches, so it stays out of the identity
+    step_units: int | None = None  # units of a step: global_batch / step_units tasks each
     unit_shapes: UnitShapes | None = None
-    # gradient_sum: units with unit_shapes: run each shape's forward and backward as one
-    # compiled graph ("compile": torch.compile, one graph per shape) or one replayed CUDA graph
-    # ("cuda_graphs", CUDA only); "none" runs them eagerly. Rounding only, out of the identity
     unit_graphs: Literal["none", "compile", "cuda_graphs"] = "none"
     checkpoint_every: int = 1000  # steps; a checkpoint is also written when a segment ends
     keep_checkpoints: int = 3  # the newest K checkpoints are kept
@@ -287,12 +272,9 @@ class TrainingConfig:
         if self.unit_graphs != "none":
             require(self.unit_shapes is not None, "unit_graphs",
                     f"{self.unit_graphs} needs fixed shapes: set unit_shapes")
-            require(not self.compile, "unit_graphs",
-                    f"{self.unit_graphs} runs its own graphs of the padded shapes: set "
-                    "compile: false (it compiles the model as a whole)")
-            require(not self.activation_checkpointing, "unit_graphs",
-                    f"{self.unit_graphs} is not prepared for activation checkpointing's "
-                    "recomputation: set activation_checkpointing: false")
+            require(not (self.compile or self.activation_checkpointing), "unit_graphs",
+                    f"{self.unit_graphs} runs graphs of its own, unprepared for compile: true "
+                    "or activation_checkpointing: true; set both false")
 
 
 @dataclass(frozen=True)
@@ -361,14 +343,10 @@ class RunConfig:
                 f"{training.step_units} units do not split the global batch of {batch} tasks "
                 "(curriculum.global_batch) evenly; use a divisor of it",
             )
-            if training.unit_shapes is not None:
-                widest = training.unit_shapes.features[-1]
-                require(
-                    widest >= self.prior.dataset.n_features[1],
-                    "training.unit_shapes.features",
-                    f"the widest shape holds {widest} features, the tasks up to "
-                    f"{self.prior.dataset.n_features[1]} (prior.dataset.n_features)",
-                )
+            shapes, tasks = training.unit_shapes, self.prior.dataset.n_features[1]
+            require(shapes is None or shapes.features[-1] >= tasks,
+                    "training.unit_shapes.features", f"the widest shape holds "
+                    f"{shapes and shapes.features[-1]} features, the tasks up to {tasks}")
         num_stages = self.curriculum.stages
         for i, stage in enumerate(self.validation.stages):
             if stage != "tail":
@@ -428,8 +406,7 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
         # precision give one hash and old runs keep theirs
         "precision": _HASHED_PRECISION.get(training.precision, training.precision),
     }
-    if training.gradient_sum != "all_reduce":
-        # the unit step: its cut decides the run's bits, whatever the process count
+    if training.gradient_sum != "all_reduce":  # the unit step's cut decides its bits
         identity["gradient_sum"] = training.gradient_sum
         identity["step_units"] = training.step_units
     if training.init_weights is not None:

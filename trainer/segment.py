@@ -3,13 +3,10 @@
 ``start`` is 0 for a new run or the step of the checkpoint it resumes from; ``stop`` is the end
 of the run, or earlier with ``--max-steps`` / ``--until-step``. Each step:
 
-1. the sampler gives the stored step to read; this rank reads its contiguous slice of tasks
-   and collates its micro-batches, or, under ``training.gradient_sum: units``, the step's
-   units it computes (``trainer.units``), in ``trainer.loader``'s background thread, ahead
-   of time;
-2. ``trainer.step`` (DDP) or ``trainer.unit_step`` trains it, and its decision, the same on
-   every rank, says whether it is the segment's last (a signal, or ``--time-limit`` on any
-   rank: ``trainer.time_limit``);
+1. the sampler gives the stored step to read; this rank reads its share (a slice of tasks, or
+   its units: ``trainer.units``) and collates it (``trainer.loader``: a thread, ahead of time);
+2. ``trainer.step`` (DDP) or ``trainer.unit_step`` trains it, and its decision, alike on every
+   rank, says whether it is the segment's last (a signal, or ``--time-limit`` on any rank);
 3. every ``log_every`` steps a metrics record (``trainer.metrics_log``), every
    ``validation.every_steps`` a validation of the EMA weights (``trainer.validation``), every
    ``checkpoint_every`` (and at the segment's end, on SIGTERM / SIGINT, or when the time limit
@@ -44,7 +41,7 @@ from trainer.checkpoint import (
     capture_rng_state,
     restore_rng_state,
 )
-from trainer.config import RunConfig, load_run_config, run_config_to_dict
+from trainer.config import RunConfig, TrainingConfig, load_run_config, run_config_to_dict
 from trainer.determinism import (
     apply_determinism,
     hardware_identity,
@@ -63,12 +60,11 @@ from trainer.shard_check import (
     manifest_sha256,
 )
 from trainer.state import TrainingState
-from trainer.step import StepResult, train_step
+from trainer.step import DdpStep, StepResult
 from trainer.stop_signal import StopFlag
 from trainer.time_limit import Clock, MonotonicClock, TimeBudget
-from trainer.unit_graphs import UnitForward
 from trainer.unit_step import UnitStep
-from trainer.units import UnitPlan, local_step_units, thread_counts
+from trainer.units import rank_units, unit_plan
 from trainer.validation import ValidationSet, validate
 
 
@@ -89,9 +85,7 @@ class TrainArgs:
     until_step: int | None = None  # stop when this many steps are completed
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads per process
-    # the process group's backend: None for NCCL on GPUs and gloo on CPU; "gloo" lets several
-    # processes share one GPU (the unit step's exchange then runs through host memory)
-    dist_backend: str | None = None
+    dist_backend: str | None = None  # None: NCCL on GPUs, gloo on CPU; gloo: GPUs shared
     time_limit_s: float | None = None  # end the segment with a checkpoint before this
     # time.monotonic() when the process started, which the time limit counts from
     # (default: when train() is called)
@@ -121,13 +115,7 @@ class Segment:
         self.sampler = StepSampler(config.training.sampler, config.curriculum, config.seed)
         self.plan = self.sampler.plan
         self.global_batch = config.curriculum.global_batch
-        self.units: UnitPlan | None = None  # gradient_sum: units
-        try:
-            if config.training.gradient_sum == "units":
-                self.units = UnitPlan(self.global_batch, config.training.step_units,
-                                      env.world_size, env.rank)
-        except ValueError as err:
-            raise ConfigError("training.step_units", str(err)) from None
+        self.units = unit_plan(config, env)  # None: the DDP step
         try:
             self.slice = rank_slice(self.global_batch, env.rank, env.world_size)
         except ValueError as err:
@@ -181,9 +169,7 @@ class Segment:
                 "continue the same run. Differences: " + "; ".join(diffs[:10])
                 + ". Use the original config, or a new --run-dir for a new run.",
             )
-        # the unit step's bits do not depend on the world size (trainer.units)
-        if (payload["world_size"] != self.env.world_size and self.env.is_main
-                and self.units is None):
+        if payload["world_size"] != self.env.world_size and self.env.is_main and not self.units:
             warnings.warn(
                 f"resuming a run trained with {payload['world_size']} processes on "
                 f"{self.env.world_size}: the result is the same up to float rounding, "
@@ -241,14 +227,12 @@ class Segment:
     def prepare_step(self, global_step: int) -> StepData:
         """This rank's data of ``global_step``, collated (runs in the loader's thread)."""
         address = self.sampler.address(global_step)
-        pin = self.env.device.type == "cuda"
+        training, pin = self.config.training, self.env.device.type == "cuda"
         if self.units is not None:  # the whole step: its units are cut by the tasks' sizes
             tasks = self.reader.read_step(address.stage, address.step_in_stage)
-            units = local_step_units(tasks, self.units, self.config.training, pin)
-            return StepData(global_step, address, [], units)
+            return StepData(global_step, address, [], rank_units(tasks, self.units, training, pin))
         start, stop = self.slice
         tasks = self.reader.read_step(address.stage, address.step_in_stage, start, stop)
-        training = self.config.training
         groups = plan_micro_batches(
             [t.x.shape[0] for t in tasks],
             [t.x.shape[1] for t in tasks],
@@ -307,15 +291,14 @@ def _time_budget(args: TrainArgs, clock: Clock) -> TimeBudget | None:
     return TimeBudget(args.time_limit_s, clock, origin)
 
 
-def _training_module(model: torch.nn.Module, env: DistEnv, compile_: bool,
-                     ddp: bool = True) -> torch.nn.Module:
-    """What the steps call: the model, under DDP with several processes (``ddp``: the DDP
-    step), compiled if asked."""
+def _training_module(model: torch.nn.Module, env: DistEnv,
+                     training: TrainingConfig) -> torch.nn.Module:
+    """What the steps call: the model, under DDP (the DDP step's processes), compiled if asked."""
     module = model
-    if env.distributed and ddp:
+    if env.distributed and training.gradient_sum == "all_reduce":
         device_ids = [env.device.index] if env.device.type == "cuda" else None
         module = DistributedDataParallel(model, device_ids=device_ids)
-    if compile_:
+    if training.compile:
         # around DDP (as PyTorch recommends: its optimizer then splits the graph at the
         # gradient buckets); checkpoints and the EMA keep reading the model itself
         module = torch.compile(module)
@@ -345,8 +328,7 @@ def _run_segment(args: TrainArgs, env: DistEnv) -> int:
         if start >= stop:
             log.summary(f"nothing to train: the run is at step {start} of {stop}")
             return start
-        module = _training_module(segment.state.model, env, config.training.compile,
-                                  ddp=segment.units is None)
+        module = _training_module(segment.state.model, env, config.training)
         origin = f"resumed from {segment.resumed_from}" if segment.resumed_from else "new run"
         log.summary(
             f"training steps {start}..{stop - 1} of {segment.plan.total_steps} ({origin}); "
@@ -355,24 +337,9 @@ def _run_segment(args: TrainArgs, env: DistEnv) -> int:
         )
         log.event("start", start, stop=stop, origin=origin, world_size=env.world_size,
                   device=str(env.device), attention=segment.attention)
-        if segment.units is not None:
-            _check_unit_threads(env)
         return _SegmentSteps(segment, module, log, start, stop).run()
     finally:
         log.close()
-
-
-def _check_unit_threads(env: DistEnv) -> None:
-    """Warn (rank 0) when the ranks' thread counts differ: on CPU a unit's gradient depends on
-    them, so the run's bits would depend on which rank computes which unit."""
-    counts = thread_counts(env)
-    if env.is_main and env.device.type == "cpu" and len(set(counts)) > 1:
-        warnings.warn(
-            f"the processes run {counts} torch threads: a unit's gradient on CPU depends on the "
-            "thread count, so this run is not the same bits as another world size's; give every "
-            "process the same --threads",
-            stacklevel=2,
-        )
 
 
 class _SegmentSteps:
@@ -388,11 +355,8 @@ class _SegmentSteps:
         self.clock = clock_from_env(segment.env.rank)
         self.budget = _time_budget(segment.args, self.clock)
         self.stop_flag = StopFlag()
-        self.unit_step = None if segment.units is None else UnitStep(
-            segment.state, UnitForward(segment.state.model, module, self.training,
-                                       segment.env.device),
-            segment.config, segment.env, segment.plan, segment.units,
-        )
+        self.step = (DdpStep if segment.units is None else UnitStep).of(
+            segment.state, module, segment.config, segment.env, segment.plan, segment.units)
 
     def run(self) -> int:
         """Train the steps; returns the number of completed steps of the run."""
@@ -405,9 +369,7 @@ class _SegmentSteps:
                 torch.cuda.set_device(env.device)
         loader = StepLoader(
             segment.prepare_step, self.start, self.stop, self.training.prefetch_steps,
-            thread_setup,
-            # no CUDA call beside a graph's capture (trainer.unit_graphs)
-            guard=None if self.unit_step is None else self.unit_step.forward.capture_guard,
+            thread_setup, self.step.capture_guard,
         )
         try:
             for global_step in range(self.start, self.stop):
@@ -431,15 +393,8 @@ class _SegmentSteps:
         waited = loader.wait_seconds
         data = next(loader)
         data_wait = loader.wait_seconds - waited
-        stop_requested = lambda: self.stop_flag.requested  # noqa: E731
-        if self.unit_step is not None:
-            result = self.unit_step.train(data, stop_requested,
-                                          self._time_up_after(global_step))
-        else:
-            result = train_step(
-                segment.state, data, self.module, segment.config, segment.env, segment.plan,
-                stop_requested=stop_requested, time_up=self._time_up_after(global_step),
-            )
+        result = self.step.train(data, lambda: self.stop_flag.requested,
+                                 self._time_up_after(global_step))
         seconds = time.perf_counter() - began
         if self.budget is not None:
             self.budget.record_step(self.clock.now() - step_began)

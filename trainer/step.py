@@ -112,6 +112,28 @@ def apply_step(state: TrainingState, training: TrainingConfig, plan: RunPlan, gl
     return lr
 
 
+class DdpStep:
+    """:func:`train_step` bound to a segment, called as the unit step is
+    (``trainer.unit_step.UnitStep``)."""
+
+    capture_guard = None  # no graphs captured here (the loader's lock: trainer.unit_graphs)
+
+    def __init__(self, state: TrainingState, module: torch.nn.Module, config: RunConfig,
+                 env: DistEnv, plan: RunPlan) -> None:
+        self.state, self.module, self.config, self.env, self.plan = (
+            state, module, config, env, plan)
+
+    @classmethod
+    def of(cls, state: TrainingState, module: torch.nn.Module, config: RunConfig, env: DistEnv,
+           plan: RunPlan, units: object = None) -> DdpStep:
+        return cls(state, module, config, env, plan)
+
+    def train(self, data: StepData, stop_requested: Callable[[], bool],
+              time_up: Callable[[], bool] = lambda: False) -> StepResult:
+        return train_step(self.state, data, self.module, self.config, self.env, self.plan,
+                          stop_requested, time_up)
+
+
 def train_step(
     state: TrainingState,
     data: StepData,

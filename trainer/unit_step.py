@@ -20,6 +20,7 @@ loss sums (one per unit) before the gather.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 
 import torch
@@ -32,7 +33,13 @@ from trainer.sampler import RunPlan
 from trainer.state import TrainingState
 from trainer.step import StepResult, apply_step
 from trainer.unit_graphs import UnitForward
-from trainer.units import FlatGradients, UnitPlan, gather_units, sum_in_unit_order
+from trainer.units import (
+    FlatGradients,
+    UnitPlan,
+    gather_units,
+    sum_in_unit_order,
+    warn_on_mixed_threads,
+)
 
 __all__ = ["UnitStep"]
 
@@ -49,6 +56,21 @@ class UnitStep:
         self.state, self.forward, self.config = state, forward, config
         self.env, self.plan, self.units = env, plan, units
         self.flat = FlatGradients(list(state.model.parameters()))
+
+    @classmethod
+    def of(cls, state: TrainingState, module: torch.nn.Module, config: RunConfig, env: DistEnv,
+           plan: RunPlan, units: UnitPlan) -> UnitStep:
+        """The unit step of a segment whose steps call ``module`` (the model, or the model
+        compiled under ``training.compile``)."""
+        warn_on_mixed_threads(env)
+        forward = UnitForward(state.model, module, config.training, env.device)
+        return cls(state, forward, config, env, plan, units)
+
+    @property
+    def capture_guard(self) -> threading.Lock:
+        """Held while a CUDA graph is captured; the loader's thread takes it to prepare a
+        step (no other thread may call CUDA during a capture: trainer.unit_graphs)."""
+        return self.forward.capture_guard
 
     def train(self, data: StepData, stop_requested: Callable[[], bool],
               time_up: Callable[[], bool] = lambda: False) -> StepResult:

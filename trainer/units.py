@@ -26,18 +26,21 @@ holds at a fixed threads-per-process; on a GPU, at one device model and software
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
+from puicl_common.configio import ConfigError
 from trainer.batching import MicroBatch, plan_micro_batches
-from trainer.config import TrainingConfig, UnitShapes
+from trainer.config import RunConfig, TrainingConfig, UnitShapes
 from trainer.dist_env import DistEnv
 
-__all__ = ["FlatGradients", "StepUnit", "UnitPlan", "gather_units", "local_step_units",
-           "padded_size", "sum_in_unit_order", "thread_counts"]
+__all__ = ["FlatGradients", "StepUnit", "UnitPlan", "gather_units", "padded_size",
+           "rank_units", "sum_in_unit_order", "thread_counts", "unit_plan",
+           "warn_on_mixed_threads"]
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,7 @@ def sum_in_unit_order(rows: torch.Tensor) -> torch.Tensor:
     return total
 
 
-def local_step_units(tasks: Sequence, plan: UnitPlan, training: TrainingConfig,
+def rank_units(tasks: Sequence, plan: UnitPlan, training: TrainingConfig,
                      pin_memory: bool = False) -> tuple[StepUnit, ...]:
     """This rank's units of a step whose G tasks are ``tasks``, each collated into its
     micro-batches (in pinned memory for a GPU)."""
@@ -198,6 +201,32 @@ def local_step_units(tasks: Sequence, plan: UnitPlan, training: TrainingConfig,
         StepUnit(u, unit_micro_batches([tasks[i] for i in cut[u]], training, pin_memory))
         for u in plan.local_units
     )
+
+
+def unit_plan(config: RunConfig, env: DistEnv) -> UnitPlan | None:
+    """This rank's :class:`UnitPlan` under ``training.gradient_sum: units`` (None: the DDP
+    step); a world size that does not divide the units is a ``ConfigError``."""
+    training = config.training
+    if training.gradient_sum != "units":
+        return None
+    try:
+        return UnitPlan(config.curriculum.global_batch, training.step_units, env.world_size,
+                        env.rank)
+    except ValueError as err:
+        raise ConfigError("training.step_units", str(err)) from None
+
+
+def warn_on_mixed_threads(env: DistEnv) -> None:
+    """Warn (rank 0) when the ranks' thread counts differ: on CPU a unit's gradient depends on
+    them, so the run's bits would depend on which rank computes which unit."""
+    counts = thread_counts(env)
+    if env.is_main and env.device.type == "cpu" and len(set(counts)) > 1:
+        warnings.warn(
+            f"the processes run {counts} torch threads: a unit's gradient on CPU depends on the "
+            "thread count, so this run is not the same bits as another world size's; give every "
+            "process the same --threads",
+            stacklevel=3,
+        )
 
 
 def thread_counts(env: DistEnv) -> list[int]:
