@@ -2,23 +2,29 @@
 # What one machine with a CUDA GPU checks and measures, in one run of under 8 minutes. Run it
 # first whenever a GPU is at hand; every part is boxed in time and logged on its own, so that
 # one failing leaves the others.
-#   1. the CUDA tests (the GPU backends against the specification, deterministic start-up,
-#      bf16 inference close to the CPU's, a row's bytes in any GPU block);
-#   2. bit for bit: two identical runs of STEPS steps of the paper's config (stage 1, one
-#      forward pass a step, deterministic kernels and attention auto: the defaults) and a run
-#      stopped at STEPS/2 and resumed, compared tensor by tensor: IDENTICAL or DIFFERENT;
-#   3. tasks/s and the data-wait share, side by side, for each attention backend (auto's
+#   1. the CUDA tests (the GPU backends against the specification, the padded one included,
+#      deterministic start-up, bf16 inference close to the CPU's, a row's bytes in any block);
+#   2. bit for bit, the config's step (the paper's: the unit step, training.gradient_sum:
+#      units): two identical runs of STEPS steps of the paper's config (stage 1, one forward
+#      pass a unit, deterministic kernels and attention auto: the defaults), a run stopped at
+#      STEPS/2 and resumed, and the same STEPS steps by two processes sharing the one GPU
+#      (torchrun, gloo for the exchange), compared tensor by tensor: IDENTICAL or DIFFERENT;
+#      their tasks/s and data wait;
+#   3. each way to run a step side by side (speed.step_variants): tasks/s of the DDP step, the
+#      unit step, the unit step in padded shapes, and those shapes replayed as CUDA graphs or
+#      compiled, at stages 1, 50 and 100, each checked run to run (IDENTICAL or DIFFERENT);
+#   4. tasks/s and the data-wait share, side by side, for each attention backend (auto's
 #      bucketed_matmul, bucketed) with deterministic kernels on and off; two runs without the
 #      deterministic mode's fills (training.deterministic_fill: false) compared with each
 #      other and with the default;
-#   4. the classifier (the model alone) on the device: rows/s of a pool, two fits compared
+#   5. the classifier (the model alone) on the device: rows/s of a pool, two fits compared
 #      byte for byte, and the largest difference to the CPU's scores; whether a query row's
 #      bytes depend on its place in the block (speed.row_invariance); then what a table costs,
 #      the default against the model alone, up to 200,000 rows and at the paper's size, and
 #      the portfolio's learners alone there on several thread counts (speed.portfolio_parts);
-#   5. each kernel's milliseconds for the step's two attentions (speed.bench_attention);
-#   6. a torch.profiler table of a few steps of the default and of bucketed;
-#   7. the default under torch.compile, beside the same run uncompiled.
+#   6. each kernel's milliseconds for the step's two attentions (speed.bench_attention);
+#   7. a torch.profiler table of a few steps of the default and of bucketed;
+#   8. the default under torch.compile, beside the same run uncompiled.
 #
 #   speed/gpu_check.sh OUT_DIR            # on the GPU machine, within BUDGET seconds (470)
 #   DEVICE=cpu speed/gpu_check.sh OUT_DIR # a dry run of the script itself (the smoke config;
@@ -42,6 +48,9 @@ if [ "$DEVICE" = cpu ]; then
     # the smoke config's stages have 4 steps: its first two stages
     BASE=${CONFIG:-configs/smoke.yaml} STEPS=${STEPS:-8} LOG_EVERY=2 COMPILE=0 PROFILED=2
     SHARD_STEPS=(--stages 1-2)
+    # the smoke config's three stages, 4 steps each; compiling takes minutes on a CPU
+    VARIANT_SHARDS=(--stages 3 --steps 0-3)
+    VARIANTS=(--stages 1,2,3 --steps 4 --variants ddp,units,padded,graphs --seconds 30)
     CLASSIFIER=(--rows 1500 --labeled 300 --cpu-rows 600)
     COST=(--rows 1500 --features 5)
     TESTS=(tests/trainer/test_determinism.py)
@@ -51,10 +60,14 @@ if [ "$DEVICE" = cpu ]; then
 else
     BASE=${CONFIG:-configs/paper.yaml} STEPS=${STEPS:-40} LOG_EVERY=5 COMPILE=1 PROFILED=4
     SHARD_STEPS=(--stages 1 --steps "0-$((STEPS - 1))")
+    VARIANT_SHARDS=(--stages 50,100 --steps 0-9)
+    VARIANTS=(--stages 1,50,100 --steps 10 --variants ddp,units,padded,graphs,compile
+              --seconds 40 --budget 170)
     CLASSIFIER=(--rows 50000 --labeled 2000 --cpu-rows 3000)
     COST=(--rows 1000,20000,200000 --features 16)
     TESTS=(tests/model/test_backends.py tests/model/test_classifier_precision.py
-           tests/model/test_query_rows.py tests/trainer/test_determinism.py)
+           tests/model/test_query_rows.py tests/trainer/test_determinism.py
+           tests/trainer/test_units.py::test_a_captured_shape_replays_the_eager_unit)
     BUDGET=${BUDGET:-470}
     PAPER_SIZE=(--rows 700 --features 10,50)
     PARTS=(--features 10 --threads 1,4,16 --repeats 5)
@@ -106,6 +119,20 @@ train() {
     say "run $name exit $?"
 }
 
+# train_two NAME CONFIG SECONDS [ARGS...]: the same run by two processes on this machine's
+# device (torchrun; on one GPU both share it, and gloo carries the exchange, which NCCL
+# cannot between two processes of one GPU)
+train_two() {
+    local name=$1 file=$2 seconds=$3 port
+    shift 3
+    port=$($PY -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} boxed "$seconds" $PY -m torch.distributed.run \
+        --nproc_per_node 2 --master_addr 127.0.0.1 --master_port "$port" trainer/main.py \
+        --config "$file" --shards "$WORK/shards" --run-dir "$WORK/runs/$name" \
+        --device "$DEVICE" --dist-backend gloo "$@" >>"$LOG" 2>&1
+    say "run $name exit $?"
+}
+
 say "machine"
 {
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
@@ -115,22 +142,32 @@ say "machine"
 } >>"$LOG" 2>&1
 
 say "tests: ${TESTS[*]}"
-boxed 150 $PY -m pytest -q -p no:cacheprovider "${TESTS[@]}" >"$OUT/tests.txt" 2>&1
+boxed 100 $PY -m pytest -q -p no:cacheprovider "${TESTS[@]}" >"$OUT/tests.txt" 2>&1
 say "tests exit $?: $(tail -n 1 "$OUT/tests.txt")"
 
-say "shards: $BASE, ${SHARD_STEPS[*]}"
-boxed 150 $PY -m prior_gen.cli --config "$BASE" "${SHARD_STEPS[@]}" \
+say "shards: $BASE, ${SHARD_STEPS[*]}; ${VARIANT_SHARDS[*]}"
+boxed 100 $PY -m prior_gen.cli --config "$BASE" "${SHARD_STEPS[@]}" \
     --out "$WORK/shards" --workers "$WORKERS" >>"$LOG" 2>&1
 say "shards exit $?"
+boxed 100 $PY -m prior_gen.cli --config "$BASE" "${VARIANT_SHARDS[@]}" \
+    --out "$WORK/shards" --workers "$WORKERS" >>"$LOG" 2>&1
+say "shards of the other stages exit $?"
 
-say "bit for bit: two runs of $STEPS steps, and $HALF steps resumed to $STEPS"
+say "bit for bit: two runs of $STEPS steps, $HALF steps resumed to $STEPS, and two processes"
 DEFAULT=$(config default)  # attention auto: bucketed_matmul on a GPU
-train det_a "$DEFAULT" 150 --until-step "$STEPS"
-train det_b "$DEFAULT" 150 --until-step "$STEPS"
-train det_resumed "$DEFAULT" 100 --until-step "$HALF"
-train det_resumed "$DEFAULT" 100 --until-step "$STEPS"
+train det_a "$DEFAULT" 120 --until-step "$STEPS"
+train det_b "$DEFAULT" 120 --until-step "$STEPS"
+train det_resumed "$DEFAULT" 80 --until-step "$HALF"
+train det_resumed "$DEFAULT" 80 --until-step "$STEPS"
+train_two two_processes "$DEFAULT" 120 --until-step "$STEPS"
 $PY -m speed.training_runs compare "$WORK/runs/det_a" "$WORK/runs/det_b" \
-    "$WORK/runs/det_resumed" 2>&1 | tee -a "$LOG"
+    "$WORK/runs/det_resumed" "$WORK/runs/two_processes" 2>&1 | tee -a "$LOG"
+$PY -m speed.training_runs speed "$WORK/runs/det_a" "$WORK/runs/two_processes" 2>&1 \
+    | tee -a "$LOG"
+
+say "each way to run a step, side by side: ${VARIANTS[*]}"
+boxed 190 $PY -m speed.step_variants --config "$DEFAULT" --shards "$WORK/shards" \
+    --device "$DEVICE" "${VARIANTS[@]}" 2>&1 | grep -v "Warning\|warn" | tee -a "$LOG"
 
 say "tasks/s by attention backend, deterministic kernels on and off"
 train matmul_nondet "$(config matmul_nondet "attention: bucketed_matmul, deterministic: false")" \

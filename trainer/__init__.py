@@ -19,7 +19,12 @@ Training runs as a script, ``torchrun --nproc_per_node N trainer/main.py --confi
 * ``trainer.ema``             -- exponential moving average of the weights
 * ``trainer.state``           -- model, EMA, optimizer and counters; the initial weights
 * ``trainer.attention``       -- the run's attention backend, chosen once and kept
-* ``trainer.step``            -- one training step: backward passes, all-reduced decision, update
+* ``trainer.step``            -- one DDP step: backward passes, all-reduced decision, update
+* ``trainer.units``           -- the unit step's cut of a step into units and its exchange
+* ``trainer.unit_graphs``     -- a unit's micro-batch to its losses: eager, compiled or a CUDA
+                                 graph per padded shape
+* ``trainer.unit_step``       -- one unit step: units' gradients gathered, summed in unit
+                                 order, decided alike on every rank
 * ``trainer.activation_checkpointing`` -- each block's activations recomputed, not stored
 * ``trainer.hooks``           -- the step's hook point (a no-op unless a test installs a hook)
 * ``trainer.faults``          -- test hooks from the environment: faults, a fake clock

@@ -95,10 +95,17 @@ def plan_micro_batches(
     return micro_batches(row_counts, feature_counts, max_cells, max_tasks=max_tasks, order=order)
 
 
-def collate_with_targets(tasks: Sequence) -> tuple[TaskBatch, torch.Tensor, torch.Tensor]:
+def collate_with_targets(
+    tasks: Sequence, shape: tuple[int, int] | None = None
+) -> tuple[TaskBatch, torch.Tensor, torch.Tensor]:
     """One padded ``TaskBatch`` plus hidden labels ``[B, R]`` (int64) and the mask of the
-    unlabeled rows ``[B, R]`` (bool) -- the rows the loss is computed on."""
+    unlabeled rows ``[B, R]`` (bool) -- the rows the loss is computed on.
+
+    Padded to the largest task's rows and features, or to ``shape`` (rows, features) when
+    given (the unit step's padded shapes, ``trainer.units``); every task keeps its sizes."""
     batch = collate_tasks([t.x for t in tasks], [int(t.n_labeled) for t in tasks])
+    if shape is not None:
+        batch = _padded_to(batch, *shape)
     n_tasks, max_rows = batch.x.shape[0], batch.x.shape[1]
     targets = np.zeros((n_tasks, max_rows), dtype=np.int64)
     unlabeled = np.zeros((n_tasks, max_rows), dtype=bool)
@@ -107,6 +114,18 @@ def collate_with_targets(tasks: Sequence) -> tuple[TaskBatch, torch.Tensor, torc
         targets[b, :n_rows] = task.y
         unlabeled[b, int(task.n_labeled) : n_rows] = True
     return batch, torch.from_numpy(targets), torch.from_numpy(unlabeled)
+
+
+def _padded_to(batch: TaskBatch, rows: int, features: int) -> TaskBatch:
+    """``batch`` with its tensor zero-padded to ``rows`` x ``features``."""
+    b, r, f = batch.x.shape
+    if rows < r or features < f:
+        raise ValueError(f"a shape of {rows} x {features} cannot hold tasks of {r} rows and "
+                         f"{f} features")
+    x = torch.zeros((b, rows, features), dtype=batch.x.dtype)
+    x[:, :r, :f] = batch.x
+    return TaskBatch(x=x, n_labeled=batch.n_labeled, n_rows=batch.n_rows,
+                     n_features=batch.n_features)
 
 
 @dataclass(frozen=True)
@@ -120,8 +139,8 @@ class MicroBatch:
     index: LossIndex  # loss_index(unlabeled)
 
     @classmethod
-    def collate(cls, tasks: Sequence) -> MicroBatch:
-        batch, targets, unlabeled = collate_with_targets(tasks)
+    def collate(cls, tasks: Sequence, shape: tuple[int, int] | None = None) -> MicroBatch:
+        batch, targets, unlabeled = collate_with_targets(tasks, shape)
         return cls(batch, targets, unlabeled, loss_index(unlabeled))
 
     def pin_memory(self) -> MicroBatch:

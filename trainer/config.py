@@ -58,6 +58,29 @@ class PhaseSchedule:
         require(self.decay_power > 0, "decay_power", f"must be positive, got {self.decay_power}")
 
 
+@dataclass(frozen=True)
+class UnitShapes:
+    """The padded shapes of the unit step's micro-batches (``training.unit_shapes``): the
+    smallest listed row and feature counts that hold the tasks (beyond the last row count, a
+    multiple of it); masks keep each task to its own rows and features (``trainer.units``).
+    Sizes about √2 apart: on the paper's stages 1.34-1.46x the tasks' cells, 14-20 shapes a
+    stage (doubling: 1.58-1.78x, 10-12; docs/performance.md, speed/unit_shapes.py)."""
+
+    rows: tuple[int, ...] = (64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
+                             4096)
+    features: tuple[int, ...] = (8, 12, 16, 20)
+
+    def validate(self) -> None:
+        for name in ("rows", "features"):
+            values = getattr(self, name)
+            require(
+                len(values) > 0 and all(v > 0 for v in values)
+                and all(a < b for a, b in itertools.pairwise(values)),
+                name,
+                f"must be increasing positive sizes, got {list(values)}",
+            )
+
+
 _STUDY = "which was taken out after the recipe study (docs/recipe.md)"
 _MUON = f"this key belonged to the Muon optimizer (the trainer uses AdamW), {_STUDY}"
 _WSD = (f"this key belonged to the warmup-stable-decay schedule (the trainer uses the "
@@ -128,12 +151,13 @@ class TrainingConfig:
     # recompute each block in the backward pass instead of storing its activations
     activation_checkpointing: bool = False
     # the attention backend (puicl_model.net.backends): auto | packed | cpu_kernel | bucketed |
-    # bucketed_matmul.
+    # bucketed_matmul | padded (a fixed-shape block with masks; auto's with unit_shapes).
     # "auto" is resolved once when a run starts (bucketed_matmul on a GPU; on CPU cpu_kernel
     # only where it was measured faster on this CPU, else packed) and the result is recorded in
     # every checkpoint: a resumed run keeps its backend, since backends differ in float
     # rounding (a run started when auto meant bucketed on a GPU goes on with bucketed).
-    attention: Literal["auto", "packed", "cpu_kernel", "bucketed", "bucketed_matmul"] = "auto"
+    attention: Literal["auto", "packed", "cpu_kernel", "bucketed", "bucketed_matmul",
+                       "padded"] = "auto"
     # after a step that leaves this process holding more than this many GB, hand the
     # allocator's free pages back to the system (trainer.heap; glibc). The heap otherwise
     # keeps every page it ever touched, and with steps of varying sizes it grows well past
@@ -172,6 +196,17 @@ class TrainingConfig:
     # EMA and schedule start afresh. The weights' checksum, not the path, enters the run's
     # identity, so a moved file still resumes the run and a changed one is refused.
     init_weights: str | None = None
+    # How a step's gradient is summed (docs/training.md §6). "all_reduce" (legacy): DDP's, whose
+    # bits depend on the world size. "units": step_units units of tasks, each unit's gradient
+    # gathered as bytes and added in unit order on every rank (trainer.units): the same bits on
+    # any process count dividing step_units, at one threads-per-process on CPU. The unit keys
+    # below belong to "units"; padding and graphs change float rounding only (not identity):
+    # unit_shapes pads each micro-batch of a unit to a fixed shape (the padded attention);
+    # unit_graphs runs a shape's forward and backward as one compiled or CUDA graph
+    gradient_sum: Literal["all_reduce", "units"] = "all_reduce"
+    step_units: int | None = None  # units of a step: global_batch / step_units tasks each
+    unit_shapes: UnitShapes | None = None
+    unit_graphs: Literal["none", "compile", "cuda_graphs"] = "none"
     checkpoint_every: int = 1000  # steps; a checkpoint is also written when a segment ends
     keep_checkpoints: int = 3  # the newest K checkpoints are kept
     log_every: int = 50  # steps per JSONL record / console summary line
@@ -216,11 +251,30 @@ class TrainingConfig:
             f"must be positive, got {self.keep_checkpoints}",
         )
         require(self.log_every > 0, "log_every", f"must be positive, got {self.log_every}")
+        self._validate_units()
         require(
             self.init_weights is None or self.init_weights.strip() != "",
             "init_weights",
             "must be a weights path or null, got an empty string",
         )
+
+
+    def _validate_units(self) -> None:
+        if self.gradient_sum == "all_reduce":
+            for key, unset in (("step_units", None), ("unit_shapes", None),
+                               ("unit_graphs", "none")):
+                require(getattr(self, key) == unset, key,
+                        "belongs to the unit step: set gradient_sum: units, or leave it out")
+            return
+        require(self.step_units is not None, "step_units",
+                "gradient_sum: units needs the number of units of a step")
+        require(self.step_units > 0, "step_units", f"must be positive, got {self.step_units}")
+        if self.unit_graphs != "none":
+            require(self.unit_shapes is not None, "unit_graphs",
+                    f"{self.unit_graphs} needs fixed shapes: set unit_shapes")
+            require(not (self.compile or self.activation_checkpointing), "unit_graphs",
+                    f"{self.unit_graphs} runs graphs of its own, unprepared for compile: true "
+                    "or activation_checkpointing: true; set both false")
 
 
 @dataclass(frozen=True)
@@ -280,6 +334,19 @@ class RunConfig:
             f"tasks of up to {widest} features exceed model.max_features = {max_features}; "
             "raise model.max_features or narrow the tasks",
         )
+        training = self.training
+        if training.gradient_sum == "units":
+            batch = self.curriculum.global_batch
+            require(
+                batch % training.step_units == 0,
+                "training.step_units",
+                f"{training.step_units} units do not split the global batch of {batch} tasks "
+                "(curriculum.global_batch) evenly; use a divisor of it",
+            )
+            shapes, tasks = training.unit_shapes, self.prior.dataset.n_features[1]
+            require(shapes is None or shapes.features[-1] >= tasks,
+                    "training.unit_shapes.features", f"the widest shape holds "
+                    f"{shapes and shapes.features[-1]} features, the tasks up to {tasks}")
         num_stages = self.curriculum.stages
         for i, stage in enumerate(self.validation.stages):
             if stage != "tail":
@@ -324,7 +391,10 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
     runs were made enters the identity only when it leaves today's behaviour, so every config
     that keeps it keeps its hash and can resume its checkpoints. Options since removed never
     entered it at the values that remain (the sections' ``REMOVED_KEYS``), so removing them
-    changed no hash.
+    changed no hash. ``gradient_sum`` enters at ``units``, with ``step_units`` (its legacy
+    value ``all_reduce`` is the DDP step every run before it trained with); the unit's
+    padding and graphs (``unit_shapes``, ``unit_graphs``) change float rounding only and stay
+    out, as the micro-batch layout does.
     """
     identity: dict[str, Any] = {
         "sampler": training.sampler,
@@ -336,6 +406,9 @@ def training_identity(training: TrainingConfig) -> dict[str, Any]:
         # precision give one hash and old runs keep theirs
         "precision": _HASHED_PRECISION.get(training.precision, training.precision),
     }
+    if training.gradient_sum != "all_reduce":  # the unit step's cut decides its bits
+        identity["gradient_sum"] = training.gradient_sum
+        identity["step_units"] = training.step_units
     if training.init_weights is not None:
         identity["init_weights_sha256"] = init_weights_digest(training.init_weights)
     return identity

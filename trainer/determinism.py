@@ -107,8 +107,12 @@ def nondeterministic_op_message(op: str) -> str:
 
 def hardware_identity(device: torch.device) -> dict[str, str]:
     """What a run's bit-for-bit reproduction depends on besides its config and world size:
-    the device model and the torch and CUDA builds (recorded in every checkpoint)."""
+    the device model and the torch and CUDA builds, and on CPU torch's intra-op thread count
+    (a CPU kernel splits its sums by thread: the unit step's bits are the same on any number
+    of processes at one threads-per-process), recorded in every checkpoint."""
     identity = {"device": device.type, "torch": str(torch.__version__)}
+    if device.type == "cpu":
+        identity["threads"] = str(torch.get_num_threads())
     if device.type == "cuda":
         identity["device"] = torch.cuda.get_device_name(device)
         identity["cuda"] = str(torch.version.cuda)
@@ -139,10 +143,12 @@ def warn_if_not_reproducible(path: Path, payload: dict, deterministic: bool,
     Either recorded entry of another type (a checkpoint written whole, by another program)
     raises a TypeError naming it, which the resume words as one line."""
     recorded, was = recorded_reproduction(payload)
-    if recorded is not None and recorded != hardware:
-        changed = ", ".join(f"{key} {recorded.get(key)!r} -> {hardware.get(key)!r}"
-                            for key in sorted(set(recorded) | set(hardware))
-                            if recorded.get(key) != hardware.get(key))
+    # a key the checkpoint does not hold was not recorded yet when it was written
+    changed = "" if recorded is None else ", ".join(
+        f"{key} {recorded.get(key)!r} -> {hardware.get(key)!r}"
+        for key in sorted(set(recorded) | set(hardware))
+        if key in recorded and recorded.get(key) != hardware.get(key))
+    if changed:
         warnings.warn(f"resuming {path} on other hardware or software ({changed}): the run "
                       "continues up to float rounding, not bit for bit", stacklevel=3)
     if was is not None and was != deterministic and hardware["device"] != "cpu":

@@ -2,8 +2,10 @@
 
 ``torchrun`` sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; a plain
 ``python trainer/main.py`` sets none of them and runs as world size 1 without a process group.
-The backend is NCCL when the device is a GPU and gloo on CPU. Collectives time out (default
-10 minutes) instead of hanging forever if a peer dies.
+The backend is NCCL when the device is a GPU and gloo on CPU, unless asked for by name: gloo on
+GPUs lets several processes share one GPU (NCCL refuses two ranks on one device), as the GPU
+check's one-against-two-processes comparison does. Collectives time out (default 10 minutes)
+instead of hanging forever if a peer dies.
 """
 
 from __future__ import annotations
@@ -47,15 +49,22 @@ def _env_int(name: str, default: int) -> int:
         raise RuntimeError(f"environment variable {name}={value!r} is not an integer") from None
 
 
-def init_distributed(device_preference: str = "auto", timeout_minutes: float = 10.0) -> DistEnv:
-    """Join the torchrun job described by the environment (or run alone)."""
+def init_distributed(device_preference: str = "auto", timeout_minutes: float = 10.0,
+                     backend: str | None = None) -> DistEnv:
+    """Join the torchrun job described by the environment (or run alone); ``backend``
+    ("gloo" or "nccl") overrides the device's default."""
+    if backend not in (None, "gloo", "nccl"):
+        raise ValueError(f"the process group's backend must be gloo or nccl, got {backend!r}")
     world_size = _env_int("WORLD_SIZE", 1)
     rank = _env_int("RANK", 0)
     local_rank = _env_int("LOCAL_RANK", 0)
     device = resolve_device(device_preference, local_rank)
     if world_size == 1:
         return DistEnv(0, 1, 0, device, None)
-    backend = "nccl" if device.type == "cuda" else "gloo"
+    if backend is None:
+        backend = "nccl" if device.type == "cuda" else "gloo"
+    elif backend == "nccl" and device.type != "cuda":
+        raise ValueError(f"the nccl backend needs a GPU, and this process runs on {device}")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if not dist.is_initialized():
@@ -65,7 +74,7 @@ def init_distributed(device_preference: str = "auto", timeout_minutes: float = 1
             rank=rank,
             world_size=world_size,
             timeout=datetime.timedelta(minutes=timeout_minutes),
-            device_id=device if device.type == "cuda" else None,
+            device_id=device if backend == "nccl" else None,
         )
     return DistEnv(rank, world_size, local_rank, device, backend)
 
@@ -79,7 +88,7 @@ def all_reduce_sum(tensor: torch.Tensor, env: DistEnv) -> torch.Tensor:
 
 def barrier(env: DistEnv) -> None:
     if env.distributed:
-        if env.device.type == "cuda":
+        if env.backend == "nccl":
             dist.barrier(device_ids=[env.device.index])
         else:
             dist.barrier()

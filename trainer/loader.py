@@ -17,6 +17,7 @@ stop request and on any exception, so no thread outlives the segment.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -40,7 +41,9 @@ class StepData:
 
     global_step: int
     address: Any  # trainer.sampler.StepAddress: stage, phase, stored step
-    micro_batches: list[MicroBatch]
+    micro_batches: list[MicroBatch]  # gradient_sum: all_reduce (empty under units)
+    # gradient_sum: units: this rank's units of the step (trainer.units.StepUnit), unit order
+    units: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,10 @@ class StepLoader:
     """Steps ``[start, stop)`` prepared by ``prepare(global_step)``, in order.
 
     ``thread_setup`` runs first in the thread (the trainer sets the thread's CUDA device
-    there, so that pinning memory does not create a context on GPU 0 in every process). Use
-    as a context manager, or call :meth:`close` when done (also early)."""
+    there, so that pinning memory does not create a context on GPU 0 in every process).
+    ``guard``, a lock, is held by the thread while it prepares a step: the unit step holds it
+    while it captures a CUDA graph, during which no other thread may call CUDA (pinning host
+    memory does). Use as a context manager, or call :meth:`close` when done (also early)."""
 
     def __init__(
         self,
@@ -64,11 +69,13 @@ class StepLoader:
         stop: int,
         prefetch: int,
         thread_setup: Callable[[], None] | None = None,
+        guard: threading.Lock | None = None,
     ) -> None:
         if prefetch < 0:
             raise ValueError(f"prefetch must be >= 0, got {prefetch}")
         self._prepare = prepare
         self._thread_setup = thread_setup
+        self._guard = guard if guard is not None else contextlib.nullcontext()
         self._next = start
         self._stop = stop
         self.wait_seconds = 0.0  # total time the consumer waited for data
@@ -93,7 +100,8 @@ class StepLoader:
             if self._closing.is_set():
                 return
             try:
-                item: StepData | _Failure = self._prepare(global_step)
+                with self._guard:
+                    item: StepData | _Failure = self._prepare(global_step)
             except BaseException as err:  # delivered to the consumer, which re-raises it
                 item = _Failure(err)
             if not self._put(item) or isinstance(item, _Failure):

@@ -55,3 +55,22 @@ def per_task_loss(
     sums = torch.zeros(len(counts), dtype=row_loss.dtype, device=row_loss.device)
     sums = sums.index_add(0, tasks, row_loss)
     return sums / counts.to(row_loss.dtype)
+
+
+def masked_task_loss(
+    logits: torch.Tensor, targets: torch.Tensor, unlabeled: torch.Tensor
+) -> torch.Tensor:
+    """:func:`per_task_loss` with masks over every row position instead of an index of the
+    unlabeled rows: float32 ``[B]``, the same up to the order of the sums.
+
+    Every tensor's shape is the batch's, so a padded shape's loss is part of its fixed
+    sequence of kernels (the unit step's compiled or captured graphs). The logits of the rows
+    left out are replaced before the cross-entropy and its terms after it (``where``, never a
+    product with zero), so nothing there reaches the loss or its gradient. Each task must
+    have an unlabeled row (checked by :func:`loss_index` when a micro-batch is collated).
+    """
+    mask = unlabeled
+    kept = torch.where(mask[..., None], logits.float(), 0.0)
+    row_loss = F.cross_entropy(kept.flatten(0, 1), targets.flatten(), reduction="none")
+    sums = torch.where(mask, row_loss.view_as(mask), 0.0).sum(dim=1)
+    return sums / mask.sum(dim=1).to(sums.dtype)

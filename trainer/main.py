@@ -79,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads per process (default: torch's)"
     )
+    parser.add_argument(
+        "--dist-backend",
+        choices=("gloo", "nccl"),
+        default=None,
+        help="the process group's backend (default: nccl on GPUs, gloo on CPU); gloo lets "
+        "several processes share one GPU",
+    )
     return parser
 
 
@@ -134,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             until_step=args.until_step,
             device=args.device,
             threads=args.threads,
+            dist_backend=args.dist_backend,
             time_limit_s=None if args.time_limit is None else args.time_limit * 60.0,
             started_at=STARTED_AT,
         )

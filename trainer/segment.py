@@ -3,10 +3,10 @@
 ``start`` is 0 for a new run or the step of the checkpoint it resumes from; ``stop`` is the end
 of the run, or earlier with ``--max-steps`` / ``--until-step``. Each step:
 
-1. the sampler gives the stored step to read; this rank reads its contiguous slice of tasks
-   and collates its micro-batches (``trainer.loader``: a background thread, ahead of time);
-2. ``trainer.step`` trains it, and its all-reduced decision says whether it is the
-   segment's last (a signal, or ``--time-limit`` on any rank: ``trainer.time_limit``);
+1. the sampler gives the stored step to read; this rank reads its share (a slice of tasks, or
+   its units: ``trainer.units``) and collates it (``trainer.loader``: a thread, ahead of time);
+2. ``trainer.step`` (DDP) or ``trainer.unit_step`` trains it, and its decision, alike on every
+   rank, says whether it is the segment's last (a signal, or ``--time-limit`` on any rank);
 3. every ``log_every`` steps a metrics record (``trainer.metrics_log``), every
    ``validation.every_steps`` a validation of the EMA weights (``trainer.validation``), every
    ``checkpoint_every`` (and at the segment's end, on SIGTERM / SIGINT, or when the time limit
@@ -41,7 +41,7 @@ from trainer.checkpoint import (
     capture_rng_state,
     restore_rng_state,
 )
-from trainer.config import RunConfig, load_run_config, run_config_to_dict
+from trainer.config import RunConfig, TrainingConfig, load_run_config, run_config_to_dict
 from trainer.determinism import (
     apply_determinism,
     hardware_identity,
@@ -61,9 +61,11 @@ from trainer.shard_check import (
     manifest_sha256,
 )
 from trainer.state import TrainingState
-from trainer.step import StepResult, train_step
+from trainer.step import DdpStep, StepResult
 from trainer.stop_signal import StopFlag
 from trainer.time_limit import Clock, MonotonicClock, TimeBudget
+from trainer.unit_step import UnitStep
+from trainer.units import rank_units, unit_plan
 from trainer.validation import ValidationSet, validate
 
 
@@ -84,6 +86,7 @@ class TrainArgs:
     until_step: int | None = None  # stop when this many steps are completed
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads per process
+    dist_backend: str | None = None  # None: NCCL on GPUs, gloo on CPU; gloo: GPUs shared
     time_limit_s: float | None = None  # end the segment with a checkpoint before this
     # time.monotonic() when the process started, which the time limit counts from
     # (default: when train() is called)
@@ -113,6 +116,7 @@ class Segment:
         self.sampler = StepSampler(config.training.sampler, config.curriculum, config.seed)
         self.plan = self.sampler.plan
         self.global_batch = config.curriculum.global_batch
+        self.units = unit_plan(config, env)  # None: the DDP step
         try:
             self.slice = rank_slice(self.global_batch, env.rank, env.world_size)
         except ValueError as err:
@@ -166,7 +170,7 @@ class Segment:
                 "continue the same run. Differences: " + "; ".join(diffs[:10])
                 + ". Use the original config, or a new --run-dir for a new run.",
             )
-        if payload["world_size"] != self.env.world_size and self.env.is_main:
+        if payload["world_size"] != self.env.world_size and self.env.is_main and not self.units:
             warnings.warn(
                 f"resuming a run trained with {payload['world_size']} processes on "
                 f"{self.env.world_size}: the result is the same up to float rounding, "
@@ -225,9 +229,12 @@ class Segment:
     def prepare_step(self, global_step: int) -> StepData:
         """This rank's data of ``global_step``, collated (runs in the loader's thread)."""
         address = self.sampler.address(global_step)
+        training, pin = self.config.training, self.env.device.type == "cuda"
+        if self.units is not None:  # the whole step: its units are cut by the tasks' sizes
+            tasks = self.reader.read_step(address.stage, address.step_in_stage)
+            return StepData(global_step, address, [], rank_units(tasks, self.units, training, pin))
         start, stop = self.slice
         tasks = self.reader.read_step(address.stage, address.step_in_stage, start, stop)
-        training = self.config.training
         groups = plan_micro_batches(
             [t.x.shape[0] for t in tasks],
             [t.x.shape[1] for t in tasks],
@@ -235,7 +242,6 @@ class Segment:
             training.micro_batch_cells,
             training.group_by_rows,
         )
-        pin = self.env.device.type == "cuda"
         return StepData(global_step, address, assemble_micro_batches(tasks, groups, pin))
 
     def validates_at(self, completed: int) -> bool:
@@ -287,13 +293,14 @@ def _time_budget(args: TrainArgs, clock: Clock) -> TimeBudget | None:
     return TimeBudget(args.time_limit_s, clock, origin)
 
 
-def _training_module(model: torch.nn.Module, env: DistEnv, compile_: bool) -> torch.nn.Module:
-    """What the steps call: the model, under DDP with several processes, compiled if asked."""
+def _training_module(model: torch.nn.Module, env: DistEnv,
+                     training: TrainingConfig) -> torch.nn.Module:
+    """What the steps call: the model, under DDP (the DDP step's processes), compiled if asked."""
     module = model
-    if env.distributed:
+    if env.distributed and training.gradient_sum == "all_reduce":
         device_ids = [env.device.index] if env.device.type == "cuda" else None
         module = DistributedDataParallel(model, device_ids=device_ids)
-    if compile_:
+    if training.compile:
         # around DDP (as PyTorch recommends: its optimizer then splits the graph at the
         # gradient buckets); checkpoints and the EMA keep reading the model itself
         module = torch.compile(module)
@@ -323,7 +330,7 @@ def _run_segment(args: TrainArgs, env: DistEnv) -> int:
         if start >= stop:
             log.summary(f"nothing to train: the run is at step {start} of {stop}")
             return start
-        module = _training_module(segment.state.model, env, config.training.compile)
+        module = _training_module(segment.state.model, env, config.training)
         origin = f"resumed from {segment.resumed_from}" if segment.resumed_from else "new run"
         log.summary(
             f"training steps {start}..{stop - 1} of {segment.plan.total_steps} ({origin}); "
@@ -350,6 +357,8 @@ class _SegmentSteps:
         self.clock = clock_from_env(segment.env.rank)
         self.budget = _time_budget(segment.args, self.clock)
         self.stop_flag = StopFlag()
+        self.step = (DdpStep if segment.units is None else UnitStep).of(
+            segment.state, module, segment.config, segment.env, segment.plan, segment.units)
 
     def run(self) -> int:
         """Train the steps; returns the number of completed steps of the run."""
@@ -362,7 +371,7 @@ class _SegmentSteps:
                 torch.cuda.set_device(env.device)
         loader = StepLoader(
             segment.prepare_step, self.start, self.stop, self.training.prefetch_steps,
-            thread_setup,
+            thread_setup, self.step.capture_guard,
         )
         try:
             for global_step in range(self.start, self.stop):
@@ -386,11 +395,8 @@ class _SegmentSteps:
         waited = loader.wait_seconds
         data = next(loader)
         data_wait = loader.wait_seconds - waited
-        result = train_step(
-            segment.state, data, self.module, segment.config, segment.env, segment.plan,
-            stop_requested=lambda: self.stop_flag.requested,
-            time_up=self._time_up_after(global_step),
-        )
+        result = self.step.train(data, lambda: self.stop_flag.requested,
+                                 self._time_up_after(global_step))
         seconds = time.perf_counter() - began
         if self.budget is not None:
             self.budget.record_step(self.clock.now() - step_began)

@@ -1,5 +1,6 @@
-"""One training step: forward/backward over the micro-batches, one all-reduced decision, and
-the optimizer and EMA updates.
+"""One training step of ``training.gradient_sum: all_reduce`` (DDP): forward/backward over the
+micro-batches, one all-reduced decision, and the optimizer and EMA updates. The unit step of
+``gradient_sum: units`` is ``trainer.unit_step``; both end in :func:`apply_step`.
 
 Scaling (``trainer.loss`` defines the objective L over the G tasks of the global batch): each
 micro-batch contributes ``(W / G) * sum of its task losses`` to the backward pass. Gradients
@@ -26,7 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from puicl_common.runtime import autocast_for
 from trainer.batching import MicroBatch
-from trainer.config import RunConfig
+from trainer.config import RunConfig, TrainingConfig
 from trainer.dist_env import DistEnv, all_reduce_sum
 from trainer.heap import release_if_above
 from trainer.hooks import NO_HOOK, StepHook, hook_for
@@ -91,6 +92,48 @@ def accumulate_micro_batches(
     return hook.loss_sum(loss_sum.cpu())
 
 
+def apply_step(state: TrainingState, training: TrainingConfig, plan: RunPlan, global_step: int,
+               skip: bool) -> float:
+    """The end of every step, taken alike by every rank: the scheduled learning rate, then
+    the optimizer step and the EMA update, or the skip (gradients dropped, counted); then the
+    allocator's free pages handed back above the configured size. Returns the rate."""
+    lr = learning_rate(global_step, plan, training)
+    set_learning_rate(state.optimizer, lr)
+    counters = state.counters
+    if skip:
+        state.optimizer.zero_grad(set_to_none=True)
+        counters.skipped_total += 1
+        counters.consecutive_skips += 1
+    else:
+        state.optimizer.step()
+        state.ema.update(state.model)
+        counters.consecutive_skips = 0
+    release_if_above(training.release_memory_above_gb)
+    return lr
+
+
+class DdpStep:
+    """:func:`train_step` bound to a segment, called as the unit step is
+    (``trainer.unit_step.UnitStep``)."""
+
+    capture_guard = None  # no graphs captured here (the loader's lock: trainer.unit_graphs)
+
+    def __init__(self, state: TrainingState, module: torch.nn.Module, config: RunConfig,
+                 env: DistEnv, plan: RunPlan) -> None:
+        self.state, self.module, self.config, self.env, self.plan = (
+            state, module, config, env, plan)
+
+    @classmethod
+    def of(cls, state: TrainingState, module: torch.nn.Module, config: RunConfig, env: DistEnv,
+           plan: RunPlan, units: object = None) -> DdpStep:
+        return cls(state, module, config, env, plan)
+
+    def train(self, data: StepData, stop_requested: Callable[[], bool],
+              time_up: Callable[[], bool] = lambda: False) -> StepResult:
+        return train_step(self.state, data, self.module, self.config, self.env, self.plan,
+                          stop_requested, time_up)
+
+
 def train_step(
     state: TrainingState,
     data: StepData,
@@ -131,18 +174,7 @@ def train_step(
     )
     all_reduce_sum(decision, env)
     skip = bool(decision[1].item() > 0)
-    lr = learning_rate(global_step, plan, training)
-    set_learning_rate(state.optimizer, lr)
-    counters = state.counters
-    if skip:
-        state.optimizer.zero_grad(set_to_none=True)
-        counters.skipped_total += 1
-        counters.consecutive_skips += 1
-    else:
-        state.optimizer.step()
-        state.ema.update(state.model)
-        counters.consecutive_skips = 0
-    release_if_above(training.release_memory_above_gb)
+    lr = apply_step(state, training, plan, global_step, skip)
     return StepResult(
         loss=decision[0].item() / global_batch,
         grad_norm=float(grad_norm),

@@ -37,7 +37,7 @@ def train(args: TrainArgs) -> int:
     if args.started_at is None:
         args = dataclasses.replace(args, started_at=time.monotonic())
     try:
-        env = init_distributed(args.device)
+        env = init_distributed(args.device, backend=args.dist_backend)
     except ValueError as err:  # e.g. --device cuda on a machine without a GPU
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 2

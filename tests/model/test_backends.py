@@ -127,6 +127,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GP
       for b in BACKENDS if b != "auto"],
     pytest.param("bucketed", "cuda", marks=CUDA),
     pytest.param("bucketed_matmul", "cuda", marks=CUDA),
+    pytest.param("padded", "cuda", marks=CUDA),
     pytest.param("auto", "cuda", marks=CUDA),
 ])
 def test_backend_matches_the_specification_outputs_and_gradients(backend, device, models):

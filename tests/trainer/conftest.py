@@ -38,6 +38,16 @@ def smoke_shards(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def smoke_ddp(tmp_path_factory) -> Path:
+    """The smoke config with the DDP step (``training.gradient_sum: all_reduce``, the legacy
+    value) in place of its unit step."""
+    path = tmp_path_factory.mktemp("configs") / "smoke_ddp.yaml"
+    path.write_text(f"extends: {SMOKE}\n"
+                    "training: {gradient_sum: all_reduce, step_units: null}\n")
+    return path
+
+
 def run_inprocess(run_dir: Path, shards: Path, config: Path = SMOKE, **options) -> int:
     """One training segment in this process (world size 1, one torch thread like the
     subprocess runs, so that results compare bit for bit); returns the exit code."""

@@ -44,6 +44,9 @@ def test_paper_config_is_the_paper() -> None:
         keep_checkpoints=config.training.keep_checkpoints,
         log_every=config.training.log_every,
         max_consecutive_skips=config.training.max_consecutive_skips,
+        # the step's exchange, the same objective (the unit step: docs/training.md §6)
+        gradient_sum="units",
+        step_units=config.training.step_units,
     )  # optimizer, both schedules, EMA and sampler at the paper's values (the defaults)
     training = config.training
     assert (training.optimizer.beta1, training.optimizer.beta2) == (0.9, 0.95)

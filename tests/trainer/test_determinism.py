@@ -159,7 +159,9 @@ def test_checkpoints_record_the_mode_and_the_hardware(smoke_shards, tmp_path) ->
                                        "cuda": str(torch.version.cuda)}
     else:
         assert payload["deterministic"] is False  # the CPU's kernels: no mode was set
-        assert payload["hardware"] == {"device": "cpu", "torch": str(torch.__version__)}
+        # a CPU unit's gradient depends on the thread count (run_inprocess: 1)
+        assert payload["hardware"] == {"device": "cpu", "torch": str(torch.__version__),
+                                       "threads": "1"}
 
 
 def test_a_resume_on_other_hardware_warns(tmp_path) -> None:
@@ -176,6 +178,12 @@ def test_a_resume_on_other_hardware_warns(tmp_path) -> None:
         warn_if_not_reproducible(tmp_path, {**payload, "hardware": here},
                                                  True, here)
         warn_if_not_reproducible(tmp_path, {}, True, here)  # older checkpoint
+        # a checkpoint written before the thread count was recorded
+        cpu = {"device": "cpu", "torch": "2.11"}
+        warn_if_not_reproducible(tmp_path, {"hardware": cpu}, False, {**cpu, "threads": "2"})
+    with pytest.warns(UserWarning, match=r"threads '1' -> '2'"):
+        warn_if_not_reproducible(tmp_path, {"hardware": {**cpu, "threads": "1"}}, False,
+                                 {**cpu, "threads": "2"})
 
 
 @pytest.mark.parametrize(("recorded", "message"), [

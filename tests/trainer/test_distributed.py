@@ -1,5 +1,6 @@
-"""Two gloo processes (torchrun) against one process with gradient accumulation, and the
-all-ranks-skip path when only one rank sees a non-finite loss."""
+"""The DDP step (``training.gradient_sum: all_reduce``): two gloo processes (torchrun) against
+one process with gradient accumulation, and the all-ranks-skip path when only one rank sees a
+non-finite loss. The unit step's world sizes: tests/trainer/test_units.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from trainer.export import load_run_checkpoint
 from trainer.metrics_log import read_metrics
 from trainer.state import init_model
 
-from .conftest import SMOKE, run_inprocess, run_subprocess
+from .conftest import SMOKE, run_inprocess, run_subprocess, state_hash
 
 pytestmark = pytest.mark.slow  # four torchrun jobs of two processes: ~40 s on 2 cores
 
@@ -46,18 +47,19 @@ def _assert_close_runs(a, b, weights_rel: float = 1e-3, weights_max: float = 5e-
         assert differ.abs().max() <= weights_max
 
 
-def test_two_gloo_processes_match_one_process(smoke_shards, tmp_path) -> None:
+def test_two_gloo_processes_match_one_process(smoke_shards, smoke_ddp, tmp_path) -> None:
     # one process: 8 tasks per step in 2 micro-batches of 4 (smoke micro_batch_size: 4);
     # two processes: 4 tasks each, one micro-batch, gradients averaged by DDP
-    assert run_inprocess(tmp_path / "one", smoke_shards) == 0
+    assert run_inprocess(tmp_path / "one", smoke_shards, config=smoke_ddp) == 0
     # the job is also interrupted: SIGTERM reaches rank 1 only, at step index 6; the stop
     # request travels in the step's all-reduce, so both ranks stop after that step
-    two = run_subprocess(tmp_path / "two", smoke_shards, nproc=2, faults="sigterm@6:1")
+    two = run_subprocess(tmp_path / "two", smoke_shards, nproc=2, faults="sigterm@6:1",
+                         config=smoke_ddp)
     assert two.returncode == 0, two.stderr[-3000:]
     assert "2 process(es) on cpu" in two.stderr
     assert "stop requested: checkpoint written at step 7" in two.stderr
     assert load_run_checkpoint(tmp_path / "two")[1]["step"] == 7
-    resumed = run_subprocess(tmp_path / "two", smoke_shards, nproc=2)
+    resumed = run_subprocess(tmp_path / "two", smoke_shards, nproc=2, config=smoke_ddp)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     _assert_close_runs(tmp_path / "one", tmp_path / "two")
     # weights differ from an untrained model's by far more than the tolerance
@@ -66,11 +68,15 @@ def test_two_gloo_processes_match_one_process(smoke_shards, tmp_path) -> None:
                               load_run_checkpoint(tmp_path / "two")[1]["model"]["decoder.2.weight"])
 
 
-def test_one_rank_nonfinite_skips_on_every_rank(smoke_shards, tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("step", ["ddp", "units"])
+def test_one_rank_nonfinite_skips_on_every_rank(smoke_shards, smoke_ddp, tmp_path, monkeypatch,
+                                                step) -> None:
     # step index 2: rank 1 alone has a NaN loss with finite gradients (only the all-reduced
     # flag can stop rank 0); step index 5: rank 0 alone has NaN gradients
+    config = smoke_ddp if step == "ddp" else SMOKE
     two = run_subprocess(
-        tmp_path / "two", smoke_shards, nproc=2, faults="nonfinite_loss@2:1,nonfinite_grad@5:0"
+        tmp_path / "two", smoke_shards, nproc=2, faults="nonfinite_loss@2:1,nonfinite_grad@5:0",
+        config=config,
     )
     assert two.returncode == 0, two.stderr[-3000:]
     skipped = [r["step"] for r in read_metrics(tmp_path / "two" / "metrics.jsonl")
@@ -78,15 +84,18 @@ def test_one_rank_nonfinite_skips_on_every_rank(smoke_shards, tmp_path, monkeypa
     assert skipped == [3, 6]
     # the same steps skipped in one process give the same run: the skip was global
     monkeypatch.setenv("PUICL_TRAINER_FAULTS", "nonfinite_grad@2:0,nonfinite_grad@5:0")
-    assert run_inprocess(tmp_path / "one", smoke_shards) == 0
-    _assert_close_runs(tmp_path / "one", tmp_path / "two")
+    assert run_inprocess(tmp_path / "one", smoke_shards, config=config) == 0
+    if step == "ddp":
+        _assert_close_runs(tmp_path / "one", tmp_path / "two")
+    else:  # the unit step: the same bits
+        assert state_hash(tmp_path / "one") == state_hash(tmp_path / "two")
 
 
-def test_divergence_stops_every_rank_without_hanging(smoke_shards, tmp_path) -> None:
+def test_divergence_stops_every_rank_without_hanging(smoke_shards, smoke_ddp, tmp_path) -> None:
     # max_consecutive_skips: 3, the non-finite losses alternate between the ranks
     result = run_subprocess(
         tmp_path / "two", smoke_shards, nproc=2, timeout=120,
-        faults="nonfinite_loss@2:1,nonfinite_loss@3:0,nonfinite_loss@4:1",
+        faults="nonfinite_loss@2:1,nonfinite_loss@3:0,nonfinite_loss@4:1", config=smoke_ddp,
     )
     assert result.returncode != 0
     assert "stopped: 3 consecutive steps had a non-finite loss or gradient" in result.stderr

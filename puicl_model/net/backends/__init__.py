@@ -10,6 +10,9 @@
 ``bucketed_matmul``  ``bucketed``, with the attention across features (sequences of
                 d + 1 cells) as plain batched matrix products instead of the flash
                 kernels (:func:`.bucketed.short_attention`). GPU.
+``padded``      the batch's padded tensor as one block of a fixed shape, masks keeping
+                each task to its own rows and features; no host read, no loop over the
+                batch (:mod:`.padded`). The unit step's padded shapes (``trainer``).
 ``auto``        on a GPU ``bucketed_matmul`` for training and ``bucketed`` for
                 inference; else ``packed``, and for training on CPU
                 ``cpu_kernel`` where the one-off timing of :mod:`.calibration` found it
@@ -28,11 +31,12 @@ from puicl_model.net.backends import calibration, cpu_kernel
 from puicl_model.net.backends.base import CellLayout
 from puicl_model.net.backends.bucketed import BucketedCells
 from puicl_model.net.backends.packed import PackedCells
+from puicl_model.net.backends.padded import PaddedCells
 from puicl_model.net.batch import TaskBatch
 
 __all__ = ["BACKENDS", "CellLayout", "auto_backend", "cell_layout", "resolve_backend"]
 
-BACKENDS = ("auto", "packed", "cpu_kernel", "bucketed", "bucketed_matmul")
+BACKENDS = ("auto", "packed", "cpu_kernel", "bucketed", "bucketed_matmul", "padded")
 
 
 def auto_backend(device: torch.device, training: bool) -> str:
@@ -63,6 +67,8 @@ def cell_layout(backend: str, batch: TaskBatch) -> CellLayout:
         return BucketedCells(batch)
     if backend == "bucketed_matmul":
         return BucketedCells(batch, feature_products=True)
+    if backend == "padded":
+        return PaddedCells(batch)
     raise ValueError(f"attention backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
 
 
