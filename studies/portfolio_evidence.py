@@ -186,9 +186,16 @@ def collect_task(make: Callable[[], Task], out: Path, variants: Sequence[str]) -
         evidence = portfolio.evidence
         assert evidence is not None and len(evidence.pool[0][MODEL]) == len(y_pool)
         arrays["kind"] = np.array("held")
-        arrays["model_pool"] = _proba(evidence.pool[0][MODEL])
+        # the evidence: the held-out positives set apart from the passes' context; the pool
+        # as the default scores it where its blend weighs the model (the model alone's scores)
+        final = portfolio.member_pool_scores.get(MODEL)
+        if final is None or len(final) != len(y_pool):
+            final = clf.fitted_.model_scores(np.arange(len(y_pool)), clf._runtime())
+        else:
+            final = _proba(final)
+        arrays["model_pool"] = final
         arrays["model_held0"] = _proba(evidence.held[0][MODEL])
-        arrays["model_pool0"] = arrays["model_pool"]
+        arrays["model_pool0"] = _proba(evidence.pool[0][MODEL])
         n = len(portfolio.x_labeled)
         arrays["mask0"] = np.arange(n - portfolio.n_held, n)
     else:

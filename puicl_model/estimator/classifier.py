@@ -121,9 +121,11 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         (both scored out of fold on every row) join the model, and the candidate blend chosen
         per table on held-out labeled positives orders the pool
         (:mod:`puicl_model.estimator.portfolio`, docs/classifier.md "Tables of every size").
-        From ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives, up to ``MAX_HELD_OUT``
-        (1,000) of them are held out of the passes' context and scored with the pool; below,
-        the fallback blend stands with no evidence read. After ``fit``:
+        From ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives, a fifth of them (at most
+        ``MAX_HELD_OUT``, 1,000) are the evidence, scored beside a sample of the pool by
+        passes that set them apart from their context (the pool itself is scored by passes
+        of every labeled positive, as the model alone scores it); below, the fallback blend
+        stands with no evidence read. After ``fit``:
         ``portfolio_``, ``n_held_out_`` and, once the pool is scored, ``choice_`` (what was
         chosen and why) and ``blend_weight_`` (the model's weight). "none": the model alone.
     pool_sample : int or None
@@ -296,8 +298,11 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
     preprocessor_ = property(lambda self: self.fitted_.views[0].preprocessor,
                              doc="The first view's column encoding (the configured one).")
     portfolio_ = fitted_part("portfolio", "The portfolio (None: the model alone).")
-    n_held_out_ = fitted_part("n_held_out", "Labeled positives held out of the passes.")
-    x_labeled_ = fitted_part("x_labeled", "The labeled rows the passes' context draws from.")
+    n_held_out_ = fitted_part("n_held_out",
+                              "Labeled positives set apart from the evidence's passes.")
+    x_labeled_ = fitted_part("x_labeled", "The labeled rows the passes' context draws from "
+                             "(every one, but in a folder saved before held-out positives "
+                             "stayed in the context).")
     x_pool_ = fitted_part("x_pool", "The fitted unlabeled rows, encoded.")
     n_passes_ = fitted_part("n_passes", "Forward passes run by fit's scoring of the pool.")
     inference_seconds_ = fitted_part("inference_seconds", "Seconds fit spent scoring.")

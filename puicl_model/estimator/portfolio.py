@@ -15,10 +15,11 @@ standardized numbers, missing-value indicators) and scored out of fold over ever
 no row is scored by a learner trained on it (:mod:`puicl_model.estimator.learners`). Under
 SCAR, P(labeled | x) ranks rows as P(y = 1 | x) does (Elkan & Noto, KDD 2008).
 
-Evidence, on tables with at least ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives:
-positives held out of the model's passes' context, and for the learners their out-of-fold
-scores, read against a seeded sample of the pool's rows
-(:mod:`puicl_model.estimator.evidence_rows`). Under SCAR such positives are distributed as the
+Evidence, on tables with at least ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives: a
+fifth of them, scored by the model's passes that set them apart from their context, and for
+the learners their out-of-fold scores, read against a seeded sample of the pool's rows
+(:mod:`puicl_model.estimator.evidence_rows`), a larger one while the choice is close
+(:func:`undecided`). Under SCAR such positives are distributed as the
 pool's positives, so for any score the AUC of held-out positives against the pool is
 ``(1 − π)/2 + π · AUC`` (Jain, White & Radivojac, arXiv 1702.00518), with AUC the score's true
 positive-against-negative AUC on the pool: the candidate that ranks held-out positives highest
