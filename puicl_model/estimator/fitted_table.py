@@ -46,6 +46,7 @@ from puicl_model.estimator.prior import (
     cross_fitted_scores,
     fold_of,
     prior_cut,
+    prior_pool_rows,
 )
 from puicl_model.passes.inference import PassScorer
 from puicl_model.passes.planning import PassPlanner, ViewRows
@@ -253,9 +254,16 @@ class FittedTable(FittedScorer):
         """The model's cross-fitted scores (:func:`~puicl_model.estimator.prior.
         cross_fitted_scores`), computed once per ``n_folds``."""
         if n_folds not in self.model_folds:
-            self.model_folds[n_folds] = cross_fitted_scores(runtime.scorer(), self.planners,
-                                                            self.views, n_folds)
+            self.model_folds[n_folds] = cross_fitted_scores(
+                runtime.scorer(), self.planners, self.views, n_folds, self.prior_pool_rows())
         return self.model_folds[n_folds]
+
+    def prior_pool_rows(self) -> np.ndarray | None:
+        """The pool rows the class prior's folds are scored against (None: every row), a
+        sample where every pass shares its context (:func:`~.prior.prior_pool_rows`)."""
+        if not all(planner.shares_context for planner in self.planners):
+            return None
+        return prior_pool_rows(len(self.x_pool), self.entropy)
 
     # ------------------------------------------------------------- what predictions read
     def caches(self, runtime: Runtime) -> ContextCaches | None:
@@ -302,7 +310,8 @@ class FittedTable(FittedScorer):
         folds = self._model_folds(n_folds, runtime)
         if self.portfolio is None:
             return folds
-        return [self.portfolio.fold_proba(fold, mask)
+        rows = self.prior_pool_rows() if len(folds[0][1]) != len(self.x_pool) else None
+        return [self.portfolio.fold_proba(fold, mask, rows)
                 for fold, mask in zip(folds, self.fold_masks(n_folds), strict=True)]
 
     def prior_evidence(self, n_folds: int, runtime: Runtime) -> Folds | None:

@@ -475,14 +475,17 @@ class Portfolio:
         return blend.proba(held, model_held), blend.proba(pool, model_judged)
 
     def fold_proba(self, fold: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   pool_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """A fold's (held-out positives', pool's) P(y = 1) under the chosen blend, standardized
-        and keyed to the model's probabilities on the fold's own pool scores (what π̂ reads)."""
+        and keyed to the model's probabilities on the fold's own pool scores (what π̂ reads);
+        ``pool_rows``: the pool rows the fold scored (None: every one)."""
         assert self.choice is not None and self.blend is not None
         if self.blend.model_alone:
             return fold
         held = self._held_scores(fold[0], mask)
-        pool = {MODEL: log_odds(fold[1]), **self.pool_scores}
+        pool = {MODEL: log_odds(fold[1]),
+                **{kind: scores if pool_rows is None else scores[pool_rows]
+                   for kind, scores in self.pool_scores.items()}}
         blend = Blend.on_pool(self.choice.weights, pool, fold[1])
         return blend.proba(held), blend.proba(pool)
 

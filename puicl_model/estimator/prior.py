@@ -48,15 +48,21 @@ from puicl_model.passes import seed_keys
 from puicl_model.passes.phases import phase
 from puicl_model.passes.planning import PassPlanner, ViewRows
 
-__all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "Folds",
+__all__ = ["DEFAULT_FOLDS", "MIN_LABELED_FOR_ESTIMATES", "PRIOR_POOL_ROWS", "Folds",
            "best_bin_alpha", "best_bin_estimate", "class_prior_estimate",
-           "cross_fitted_scores", "fold_of", "mean_estimate", "prior_cut"]
+           "cross_fitted_scores", "fold_of", "mean_estimate", "prior_cut", "prior_pool_rows"]
 
 # the labeled positives' folds for estimate_class_prior: K = 3 and 5 gave the same π̂ errors on
 # the development suite for 1.5x and 2.8x the time (docs/classifier_measurements.md)
 DEFAULT_FOLDS = 2
 # the fewest labeled positives whose split in folds the score-based estimators run on
 MIN_LABELED_FOR_ESTIMATES = 20
+# a pool of more rows, scored through shared contexts, has its folds scored against a seeded
+# sample of this many (:func:`prior_pool_rows`): each fold then costs its contexts and about a
+# tenth of a 20,000-row pool's query rows, where it cost as much as the pool's own scoring. The
+# pool's mean P(y=0) still reads every row; BBE reads the sample (its shares move by about
+# 1/sqrt(2,000) = 0.02 at most from the pool's)
+PRIOR_POOL_ROWS = 2000
 
 # per fold of the labeled positives: (the held-out fold's P(y=1), the pool's P(y=1)), both
 # scored by the same passes next to the other folds
@@ -79,6 +85,17 @@ def fold_of(n_labeled: int, n_folds: int, entropy: int) -> np.ndarray:
                          f"got {n_folds}")
     seed = np.random.SeedSequence(entropy, spawn_key=(seed_keys.PRIOR_FOLDS, n_folds))
     return np.random.default_rng(seed).permutation(n_labeled) % n_folds
+
+
+def prior_pool_rows(n_pool: int, entropy: int) -> np.ndarray | None:
+    """The pool rows (sorted) the class prior's folds are scored against: None (every row) on
+    a pool of at most :data:`PRIOR_POOL_ROWS`, else a sample of that many keyed
+    ``(seed_keys.PRIOR_POOL,)``."""
+    if n_pool <= PRIOR_POOL_ROWS:
+        return None
+    rng = np.random.default_rng(np.random.SeedSequence(entropy,
+                                                       spawn_key=(seed_keys.PRIOR_POOL,)))
+    return np.sort(rng.permutation(n_pool)[:PRIOR_POOL_ROWS])
 
 
 def cross_fitted_scores(score: Scorer, planners: Sequence[PassPlanner], views: Sequence[View],

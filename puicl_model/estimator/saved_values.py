@@ -213,8 +213,9 @@ def _probabilities(entry: str, value: Any, length: int | None = None) -> np.ndar
 def _folds(entry: str, folds: Any, n_labeled: int, n_pool: int, entropy: int) -> None:
     """The model's cross-fitted scores per fold count: per fold, the probabilities of its
     labeled rows (those :func:`~puicl_model.estimator.prior.fold_of` puts in it) and of the
-    pool's ``n_pool`` rows."""
-    from puicl_model.estimator.prior import fold_of
+    pool's ``n_pool`` rows (or of the sample of them a larger pool's folds are scored
+    against)."""
+    from puicl_model.estimator.prior import PRIOR_POOL_ROWS, fold_of
 
     for n_folds, per_fold in _mapping(entry, folds).items():
         _number(f"{entry} key", n_folds, 2, max(2, n_labeled // 2), whole=True)
@@ -226,7 +227,10 @@ def _folds(entry: str, folds: Any, n_labeled: int, n_pool: int, entropy: int) ->
             if not isinstance(fold, tuple) or len(fold) != 2:
                 raise _Refused(where, "is not a pair of arrays")
             _probabilities(f"{where} positives", fold[0], int(sizes[number]))
-            _probabilities(f"{where} pool", fold[1], n_pool)
+            _probabilities(f"{where} pool", fold[1])
+            if len(fold[1]) not in (n_pool, min(n_pool, PRIOR_POOL_ROWS)):
+                raise _Refused(f"{where} pool", f"holds {len(fold[1])} rows, not the pool's "
+                                                f"{n_pool} nor a sample of {PRIOR_POOL_ROWS}")
 
 
 def _scorer(state: Mapping[str, Any], with_table: bool, views: list) -> int | None:

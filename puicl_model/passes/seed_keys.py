@@ -19,7 +19,7 @@ from typing import Final
 __all__ = [
     "BAGS", "BOOSTED_FOLDS", "BOOTSTRAP", "CONTEXT", "FEATURES", "FEATURE_SUBSET", "HELD_OUT",
     "JUDGED", "KEY_SHAPES", "LABELED", "LOGISTIC_FOLDS", "MEMBER", "POOL", "POOL_SAMPLE",
-    "PRIOR_FOLDS", "RANKING",
+    "PRIOR_FOLDS", "PRIOR_POOL", "RANKING",
 ]
 
 # --------------------------------------------------------- the passes (passes.planning)
@@ -41,6 +41,8 @@ CONTEXT: Final = 6
 # the labeled positives' split in folds for π̂: (PRIOR_FOLDS, n_folds). The key (11,) alone
 # is the legacy rule's halves that studies/puicl_prior.py still draws to compare with
 PRIOR_FOLDS: Final = 11
+# the pool rows the folds are scored against on a pool larger than they read: (PRIOR_POOL,)
+PRIOR_POOL: Final = 19
 
 # ------------------------------------------------------------ 12: two draws, one tag
 # π's bootstrap (estimator.prior_report): (BOOTSTRAP, 0) resamples the pool's rows,
@@ -84,6 +86,7 @@ KEY_SHAPES: Final[dict[str, tuple[tuple[int | str, ...], ...]]] = {
     "FEATURE_SUBSET": ((FEATURE_SUBSET,),),
     "CONTEXT": ((CONTEXT, "group"),),
     "PRIOR_FOLDS": ((PRIOR_FOLDS, "n_folds"),),
+    "PRIOR_POOL": ((PRIOR_POOL,),),
     "BOOTSTRAP": ((BOOTSTRAP, 0), (BOOTSTRAP, 1, "n_folds", "fold")),
     "HELD_OUT": ((HELD_OUT,),),
     "LOGISTIC_FOLDS": ((LOGISTIC_FOLDS,),),

@@ -87,3 +87,30 @@ def test_the_scores_pi_hat_reads_are_public(small_weights, rng) -> None:
     assert np.all(clf.fitted_pool_proba() >= 0) and np.all(clf.held_out_scores(2)[0][0] >= 0)
     with pytest.raises(ValueError, match="n_folds must be an integer >= 2"):
         clf.held_out_scores(1)
+
+
+@pytest.mark.parametrize("portfolio", ["none", "auto"])
+def test_a_large_pool_has_its_folds_scored_against_a_sample(small_weights, rng, tmp_path,
+                                                            portfolio) -> None:
+    """A pool of more than PRIOR_POOL_ROWS rows, scored through shared contexts, has the
+    class prior's folds scored against a seeded sample of it: π̂ reads every pool row's
+    P(y = 1) and the folds' sample, the same bits after a save."""
+    from puicl_model.estimator.prior import PRIOR_POOL_ROWS, class_prior_estimate
+
+    X = rng.normal(size=(2700, 4))
+    X[:1300] += 1.0
+    s = np.zeros(2700, dtype=int)
+    s[:200] = 1
+    clf = PUICLClassifier(weights=small_weights, random_state=0, portfolio=portfolio,
+                          n_threads=1).fit(X, s)
+    assert all(planner.shares_context for planner in clf.planners_)
+    folds = clf.held_out_scores()
+    assert all(len(pool) == PRIOR_POOL_ROWS < 2500 for _, pool in folds)
+    assert sum(len(held) for held, _ in folds) == 200
+    pi_hat = clf.estimate_class_prior()
+    assert pi_hat == class_prior_estimate(clf.fitted_pool_proba(), folds)
+    report = clf.class_prior_report()
+    assert report.interval[0] <= pi_hat <= report.interval[1]
+    loaded = PUICLClassifier.load(clf.save(tmp_path / "saved"))
+    assert loaded.estimate_class_prior() == pi_hat
+    assert loaded.class_prior_report() == report

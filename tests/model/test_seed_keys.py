@@ -50,7 +50,7 @@ def test_the_values_stored_scores_were_drawn_with():
         "FEATURES": 1, "POOL": 2, "LABELED": 3, "MEMBER": 4, "FEATURE_SUBSET": 5,
         "PRIOR_FOLDS": 11, "BOOTSTRAP": 12, "HELD_OUT": 12, "LOGISTIC_FOLDS": 13,
         "POOL_SAMPLE": 14, "BOOSTED_FOLDS": 15, "JUDGED": 16, "BAGS": 17, "CONTEXT": 6,
-        "RANKING": 18,
+        "RANKING": 18, "PRIOR_POOL": 19,
     }
 
 
