@@ -395,12 +395,27 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         """The labels of rows of P(y=1) ``positive`` (``match``: their fitted-pool rows)."""
         runtime = self._runtime()  # (checks the threshold, which may be set after fit)
         if self.threshold != "prior":
+            self._check_the_cut(float(self.threshold), runtime)
             return (positive > float(self.threshold)).astype(np.int64)
         pool_labels, cut = self.fitted_.prior_cut(runtime)
         labels = (positive > cut).astype(np.int64)
         known = match >= 0
         labels[known] = pool_labels[match[known]]
         return labels
+
+    def _check_the_cut(self, threshold: float, runtime: Runtime) -> None:
+        """Warn once per fit and threshold (:class:`ThresholdWarning`) where the cut labels a
+        share of the fitted pool negative that the data contradict (``FittedTable.
+        threshold_note``; a classifier saved without its table has no pool to check)."""
+        from puicl_model.estimator.prior_report import ThresholdWarning
+
+        if not isinstance(self.fitted_, FittedTable) or threshold in self.fitted_.threshold_notes:
+            return
+        note = self.fitted_.threshold_note(threshold, runtime)
+        if note is not None:
+            import warnings
+
+            warnings.warn(f"predict: {note}", ThresholdWarning, stacklevel=4)
 
     # ---------------------------------------------------------------- report and saving
     def plot_report(self, path: str | Path | None = None) -> Report:

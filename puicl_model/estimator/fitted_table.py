@@ -93,6 +93,8 @@ class FittedTable(FittedScorer):
     held_in_context: bool = False
     evidence_pool_proba: np.ndarray | None = None
     pool_index: dict[bytes, int] = field(default_factory=dict, repr=False)  # not saved
+    # what predict's cut was found to label, per threshold (threshold_note): not saved
+    threshold_notes: dict[float, str | None] = field(default_factory=dict, repr=False)
 
     SAVED: ClassVar[Mapping[str, str]] = {
         **FittedScorer.SAVED, "x_labeled_": "x_labeled", "x_pool_": "x_pool",
@@ -328,6 +330,38 @@ class FittedTable(FittedScorer):
                 self.pool_proba, self.prior_evidence(n_folds, runtime))
         return self.class_prior[n_folds]
 
+    def threshold_note(self, threshold: float, runtime: Runtime) -> str | None:
+        """Where the cut ``threshold`` labels a share of the fitted pool negative that the
+        data contradict, one line that says so (:func:`~.prior_report.threshold_note`), from
+        the evidence already at hand and no pass of the model: the held-out positives' or the
+        class prior's folds where they were scored, else the portfolio's learners' out-of-fold
+        scores (the bound of the one that tells the labeled rows from the pool best)."""
+        if threshold in self.threshold_notes:
+            return self.threshold_notes[threshold]
+        from puicl_model.estimator.prior_report import (
+            negative_share_bound,
+            prior_report,
+            threshold_note,
+        )
+
+        bound, report = None, None
+        folds = None
+        if self.x_held is not None or DEFAULT_FOLDS in self.model_folds:
+            folds = self.prior_evidence(DEFAULT_FOLDS, runtime)
+        if folds is not None:
+            report = prior_report(self.pool_proba, folds, self.entropy)
+            bound = report.lower_bound
+        elif self.portfolio is not None and self.portfolio.labeled_scores:
+            learner = max(self.portfolio.labeled_scores,
+                          key=lambda kind: _auc_of(self.portfolio.labeled_scores[kind],
+                                                   self.portfolio.pool_scores[kind]))
+            learner_fold = [(self.portfolio.labeled_scores[learner],
+                             self.portfolio.pool_scores[learner])]
+            bound = negative_share_bound(learner_fold, len(self.x_pool))
+        note = threshold_note(self.pool_proba, threshold, bound, report)
+        self.threshold_notes[threshold] = note
+        return note
+
     def prior_cut(self, runtime: Runtime) -> tuple[np.ndarray, float]:
         return prior_cut(self.pool_proba, self.estimate_class_prior(DEFAULT_FOLDS, runtime))
 
@@ -377,6 +411,14 @@ class HeldOutEvidence:
             self.n_passes += passes
         return self.known[pool_rows], self.known[self.n_pool + np.asarray(held_rows,
                                                                          dtype=np.int64)]
+
+
+def _auc_of(held: np.ndarray, pool: np.ndarray) -> float:
+    """The AUC of ``held`` against ``pool`` (ties ½)."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(np.r_[held, pool])[: len(held)]
+    return float((ranks.sum() - len(held) * (len(held) + 1) / 2) / (len(held) * len(pool)))
 
 
 def table_of(scorer: FittedScorer, what: str) -> FittedTable:

@@ -45,12 +45,15 @@ __all__ = [
     "MODEL_ERROR_ALLOWANCE",
     "NEAR_ZERO_BOUND",
     "POORLY_IDENTIFIED_GAP",
+    "SHARE_SLACK",
     "SIGNAL_Z",
     "ClassPriorReport",
+    "ThresholdWarning",
     "bootstrap_estimates",
     "held_out_auc",
     "negative_share_bound",
     "prior_report",
+    "threshold_note",
 ]
 
 DEFAULT_LEVEL = 0.9
@@ -300,3 +303,33 @@ def prior_report(pool_positive: np.ndarray, folds: Folds | None, entropy: int,
                             poorly_identified=poorly,
                             note=_note(bound, estimate, upper, poorly, auc if absent else None),
                             status=status, held_out_auc=auc)
+
+
+# ------------------------------------------------------------------------- the threshold
+class ThresholdWarning(UserWarning):
+    """``predict``'s cut labels a share of the pool negative that the data contradict."""
+
+
+# how far the share a cut labels negative may stray from what the data say before it is said
+SHARE_SLACK = 0.10
+
+
+def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | None,
+                   report: ClassPriorReport | None = None) -> str | None:
+    """One line where the cut ``threshold`` on the pool's P(y = 1) labels a share of the pool
+    negative that the data contradict, else None: a share more than :data:`SHARE_SLACK` below
+    ``bound`` (π >= bound holds with probability about 95 %), or, where ``report`` finds π
+    identified, more than :data:`SHARE_SLACK` from its π̂. Elsewhere the data cannot place the
+    cut, and the share is not checked (``class_prior_report()`` says so)."""
+    negative = float(np.mean(np.asarray(pool_positive) <= threshold))
+    if bound is not None and negative < bound - SHARE_SLACK:
+        return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative, but "
+                f"the data identify at least {bound:.0%} of it as negative: the probabilities "
+                f"are off on this table, so the labels are too; rank by predict_proba, or cut "
+                f"with threshold='prior' (class_prior_report() says how far π is identified)")
+    if (report is not None and report.status == "identified"
+            and abs(negative - report.estimate) > SHARE_SLACK):
+        return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative, but "
+                f"π is identified at {report.estimate:.0%} here: the probabilities are off on "
+                f"this table, so the labels are too; threshold='prior' labels π̂ of it negative")
+    return None

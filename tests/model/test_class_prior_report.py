@@ -242,3 +242,37 @@ def test_tables_without_signal_are_reported_not_identified(small_weights, name: 
         report = classifier.class_prior_report(n_bootstrap=50)
     assert report.status == "not identified", (name, report)
     assert report.note.startswith("π is not identified") and report.upper == 1.0
+
+
+def test_a_cut_the_data_contradict_is_said_in_one_line() -> None:
+    from puicl_model.estimator.prior_report import SHARE_SLACK, threshold_note
+
+    pool = np.r_[np.full(80, 0.9), np.full(20, 0.1)]  # the cut labels 20 % negative
+    assert threshold_note(pool, 0.5, bound=0.2 + SHARE_SLACK - 0.01) is None
+    note = threshold_note(pool, 0.5, bound=0.45)
+    assert note is not None and "20%" in note and "at least 45%" in note
+    assert threshold_note(pool, 0.5, bound=None) is None
+
+
+def test_predict_warns_once_where_its_cut_contradicts_the_data(small_weights, rng) -> None:
+    """A fit whose pool probabilities all lie above the cut, on a table whose learners
+    identify a large negative share: predict says so once, in one line; threshold="prior"
+    cuts at π̂ and says nothing."""
+    import warnings
+
+    from puicl_model.estimator.prior_report import ThresholdWarning
+
+    X = rng.normal(size=(700, 4))
+    X[:400, 0] += 3.0  # 200 labeled positives, 200 pool positives, 300 pool negatives
+    s = np.zeros(700, dtype=int)
+    s[:200] = 1
+    clf = PUICLClassifier(weights=small_weights, random_state=0, n_threads=1).fit(X, s)
+    pool = X[s == 0]
+    clf.fitted_.pool_proba = np.clip(clf.fitted_.pool_proba, 0.6, 1.0)  # every row positive
+    with pytest.warns(ThresholdWarning, match=r"labels 0% of the fitted pool negative.*at "
+                                              r"least \d+%"):
+        clf.predict(pool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.predict(pool)  # once per fit and threshold
+        clf.set_params(threshold="prior").predict(pool)
