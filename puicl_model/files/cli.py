@@ -242,12 +242,18 @@ def _saving(args: argparse.Namespace, classifier: PUICLClassifier) -> Iterator[N
 def _write_scores(args: argparse.Namespace, classifier: PUICLClassifier, fitted: FittedPool,
                   n_pool: int) -> None:
     """The pool's scores to ``--output``, π's lines printed, and ``--prior-json``."""
+    import warnings
+
+    from puicl_model.estimator.prior_report import ThresholdWarning
     from puicl_model.files.large_tables import score_pool
     from puicl_model.files.table_io import BatchWriter
 
+    # π̂, bound and interval first: the labels' cut is checked against them (below)
+    report = classifier.class_prior_report()
     writer = BatchWriter(args.output)
     try:
-        with writer.open():
+        with writer.open(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ThresholdWarning)  # (said once, below)
             if args.scheduler is not None:
                 from puicl_model.files.dask_scoring import score_pool_on_dask
 
@@ -255,10 +261,14 @@ def _write_scores(args: argparse.Namespace, classifier: PUICLClassifier, fitted:
                                               args.scheduler, args.batch_rows)
             else:
                 negative = score_pool(classifier, fitted, writer.write, args.batch_rows)
-            report = classifier.class_prior_report()  # π̂, bound and interval (no new pass)
     except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
         # (strerror: the error's filename would be the temporary file, not the output)
         raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
+    if classifier.threshold != "prior":  # the cut's check: said as a note, never silently
+        note = classifier.fitted_.threshold_note(float(classifier.threshold),
+                                                 classifier._runtime())
+        if note is not None:
+            print(f"puicl predict: note: {note}", file=sys.stderr)
     read = f", read on a seeded sample of {fitted.n_fitted}" if fitted.sampled else ""
     message = "\n".join([
         f"π̂ (estimated negative share of the {n_pool} unlabeled rows{read}): "
