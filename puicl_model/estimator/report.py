@@ -157,7 +157,7 @@ def _prior_figure(report: ClassPriorReport) -> bytes:
     axes.axvspan(low, report.upper, ymin=0.3, ymax=0.7, color=_ORANGE, alpha=0.25,
                  label=f"range to read π in [{low:.3f}, {report.upper:.3f}]{unbounded}")
     axes.hlines(0.5, *report.interval, color=_BLUE, linewidth=6,
-                label=f"π̂'s {report.level:.0%} interval [{report.interval[0]:.3f}, "
+                label=f"π̂'s {report.level:.0%} sampling interval [{report.interval[0]:.3f}, "
                       f"{report.interval[1]:.3f}] (sampling only)")
     axes.plot([report.estimate], [0.5], "D", color="black", markersize=8,
               label=f"estimate π̂ = {report.estimate:.3f}")
@@ -243,7 +243,7 @@ def _facts(classifier: PUICLClassifier, report: ClassPriorReport,
     facts = [("labeled positives", f"{classifier.fitted_.n_labeled:,}"),
              ("unlabeled rows fitted", f"{len(classifier.x_pool_):,}"),
              ("π̂ (negative share of the pool)", f"{report.estimate:.4f}"),
-             (f"π̂'s {report.level:.0%} interval",
+             (f"π̂'s {report.level:.0%} sampling interval (its noise, not its bias)",
               f"[{report.interval[0]:.4f}, {report.interval[1]:.4f}]"),
              ("identified lower bound of π", bound),
              ("read π in", f"[{report.lower_bound or 0.0:.4f}, {report.upper:.4f}]"),

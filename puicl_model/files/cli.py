@@ -188,7 +188,8 @@ def _prior_lines(report: ClassPriorReport) -> list[str]:
     bound = "none" if report.lower_bound is None else f"{report.lower_bound:.4f}"
     low, high = report.interval
     return [f"π bound (identified lower bound of the negative share): {bound}; "
-            f"π̂ {report.estimate:.4f}, {report.level:.0%} interval [{low:.4f}, {high:.4f}]; "
+            f"π̂ {report.estimate:.4f}, {report.level:.0%} sampling interval [{low:.4f}, "
+            f"{high:.4f}] (the estimate's noise, not its bias); "
             f"read π in [{report.lower_bound or 0.0:.4f}, {report.upper:.4f}]",
             report.note]  # says whether π is identified, and what that means for the cut
 

@@ -26,7 +26,8 @@ def test_predict_prints_the_three_figures_and_writes_json(small_weights, tmp_pat
     assert f"π bound (identified lower bound of the negative share): " \
            f"{written['lower_bound']:.4f}" in printed
     low_end, high_end = written["interval"]
-    assert f"π̂ {written['estimate']:.4f}, 90% interval [{low_end:.4f}, {high_end:.4f}]" in printed
+    assert (f"π̂ {written['estimate']:.4f}, 90% sampling interval [{low_end:.4f}, "
+            f"{high_end:.4f}] (the estimate's noise, not its bias)") in printed
     assert written["note"] in printed
 
 
