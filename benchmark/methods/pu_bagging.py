@@ -73,7 +73,8 @@ class PUBaggingConfig:
     max_leaf_nodes: int = 31
     min_samples_leaf: int = 20
     # True: pulearn's own path for an estimator that takes sample_weight (fit on every row,
-    # weight = times drawn); kept to measure the shim against it (docs/performance.md)
+    # weight = times drawn); kept to measure the shim against it (docs/benchmark.md, "What the
+    # baselines cost")
     weighted_bags: bool = False
 
     def validate(self) -> None:
