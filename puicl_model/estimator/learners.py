@@ -60,14 +60,23 @@ if TYPE_CHECKING:
     LearnerModel = (LogisticRegression | HistGradientBoostingClassifier | BoostedTrees
                     | RandomForestClassifier | DirectForest | ForestTrees)
 
-__all__ = ["BAGGED", "BAGS", "BAG_THREADS_FROM_CELLS", "BOOSTED", "FOREST_LEAF", "FOREST_TREES",
-           "LEARNER_FOLDS", "LOGISTIC", "THREADS_FROM_CELLS", "CrossFittedLearner",
+__all__ = ["BAGGED", "BAGGED_BOOSTED", "BAGS", "BAG_KINDS", "BAG_THREADS_FROM_CELLS", "BOOSTED",
+           "BOOSTED_BAG_ITERATIONS", "BOOSTED_BAG_LEAVES", "BOOSTED_BAG_RATE", "FOREST_LEAF",
+           "FOREST_TREES", "LEARNER_FOLDS", "LOGISTIC", "THREADS_FROM_CELLS", "CrossFittedLearner",
            "learner_encoding", "log_odds", "row_decision"]
 
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
+# PU bagging over boosted trees: BAGGED's bags (its folds of the positives and its drawn pool
+# rows, under its key), a short boosting fitted in each in place of the forest. Where held-out
+# positives are the evidence it joins the portfolio (portfolio.MEMBERS_WITH_HELD_OUT): on the
+# generated tables with many uninformative columns and strong signals it ranked the pool
+# 0.03-0.14 above the forests, on the development suite's tables below them, and the evidence
+# tells which (docs/decisions.md, "Boosted bags on tables with held-out positives")
+BAGGED_BOOSTED = "bagged-boosted"
+BAG_KINDS = (BAGGED, BAGGED_BOOSTED)
 # spawn-key tags of the learners' fold splits
 LEARNER_TAGS = {LOGISTIC: seed_keys.LOGISTIC_FOLDS, BOOSTED: seed_keys.BOOSTED_FOLDS,
-                BAGGED: seed_keys.BAGS}
+                BAGGED: seed_keys.BAGS, BAGGED_BOOSTED: seed_keys.BAGS}
 # the learners' cross-fitting folds (for ``bagged``: of the labeled positives)
 LEARNER_FOLDS = 5
 # PU bagging's bags, a multiple of LEARNER_FOLDS so that every fold of positives is scored by
@@ -99,6 +108,10 @@ THREADS_FROM_CELLS = 20_000
 # 22 % faster on two threads, those of the paper's size (3,200) within 7 %, and bags of 1,280
 # cells 35 % slower (speed/portfolio_parts.py; docs/performance.md, "Forests grown directly")
 BAG_THREADS_FROM_CELLS = 4_000
+# each boosted bag: scikit-learn's histogram gradient boosting of this many iterations at this
+# rate, with at most this many leaves a tree (as fast as the forests in a bag of a few thousand
+# rows, and within 0.01 of 100 iterations at the default rate on the tables it joins)
+BOOSTED_BAG_ITERATIONS, BOOSTED_BAG_RATE, BOOSTED_BAG_LEAVES = 30, 0.2, 15
 # the logistic learner's regression: LogisticRegression(C=LOGISTIC_C, max_iter=...), fitted on
 # scikit-learn's loss and optimiser directly (puicl_model.estimator.direct_logistic), bit for bit
 LOGISTIC_C, LOGISTIC_MAX_ITER = 1.0, 1000
@@ -181,7 +194,7 @@ class CrossFittedLearner:
     ``fit`` returns the out-of-fold log-odds of P(labeled | x) of the labeled rows and of the
     pool, ``decision`` scores other rows by the fold models' mean log-odds."""
 
-    kind: str  # LOGISTIC, BOOSTED or BAGGED
+    kind: str  # LOGISTIC, BAGGED, BAGGED_BOOSTED or BOOSTED
     entropy: int
     folds: int = LEARNER_FOLDS
     # fits run side by side, each on one OpenMP thread (module docstring); None: one per core
@@ -197,8 +210,8 @@ class CrossFittedLearner:
         return self._estimator(seed).fit(x, target)
 
     def _estimator(self, seed: int) -> Any:
-        """The unfitted tree learner of this kind (BAGGED or BOOSTED), seeded by ``seed``; the
-        logistic learner's regressions are fitted by :meth:`_fitted` itself."""
+        """The unfitted tree learner of this kind (BAGGED, BAGGED_BOOSTED or BOOSTED), seeded
+        by ``seed``; the logistic learner's regressions are fitted by :meth:`_fitted` itself."""
         if self.kind == BAGGED:
             from puicl_model.estimator.direct_forest import forest
 
@@ -206,6 +219,10 @@ class CrossFittedLearner:
         from sklearn.ensemble import HistGradientBoostingClassifier
 
         # no early stopping: it would hold out a random tenth of each fold's rows
+        if self.kind == BAGGED_BOOSTED:
+            return HistGradientBoostingClassifier(
+                max_iter=BOOSTED_BAG_ITERATIONS, learning_rate=BOOSTED_BAG_RATE,
+                max_leaf_nodes=BOOSTED_BAG_LEAVES, early_stopping=False, random_state=seed)
         return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1,
                                               early_stopping=False, random_state=seed)
 
@@ -223,7 +240,7 @@ class CrossFittedLearner:
             bags: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Out-of-fold log-odds of P(labeled | x): of the labeled rows, then of the pool
         (``bags``: PU bagging's count, None: :data:`BAGS`)."""
-        if self.kind == BAGGED:
+        if self.kind in BAG_KINDS:
             return self._fit_bags(np.asarray(x_labeled, np.float64),
                                   np.asarray(x_pool, np.float64), BAGS if bags is None else bags)
         from sklearn.model_selection import StratifiedKFold
@@ -260,9 +277,10 @@ class CrossFittedLearner:
         scores that fold's positives and the pool rows it did not draw. A pool row that every
         bag drew (a chance of about 0.63 ** count) is scored by all of them, as a new row
         would be."""
-        from puicl_model.estimator.direct_forest import follows_scikit_learn
+        if self.kind == BAGGED:
+            from puicl_model.estimator.direct_forest import follows_scikit_learn
 
-        follows_scikit_learn(FOREST_TREES, FOREST_LEAF)  # checked here, before the threads
+            follows_scikit_learn(FOREST_TREES, FOREST_LEAF)  # checked here, before the threads
         n_labeled, n_pool = len(x_labeled), len(x_pool)
         fold = np.random.default_rng(self._seed()).permutation(n_labeled) % self.folds
         bag_rows = 2 * min(int((fold != 0).sum()), n_pool)

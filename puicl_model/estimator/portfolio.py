@@ -60,6 +60,7 @@ from puicl_model.estimator.evidence_rows import (
 )
 from puicl_model.estimator.learners import (
     BAGGED,
+    BAGGED_BOOSTED,
     BOOSTED,
     LOGISTIC,
     CrossFittedLearner,
@@ -76,6 +77,7 @@ from puicl_model.passes.scores import NonFiniteScoresError
 
 __all__ = [
     "BAGGED",
+    "BAGGED_BOOSTED",
     "BOOSTED",
     "CANDIDATES",
     "EVIDENCE_Z",
@@ -87,6 +89,7 @@ __all__ = [
     "LOGISTIC",
     "MAX_HELD_OUT",
     "MEMBERS",
+    "MEMBERS_WITH_HELD_OUT",
     "MIN_LABELED_FOR_HOLD_OUT",
     "MIN_LABELED_FOR_PORTFOLIO",
     "MIN_POOL_FOR_PORTFOLIO",
@@ -113,6 +116,9 @@ MODEL = "model"
 # boosting of labeled against unlabeled rows that PU bagging replaced, stays a learner that the
 # rule's study runs beside them and that classifiers saved with it score new rows with
 MEMBERS = (MODEL, LOGISTIC, BAGGED)
+# the members where held-out positives are the evidence: boosted trees in the same bags join
+# (learners.BAGGED_BOOSTED), for the evidence to tell from the forests where they rank better
+MEMBERS_WITH_HELD_OUT = (*MEMBERS, BAGGED_BOOSTED)
 
 
 def candidates(members: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -380,7 +386,7 @@ class Portfolio:
         n_held = 0 if held is None else int(held.sum())
         return cls(entropy, encoder, x_labeled, table[~labeled], n_held,
                    fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads,
-                   members=MEMBERS)
+                   members=MEMBERS_WITH_HELD_OUT if n_held else MEMBERS)
 
     def fit_learners(self) -> None:
         """Fit every learner of the members on the learners' rows, unless they are fitted:

@@ -564,3 +564,37 @@ def test_the_fallback_with_held_out_positives_follows_the_model_against_the_logi
     # without the model-weighted blend's members, the logistic learner
     assert fallback_on_evidence(evidence(0.1, 2.0), ("model", "logistic")) == \
         FALLBACK_WITH_HELD_OUT
+
+
+def test_boosted_bags_share_the_forests_bags(rng) -> None:
+    """PU bagging over boosted trees draws the forests' bags (the same folds of the positives,
+    the same pool rows, under one key): only the learner in each bag differs; its scores are
+    the same bytes on one thread or two."""
+    from puicl_model.estimator.learners import BAGGED_BOOSTED, CrossFittedLearner
+
+    x_labeled = rng.normal(size=(300, 5)) + 0.8
+    x_pool = rng.normal(size=(900, 5))
+    forest = CrossFittedLearner(BAGGED, 11, n_threads=1)
+    boosted = CrossFittedLearner(BAGGED_BOOSTED, 11, n_threads=1)
+    assert forest._seed() == boosted._seed() and forest._seed(3) == boosted._seed(3)
+    labeled, pool = boosted.fit(x_labeled, x_pool)
+    forest.fit(x_labeled, x_pool)
+    assert [type(m).__name__ for m in boosted.models_] == ["HistGradientBoostingClassifier"] * 5
+    again = CrossFittedLearner(BAGGED_BOOSTED, 11, n_threads=2).fit(x_labeled, x_pool)
+    assert labeled.tobytes() == again[0].tobytes() and pool.tobytes() == again[1].tobytes()
+
+
+@pytest.mark.slow
+def test_boosted_bags_join_only_where_positives_are_held_out(small_weights, rng) -> None:
+    from puicl_model.estimator.learners import BAGGED_BOOSTED
+    from puicl_model.estimator.portfolio import MEMBERS_WITH_HELD_OUT
+
+    small = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(
+        *_table(rng, 80, 400))
+    assert BAGGED_BOOSTED not in small.portfolio_.learners
+    assert small.portfolio_.members == MEMBERS
+    large = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(
+        *_table(rng, MIN_LABELED_FOR_HOLD_OUT + 40, 1500))
+    assert large.portfolio_.members == MEMBERS_WITH_HELD_OUT
+    assert BAGGED_BOOSTED in large.portfolio_.learners
+    assert any(BAGGED_BOOSTED in name for name in large.choice_.held_out_auc)
