@@ -480,8 +480,9 @@ def test_predict_with_such_a_folder_exits_2_and_writes_nothing(folder, tmp_path,
 
 def test_a_folder_with_positives_held_out_loads_and_its_rows_are_checked(small_weights,
                                                                          tmp_path) -> None:
-    # from 600 labeled positives on, half leave the passes' context for the end of each view's
-    # pool: the fitted pool is the view's pool less them, and the portfolio holds them last
+    # from 600 labeled positives on, a fifth are the evidence: they stay in the passes'
+    # context (and in each view's labeled rows), the portfolio holds them last, and the
+    # evidence's own scores of the pool are saved beside the pool's
     rng = np.random.default_rng(1)
     X = pd.DataFrame(rng.normal(size=(1300, 3)), columns=["a", "b", "c"])
     X.loc[950:, ["a", "b"]] += 1.5
@@ -493,10 +494,25 @@ def test_a_folder_with_positives_held_out_loads_and_its_rows_are_checked(small_w
     expected = clf.predict_proba(rows)
     assert PUICLClassifier.load(saved, device="cpu").predict_proba(rows).tobytes() == \
         expected.tobytes()
-    _edit_state(saved, _object_attribute("Portfolio", "n_held", lambda n: n - 1))
-    with pytest.raises(SavedModelError, match=r"portfolio_\.n_held is \d+, not the \d+ "
-                                              "positives held out of the passes"):
-        PUICLClassifier.load(saved, device="cpu")
+    assert clf.fitted_.held_in_context and clf.fitted_.evidence_pool_proba is not None
+    for edit, words in [
+        (_object_attribute("Portfolio", "n_held", lambda n: n - 1),
+         r"portfolio_\.n_held is \d+, not the \d+ positives held out of the passes"),
+        (lambda state: next(item for item in state["fitted"]["__items__"]
+                            if item[0] == "_held_in_context").__setitem__(1, "yes"),
+         r"_held_in_context is not true \(positives held out, in the passes' context\)"),
+        (lambda state: state["fitted"]["__items__"].remove(next(
+            item for item in state["fitted"]["__items__"] if item[0] == "_evidence_pool_proba")),
+         r"_evidence_pool_proba and _held_in_context disagree"),
+    ]:
+        edited = Path(shutil.copytree(saved, tmp_path / f"edited{len(words)}"))
+        _edit_state(edited, edit)
+        with pytest.raises(SavedModelError, match=words):
+            PUICLClassifier.load(edited, device="cpu")
+    edited = Path(shutil.copytree(saved, tmp_path / "outside"))
+    _fitted_array("_evidence_pool_proba", lambda values: values * 7 + 3)(edited)
+    with pytest.raises(SavedModelError, match=r"_evidence_pool_proba holds .* not in \[0, 1\]"):
+        PUICLClassifier.load(edited, device="cpu")
 
 
 @pytest.mark.parametrize(("make", "words"), [
