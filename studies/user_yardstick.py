@@ -235,8 +235,30 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     return out.round(4)
 
 
+def model_alone_records(kept: Path) -> pd.DataFrame:
+    """The model alone's records read off ``studies/portfolio_evidence.py``'s kept scores:
+    the default scores the pool as the model alone does (every table's model scores are the
+    model alone's, bit for bit), so its AUC need not be run again."""
+    from sklearn.metrics import roc_auc_score
+
+    rows = []
+    for path in sorted(kept.glob("*.npz")):
+        with np.load(path) as data:
+            rows.append({"table": path.stem, "method": "model",
+                         "auc": float(roc_auc_score(data["y_pool"], data["model_pool"])),
+                         "seconds": float("nan")})
+    return pd.DataFrame(rows)
+
+
 def _report(args: argparse.Namespace) -> int:
-    frame = per_table(load_records(args.out))
+    records = pd.concat([load_records(args.out), *[load_records(d) for d in args.alternatives]])
+    if args.model_from is not None:
+        records = pd.concat([records[records["method"] != "model"],
+                             model_alone_records(args.model_from)])
+    records = records.drop_duplicates(["table", "method"], keep="first")
+    records = records[records["table"].isin(records.loc[records["method"] == "default",
+                                                        "table"])]
+    frame = per_table(records)
     pd.set_option("display.width", 200)
     columns = [c for c in ("cell", "default", "model", "logistic", "bagged", "pu-bagging",
                            "elkan-noto", "vs_best", "best_name", "choice", "positive_share",
@@ -263,6 +285,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = sub.add_parser("report", help="per table and per cell, against the bar")
     report.add_argument("--out", type=Path, required=True)
     report.add_argument("--csv", type=Path, default=None)
+    report.add_argument("--alternatives", type=Path, action="append", default=[],
+                        help="another run's records (the adapters'), read beside --out's")
+    report.add_argument("--model-from", type=Path, default=None,
+                        help="the model alone's AUC read off these kept evidence scores")
     args = parser.parse_args(argv)
     return _run(args) if args.command == "run" else _report(args)
 
