@@ -59,6 +59,7 @@ __all__ = [
     "MAX_CONFIG_VALUES",
     "MAX_EXTENDS_CHAIN",
     "ConfigError",
+    "config_differences",
     "config_hash",
     "file_setting",
     "from_mapping",
@@ -299,3 +300,18 @@ def config_hash(obj: Any) -> str:
     """sha256 (hex) of the canonical JSON form of a config; stable across runs and machines."""
     canonical = json.dumps(to_dict(obj), sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
+                       prefix: str = "") -> list[str]:
+    """Each dotted key whose value differs between two config mappings, as one line naming
+    both values (``saved``: the checkpoint's)."""
+    diffs = []
+    for key in sorted(set(saved) | set(current)):
+        path = f"{prefix}{key}"
+        a, b = saved.get(key), current.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            diffs.extend(config_differences(a, b, path + "."))
+        elif a != b:
+            diffs.append(f"{path}: {a!r} in the checkpoint, {b!r} now")
+    return diffs

@@ -11,14 +11,14 @@ bundled checkpoint, best of N in this process (docs/performance.md, Trainer / ba
     .venv/bin/python -m speed.classifier_call --n-estimators 1,default --categorical 5
     # a pool larger than single_pass_limit, scored in chunks of 200 and of 1,000 rows:
     .venv/bin/python -m speed.classifier_call --shape 200,8000,20 --chunk-size 200,1000
-    # a large table with and without the partner, π̂ included (what puicl-bench times):
-    .venv/bin/python -m speed.classifier_call --shape 3000,12000,20 --partner auto,none \
+    # a large table with and without the portfolio, π̂ included (what puicl-bench times):
+    .venv/bin/python -m speed.classifier_call --shape 3000,12000,20 --portfolio auto,none \
         --class-prior
     # what scoring 1,000 new rows costs after fit on a 20,000-row table, on the first call
     # (the contexts' forwards cached) and later ones, against 1,000 pool rows of fit's scoring:
     .venv/bin/python -m speed.classifier_call --shape 2000,18000,20 --new-rows 1000
     # a large pool scored in chunks and through shared contexts, π̂ included:
-    .venv/bin/python -m speed.classifier_call --shape 2000,18000,20 --partner none \
+    .venv/bin/python -m speed.classifier_call --shape 2000,18000,20 --portfolio none \
         --large-pool chunks,shared --class-prior
 
 Prints the best time and the first three probabilities (equal across versions that compute
@@ -85,9 +85,9 @@ def main() -> None:
     parser.add_argument("--categorical", type=int, default=0,
                         help="make the last K columns categorical: each value's quartile as "
                         "a text level (default 0: a numeric table)")
-    parser.add_argument("--partner", default=None,
-                        help="comma-separated partner settings (auto, none), timed in turns "
-                        "(default: the classifier's)")
+    parser.add_argument("--portfolio", "--partner", default=None,
+                        help="comma-separated portfolio settings (auto, none), timed in turns "
+                        "(default: the classifier's; --partner: its former name)")
     parser.add_argument("--class-prior", action="store_true",
                         help="time estimate_class_prior() too, as puicl-bench does")
     parser.add_argument("--new-rows", type=int, default=0, metavar="ROWS",
@@ -122,13 +122,13 @@ def main() -> None:
         new_row_costs(table, s, args.new_rows, [int(b) for b in args.cache_bytes.split(",")],
                       args.large_pool)
         return
-    partners = [None] if args.partner is None else args.partner.split(",")
+    portfolios = [None] if args.portfolio is None else args.portfolio.split(",")
     pools = [None] if args.large_pool is None else args.large_pool.split(",")
-    # every (n_estimators, chunk_size, partner, large_pool); None leaves the classifier's default
+    # every (n_estimators, chunk_size, portfolio, large_pool); None leaves the classifier's default
     variants = [{"n_estimators": size, **({} if chunk is None else {"chunk_size": chunk}),
-                 **({} if partner is None else {"portfolio": partner}),
+                 **({} if portfolio is None else {"portfolio": portfolio}),
                  **({} if pool is None else {"large_pool": pool})}
-                for size in sizes for chunk in chunks for partner in partners for pool in pools]
+                for size in sizes for chunk in chunks for portfolio in portfolios for pool in pools]
 
     def call(settings: dict) -> tuple[float, np.ndarray]:
         start = time.perf_counter()

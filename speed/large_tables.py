@@ -7,7 +7,7 @@ pool scored on a 2-worker dask ``LocalCluster`` against one process (docs/classi
     .venv/bin/python -m speed.large_tables --rows 200000,2000000 --in-memory 200000 \
         --out results/large_tables
     # the model scoring every row (no portfolio), where new rows cost the most:
-    .venv/bin/python -m speed.large_tables --rows 200000 --in-memory 200000 --partner none
+    .venv/bin/python -m speed.large_tables --rows 200000 --in-memory 200000 --portfolio none
     .venv/bin/python -m speed.large_tables --rows 1000000 --columns 5 --dask
 
 Each measurement runs in a fresh process, whose peak resident memory (``ru_maxrss``) is read
@@ -79,7 +79,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 result = {{'seconds': time.perf_counter() - started}}""")
 
 
-def in_memory_run(positives: Path, pool: Path, partner: str = "auto") -> dict:
+def in_memory_run(positives: Path, pool: Path, portfolio: str = "auto") -> dict:
     """The in-memory path doing what ``puicl predict`` does: read, fit, score the pool, π's
     report, the scores written (both runs import torch before their clocks start)."""
     return measured(f"""
@@ -89,7 +89,7 @@ started = time.perf_counter()
 p, u = pd.read_parquet({str(positives)!r}), pd.read_parquet({str(pool)!r})
 X = pd.concat([p, u], ignore_index=True)
 s = np.r_[np.ones(len(p), int), np.zeros(len(u), int)]
-clf = PUICLClassifier(progress=False, portfolio={partner!r}).fit(X, s)
+clf = PUICLClassifier(progress=False, portfolio={portfolio!r}).fit(X, s)
 proba, labels = clf.predict_and_proba(u)
 clf.class_prior_report()  # what puicl predict prints
 pd.DataFrame({{'row': np.arange(len(u)), 'p_positive': proba[:, 1], 'label': labels}}).to_parquet(
@@ -122,9 +122,10 @@ def main() -> None:
     parser.add_argument("--in-memory", default="", help="pool sizes to also run in memory")
     parser.add_argument("--dask", action="store_true", help="the 2-worker check instead")
     parser.add_argument("--out", type=Path, default=Path("results/large_tables"))
-    parser.add_argument("--partner", default="auto", choices=("auto", "none"),
-                        help="the classifier's partner in both paths (none: the model scores "
-                        "every row, the portfolio's learners do not run)")
+    parser.add_argument("--portfolio", "--partner", default="auto", choices=("auto", "none"),
+                        help="the classifier's portfolio in both paths (none: the model scores "
+                        "every row, the portfolio's learners do not run; --partner: its former "
+                        "name)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     in_memory = {int(n) for n in args.in_memory.split(",") if n}
@@ -137,9 +138,9 @@ def main() -> None:
             print(lines[-1], flush=True)
             continue
         runs = {"puicl predict": cli_run(positives, pool, args.out / "scores.parquet",
-                                         ["--partner", args.partner])}
+                                         ["--portfolio", args.portfolio])}
         if rows in in_memory:
-            runs["in memory"] = in_memory_run(positives, pool, args.partner)
+            runs["in memory"] = in_memory_run(positives, pool, args.portfolio)
         for name, run in runs.items():
             lines.append(f"| {rows:,} | {name} | {rows / run['seconds']:,.0f} rows/s | "
                          f"{run['seconds']:.0f} s | {run['peak_mb']:,.0f} MB |")

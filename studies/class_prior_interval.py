@@ -25,7 +25,7 @@ The benchmark's 20 datasets are never read here.
     python -m studies.class_prior_interval --repeats 1 --max-positives 3000 \\
         --scores-out dev_prior_scores_3000
     python -m studies.class_prior_interval --repeats 1 --max-positives 3000 \\
-        --partner none --scores-out dev_prior_scores_3000_alone
+        --portfolio none --scores-out dev_prior_scores_3000_alone
 """
 
 from __future__ import annotations
@@ -123,8 +123,9 @@ def main() -> None:
     parser.add_argument("--datasets", default="all", help="comma-separated slugs, or all")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--max-positives", type=int, default=MAX_POSITIVES)
-    parser.add_argument("--partner", choices=("auto", "none"), default="auto",
-                        help="the classifier's partner setting (default: its default, auto)")
+    parser.add_argument("--portfolio", "--partner", choices=("auto", "none"), default="auto",
+                        help="the classifier's portfolio setting (default: its default, auto; "
+                        "--partner: its former name)")
     parser.add_argument("--scores-out", type=Path, metavar="DIR",
                         help="score the tasks, keeping their scores here (kept ones are reused)")
     parser.add_argument("--from-scores", type=Path, metavar="DIR",
@@ -140,7 +141,7 @@ def main() -> None:
         args.scores_out.mkdir(parents=True, exist_ok=True)
         slugs = (get_suite("dev").slugs() if args.datasets == "all"
                  else tuple(args.datasets.split(",")))
-        paths = [score_task(slug, rep, float(pi), args.max_positives, args.partner,
+        paths = [score_task(slug, rep, float(pi), args.max_positives, args.portfolio,
                             args.scores_out)
                  for rep in range(args.repeats) for slug in slugs for pi in args.pis.split(",")]
     frame = pd.DataFrame([task_row(path) for path in paths])

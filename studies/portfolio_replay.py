@@ -350,20 +350,20 @@ if __name__ == "__main__":
 def fold_scores(kept: Kept, weights: Mapping[str, float]) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per fold of the evidence: the blend's scores of its held-out positives and of the pool,
     standardized on the fold's pool (as the choice reads them)."""
-    from puicl_model.estimator.portfolio import _blended, _standardizer
+    from puicl_model.estimator.portfolio_rule import blended, standardizer
 
     out = []
     for held, pool in zip(kept.held, kept.pool, strict=True):
-        standard = {m: _standardizer(np.asarray(pool[m], dtype=np.float64)) for m in weights}
-        out.append((_blended(weights, held, standard), _blended(weights, pool, standard)))
+        standard = {m: standardizer(np.asarray(pool[m], dtype=np.float64)) for m in weights}
+        out.append((blended(weights, held, standard), blended(weights, pool, standard)))
     return out
 
 
 def final_scores(kept: Kept, weights: Mapping[str, float]) -> np.ndarray:
-    from puicl_model.estimator.portfolio import _blended, _standardizer
+    from puicl_model.estimator.portfolio_rule import blended, standardizer
 
-    standard = {m: _standardizer(np.asarray(kept.final[m], dtype=np.float64)) for m in weights}
-    return _blended(weights, kept.final, standard)
+    standard = {m: standardizer(np.asarray(kept.final[m], dtype=np.float64)) for m in weights}
+    return blended(weights, kept.final, standard)
 
 
 def positive_density(folds: Sequence[tuple[np.ndarray, np.ndarray]], bins: int

@@ -24,15 +24,15 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 import yaml
 from torch.nn.parallel import DistributedDataParallel
 
 from prior_gen.shards import ShardReader
-from puicl_common.configio import ConfigError, strip_removed_keys
+from puicl_common.configio import ConfigError, config_differences, strip_removed_keys
 from puicl_common.run_files import write_bytes_inside
+from puicl_model.net.model import PUICLModel
 from trainer.attention import choose_attention
 from trainer.batching import assemble_micro_batches, plan_micro_batches, rank_slice
 from trainer.checkpoint import (
@@ -93,18 +93,6 @@ class TrainArgs:
     started_at: float | None = None
 
 
-def _config_differences(saved: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list:
-    diffs = []
-    for key in sorted(set(saved) | set(current)):
-        path = f"{prefix}{key}"
-        a, b = saved.get(key), current.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            diffs.extend(_config_differences(a, b, path + "."))
-        elif a != b:
-            diffs.append(f"{path}: {a!r} in the checkpoint, {b!r} now")
-    return diffs
-
-
 class Segment:
     """What one rank's segment trains from and writes to: the run's state, its data, its
     checkpoints."""
@@ -163,7 +151,7 @@ class Segment:
             # a checkpoint written before an option's removal still names it (at its legacy
             # value): not a difference of this run's configuration
             saved = strip_removed_keys(RunConfig, payload["config"])
-            diffs = _config_differences(saved, run_config_to_dict(self.config))
+            diffs = config_differences(saved, run_config_to_dict(self.config))
             raise ConfigError(
                 "",
                 f"{path} was trained with a different configuration; resuming would not "
@@ -293,7 +281,7 @@ def _time_budget(args: TrainArgs, clock: Clock) -> TimeBudget | None:
     return TimeBudget(args.time_limit_s, clock, origin)
 
 
-def _training_module(model: torch.nn.Module, env: DistEnv,
+def _training_module(model: PUICLModel, env: DistEnv,
                      training: TrainingConfig) -> torch.nn.Module:
     """What the steps call: the model, under DDP (the DDP step's processes), compiled if asked."""
     module = model
@@ -303,6 +291,7 @@ def _training_module(model: torch.nn.Module, env: DistEnv,
     if training.compile:
         # around DDP (as PyTorch recommends: its optimizer then splits the graph at the
         # gradient buckets); checkpoints and the EMA keep reading the model itself
+        model.keep_layout_eager()
         module = torch.compile(module)
     return module
 

@@ -1,7 +1,8 @@
 """The classifier's questions about the class prior π (a mixin of
 :class:`~puicl_model.estimator.classifier.PUICLClassifier`, by role): π̂
-(:mod:`~.prior`), what the data identify about π (:mod:`~.prior_report`), and the scores both
-read, the fitted pool's and the labeled positives' held out of the passes.
+(:mod:`~.prior`), what the data identify about π (:mod:`~.prior_report`), the scores both
+read, the fitted pool's and the labeled positives' held out of the passes, the page that shows
+them (:meth:`ClassPriorMethods.plot_report`) and the check of ``predict``'s cut against them.
 
 Each question goes to the fitted object (:mod:`~.fitted_table`), which computes its scores once;
 a classifier loaded without its table answers π̂ as estimated before the save, and refuses the
@@ -10,10 +11,13 @@ rest in one line (:class:`~.fitted_scorer.NoTrainingDataError`).
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from puicl_model.estimator.fitted_scorer import FittedScorer, Runtime
-from puicl_model.estimator.fitted_table import table_of
+from puicl_model.estimator.fitted_table import FittedTable, table_of
 from puicl_model.estimator.prior import DEFAULT_FOLDS
 from puicl_model.estimator.prior_report import (
     DEFAULT_BOOTSTRAP,
@@ -23,6 +27,9 @@ from puicl_model.estimator.prior_report import (
     prior_report,
 )
 from puicl_model.passes.planning import PassPlanner
+
+if TYPE_CHECKING:
+    from puicl_model.estimator.report import Report
 
 __all__ = ["ClassPriorMethods"]
 
@@ -102,3 +109,29 @@ class ClassPriorMethods:
         return prior_report(table.pool_proba, table.prior_evidence(n_folds, runtime),
                             self.planner_.entropy, level=level, n_bootstrap=n_bootstrap,
                             delta=delta)
+
+    def _check_the_cut(self, threshold: float, runtime: Runtime) -> None:
+        """Warn once per fit and threshold (:class:`ThresholdWarning`) where the cut labels a
+        share of the fitted pool negative that the data contradict (``FittedTable.
+        threshold_note``; a classifier saved without its table has no pool to check)."""
+        from puicl_model.estimator.prior_report import ThresholdWarning
+
+        if not isinstance(self.fitted_, FittedTable) or threshold in self.fitted_.threshold_notes:
+            return
+        note = self.fitted_.threshold_note(threshold, runtime)
+        if note is not None:
+            import warnings
+
+            warnings.warn(f"predict: {note}", ThresholdWarning, stacklevel=4)
+
+    def plot_report(self, path: str | Path | None = None) -> Report:
+        """A page a person looks at (:mod:`puicl_model.estimator.report`): the held-out labeled
+        positives' P(y=1) against the pool's, π's bound, estimate, interval and upper end, and
+        what the portfolio chose (or why the model alone scores the table). With ``path`` the
+        self-contained HTML page is written there and its PNG figures beside it. Needs
+        matplotlib (``pip install 'puicl[report]'``); reads ``class_prior_report()``'s scores."""
+        from puicl_model.estimator.report import plot_report
+
+        self._check_fitted()
+        table_of(self.fitted_, "plot_report()")
+        return plot_report(self, path)

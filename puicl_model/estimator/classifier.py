@@ -20,7 +20,7 @@ beside the model and chooses its blend (:mod:`~.portfolio`), all into one fitted
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ from puicl_model.estimator.fitted_scorer import (
     Runtime,
     no_table,
 )
-from puicl_model.estimator.fitted_table import FittedTable, table_of
+from puicl_model.estimator.fitted_table import FittedTable
 from puicl_model.estimator.input_checks import (
     _check_feature_names,
     check_pu_table,
@@ -58,9 +58,6 @@ from puicl_model.net.weights import NoBundledWeightsError, load_model
 from puicl_model.passes.inference import PassScorer
 from puicl_model.passes.query_rows import DEFAULT_CACHE_BYTES
 from puicl_model.passes.settings import InferenceSettings, LargePool, PortfolioChoice
-
-if TYPE_CHECKING:
-    from puicl_model.estimator.report import Report
 
 __all__ = ["InferenceSettings", "NoBundledWeightsError", "NoTrainingDataError",
            "PUICLClassifier"]
@@ -403,33 +400,7 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         labels[known] = pool_labels[match[known]]
         return labels
 
-    def _check_the_cut(self, threshold: float, runtime: Runtime) -> None:
-        """Warn once per fit and threshold (:class:`ThresholdWarning`) where the cut labels a
-        share of the fitted pool negative that the data contradict (``FittedTable.
-        threshold_note``; a classifier saved without its table has no pool to check)."""
-        from puicl_model.estimator.prior_report import ThresholdWarning
-
-        if not isinstance(self.fitted_, FittedTable) or threshold in self.fitted_.threshold_notes:
-            return
-        note = self.fitted_.threshold_note(threshold, runtime)
-        if note is not None:
-            import warnings
-
-            warnings.warn(f"predict: {note}", ThresholdWarning, stacklevel=4)
-
-    # ---------------------------------------------------------------- report and saving
-    def plot_report(self, path: str | Path | None = None) -> Report:
-        """A page a person looks at (:mod:`puicl_model.estimator.report`): the held-out labeled
-        positives' P(y=1) against the pool's, π's bound, estimate, interval and upper end, and
-        what the portfolio chose (or why the model alone scores the table). With ``path`` the
-        self-contained HTML page is written there and its PNG figures beside it. Needs
-        matplotlib (``pip install 'puicl[report]'``); reads ``class_prior_report()``'s scores."""
-        from puicl_model.estimator.report import plot_report
-
-        self._check_fitted()
-        table_of(self.fitted_, "plot_report()")
-        return plot_report(self, path)
-
+    # ---------------------------------------------------------------------- saving
     def save(self, directory: str | Path, training_data: bool = True) -> Path:
         """Write this fitted classifier to ``directory`` without pickle, atomically, over
         nothing but an earlier save (:mod:`puicl_model.estimator.saved_model`): its settings

@@ -32,7 +32,7 @@ JUDGED_POOL_ROWS = 500
 # the model scores the others only where the chosen blend weighs it. 300 pick as 1,000 did on
 # every large task of the size grid (docs/decisions.md), for a third of the model's passes
 JUDGED_HELD_OUT = 300
-# where the choice is close (portfolio.READ_MORE_Z), both samples double, up to every held-out
+# where the choice is close (portfolio_rule.READ_MORE_Z), both samples double, up to every held-out
 # positive and this many pool rows: the samples are prefixes of one keyed order, so a larger
 # sample holds the smaller one and the model scores only the rows it adds
 MOST_JUDGED_POOL_ROWS = 4000

@@ -8,17 +8,20 @@ scores of labeled rows are held-out evidence beside the pool's
 ``boosted`` scikit-learn's histogram gradient boosting, both cross-fitted in folds of every row.
 
 ``bagged`` is PU bagging (Mordelet & Vert, Pattern Recognition Letters 37, 2014) over small
-random forests (:data:`FOREST_TREES` trees of at least :data:`FOREST_LEAF` rows a leaf): each bag
-fits the labeled positives against as many pool rows drawn with replacement, so every forest
-sees a balanced sample where ``boosted`` sees the table's own imbalance, and scores a row by
-the log-odds of its forest's probability. Each bag leaves out one fold of the labeled positives,
-so that every row, labeled or not, is scored only by bags that did not train on it: a pool row
-by the bags that did not draw it (out of bag), a labeled positive by the bags of its fold.
-Forests replaced the boosting in the bags: on the development suite they rank the pool better
-alone and in the portfolio, at a quarter of the trees' time (docs/decisions.md, "A portfolio
-chosen per table"). The forests are scikit-learn's trees grown without its forest's per-tree
-Python (:mod:`puicl_model.estimator.direct_forest`), the same bytes at about a fifth of the time,
-and the logistic regressions are fitted on scikit-learn's loss and optimiser without the checks
+random forests (:data:`FOREST_TREES` trees of at least :data:`FOREST_LEAF` rows a leaf): each
+bag fits the labeled positives against as many pool rows drawn with replacement, so every forest
+sees a balanced sample where ``boosted`` sees the table's own imbalance, and scores a row by the
+log-odds of its forest's probability. Each bag leaves out one fold of the labeled positives, so
+that every row, labeled or not, is scored only by bags that did not train on it: a pool row by
+the bags that did not draw it (out of bag), a labeled positive by the bags of its fold. Forests
+replaced the boosting in the bags: on the development suite they rank the pool better alone and
+in the portfolio, at a quarter of the trees' time (docs/decisions.md, "A portfolio chosen per
+table"). ``bagged-boosted`` is the same bags over short histogram boostings: on tables with
+held-out positives it joins as a member, for wide tables with many uninformative columns, where
+the forests' random columns rank worst (docs/decisions.md, "Boosted bags on tables with held-out
+positives"). The forests are scikit-learn's trees grown without its forest's per-tree Python
+(:mod:`puicl_model.estimator.direct_forest`), the same bytes at about a fifth of the time, and
+the logistic regressions are fitted on scikit-learn's loss and optimiser without the checks
 around its ``fit`` (:mod:`puicl_model.estimator.direct_logistic`), the same bytes in about 60 %
 of the time.
 

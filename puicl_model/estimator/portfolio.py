@@ -9,7 +9,8 @@ such learners beside the model and lets each table say which to trust.
 
 Members. ``model`` (the passes' P(y = 1)), ``logistic`` (a logistic regression of labeled (1)
 against unlabeled (0) rows) and ``bagged`` (PU bagging over small random forests: each bag fits
-the labeled positives against as many pool rows drawn at random), both
+the labeled positives against as many pool rows drawn at random), and where positives are
+held out, ``bagged-boosted`` (the same bags over short boostings), the
 learners on an encoding of their own (:func:`learner_encoding`: one-hot categories,
 standardized numbers, missing-value indicators) and scored out of fold over every row, so that
 no row is scored by a learner trained on it (:mod:`puicl_model.estimator.learners`). Under
@@ -26,13 +27,14 @@ positive-against-negative AUC on the pool: the candidate that ranks held-out pos
 ranks the pool best. :meth:`Portfolio.choose_on` also reads the class prior's cross-fitted
 folds as evidence (:mod:`puicl_model.estimator.prior`), as the studies replay it.
 
-The rule. A difference in held-out AUC is π times the difference in true AUC, read off a few
-hundred positives: at small π or with few positives it is mostly noise. So on tables with
-held-out positives the best candidate replaces the fallback only where it leads it by more than
-:data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong & Clarke-Pearson,
-Biometrics 1988); the fallback is :data:`FALLBACK` where the model's held-out AUC is above the
-logistic learner's, else the logistic learner (:func:`fallback_on_evidence`). Smaller tables
-take :data:`FALLBACK` with no evidence read (:meth:`Portfolio.choose_fallback`).
+The rule (:mod:`puicl_model.estimator.portfolio_rule`). A difference in held-out AUC is π times
+the difference in true AUC, read off a few hundred positives: at small π or with few positives
+it is mostly noise. So on tables with held-out positives the best candidate replaces the
+fallback only where it leads it by more than :data:`EVIDENCE_Z` standard errors of the paired
+difference (DeLong, DeLong & Clarke-Pearson, Biometrics 1988); the fallback is :data:`FALLBACK`
+where the model's held-out AUC is above the logistic learner's, else the logistic learner
+(:func:`fallback_on_evidence`). Smaller tables take :data:`FALLBACK` with no evidence read
+(:meth:`Portfolio.choose_fallback`).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
@@ -42,13 +44,11 @@ map at its blended score. The model alone keeps its own probabilities, bit for b
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from puicl_model.estimator.evidence_rows import (
     JUDGED_HELD_OUT,
@@ -73,7 +73,28 @@ from puicl_model.estimator.portfolio_gate import (
     MIN_LABELED_FOR_PORTFOLIO,
     MIN_POOL_FOR_PORTFOLIO,
 )
-from puicl_model.passes.scores import NonFiniteScoresError
+from puicl_model.estimator.portfolio_rule import (
+    CANDIDATES,
+    EVIDENCE_Z,
+    FALLBACK,
+    FALLBACK_WEIGHTS,
+    FALLBACK_WITH_HELD_OUT,
+    MEMBERS,
+    MEMBERS_WITH_HELD_OUT,
+    MODEL,
+    NO_EVIDENCE,
+    READ_MORE_Z,
+    Choice,
+    Evidence,
+    blended,
+    blends_for,
+    candidates,
+    choose,
+    fallback_on_evidence,
+    held_out_aucs,
+    standardizer,
+    undecided,
+)
 
 __all__ = [
     "BAGGED",
@@ -104,200 +125,13 @@ __all__ = [
     "candidates",
     "choose",
     "fallback_on_evidence",
+    "held_out_aucs",
     "held_out_rows",
     "judged_held_rows",
     "judged_pool_rows",
     "learner_encoding",
     "undecided",
 ]
-
-MODEL = "model"
-# the members a fit runs (docs/decisions.md, "A portfolio chosen per table"). BOOSTED, the
-# boosting of labeled against unlabeled rows that PU bagging replaced, stays a learner that the
-# rule's study runs beside them and that classifiers saved with it score new rows with
-MEMBERS = (MODEL, LOGISTIC, BAGGED)
-# the members where held-out positives are the evidence: boosted trees in the same bags join
-# (learners.BAGGED_BOOSTED), for the evidence to tell from the forests where they rank better
-MEMBERS_WITH_HELD_OUT = (*MEMBERS, BAGGED_BOOSTED)
-
-
-def candidates(members: Sequence[str]) -> dict[str, dict[str, float]]:
-    """The blends the choice is made from: every non-empty set of ``members``, each weighted
-    equally on its standardized scores, named by its members joined with "+"."""
-    return {"+".join(chosen): {member: 1.0 / size for member in chosen}
-            for size in range(1, len(members) + 1)
-            for chosen in itertools.combinations(members, size)}
-
-
-# the candidate that stands where the evidence does not clearly favour another: the three
-# members with the model weighed more than both learners together (the three in thirds cost 0.01
-# AUC against the model alone where the model is clearly the best member, and this blend does
-# not: docs/decisions.md, "A portfolio chosen per table"); see fallback_on_evidence
-FALLBACK = "model-weighted"
-FALLBACK_WEIGHTS: Mapping[str, float] = {MODEL: 0.6, LOGISTIC: 0.2, BAGGED: 0.2}
-FALLBACK_WITH_HELD_OUT = "logistic"
-
-
-def blends_for(members: Sequence[str], fallback: str) -> dict[str, Mapping[str, float]]:
-    """The candidates a portfolio of ``members`` chooses from with ``fallback`` standing: the
-    even blends of :func:`candidates`, and :data:`FALLBACK`'s weights where it stands."""
-    blends: dict[str, Mapping[str, float]] = dict(candidates(members))
-    if fallback == FALLBACK and set(FALLBACK_WEIGHTS) <= set(members):
-        blends[FALLBACK] = dict(FALLBACK_WEIGHTS)
-    if fallback not in blends:
-        raise ValueError(f"the fallback {fallback!r} is not a blend of {', '.join(members)}")
-    return blends
-
-
-# what a fit with the shipped members chooses from where the fallback is model-weighted
-CANDIDATES: Mapping[str, Mapping[str, float]] = blends_for(MEMBERS, FALLBACK)
-
-# why a table without held-out positives takes the fallback unread
-NO_EVIDENCE = ("below the hold-out threshold the fallback stands with no evidence read: on the "
-               "development suite the class prior's folds changed almost no choice there, at "
-               "about 40 % of the default's time (docs/decisions.md)")
-
-# the standard errors of paired held-out AUC difference a candidate must lead the fallback by:
-# lower bars followed the noise more often than they found a better one (docs/decisions.md)
-EVIDENCE_Z = 3.0
-# a table with held-out positives reads more of them and of the pool (evidence_rows'
-# MOST_JUDGED_POOL_ROWS) while its best candidate leads the fallback by more than this many
-# standard errors and not by EVIDENCE_Z: a lead the samples read so far cannot settle
-READ_MORE_Z = 1.0
-
-
-# ----------------------------------------------------------------------------- evidence
-@dataclass(frozen=True)
-class Evidence:
-    """Per fold of held-out positives (one held out of the passes, or the class prior's folds):
-    each member's log-odds of them (``held``) and of the pool (``pool``)."""
-
-    held: Sequence[Mapping[str, np.ndarray]]
-    pool: Sequence[Mapping[str, np.ndarray]]
-
-
-def _standardizer(values: np.ndarray) -> tuple[float, float]:
-    scale = float(values.std())
-    return float(values.mean()), scale if scale > 1e-12 else 1.0
-
-
-def _blended(weights: Mapping[str, float], scores: Mapping[str, np.ndarray],
-             standard: Mapping[str, tuple[float, float]]) -> np.ndarray:
-    total = 0.0
-    for member, weight in weights.items():
-        centre, scale = standard[member]
-        total = total + weight * (np.asarray(scores[member], dtype=np.float64) - centre) / scale
-    return np.asarray(total, dtype=np.float64)
-
-
-def _placements(held: np.ndarray, pool: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """The AUC of ``held`` against ``pool`` (ties ½) and DeLong's placement values: per held
-    row the share of the pool below it, per pool row the share of held rows above it."""
-    n_h, n_p = len(held), len(pool)
-    ranks = rankdata(np.r_[held, pool])
-    held_in_all, pool_in_all = ranks[:n_h], ranks[n_h:]
-    held_in_held, pool_in_pool = rankdata(held), rankdata(pool)
-    v_held = (held_in_all - held_in_held) / n_p
-    v_pool = 1.0 - (pool_in_all - pool_in_pool) / n_h
-    return float(v_held.mean()), v_held, v_pool
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What the portfolio chose on a table, and the evidence it read."""
-
-    name: str  # a key of candidates(members)
-    weights: Mapping[str, float]
-    held_out_auc: Mapping[str, float]  # per candidate, mean over the folds
-    lead_se: Mapping[str, float]  # per candidate: the SE of its held-out AUC minus the fallback's
-    n_held_out: int
-    reason: str
-
-    @property
-    def read_evidence(self) -> bool:
-        """Whether the choice read held-out evidence (small tables take the fallback unread)."""
-        return bool(self.held_out_auc)
-
-    def describe(self) -> str:
-        members = ", ".join(f"{member} {weight:.2f}" for member, weight in self.weights.items())
-        if not self.read_evidence:
-            return f"{self.name} ({members}); no evidence read"
-        return (f"{self.name} ({members}); held-out AUC "
-                + ", ".join(f"{name} {auc:.3f}" for name, auc in self.held_out_auc.items()))
-
-
-def held_out_aucs(evidence: Evidence, members: Sequence[str], fallback: str = FALLBACK,
-                  blends: Mapping[str, Mapping[str, float]] | None = None,
-                  ) -> tuple[dict[str, float], dict[str, float]]:
-    """Each candidate's held-out AUC (mean over folds) and the standard error of its paired
-    difference with ``fallback``'s (DeLong; the folds' held-out rows are disjoint, their pool
-    rows the same, so the pool's share of the variance is not divided by the folds).
-    ``blends``: the candidates (default: :func:`blends_for` ``members`` and ``fallback``)."""
-    blends = blends_for(members, fallback) if blends is None else blends
-    folds = len(evidence.held)
-    aucs = {name: 0.0 for name in blends}
-    held_var = {name: 0.0 for name in blends}
-    pool_var = {name: 0.0 for name in blends}
-    for held, pool in zip(evidence.held, evidence.pool, strict=True):
-        standard = {member: _standardizer(np.asarray(pool[member], dtype=np.float64))
-                    for member in members}
-        placed = {name: _placements(_blended(weights, held, standard),
-                                    _blended(weights, pool, standard))
-                  for name, weights in blends.items()}
-        _, base_held, base_pool = placed[fallback]
-        for name, (auc, v_held, v_pool) in placed.items():
-            aucs[name] += auc / folds
-            held_var[name] += np.var(v_held - base_held, ddof=1) / len(v_held) / folds**2
-            pool_var[name] += np.var(v_pool - base_pool, ddof=1) / len(v_pool) / folds
-    se = {name: float(np.sqrt(held_var[name] + pool_var[name])) for name in blends}
-    return aucs, se
-
-
-def fallback_on_evidence(evidence: Evidence, members: Sequence[str]) -> str:
-    """A table with held-out positives: :data:`FALLBACK` where the model's held-out AUC is
-    above the logistic learner's, else the logistic learner (no model pass over the pool)."""
-    if not set(FALLBACK_WEIGHTS) <= set(members):
-        return FALLBACK_WITH_HELD_OUT
-    pair = {MODEL: {MODEL: 1.0}, LOGISTIC: {LOGISTIC: 1.0}}
-    aucs, _ = held_out_aucs(evidence, (MODEL, LOGISTIC), LOGISTIC, pair)
-    return FALLBACK if aucs[MODEL] > aucs[LOGISTIC] else FALLBACK_WITH_HELD_OUT
-
-
-def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBACK,
-           z: float = EVIDENCE_Z) -> Choice:
-    """The candidate of highest held-out AUC where it leads ``fallback`` by more than ``z``
-    standard errors of the paired difference, else ``fallback``."""
-    blends = blends_for(members, fallback)
-    aucs, se = held_out_aucs(evidence, members, fallback, blends)
-    # a NaN AUC compares false with everything, so max() and the lead test would let it
-    # stand (as the fallback, or as the first candidate): scores that give one are refused
-    damaged = [name for name, auc in aucs.items() if not np.isfinite(auc)]
-    if damaged:
-        raise NonFiniteScoresError(
-            f"the held-out AUC of {', '.join(damaged)} is NaN: a member's scores are NaN or "
-            "infinite, and no blend is chosen on them")
-    best = max(aucs, key=lambda name: aucs[name])
-    lead = aucs[best] - aucs[fallback]
-    n_held = sum(len(next(iter(held.values()))) for held in evidence.held)
-    if best != fallback and lead > z * se[best]:
-        name, reason = best, (f"{best} leads {fallback} by {lead:.4f} held-out AUC, "
-                              f"{lead / max(se[best], 1e-12):.1f} standard errors")
-    else:
-        name, reason = fallback, (f"no candidate leads {fallback} by more than {z:g} standard "
-                                  "errors of held-out AUC")
-    return Choice(name, dict(blends[name]), aucs, se, n_held, reason)
-
-
-def undecided(choice: Choice, fallback: str, z: float = EVIDENCE_Z) -> bool:
-    """Whether ``choice``'s best candidate leads ``fallback`` by more than
-    :data:`READ_MORE_Z` standard errors but not by ``z``: more evidence may settle it."""
-    aucs, se = choice.held_out_auc, choice.lead_se
-    if not aucs:
-        return False
-    best = max(aucs, key=lambda name: aucs[name])
-    lead = aucs[best] - aucs[fallback]
-    return best != fallback and READ_MORE_Z * se[best] < lead <= z * se[best]
-
 
 # -------------------------------------------------------------------------------- blend
 @dataclass(frozen=True)
@@ -318,14 +152,14 @@ class Blend:
                 model_pool_proba: np.ndarray) -> Blend:
         """The blend of ``weights`` standardized on the pool's scores (log-odds per member), its
         probabilities keyed to the model's pool probabilities ``model_pool_proba``."""
-        standard = {member: _standardizer(np.asarray(pool[member], dtype=np.float64))
+        standard = {member: standardizer(np.asarray(pool[member], dtype=np.float64))
                     for member in weights}
         return cls(dict(weights), standard,
-                   np.sort(_blended(weights, pool, standard), kind="stable"),
+                   np.sort(blended(weights, pool, standard), kind="stable"),
                    np.sort(np.asarray(model_pool_proba, dtype=np.float64), kind="stable"))
 
     def score(self, scores: Mapping[str, np.ndarray]) -> np.ndarray:
-        return _blended(self.weights, scores, self.standard)
+        return blended(self.weights, scores, self.standard)
 
     def proba(self, scores: Mapping[str, np.ndarray], model_proba: np.ndarray | None = None,
               ) -> np.ndarray:

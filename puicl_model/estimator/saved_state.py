@@ -31,9 +31,9 @@ TYPES = {
     "PassPlanner": "puicl_model.passes.planning.PassPlanner",
     "Portfolio": "puicl_model.estimator.portfolio.Portfolio",
     "CrossFittedLearner": "puicl_model.estimator.learners.CrossFittedLearner",
-    "Choice": "puicl_model.estimator.portfolio.Choice",
+    "Choice": "puicl_model.estimator.portfolio_rule.Choice",
     "Blend": "puicl_model.estimator.portfolio.Blend",
-    "Evidence": "puicl_model.estimator.portfolio.Evidence",
+    "Evidence": "puicl_model.estimator.portfolio_rule.Evidence",
     "BoostedTrees": "puicl_model.estimator.saved_trees.BoostedTrees",
     "ForestTrees": "puicl_model.estimator.saved_trees.ForestTrees",
     "sklearn.LogisticRegression": "sklearn.linear_model._logistic.LogisticRegression",
@@ -54,6 +54,9 @@ FORMER_NAMES = _TAGS | {
         ("saved_trees", "BoostedTrees"),
     )
 } | {
+    # the module paths of format 1 and 2 folders, before the portfolio's rule had its own
+    "puicl_model.estimator.portfolio.Choice": "Choice",
+    "puicl_model.estimator.portfolio.Evidence": "Evidence",
     "puicl_model.planning.View": "View",
     "puicl_model.portfolio.CrossFittedLearner": "CrossFittedLearner",
 }

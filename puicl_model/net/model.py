@@ -152,7 +152,9 @@ class PUICLModel(nn.Module):
         self.feature_encoder = nn.Linear(1, e)
         self.target_encoder = nn.Linear(1, e)
         self.unlabeled_token = nn.Parameter(torch.empty(e))
-        nn.init.normal_(self.unlabeled_token, std=0.02)
+        if not self.unlabeled_token.is_meta:  # (a meta model has shapes only; on meta tensors
+            # normal_ goes through torch._refs, which imports torch._dynamo: seconds of a start)
+            nn.init.normal_(self.unlabeled_token, std=0.02)
         self.blocks = nn.ModuleList(
             DualAxisBlock(e, config.num_heads, config.ff_dim) for _ in range(config.num_layers)
         )
@@ -160,12 +162,16 @@ class PUICLModel(nn.Module):
             nn.Linear(e, config.ff_dim), nn.GELU(), nn.Linear(config.ff_dim, 2)
         )
 
-    # Under torch.compile the layout stays eager: it is host-side bookkeeping of the batch's
-    # sizes (Python loops, pinned host copies that the compiler cannot trace)
-    @torch.compiler.disable
     def layout(self, batch: TaskBatch) -> CellLayout:
         """Where this model keeps ``batch``'s cells: its attention backend's layout."""
         return cell_layout(self.attention, batch)
+
+    def keep_layout_eager(self) -> None:
+        """Before ``torch.compile``: the compiled forward leaves :meth:`layout` eager, for it is
+        host-side bookkeeping of the batch's sizes (Python loops, pinned host copies that the
+        compiler cannot trace). Not a decorator: ``torch.compiler.disable`` imports
+        torch._dynamo, seconds of every process's start, compiled or not."""
+        self.layout = torch.compiler.disable(self.layout)  # type: ignore[method-assign]
 
     def forward(self, batch: TaskBatch) -> Tensor:
         batch.validate()

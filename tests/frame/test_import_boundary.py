@@ -40,11 +40,13 @@ SCRIPT = textwrap.dedent(f"""
     assert proba.shape == (60, 2) and np.isfinite(proba).all()
     loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set(BLOCKED))
     assert not loaded, loaded
+    # nor torch._dynamo, seconds of every process's start that only torch.compile needs
+    assert "torch._dynamo" not in sys.modules
     print("ok")
 """)
 
 
-def test_the_classifier_runs_without_the_extras_packages() -> None:
+def test_the_classifier_runs_without_the_extras_packages_or_the_compiler() -> None:
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]

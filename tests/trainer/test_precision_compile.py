@@ -94,4 +94,5 @@ def test_compile_wraps_the_model_the_steps_run(smoke_shards, tmp_path, monkeypat
     assert len(compiled) == 1
     module, calls = compiled[0]
     assert type(module).__name__ == "PUICLModel"
+    assert module.layout._torchdynamo_disable  # the layout's host bookkeeping stays eager
     assert len(calls) == 8  # 2 steps x 4 units of 2 tasks, one micro-batch each
