@@ -321,10 +321,10 @@ def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | N
                    report: ClassPriorReport | None = None) -> str | None:
     """One line where the cut ``threshold`` on the pool's P(y = 1) labels a share of the pool
     negative that the data contradict, else None: a share more than :data:`SHARE_SLACK` below
-    ``bound`` (π >= bound holds with probability about 95 %), above ``report``'s upper end, or,
-    where ``report`` finds π identified, more than :data:`SHARE_SLACK` from its π̂. Elsewhere
-    the data cannot place the cut, and the share is not checked (``class_prior_report()``
-    says so)."""
+    ``bound`` (π >= bound holds with probability about 95 %), above ``report``'s upper end, or
+    more than :data:`SHARE_SLACK` from ``report``'s π̂: where π is identified, the cut is off;
+    where it is not, neither the cut nor π̂ can place the labels, and the line says so. Without
+    a ``report`` the share is checked against ``bound`` alone."""
     negative = float(np.mean(np.asarray(pool_positive) <= threshold))
     if report is not None and negative > report.upper:
         return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative, "
@@ -342,4 +342,10 @@ def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | N
         return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative, but "
                 f"π is identified at {report.estimate:.0%} here: the probabilities are off on "
                 f"this table, so the labels are too; threshold='prior' labels π̂ of it negative")
+    if report is not None and abs(negative - report.estimate) > SHARE_SLACK:
+        low = 0.0 if report.lower_bound is None else report.lower_bound
+        return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative and "
+                f"π̂ is {report.estimate:.0%}, but the data place π only between {low:.0%} and "
+                f"{report.upper:.0%} here ({report.status}): neither can place the labels; "
+                f"rank by predict_proba (class_prior_report() says why)")
     return None

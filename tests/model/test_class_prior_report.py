@@ -13,6 +13,7 @@ import pytest
 from puicl_model import PUICLClassifier
 from puicl_model.estimator.prior import best_bin_alpha, class_prior_estimate
 from puicl_model.estimator.prior_report import (
+    ClassPriorReport,
     _weighted_best_bin,
     bootstrap_estimates,
     negative_share_bound,
@@ -252,6 +253,26 @@ def test_a_cut_the_data_contradict_is_said_in_one_line() -> None:
     note = threshold_note(pool, 0.5, bound=0.45)
     assert note is not None and "20%" in note and "at least 45%" in note
     assert threshold_note(pool, 0.5, bound=None) is None
+
+
+def test_a_cut_far_from_a_poorly_identified_estimate_says_the_labels_cannot_be_placed() -> None:
+    from puicl_model.estimator.prior_report import SHARE_SLACK, threshold_note
+
+    pool = np.r_[np.full(80, 0.9), np.full(20, 0.1)]  # the cut labels 20 % negative
+
+    def report(estimate: float, status: str) -> ClassPriorReport:
+        return ClassPriorReport(lower_bound=0.1, estimate=estimate, interval=(estimate, estimate),
+                                upper=0.8, allowance=0.1, level=0.9, n_bootstrap=1, delta=0.05,
+                                poorly_identified=status != "identified", note="", status=status,
+                                held_out_auc=None)
+
+    assert threshold_note(pool, 0.5, 0.1, report(0.2 + SHARE_SLACK - 0.01,
+                                                 "poorly identified")) is None
+    note = threshold_note(pool, 0.5, 0.1, report(0.45, "poorly identified"))
+    assert note is not None and "π̂ is 45%" in note and "between 10% and 80%" in note
+    assert "neither can place the labels" in note
+    identified = threshold_note(pool, 0.5, 0.1, report(0.45, "identified"))
+    assert identified is not None and "π is identified at 45%" in identified
 
 
 def test_predict_warns_once_where_its_cut_contradicts_the_data(small_weights, rng) -> None:
