@@ -131,9 +131,11 @@ def test_a_report_refused_by_a_full_disk_leaves_no_figure(small_weights, tmp_pat
     assert main(["predict", "--input", str(tmp_path / "t.csv"), "--label-column", "s",
                  "--weights", str(small_weights), "-o", str(tmp_path / "scores.csv"),
                  "--report", str(page), "--no-progress"]) == 2
-    error = capsys.readouterr().err
-    assert error == (f"puicl predict: error: cannot write --report {page}: No space left on "
-                     "device\n")
+    lines = capsys.readouterr().err.splitlines()
+    # (a note on the cut may come first: this small table's π is poorly identified)
+    assert lines[-1] == (f"puicl predict: error: cannot write --report {page}: No space left "
+                         "on device")
+    assert all(line.startswith("puicl predict: note: ") for line in lines[:-1])
     assert sorted(os.listdir(page.parent)) == []
     # the API, the same: nothing of the group is left
     clf = PUICLClassifier(weights=small_weights, device="cpu", portfolio="none").fit(X, s)
