@@ -339,6 +339,7 @@ class FittedTable(FittedScorer):
         if threshold in self.threshold_notes:
             return self.threshold_notes[threshold]
         from puicl_model.estimator.prior_report import (
+            held_out_auc,
             negative_share_bound,
             prior_report,
             threshold_note,
@@ -353,8 +354,8 @@ class FittedTable(FittedScorer):
             bound = report.lower_bound
         elif self.portfolio is not None and self.portfolio.labeled_scores:
             learner = max(self.portfolio.labeled_scores,
-                          key=lambda kind: _auc_of(self.portfolio.labeled_scores[kind],
-                                                   self.portfolio.pool_scores[kind]))
+                          key=lambda kind: held_out_auc([(self.portfolio.labeled_scores[kind],
+                                                          self.portfolio.pool_scores[kind])]))
             learner_fold = [(self.portfolio.labeled_scores[learner],
                              self.portfolio.pool_scores[learner])]
             bound = negative_share_bound(learner_fold, len(self.x_pool))
@@ -413,14 +414,6 @@ class HeldOutEvidence:
                                                                          dtype=np.int64)]
 
 
-def _auc_of(held: np.ndarray, pool: np.ndarray) -> float:
-    """The AUC of ``held`` against ``pool`` (ties ½)."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(np.r_[held, pool])[: len(held)]
-    return float((ranks.sum() - len(held) * (len(held) + 1) / 2) / (len(held) * len(pool)))
-
-
 def table_of(scorer: FittedScorer, what: str) -> FittedTable:
     """``scorer`` as the fitted table ``what`` needs; a classifier without its table: the one
     error (:func:`~puicl_model.estimator.fitted_scorer.no_table`)."""
@@ -428,14 +421,3 @@ def table_of(scorer: FittedScorer, what: str) -> FittedTable:
         raise no_table(what)
     return scorer
 
-
-def _completed(scored: np.ndarray, rows: np.ndarray, n: int,
-               score_rest: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """``n`` probabilities: ``scored`` at ``rows`` (sorted), the others by ``score_rest``."""
-    if len(rows) == n:
-        return scored
-    rest = np.setdiff1d(np.arange(n), rows, assume_unique=True)
-    out = np.empty(n)
-    out[rows] = scored
-    out[rest] = score_rest(rest)
-    return out

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from puicl_common.atomic import atomic_write_files
 from puicl_common.output_paths import check_output_path
@@ -41,7 +40,7 @@ from puicl_model.estimator.input_checks import portfolio_setting
 from puicl_model.estimator.portfolio import EVIDENCE_Z, Choice
 from puicl_model.estimator.portfolio_gate import alone_reason
 from puicl_model.estimator.prior import DEFAULT_FOLDS, MIN_LABELED_FOR_ESTIMATES
-from puicl_model.estimator.prior_report import ClassPriorReport
+from puicl_model.estimator.prior_report import ClassPriorReport, held_out_auc
 
 if TYPE_CHECKING:
     from puicl_model.estimator.classifier import PUICLClassifier
@@ -102,13 +101,6 @@ def _png(figure: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _auc(held: np.ndarray, pool: np.ndarray) -> float:
-    """The share of (held-out positive, pool row) pairs ranked positive-first (ties ½)."""
-    ranks = rankdata(np.r_[held, pool])
-    n_h, n_p = len(held), len(pool)
-    return float((ranks[:n_h].sum() - n_h * (n_h + 1) / 2) / (n_h * n_p))
-
-
 def _scores_figure(folds: Sequence[tuple[np.ndarray, np.ndarray]] | None,
                    pool: np.ndarray, threshold: float | None) -> bytes:
     """``folds``: per fold (held-out positives' P, the pool's P scored beside them); the pool's
@@ -127,7 +119,7 @@ def _scores_figure(folds: Sequence[tuple[np.ndarray, np.ndarray]] | None,
     title = "P(y = 1) of the pool"
     if folds:
         held = np.concatenate([np.asarray(h, dtype=np.float64) for h, _ in folds])
-        auc = float(np.mean([_auc(np.asarray(h), np.asarray(u)) for h, u in folds]))
+        auc = held_out_auc(folds)
         how = ("held out of the passes" if len(folds) == 1
                else f"cross-fitted in {len(folds)} folds")
         axes.hist(held, bins=bins, weights=np.full(len(held), 1.0 / len(held)),
