@@ -215,8 +215,49 @@ def highest(kept: Kept, members: Sequence[str]) -> str:
     return _lead_rule(kept, members, "model-weighted", 0.0)
 
 
+def oracle(kept: Kept, members: Sequence[str]) -> str:
+    """The candidate of highest true pool AUC: no rule reading evidence can do better with
+    these members, so where it misses the bar the members, not the rule, fall short."""
+    blends = dict(blends_for(members, "model-weighted"))
+    return max(blends, key=lambda name: true_auc(kept, blends[name]))
+
+
+BLEND_PREFIX = "blend:"
+
+
+def blend_weights(spec: str) -> dict[str, float]:
+    """The weights of a fixed blend spelled ``member=weight+member=weight``."""
+    weights = {}
+    for part in spec.split("+"):
+        member, _, weight = part.partition("=")
+        if not member or not weight:
+            raise ValueError(f"a blend is spelled member=weight+member=weight, got {spec!r}")
+        weights[member] = float(weight)
+    return weights
+
+
+def fixed_blend(spec: str) -> Rule:
+    """The blend ``spec`` on every table (``member=weight+...``): what a fallback of those
+    weights would score, evidence unread."""
+    blend_weights(spec)  # refused here, before any task is read
+
+    def rule(kept: Kept, members: Sequence[str]) -> str:
+        return BLEND_PREFIX + spec
+    rule.__name__ = f"the blend {spec}"
+    return rule
+
+
+def rule_named(name: str) -> Rule:
+    """A rule of :data:`RULES`, or a fixed blend named ``blend:member=weight+...``."""
+    if name.startswith(BLEND_PREFIX):
+        return fixed_blend(name[len(BLEND_PREFIX):])
+    if name not in RULES:
+        raise SystemExit(f"no rule {name!r}; the rules: {', '.join(RULES)}, or blend:m=w+m=w")
+    return RULES[name]
+
+
 RULES: dict[str, Rule] = {
-    "shipped": shipped, "highest": highest,
+    "shipped": shipped, "highest": highest, "oracle": oracle,
     **{f"member-z{z:g}": lead_over_best_member(z) for z in (0.0, 1.0, 2.0, 3.0)},
     **{f"member-alone-z{z:g}": lead_over_best_member(z, False) for z in (1.0, 2.0)},
     **{f"shipped-everywhere-z{z:g}": everywhere_shipped_fallback(z) for z in (1.0, 2.0, 3.0)},
@@ -270,7 +311,7 @@ def judge(kept: Sequence[Kept], members: Sequence[str], rules: Mapping[str, Rule
         base = {"task": task.name, "group": task.group, "kind": task.kind,
                 "n_labeled": task.n_labeled, "pi": task.pi,
                 **{f"alone_{m}": v for m, v in singles.items()}}
-        alts = [singles[m] for m in members]
+        alts = [singles[m] for m in members if m in singles]  # "alone" tasks: the model
         key = task.name if "/" in task.name else task.name.split("/")[-1]
         if alternatives is not None and key in alternatives.index:
             extra = alternatives.loc[key]
@@ -280,7 +321,9 @@ def judge(kept: Sequence[Kept], members: Sequence[str], rules: Mapping[str, Rule
         blends = dict(blends_for(members, "model-weighted"))
         for rule_name, rule in rules.items():
             picked = MODEL if task.kind == "alone" else rule(task, members)
-            auc = true_auc(task, blends.get(picked, {picked: 1.0}))
+            weights = (blend_weights(picked[len(BLEND_PREFIX):])
+                       if picked.startswith(BLEND_PREFIX) else blends.get(picked, {picked: 1.0}))
+            auc = true_auc(task, weights)
             rows.append({**base, "rule": rule_name, "picked": picked, "auc": auc,
                          "vs_best": auc - base["best_alternative"]})
     return pd.DataFrame(rows)
@@ -304,6 +347,21 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table, total]).sort_index().round(4)
 
 
+def paired(frame: pd.DataFrame, against: str) -> pd.DataFrame:
+    """Per rule: the mean and SE over tasks of its AUC minus rule ``against``'s on the same
+    task, and how many picks differ."""
+    wide = frame.pivot(index="task", columns="rule", values="auc")
+    picks = frame.pivot(index="task", columns="rule", values="picked")
+    rows = {}
+    for rule in wide.columns:
+        diff = (wide[rule] - wide[against]).to_numpy()
+        rows[rule] = {"tasks": len(diff), "difference": diff.mean(),
+                      "se": diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan,
+                      "picks_changed": int((picks[rule] != picks[against]).sum()),
+                      "worst": diff.min()}
+    return pd.DataFrame(rows).T.round(4)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m studies.portfolio_replay",
                                      description=__doc__.split("\n\n")[0])
@@ -316,7 +374,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--extra", default="",
                         help="learners the portfolio runs beside the three (commas)")
     parser.add_argument("--kinds", default="alone,folds,held", help="the tasks' kinds judged")
-    parser.add_argument("--rules", default=",".join(RULES))
+    parser.add_argument("--rules", default=",".join(RULES),
+                        help="rules to judge (commas; the first is the one the others are "
+                        "paired against), each a name of RULES or a fixed blend "
+                        "blend:member=weight+member=weight")
     parser.add_argument("--csv", type=Path, default=None)
     args = parser.parse_args(argv)
     kept = [load(path, args.kept) for path in sorted(args.kept.rglob("*.npz"))
@@ -341,10 +402,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         kept = [task for task in kept if task not in sampled]
     assert set(FALLBACK_WEIGHTS) <= set(members)
-    frame = judge(kept, members, {r: RULES[r] for r in args.rules.split(",")}, alternatives)
+    names = args.rules.split(",")
+    frame = judge(kept, members, {r: rule_named(r) for r in names}, alternatives)
     pd.set_option("display.width", 220)
     pd.set_option("display.max_rows", 500)
     print(summarize(frame).to_string())
+    if len(names) > 1:
+        print(f"\npaired against {names[0]}:")
+        print(paired(frame, names[0]).to_string())
     if args.csv:
         frame.to_csv(args.csv, index=False)
     return 0

@@ -18,3 +18,10 @@ def read_only_place() -> Path:
         return place
     place.rmdir()
     pytest.skip("no read-only place on this machine (/sys accepted a directory)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``heaviest`` run first. The suite runs on two workers (``-n 2 --dist
+    worksteal``, DEVELOPERS.md); started last, one of them would keep one worker busy for
+    minutes after the other has run out of tests."""
+    items.sort(key=lambda item: item.get_closest_marker("heaviest") is None)  # stable

@@ -63,10 +63,11 @@ def test_readme_keeps_its_two_commands_and_ci_runs_the_second() -> None:
         '.venv/bin/pip install -e ".[dev]"'
     )
     assert f"{setup} && bash examples/smoke_pipeline.sh\n" in text
-    tests = ".venv/bin/python -m ruff check . && .venv/bin/python -m pytest -q"
+    suite = ".venv/bin/python -m pytest -q -n 2 --dist worksteal"
+    tests = f".venv/bin/python -m ruff check . && {suite}"
     assert f"{setup} && {tests}\n" in text
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
-    assert ".venv/bin/python -m ruff check .\n.venv/bin/python -m pytest -q\n" in ci
+    assert f".venv/bin/python -m ruff check .\n{suite}\n" in ci
     # the benchmark command runs as written: no placeholder left for the reader to fill in
     assert "--weights PATH" not in text.split("```bash")[-1].split("```")[0]
 

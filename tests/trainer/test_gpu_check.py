@@ -20,6 +20,7 @@ from .conftest import ROOT
 
 
 @pytest.mark.slow
+@pytest.mark.heaviest
 def test_the_gpu_check_runs_through_on_cpu(tmp_path) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "DEVICE": "cpu", "PYTHON": sys.executable,

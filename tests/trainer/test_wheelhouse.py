@@ -120,6 +120,7 @@ def _offline_env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.heaviest
 @pytest.mark.slow  # ~200 MB of wheels (pip caches them), then a fresh install: 7 min on 2 cores
 @pytest.mark.timeout(1800)
 def test_offline_install_runs_the_smoke_pipeline(tmp_path) -> None:
