@@ -26,6 +26,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from sklearn.metrics import roc_auc_score
 from puicl_model.estimator.learners import BAGGED, CrossFittedLearner, learner_encoding
 from puicl_model.estimator.portfolio_rule import FALLBACK_WEIGHTS
 from studies.portfolio_evidence import BAG_VARIANTS, VariantBags, dev_tasks, user_tasks
+from studies.portfolio_replay import Kept, load, true_auc
 
 # the portfolio's forest member, and the bag learners studies/portfolio_evidence.py judges
 LEARNERS = ("forest", *BAG_VARIANTS)
@@ -48,17 +50,13 @@ def learner(name: str, entropy: int) -> CrossFittedLearner:
     return VariantBags(BAGGED, entropy, n_threads=1, factory=BAG_VARIANTS[name])
 
 
-def blend_auc(kept: Any, scores: np.ndarray) -> float:
+def blend_auc(kept: Kept, scores: np.ndarray) -> float:
     """The pool AUC of the model-weighted blend with ``scores`` in the forest's place."""
-    from studies.portfolio_replay import true_auc
-
-    final = dict(kept.final)
-    final[BAGGED] = scores
-    return true_auc(type(kept)(**{**vars(kept), "final": final}), FALLBACK_WEIGHTS)
+    return true_auc(replace(kept, final={**kept.final, BAGGED: scores}), FALLBACK_WEIGHTS)
 
 
 def task_rows(X: Any, s: np.ndarray, y: np.ndarray, entropy: int, learners: Sequence[str],
-              counts: Sequence[int], kept: Any = None) -> list[dict[str, Any]]:
+              counts: Sequence[int], kept: Kept | None = None) -> list[dict[str, Any]]:
     """Each learner's pool AUC and seconds at each bag count on one table (and its blend's
     AUC, given the table's kept scores)."""
     with warnings.catch_warnings():
@@ -96,18 +94,13 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out).round(4)
 
 
-def _kept(folder: Path | None, task: Any) -> Any:
+def _kept(folder: Path | None, task: Any) -> Kept | None:
     """The task's kept scores where they hold every pool row of this table, else None."""
-    from studies.portfolio_replay import load
-
     path = None if folder is None else folder / f"{task.name}.npz"
     if path is None or not path.exists():
         return None
     kept = load(path, folder)
-    y_pool = task.y[task.s == 0]
-    if len(kept.y) != len(y_pool) or not np.array_equal(kept.y, y_pool):
-        return None
-    return kept
+    return kept if np.array_equal(kept.y, task.y[task.s == 0]) else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
