@@ -144,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("no task matched")
     pd.set_option("display.width", 200)
     print(summary(done).to_string(index=False))
+    for group, rows in done.groupby("group"):
+        print(f"\n{group}:")
+        print(summary(rows).to_string(index=False))
     return 0
 
 
