@@ -95,12 +95,14 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _kept(folder: Path | None, task: Any) -> Kept | None:
-    """The task's kept scores where they hold every pool row of this table, else None."""
+    """The task's kept scores where they hold every pool row of this table and every member
+    of the blend (a task too small for the portfolio kept the model alone), else None."""
     path = None if folder is None else folder / f"{task.name}.npz"
     if path is None or not path.exists():
         return None
     kept = load(path, folder)
-    return kept if np.array_equal(kept.y, task.y[task.s == 0]) else None
+    whole = np.array_equal(kept.y, task.y[task.s == 0])
+    return kept if whole and set(FALLBACK_WEIGHTS) <= set(kept.final) else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", choices=("user", "dev"), required=True)
     parser.add_argument("--tables", default="decision", help="user: decision or unseen")
-    parser.add_argument("--only", default="", help="user: tables whose name holds this")
+    parser.add_argument("--only", default="",
+                        help="tasks whose name holds one of these (commas)")
     parser.add_argument("--cells", default="600:0.5", help="dev: the size grid's cells")
     parser.add_argument("--learners", default="forest,hgb100")
     parser.add_argument("--bags", default="5,30", help="bag counts (commas)")
@@ -124,7 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = sorted({int(count) for count in args.bags.split(",")})
     tasks = (user_tasks(args.tables, 1) if args.suite == "user"
              else dev_tasks(args.cells, 1))
-    tasks = [make for make in tasks if args.only in make.name]  # type: ignore[attr-defined]
+    only = args.only.split(",")
+    tasks = [make for make in tasks
+             if any(part in make.name for part in only)]  # type: ignore[attr-defined]
     done = pd.read_csv(args.out) if args.out.exists() else pd.DataFrame()
     held = set(done["task"]) if len(done) else set()
     for make in tasks:

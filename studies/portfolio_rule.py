@@ -124,8 +124,8 @@ def collect_task(slug: str, cell: tuple[int, float, float | None], out: Path,
     import puicl_model.estimator.portfolio
     from puicl_model import PUICLClassifier
 
-    if bags is not None:  # a study's count of bags (fewer_bags are read off their first ones)
-        puicl_model.estimator.learners.BAGS = bags
+    if bags is not None:  # a study's count of bags on every pool (fewer_bags: their first ones)
+        puicl_model.estimator.learners.BAGS = puicl_model.estimator.learners.BAGS_MANY = bags
 
     # the rule is replayed against the whole pool and every held-out positive: every member
     # scores them all (studies.rule_candidates replays the classifier's samples of them)

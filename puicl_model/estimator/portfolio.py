@@ -59,11 +59,13 @@ from puicl_model.estimator.evidence_rows import (
     judged_pool_rows,
 )
 from puicl_model.estimator.learners import (
+    BAG_KINDS,
     BAGGED,
     BAGGED_BOOSTED,
     BOOSTED,
     LOGISTIC,
     CrossFittedLearner,
+    bag_count,
     learner_encoding,
     log_odds,
 )
@@ -232,8 +234,10 @@ class Portfolio:
             if kind == MODEL:
                 continue
             learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
+            bags = (bag_count(kind, len(self.x_pool), held_out=self.n_held > 0)
+                    if kind in BAG_KINDS else None)
             self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(
-                self.x_labeled, self.x_pool)
+                self.x_labeled, self.x_pool, bags=bags)
             self.learners[kind] = learner
 
     def _held_scores(self, model_held: np.ndarray | None,

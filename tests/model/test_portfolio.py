@@ -209,6 +209,56 @@ def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) ->
                for i in range(0, 200, 13))
 
 
+def test_the_forest_fits_more_bags_on_large_pools_without_evidence(rng, monkeypatch) -> None:
+    """From BAGS_MANY_FROM_POOL pool rows, where no positives are held out, the portfolio's
+    forest fits BAGS_MANY bags, whose first BAGS are the smaller count's bit for bit; with
+    held-out positives, on smaller pools and for the boosted bags: BAGS."""
+    import pandas as pd
+
+    from puicl_model.estimator.learners import (
+        BAGGED_BOOSTED,
+        BAGS,
+        BAGS_MANY,
+        BAGS_MANY_FROM_POOL,
+        bag_count,
+    )
+    from puicl_model.estimator.portfolio import Portfolio
+
+    assert BAGS < BAGS_MANY and BAGS_MANY % learners.LEARNER_FOLDS == 0
+    assert bag_count(BAGGED, BAGS_MANY_FROM_POOL - 1, held_out=False) == BAGS
+    assert bag_count(BAGGED, BAGS_MANY_FROM_POOL, held_out=False) == BAGS_MANY
+    assert bag_count(BAGGED, BAGS_MANY_FROM_POOL, held_out=True) == BAGS
+    assert bag_count(BAGGED_BOOSTED, 10 * BAGS_MANY_FROM_POOL, held_out=False) == BAGS
+    # a small pool stands for a large one: the count follows the pool's rows
+    monkeypatch.setattr(learners, "BAGS_MANY_FROM_POOL", 120)
+    X = pd.DataFrame(rng.normal(size=(160, 3)), columns=["a", "b", "c"])
+    labeled = np.arange(160) < 40
+    X.loc[labeled] += 1.0
+
+    def bags(held: np.ndarray | None, pool: slice = slice(None)) -> Portfolio:
+        """The portfolio's learners on the labeled rows and ``pool``'s pool rows (``held``: the
+        rows held out of the passes, a mask over the table)."""
+        keep = np.r_[np.flatnonzero(labeled), np.flatnonzero(~labeled)[pool]]
+        portfolio = Portfolio.build(X.iloc[keep].reset_index(drop=True), labeled[keep],
+                                    None if held is None else held[keep][labeled[keep]],
+                                    entropy=5,
+                                    n_threads=1)
+        portfolio.fit_learners()
+        return portfolio
+
+    many = bags(None)
+    assert len(many.learners[BAGGED].models_) == BAGS_MANY
+    assert len(bags(None, slice(0, 119)).learners[BAGGED].models_) == BAGS
+    held = labeled & (np.arange(160) % 5 == 0)
+    assert len(bags(held).learners[BAGGED].models_) == BAGS
+    few = CrossFittedLearner(BAGGED, 5, n_threads=1)
+    _, pool_few = few.fit(many.x_labeled, many.x_pool)
+    probe = rng.normal(size=(30, many.x_pool.shape[1]))
+    for first, same in zip(many.learners[BAGGED].models_[:BAGS], few.models_, strict=True):
+        assert row_decision(first, probe).tobytes() == row_decision(same, probe).tobytes()
+    assert not np.array_equal(many.pool_scores[BAGGED], pool_few)  # the other bags score too
+
+
 def test_held_out_rows_are_keyed_by_the_seed() -> None:
     first = held_out_rows(700, 350, entropy=5)
     assert first.sum() == 350
@@ -272,10 +322,12 @@ def test_large_tables_hold_positives_out_and_choose_reproducibly(small_weights, 
     pool = clf.predict_proba(X[s == 0])
     assert pool.shape == (2500, 2) and np.all((pool >= 0) & (pool <= 1))
     # the blend is chosen against a judged sample of the pool (more where the choice is close)
-    from puicl_model.estimator.learners import BAGS
+    from puicl_model.estimator.learners import BAGS, BAGS_MANY_FROM_POOL
     from puicl_model.estimator.portfolio import JUDGED_POOL_ROWS
 
     assert JUDGED_POOL_ROWS <= len(clf.portfolio_.evidence.pool[0]["model"]) <= 2500
+    # a pool of 2,500 rows with held-out positives: the forest keeps its few bags
+    assert BAGS_MANY_FROM_POOL <= 2500
     assert len(clf.portfolio_.learners[BAGGED].models_) == BAGS
     passes = clf.n_passes_
     folds = clf.held_out_scores()
