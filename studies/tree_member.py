@@ -92,16 +92,16 @@ VARIANTS: Mapping[str, tuple[Callable[[int], Any], int]] = {
     "forest10leaf10": (_forest(False, FOREST_TREES, FOREST_LEAF), KEPT_BAGS),
     "forest10leaf20": (_forest(False, 10, 20), KEPT_BAGS),
     "forest20leaf10": (_forest(False, 20, 10), KEPT_BAGS),
-    # the same forests in half the bags (BAGS): the shipped member on pools below
-    # learners.BAGS_MANY_FROM_POOL rows
+    # the same forests in half the bags (BAGS): the shipped member, except on a pool of
+    # learners.BAGS_MANY_FROM_POOL rows or more without held-out positives
     "forest10leaf10x5": (_forest(False, FOREST_TREES, FOREST_LEAF), BAGS),
     # as many trees as the shipped member, in twice the bags
     "forest5leaf10": (_forest(False, 5, FOREST_LEAF), KEPT_BAGS),
 }
 # the variant a kept task's own PU bagging ran: a collect's kept scores were made with it
 KEPT_WITH, FORMER = "forest10leaf10", "hgb100"
-# the variant the classifier's PU bagging runs on pools below learners.BAGS_MANY_FROM_POOL
-# rows (learners.BAGS, FOREST_TREES, FOREST_LEAF)
+# the variant the classifier's PU bagging runs (learners.BAGS, FOREST_TREES, FOREST_LEAF), except
+# on a pool of learners.BAGS_MANY_FROM_POOL rows or more without held-out positives
 SHIPPED = "forest10leaf10x5"
 
 
