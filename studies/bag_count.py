@@ -38,6 +38,7 @@ from puicl_model.estimator.learners import BAGGED, CrossFittedLearner, learner_e
 from puicl_model.estimator.portfolio_rule import FALLBACK_WEIGHTS
 from studies.portfolio_evidence import BAG_VARIANTS, VariantBags, dev_tasks, user_tasks
 from studies.portfolio_replay import Kept, load, true_auc
+from studies.user_yardstick import named_like
 
 # the portfolio's forest member, and the bag learners studies/portfolio_evidence.py judges
 LEARNERS = ("forest", *BAG_VARIANTS)
@@ -127,9 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = sorted({int(count) for count in args.bags.split(",")})
     tasks = (user_tasks(args.tables, 1) if args.suite == "user"
              else dev_tasks(args.cells, 1))
-    only = args.only.split(",")
-    tasks = [make for make in tasks
-             if any(part in make.name for part in only)]  # type: ignore[attr-defined]
+    tasks = named_like(tasks, args.only)
     done = pd.read_csv(args.out) if args.out.exists() else pd.DataFrame()
     held = set(done["task"]) if len(done) else set()
     for make in tasks:

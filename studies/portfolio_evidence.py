@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from puicl_model.estimator.learners import BAGGED, LOGISTIC, CrossFittedLearner
+from studies.user_yardstick import named_like
 
 # the bag learners judged beside the shipped forest (each a factory of an unfitted model from a
 # seed); every one is fitted in the same bags as the shipped member
@@ -249,8 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     makers = (user_tasks(args.tables, args.repeats) if args.suite == "user"
               else dev_tasks(args.cells, args.repeats))
-    if args.only:
-        makers = [m for m in makers if any(p in m.name for p in args.only.split(","))]  # type: ignore[attr-defined]
+    makers = named_like(makers, args.only)
     variants = [v for v in args.variants.split(",") if v]
     print(f"portfolio_evidence: {len(makers)} tasks", flush=True)
     if args.jobs == 1:

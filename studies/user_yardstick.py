@@ -140,6 +140,13 @@ def record_path(out: Path, spec: TableSpec, method: str) -> Path:
     return out / spec.name / f"{method}.json"
 
 
+def named_like(items: Sequence[Any], only: str) -> list[Any]:
+    """The items (anything with a ``name``) whose name holds one of ``only``'s comma-separated
+    parts; every item where ``only`` is empty."""
+    parts = [part for part in only.split(",") if part]
+    return [item for item in items if not parts or any(part in item.name for part in parts)]
+
+
 def tables(which: str, repetitions: int) -> list[TableSpec]:
     lists = {"decision": lambda: decision_specs(repetitions),
              "unseen": lambda: unseen_specs(repetitions), "large": large_specs}
@@ -148,8 +155,7 @@ def tables(which: str, repetitions: int) -> list[TableSpec]:
 
 def _run(args: argparse.Namespace) -> int:
     specs = tables(args.tables, args.repeats)
-    if args.only:
-        specs = [spec for spec in specs if any(part in spec.name for part in args.only.split(","))]
+    specs = named_like(specs, args.only)
     methods = args.methods.split(",")
     jobs = [(spec, method) for spec in specs for method in methods
             if args.force or not record_path(args.out, spec, method).exists()]
