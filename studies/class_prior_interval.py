@@ -16,7 +16,12 @@ Printed per target π, against the realized π (``task.pi``):
 * ``in interval``, ``width``: how often π̂'s bootstrap interval holds π, and its mean width;
   ``width[bound,upper]``: the mean width of the range the report gives π;
 * ``flagged``, and the pool's accuracy and F1 (positive class) at the 0.5 cut and at
-  ``threshold="prior"`` for flagged and other tasks (what the flag's advice rests on).
+  ``threshold="prior"`` for flagged and other tasks (what the flag's advice rests on);
+* ``share ok``: the share of tasks whose 0.5 cut labels a positive share within
+  ``SHARE_SLACK`` (0.10) of the truth; ``said``: where ``predict`` says in one line that its cut
+  cannot place the labels, with the report at hand (as ``puicl predict`` checks it) and from
+  the pool's probabilities alone (``said (pool)``: what it says before any report);
+  ``ok or said``: the share of tasks where one of the two holds.
 
 The benchmark's 20 datasets are never read here.
 
@@ -43,7 +48,7 @@ from benchmark.metrics import accuracy, f1_positive
 from benchmark.protocol import MAX_POSITIVES, make_task, method_seed
 from benchmark.suites import get_suite
 from puicl_model.estimator.prior import DEFAULT_FOLDS, prior_cut
-from puicl_model.estimator.prior_report import prior_report
+from puicl_model.estimator.prior_report import SHARE_SLACK, prior_report, threshold_note
 
 FOLDS_KEY = f"K{DEFAULT_FOLDS}"
 
@@ -92,10 +97,15 @@ def task_row(path: Path) -> dict:
     bound = report.lower_bound if report.lower_bound is not None else 0.0
     low, high = report.interval
     labels = {"0.5": (pool > 0.5).astype(np.int64), "prior": prior_cut(pool, report.estimate)[0]}
+    share_ok = abs(float(np.mean(labels["0.5"])) - float(np.mean(y_pool))) <= SHARE_SLACK
+    said = threshold_note(pool, 0.5, report.lower_bound, report) is not None
     return {"dataset": slug, "repetition": repetition, "target_pi": target, "pi": pi,
             "held_out": sum(len(held) for held, _ in folds), "partner": len(folds) == 1,
             "bound": bound, "point": report.estimate, "low": low, "high": high,
             "upper": report.upper, "flagged": report.poorly_identified,
+            "share ok": share_ok, "said": said,
+            "said (pool)": threshold_note(pool, 0.5, None) is not None,
+            "ok or said": share_ok or said,
             **{f"accuracy@{cut}": accuracy(y_pool, hard) for cut, hard in labels.items()},
             **{f"f1@{cut}": f1_positive(y_pool, hard) for cut, hard in labels.items()}}
 
@@ -110,7 +120,8 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
            "width": frame.high - frame.low,
            "width[bound,upper]": frame.upper - frame.bound})
     columns = ["partner", "held_out", "pi", "bound", "bound<=pi", "in[bound,upper]", "point",
-               "MAE point", "in interval", "width", "width[bound,upper]", "flagged"]
+               "MAE point", "in interval", "width", "width[bound,upper]", "flagged",
+               "share ok", "said", "said (pool)", "ok or said"]
     table = frame.groupby("target_pi")[columns].mean()
     table.loc["all"] = frame[columns].mean()
     table.insert(0, "tasks", [*frame.groupby("target_pi").size(), len(frame)])

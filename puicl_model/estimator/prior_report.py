@@ -323,9 +323,14 @@ def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | N
     negative that the data contradict, else None: a share more than :data:`SHARE_SLACK` below
     ``bound`` (π >= bound holds with probability about 95 %), above ``report``'s upper end, or
     more than :data:`SHARE_SLACK` from ``report``'s π̂: where π is identified, the cut is off;
-    where it is not, neither the cut nor π̂ can place the labels, and the line says so. Without
-    a ``report`` the share is checked against ``bound`` alone."""
-    negative = float(np.mean(np.asarray(pool_positive) <= threshold))
+    where it is not, neither the cut nor π̂ can place the labels, and the line says so. Last,
+    with or without a ``report``: a share more than :data:`SHARE_SLACK` from the pool's mean
+    P(y = 0), the share the probabilities themselves expect. They then crowd the cut (a wide
+    table's scores all between 0.43 and 0.70, say), and which side of it a row falls says
+    little; this needs nothing beyond the pool's probabilities, so it is checked where nothing
+    bounds π too."""
+    pool_positive = np.asarray(pool_positive)
+    negative = float(np.mean(pool_positive <= threshold))
     if report is not None and negative > report.upper:
         return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative, "
                 f"above the {report.upper:.0%} that π̂ and its allowance for error reach here: "
@@ -348,4 +353,10 @@ def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | N
                 f"π̂ is {report.estimate:.0%}, but the data place π only between {low:.0%} and "
                 f"{report.upper:.0%} here ({report.status}): neither can place the labels; "
                 f"rank by predict_proba (class_prior_report() says why)")
+    expected = float(np.mean(1.0 - pool_positive))
+    if abs(negative - expected) > SHARE_SLACK:
+        return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative, but "
+                f"the probabilities themselves expect {expected:.0%} (their mean P(y=0)): "
+                f"they crowd the cut, so its labels are weak; rank by predict_proba, or cut "
+                f"with threshold='prior' (class_prior_report() says how far π is identified)")
     return None

@@ -255,6 +255,25 @@ def test_a_cut_the_data_contradict_is_said_in_one_line() -> None:
     assert threshold_note(pool, 0.5, bound=None) is None
 
 
+def test_probabilities_that_crowd_the_cut_are_said_even_where_nothing_bounds_pi() -> None:
+    """Scores all between 0.43 and 0.70 (a wide table's): the 0.5 cut labels about a tenth of
+    the pool negative while the probabilities expect 40 %: said with no bound and no
+    report. Spread scores whose cut agrees with their mean say nothing."""
+    from puicl_model.estimator.prior_report import SHARE_SLACK, threshold_note
+
+    crowded = np.r_[np.full(10, 0.45), np.full(90, 0.62)]  # cut: 10 % negative; mean P(y=0) 0.40
+    note = threshold_note(crowded, 0.5, bound=None)
+    assert note is not None and "10%" in note and "expect 40%" in note
+    assert "threshold='prior'" in note
+    assert threshold_note(crowded, 0.5, bound=0.0) == note  # a bound the cut respects
+    assert threshold_note(crowded, 0.44, bound=None) is not None  # 0 % negative, 40 % expected
+    spread = np.r_[np.full(80, 0.95), np.full(20, 0.10)]  # cut: 20 % negative; expected 22 %
+    assert threshold_note(spread, 0.5, bound=None) is None
+    # just past the slack: the expected share SHARE_SLACK + 0.01 above the cut's 20 %
+    past = np.r_[np.full(80, 1.0 - (SHARE_SLACK + 0.01) / 0.8), np.full(20, 0.0)]
+    assert threshold_note(past, 0.5, bound=None) is not None
+
+
 def test_a_cut_far_from_a_poorly_identified_estimate_says_the_labels_cannot_be_placed() -> None:
     from puicl_model.estimator.prior_report import SHARE_SLACK, threshold_note
 
