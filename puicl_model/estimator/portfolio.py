@@ -63,6 +63,7 @@ from puicl_model.estimator.learners import (
     BAGGED,
     BAGGED_BOOSTED,
     BOOSTED,
+    BOOSTED_BAGS_CHOSEN,
     LOGISTIC,
     CrossFittedLearner,
     bag_count,
@@ -267,6 +268,19 @@ class Portfolio:
             self.fallback = fallback_on_evidence(self.evidence, self.members)
         self.choice = choose(self.evidence, self.members, fallback=self.fallback, z=self.z)
         return self.choice
+
+    def strengthen_chosen_bags(self) -> None:
+        """Once the choice is final (the evidence read as far as it needs), where it weighs
+        the boosted bags, refit them with BOOSTED_BAGS_CHOSEN bags (their first bags are those
+        the evidence judged): the blend, the held-out positives' probabilities, π̂ and new
+        rows read the stronger member; ``evidence`` keeps what the choice read."""
+        assert self.choice is not None
+        if BAGGED_BOOSTED not in self.choice.weights:
+            return
+        learner = CrossFittedLearner(BAGGED_BOOSTED, self.entropy, n_threads=self.n_threads)
+        self.labeled_scores[BAGGED_BOOSTED], self.pool_scores[BAGGED_BOOSTED] = learner.fit(
+            self.x_labeled, self.x_pool, bags=BOOSTED_BAGS_CHOSEN)
+        self.learners[BAGGED_BOOSTED] = learner
 
     def choose_fallback(self) -> Choice:
         """The fallback blend, with no evidence read: what a table below

@@ -650,3 +650,42 @@ def test_boosted_bags_join_only_where_positives_are_held_out(small_weights, rng)
     assert large.portfolio_.members == MEMBERS_WITH_HELD_OUT
     assert BAGGED_BOOSTED in large.portfolio_.learners
     assert any(BAGGED_BOOSTED in name for name in large.choice_.held_out_auc)
+
+
+@pytest.mark.slow
+def test_chosen_boosted_bags_are_refitted_with_more_bags(small_weights, tmp_path) -> None:
+    """Where the evidence chooses the boosted bags (an interaction among 20 columns, 18 of them
+    noise), they are refitted with BOOSTED_BAGS_CHOSEN bags once the choice is final: the
+    evidence keeps the judged bags' scores, the pool and new rows read the stronger member,
+    and a save loads to the same bytes. The forest, not chosen, keeps its bags."""
+    from puicl_model.estimator.learners import BAGGED_BOOSTED, BAGS, BOOSTED_BAGS_CHOSEN
+
+    rng = np.random.default_rng(0)
+    n_pos, n_neg, n_labeled = 1800, 900, 700
+    x = rng.normal(size=(n_pos + n_neg, 20))
+    positive = np.r_[np.ones(n_pos, bool), np.zeros(n_neg, bool)]
+    same_sign = np.sign(x[:, 0]) == np.sign(x[:, 1])
+    x[positive & ~same_sign, 1] *= -1  # positives: the first two columns share their sign
+    x[~positive & same_sign, 1] *= -1
+    s = np.zeros(len(x))
+    s[:n_labeled] = 1
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(x, s)
+    portfolio = clf.portfolio_
+    assert clf.choice_.name == BAGGED_BOOSTED, clf.choice_.describe()
+    boosted = portfolio.learners[BAGGED_BOOSTED]
+    assert len(boosted.models_) == BOOSTED_BAGS_CHOSEN
+    assert len(portfolio.learners[BAGGED].models_) == BAGS
+    # the choice read the judged bags' scores; the pool reads the refitted member's
+    five = type(boosted)(BAGGED_BOOSTED, boosted.entropy, n_threads=1)
+    five_labeled, five_pool = five.fit(portfolio.x_labeled, portfolio.x_pool)
+    read = portfolio.evidence.held[0][BAGGED_BOOSTED]
+    assert np.isin(read, five_labeled).all()
+    assert not np.isin(read, portfolio.labeled_scores[BAGGED_BOOSTED]).all()
+    assert not np.array_equal(portfolio.pool_scores[BAGGED_BOOSTED], five_pool)
+    truth = positive[s == 0]
+    assert (roc_auc_score(truth, portfolio.pool_scores[BAGGED_BOOSTED])
+            > roc_auc_score(truth, five_pool))
+    clf.save(tmp_path / "saved")
+    loaded = PUICLClassifier.load(tmp_path / "saved")
+    new_rows = x[s == 0][:50] + 1e-3
+    assert np.array_equal(loaded.predict_proba(new_rows), clf.predict_proba(new_rows))
