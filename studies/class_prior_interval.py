@@ -36,6 +36,7 @@ The benchmark's 20 datasets are never read here.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import warnings
 from pathlib import Path
@@ -76,10 +77,14 @@ def score_task(slug: str, repetition: int, pi: float, max_positives: int, partne
     arrays = {f"{FOLDS_KEY}_{part}{i}": pair[j]
               for i, pair in enumerate(clf.held_out_scores(DEFAULT_FOLDS))
               for j, part in enumerate(("held", "pool"))}
-    np.savez_compressed(path, pool=clf.fitted_pool_proba(),
-                        y_pool=task.y_true[task.s == 0], dataset=np.asarray(slug),
-                        repetition=np.asarray(repetition), target_pi=np.asarray(pi),
-                        seconds=np.asarray(time.perf_counter() - started), **arrays)
+    # written whole, then renamed: a run stopped midway leaves no partial .npz to be reused
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "wb") as file:
+        np.savez_compressed(file, pool=clf.fitted_pool_proba(),
+                            y_pool=task.y_true[task.s == 0], dataset=np.asarray(slug),
+                            repetition=np.asarray(repetition), target_pi=np.asarray(pi),
+                            seconds=np.asarray(time.perf_counter() - started), **arrays)
+    os.replace(partial, path)
     return path
 
 
