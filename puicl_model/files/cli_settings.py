@@ -12,9 +12,10 @@ __all__ = ["add_setting_options", "refuse_unused_by_model"]
 # what each word of a setting of choices means, ending in the docs' section
 _CHOICE_HELP = {
     "portfolio": "auto: a portfolio of the model, a logistic regression and PU bagging of "
-               "small random forests fitted on every row, the blend chosen per table on "
-               "held-out labeled positives; none: the model alone (docs/classifier.md, "
-               "\"Tables of every size\"",
+               "small random forests fitted on every row (and of short boostings where "
+               "positives are held out), the blend chosen per table on held-out labeled "
+               "positives from 600 labeled rows, fixed below; none: the model alone "
+               "(docs/classifier.md, \"Tables of every size\"",
     "large_pool": "shared: a pool larger than one pass is scored against one context per "
                   "member, enriched with the rows a logistic regression ranks least positive; "
                   "chunks: in random chunks, each next to its own labeled rows "
