@@ -190,14 +190,22 @@ def test_the_help_names_parquet_and_every_default(capsys) -> None:
 
 def test_the_help_says_what_the_portfolio_bags_fit(capsys) -> None:
     from puicl_model.estimator.learners import CrossFittedLearner
-    from puicl_model.estimator.portfolio import BAGGED
+    from puicl_model.estimator.portfolio import (
+        BAGGED,
+        BAGGED_BOOSTED,
+        MEMBERS,
+        MEMBERS_WITH_HELD_OUT,
+    )
 
     with pytest.raises(SystemExit):
         main(["predict", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    # (what the bags fit: if that changes, so must the help)
+    # (what the bags fit, and where: if that changes, so must the help)
     assert "Forest" in type(CrossFittedLearner(BAGGED, 5)._estimator(0)).__name__
-    assert "PU bagging of small random forests" in text and "boost" not in text
+    assert "Boosting" in type(CrossFittedLearner(BAGGED_BOOSTED, 5)._estimator(0)).__name__
+    assert BAGGED_BOOSTED not in MEMBERS and BAGGED_BOOSTED in MEMBERS_WITH_HELD_OUT
+    assert "PU bagging of small random forests" in text
+    assert "(and of short boostings where positives are held out)" in text
 
 
 def test_info_without_a_path_describes_the_bundled_model(capsys) -> None:
