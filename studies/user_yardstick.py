@@ -210,7 +210,14 @@ def per_table(records: pd.DataFrame) -> pd.DataFrame:
     frame["covered"] = (default["pi_low"] <= default["pi"]) & (default["pi"] <= default["pi_high"])
     frame["pi_flag"] = default["pi_flag"]
     if "threshold_note" in default:
-        frame["cut_said"] = default["threshold_note"].notna()
+        # what predict says now: a record written before its last check (probabilities that
+        # crowd the cut) is read with that check, from the record's share and mean probability
+        from puicl_model.estimator.prior_report import crowds_the_cut
+
+        crowded = [crowds_the_cut(1.0 - share, 1.0 - mean) for share, mean
+                   in zip(default["positive_share"], default["proba_mean"], strict=True)]
+        frame["cut_said"] = default["threshold_note"].notna() | pd.Series(
+            crowded, index=default.index)
     seconds = records.pivot(index="table", columns="method", values="seconds")
     for method in seconds:
         frame[f"s_{method}"] = seconds[method]

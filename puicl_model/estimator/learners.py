@@ -66,9 +66,8 @@ if TYPE_CHECKING:
 __all__ = ["BAGGED", "BAGGED_BOOSTED", "BAGS", "BAGS_MANY", "BAGS_MANY_FROM_POOL", "BAG_KINDS",
            "BAG_THREADS_FROM_CELLS", "BOOSTED", "BOOSTED_BAGS_CHOSEN", "BOOSTED_BAG_ITERATIONS",
            "BOOSTED_BAG_LEAVES", "BOOSTED_BAG_RATE", "FOREST_LEAF", "FOREST_TREES",
-           "LEARNER_FOLDS", "LOGISTIC",
-           "THREADS_FROM_CELLS", "CrossFittedLearner", "bag_count", "learner_encoding", "log_odds",
-           "row_decision"]
+           "LEARNER_FOLDS", "LOGISTIC", "THREADS_FROM_CELLS", "CrossFittedLearner", "bag_count",
+           "learner_encoding", "log_odds", "row_decision"]
 
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # PU bagging over boosted trees: BAGGED's bags (its folds of the positives and its drawn pool

@@ -50,6 +50,7 @@ __all__ = [
     "ClassPriorReport",
     "ThresholdWarning",
     "bootstrap_estimates",
+    "crowds_the_cut",
     "held_out_auc",
     "negative_share_bound",
     "prior_report",
@@ -317,6 +318,13 @@ class ThresholdWarning(UserWarning):
 SHARE_SLACK = 0.10
 
 
+def crowds_the_cut(negative: float, expected: float) -> bool:
+    """Whether a cut that labels the share ``negative`` of a pool negative strays more than
+    :data:`SHARE_SLACK` from ``expected``, the share the probabilities themselves expect (their
+    mean P(y = 0)): they then crowd the cut (:func:`threshold_note`'s last check)."""
+    return abs(negative - expected) > SHARE_SLACK
+
+
 def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | None,
                    report: ClassPriorReport | None = None) -> str | None:
     """One line where the cut ``threshold`` on the pool's P(y = 1) labels a share of the pool
@@ -354,7 +362,7 @@ def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | N
                 f"{report.upper:.0%} here ({report.status}): neither can place the labels; "
                 f"rank by predict_proba (class_prior_report() says why)")
     expected = float(np.mean(1.0 - pool_positive))
-    if abs(negative - expected) > SHARE_SLACK:
+    if crowds_the_cut(negative, expected):
         return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative, but "
                 f"the probabilities themselves expect {expected:.0%} (their mean P(y=0)): "
                 f"they crowd the cut, so its labels are weak; rank by predict_proba, or cut "
