@@ -21,7 +21,7 @@ Printed per target π, against the realized π (``task.pi``):
   ``SHARE_SLACK`` (0.10) of the truth; ``said``: where ``predict`` says in one line that its cut
   cannot place the labels, with the report at hand (as ``puicl predict`` checks it) and from
   the pool's probabilities alone (``said (pool)``: what it says before any report);
-  ``ok or said``: the share of tasks where one of the two holds.
+  ``ok or said`` (``ok or said (pool)``): the share of tasks where one of the two holds.
 
 The benchmark's 20 datasets are never read here.
 
@@ -104,13 +104,14 @@ def task_row(path: Path) -> dict:
     labels = {"0.5": (pool > 0.5).astype(np.int64), "prior": prior_cut(pool, report.estimate)[0]}
     share_ok = abs(float(np.mean(labels["0.5"])) - float(np.mean(y_pool))) <= SHARE_SLACK
     said = threshold_note(pool, 0.5, report.lower_bound, report) is not None
+    said_from_pool = threshold_note(pool, 0.5, None) is not None
     return {"dataset": slug, "repetition": repetition, "target_pi": target, "pi": pi,
             "held_out": sum(len(held) for held, _ in folds), "partner": len(folds) == 1,
             "bound": bound, "point": report.estimate, "low": low, "high": high,
             "upper": report.upper, "flagged": report.poorly_identified,
             "share ok": share_ok, "said": said,
-            "said (pool)": threshold_note(pool, 0.5, None) is not None,
-            "ok or said": share_ok or said,
+            "said (pool)": said_from_pool, "ok or said": share_ok or said,
+            "ok or said (pool)": share_ok or said_from_pool,
             **{f"accuracy@{cut}": accuracy(y_pool, hard) for cut, hard in labels.items()},
             **{f"f1@{cut}": f1_positive(y_pool, hard) for cut, hard in labels.items()}}
 
@@ -126,7 +127,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
            "width[bound,upper]": frame.upper - frame.bound})
     columns = ["partner", "held_out", "pi", "bound", "bound<=pi", "in[bound,upper]", "point",
                "MAE point", "in interval", "width", "width[bound,upper]", "flagged",
-               "share ok", "said", "said (pool)", "ok or said"]
+               "share ok", "said", "said (pool)", "ok or said", "ok or said (pool)"]
     table = frame.groupby("target_pi")[columns].mean()
     table.loc["all"] = frame[columns].mean()
     table.insert(0, "tasks", [*frame.groupby("target_pi").size(), len(frame)])
