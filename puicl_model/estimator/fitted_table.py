@@ -27,7 +27,11 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from puicl_model.estimator.ensemble import Member, fit_ensemble, plan_passes
-from puicl_model.estimator.evidence_rows import MOST_JUDGED_POOL_ROWS, HeldRows
+from puicl_model.estimator.evidence_rows import (
+    JUDGED_POOL_ROWS,
+    MOST_JUDGED_POOL_ROWS,
+    HeldRows,
+)
 from puicl_model.estimator.fitted_scorer import ContextsOnly, FittedScorer, Runtime, no_table
 from puicl_model.estimator.input_checks import warn_about_leaks
 from puicl_model.estimator.pool_ranking import ranked
@@ -38,7 +42,7 @@ from puicl_model.estimator.portfolio import (
     judged_pool_rows,
     undecided,
 )
-from puicl_model.estimator.portfolio_gate import held_out_mask, runs_on
+from puicl_model.estimator.portfolio_gate import held_out_mask, reads_folds, runs_on
 from puicl_model.estimator.prior import (
     DEFAULT_FOLDS,
     MIN_LABELED_FOR_ESTIMATES,
@@ -95,6 +99,9 @@ class FittedTable(FittedScorer):
     pool_index: dict[bytes, int] = field(default_factory=dict, repr=False)  # not saved
     # what predict's cut was found to label, per threshold (threshold_note): not saved
     threshold_notes: dict[float, str | None] = field(default_factory=dict, repr=False)
+    # per class prior's fold, the rows the portfolio's choice scored (HeldOutEvidence.known)
+    # until π̂ reads the folds: not saved (a loaded table scores its folds whole)
+    fold_scores: list[np.ndarray] | None = field(default=None, repr=False)
 
     SAVED: ClassVar[Mapping[str, str]] = {
         **FittedScorer.SAVED, "x_labeled_": "x_labeled", "x_pool_": "x_pool",
@@ -118,12 +125,15 @@ class FittedTable(FittedScorer):
             warn_about_leaks(base.x_labeled, base.x_pool, base.preprocessor.kept_features_)
         n_labeled = len(base.x_labeled)
         held = portfolio = None
+        ensemble = ranked(ensemble, settings, entropy, n_threads)
+        planners = plan_passes(ensemble, settings, max_features, entropy)
         if runs_on(settings.portfolio, n_labeled, len(base.x_pool)):
             held = held_out_mask(n_labeled, entropy)
+            folds = held is None and reads_folds(
+                n_labeled, all(planner.shares_context for planner in planners))
             portfolio = Portfolio.build(X, labeled, held, entropy, encoding["keep_columns"],
-                                        n_threads)
-        ensemble = ranked(ensemble, settings, entropy, n_threads)
-        return cls(ensemble.views, plan_passes(ensemble, settings, max_features, entropy),
+                                        n_threads, folds=folds)
+        return cls(ensemble.views, planners,
                    portfolio, entropy, 0 if held is None else int(held.sum()),
                    x_labeled=base.x_labeled, x_pool=base.x_pool,
                    x_held=None if held is None else base.x_labeled[held],
@@ -155,7 +165,8 @@ class FittedTable(FittedScorer):
     # ------------------------------------------------------------------- fit's scoring
     def score(self, runtime: Runtime) -> None:
         """Score the pool and choose the portfolio's blend (on positives held out of the
-        passes; without them, the fallback with no evidence read), then index the rows."""
+        passes; without them, on the class prior's folds where the portfolio reads them, else
+        the fallback with no evidence read), then index the rows."""
         started = time.perf_counter()
         self.n_passes = 0
         if self.portfolio is not None and self.x_held is not None:
@@ -165,7 +176,10 @@ class FittedTable(FittedScorer):
             if self.portfolio is None:
                 self.pool_proba = proba
             else:
-                self.portfolio.choose_fallback()
+                if self.portfolio.members_read_folds:
+                    self._choose_on_folds(self.portfolio, runtime)
+                else:
+                    self.portfolio.choose_fallback()
                 self.pool_proba = self.portfolio.blend_pool(proba)
         self.inference_seconds = time.perf_counter() - started
         self.index_rows()
@@ -248,6 +262,40 @@ class FittedTable(FittedScorer):
         self.held_proba, self.evidence_pool_proba = portfolio.evidence_proba(
             model_all_held, model_judged, judged)
 
+    def _choose_on_folds(self, portfolio: Portfolio, runtime: Runtime) -> None:
+        """Choose the blend on the class prior's DEFAULT_FOLDS folds: every labeled positive,
+        scored by passes without its fold, against a seeded sample of the pool rows the folds
+        score for π̂ (500 first, doubled while the choice is close, :func:`~.portfolio.
+        undecided`). What was scored is kept (``fold_scores``), so that π̂ scores only the
+        rest of its rows (:meth:`_model_folds`)."""
+        masks = self.fold_masks(DEFAULT_FOLDS)
+        evidence = self._fold_evidence(runtime)
+        prior_rows = self._prior_rows()
+        size = JUDGED_POOL_ROWS
+        while True:
+            judged = prior_rows[judged_pool_rows(len(prior_rows), self.entropy, size)]
+            folds = [fold.scores(judged, np.arange(fold.n_held))[::-1] for fold in evidence]
+            choice = portfolio.choose_on(folds, masks, judged)
+            if (len(judged) == len(prior_rows)
+                    or not undecided(choice, portfolio.fallback, portfolio.z)):
+                break
+            size *= 2
+        portfolio.strengthen_chosen_bags()
+        self.n_passes += sum(fold.n_passes for fold in evidence)
+        self.fold_scores = [fold.known for fold in evidence]
+
+    def _fold_evidence(self, runtime: Runtime) -> list[HeldOutEvidence]:
+        """The passes of each of the class prior's DEFAULT_FOLDS folds, with the rows scored
+        so far (``fold_scores``) known."""
+        known = self.fold_scores or [None] * DEFAULT_FOLDS
+        return [HeldOutEvidence.of(self, runtime, mask, scores)
+                for mask, scores in zip(self.fold_masks(DEFAULT_FOLDS), known, strict=True)]
+
+    def _prior_rows(self) -> np.ndarray:
+        """The pool rows the class prior's folds score (:meth:`prior_pool_rows`; every row)."""
+        rows = self.prior_pool_rows()
+        return np.arange(len(self.x_pool)) if rows is None else rows
+
     def fold_masks(self, n_folds: int) -> list[np.ndarray]:
         """Per fold of the class prior's cross-fitting: its labeled rows."""
         fold = fold_of(len(self.x_labeled), n_folds, self.entropy)
@@ -255,10 +303,19 @@ class FittedTable(FittedScorer):
 
     def _model_folds(self, n_folds: int, runtime: Runtime) -> Folds:
         """The model's cross-fitted scores (:func:`~puicl_model.estimator.prior.
-        cross_fitted_scores`), computed once per ``n_folds``."""
+        cross_fitted_scores`), computed once per ``n_folds``; where the portfolio chose on
+        the folds, the rows it scored are read again and only the rest scored (the same
+        bytes: a query row's score does not depend on the others scored with it)."""
         if n_folds not in self.model_folds:
-            self.model_folds[n_folds] = cross_fitted_scores(
-                runtime.scorer(), self.planners, self.views, n_folds, self.prior_pool_rows())
+            if n_folds == DEFAULT_FOLDS and self.fold_scores is not None:
+                rows = self._prior_rows()
+                self.model_folds[n_folds] = [fold.scores(rows, np.arange(fold.n_held))[::-1]
+                                             for fold in self._fold_evidence(runtime)]
+                self.fold_scores = None
+            else:
+                self.model_folds[n_folds] = cross_fitted_scores(
+                    runtime.scorer(), self.planners, self.views, n_folds,
+                    self.prior_pool_rows())
         return self.model_folds[n_folds]
 
     def prior_pool_rows(self) -> np.ndarray | None:
@@ -386,16 +443,26 @@ class HeldOutEvidence:
     n_passes: int = 0
 
     @classmethod
-    def of(cls, table: FittedTable, runtime: Runtime) -> HeldOutEvidence:
-        held = held_out_mask(len(table.x_labeled), table.entropy)
-        assert held is not None and int(held.sum()) == table.n_held_out
-        n_held = table.n_held_out
+    def of(cls, table: FittedTable, runtime: Runtime, held: np.ndarray | None = None,
+           known: np.ndarray | None = None) -> HeldOutEvidence:
+        """The passes that set ``held`` (a mask of the labeled rows; None: the positives
+        held out of the passes) apart from their context, with the scores ``known`` (NaN
+        where unscored) read, not scored again."""
+        if held is None:
+            held = held_out_mask(len(table.x_labeled), table.entropy)
+            assert held is not None and int(held.sum()) == table.n_held_out
+        n_held = int(held.sum())
         views = [view.with_fold_in_pool(held).rows() for view in table.views]
         planners = [dataclasses.replace(p, n_labeled=p.n_labeled - n_held,
                                         n_pool=p.n_pool + n_held) for p in table.planners]
         caches = ContextCaches(runtime.cache_bytes) if runtime.cache_bytes else None
-        return cls(planners, views, table.n_pool, runtime.scorer(), caches,
-                   np.full(table.n_pool + n_held, np.nan))
+        if known is None:
+            known = np.full(table.n_pool + n_held, np.nan)
+        return cls(planners, views, table.n_pool, runtime.scorer(), caches, known.copy())
+
+    @property
+    def n_held(self) -> int:
+        return len(self.known) - self.n_pool
 
     def scores(self, pool_rows: np.ndarray, held_rows: np.ndarray,
                ) -> tuple[np.ndarray, np.ndarray]:

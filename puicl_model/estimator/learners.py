@@ -72,7 +72,7 @@ __all__ = ["BAGGED", "BAGGED_BOOSTED", "BAGS", "BAGS_MANY", "BAGS_MANY_FROM_POOL
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # PU bagging over boosted trees: BAGGED's bags (its folds of the positives and its drawn pool
 # rows, under its key), a short boosting fitted in each in place of the forest. Where held-out
-# positives are the evidence it joins the portfolio (portfolio.MEMBERS_WITH_HELD_OUT): on the
+# positives are the evidence it joins the portfolio (portfolio.MEMBERS_WITH_EVIDENCE): on the
 # generated tables with many uninformative columns and strong signals it ranked the pool
 # 0.03-0.14 above the forests, on the development suite's tables below them, and the evidence
 # tells which (docs/decisions.md, "Boosted bags on tables with held-out positives")

@@ -24,8 +24,10 @@ the learners their out-of-fold scores, read against a seeded sample of the pool'
 pool's positives, so for any score the AUC of held-out positives against the pool is
 ``(1 − π)/2 + π · AUC`` (Jain, White & Radivojac, arXiv 1702.00518), with AUC the score's true
 positive-against-negative AUC on the pool: the candidate that ranks held-out positives highest
-ranks the pool best. :meth:`Portfolio.choose_on` also reads the class prior's cross-fitted
-folds as evidence (:mod:`puicl_model.estimator.prior`), as the studies replay it.
+ranks the pool best. Smaller tables whose pool is larger than one pass read the class prior's
+cross-fitted folds (:mod:`puicl_model.estimator.prior`): every labeled positive, scored by passes
+without its fold, against a seeded sample of the pool (:func:`~.portfolio_gate.reads_folds`).
+:meth:`Portfolio.choose_on` reads either kind.
 
 The rule (:mod:`puicl_model.estimator.portfolio_rule`). A difference in held-out AUC is π times
 the difference in true AUC, read off a few hundred positives: at small π or with few positives
@@ -33,8 +35,8 @@ it is mostly noise. So on tables with held-out positives the best candidate repl
 fallback only where it leads it by more than :data:`EVIDENCE_Z` standard errors of the paired
 difference (DeLong, DeLong & Clarke-Pearson, Biometrics 1988); the fallback is :data:`FALLBACK`
 where the model's held-out AUC is above the logistic learner's, else the logistic learner
-(:func:`fallback_on_evidence`). Smaller tables take :data:`FALLBACK` with no evidence read
-(:meth:`Portfolio.choose_fallback`).
+(:func:`fallback_on_evidence`); on the folds the fallback is :data:`FALLBACK`. Tables of one
+pass below the threshold take it with no evidence read (:meth:`Portfolio.choose_fallback`).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
@@ -83,7 +85,7 @@ from puicl_model.estimator.portfolio_rule import (
     FALLBACK_WEIGHTS,
     FALLBACK_WITH_HELD_OUT,
     MEMBERS,
-    MEMBERS_WITH_HELD_OUT,
+    MEMBERS_WITH_EVIDENCE,
     MODEL,
     NO_EVIDENCE,
     READ_MORE_Z,
@@ -113,7 +115,7 @@ __all__ = [
     "LOGISTIC",
     "MAX_HELD_OUT",
     "MEMBERS",
-    "MEMBERS_WITH_HELD_OUT",
+    "MEMBERS_WITH_EVIDENCE",
     "MIN_LABELED_FOR_HOLD_OUT",
     "MIN_LABELED_FOR_PORTFOLIO",
     "MIN_POOL_FOR_PORTFOLIO",
@@ -207,10 +209,12 @@ class Portfolio:
     @classmethod
     def build(cls, X: Any, labeled: np.ndarray, held: np.ndarray | None, entropy: int,
               keep_columns: Sequence[str | int] | None = None,
-              n_threads: int | None = None) -> Portfolio:
+              n_threads: int | None = None, folds: bool = False) -> Portfolio:
         """The learners' encoding of the table ``X`` (``labeled``: its labeled rows; ``held``:
         the labeled rows held out of the passes, which go last, as in the passes' pool;
-        ``keep_columns``: the identifiers the classifier keeps as features)."""
+        ``keep_columns``: the identifiers the classifier keeps as features; ``folds``: the
+        class prior's folds will be its evidence, so the boosted bags join as where positives
+        are held out)."""
         import warnings
 
         encoder = learner_encoding(keep_columns)
@@ -223,7 +227,7 @@ class Portfolio:
         n_held = 0 if held is None else int(held.sum())
         return cls(entropy, encoder, x_labeled, table[~labeled], n_held,
                    fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads,
-                   members=MEMBERS_WITH_HELD_OUT if n_held else MEMBERS)
+                   members=MEMBERS_WITH_EVIDENCE if n_held or folds else MEMBERS)
 
     def fit_learners(self) -> None:
         """Fit every learner of the members on the learners' rows, unless they are fitted:
@@ -346,6 +350,12 @@ class Portfolio:
                    for kind, scores in self.pool_scores.items()}}
         blend = Blend.on_pool(self.choice.weights, pool, fold[1])
         return blend.proba(held), blend.proba(pool)
+
+    @property
+    def members_read_folds(self) -> bool:
+        """Whether the class prior's folds are its evidence: built to read evidence (the
+        boosted bags joined, :meth:`build`'s ``folds``) with no positive held out."""
+        return not self.n_held and BAGGED_BOOSTED in self.members
 
     @property
     def weighs_model(self) -> bool:

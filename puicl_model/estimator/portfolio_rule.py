@@ -28,9 +28,10 @@ MODEL = "model"
 # boosting of labeled against unlabeled rows that PU bagging replaced, stays a learner that the
 # rule's study runs beside them and that classifiers saved with it score new rows with
 MEMBERS = (MODEL, LOGISTIC, BAGGED)
-# the members where held-out positives are the evidence: boosted trees in the same bags join
+# the members where evidence is read (positives held out of the passes, or the class prior's
+# folds on a pool of shared contexts): boosted trees in the same bags join
 # (learners.BAGGED_BOOSTED), for the evidence to tell from the forests where they rank better
-MEMBERS_WITH_HELD_OUT = (*MEMBERS, BAGGED_BOOSTED)
+MEMBERS_WITH_EVIDENCE = (*MEMBERS, BAGGED_BOOSTED)
 
 
 def candidates(members: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -65,9 +66,9 @@ def blends_for(members: Sequence[str], fallback: str) -> dict[str, Mapping[str, 
 CANDIDATES: Mapping[str, Mapping[str, float]] = blends_for(MEMBERS, FALLBACK)
 
 # why a table without held-out positives takes the fallback unread
-NO_EVIDENCE = ("below the hold-out threshold the fallback stands with no evidence read: on the "
-               "development suite the class prior's folds changed almost no choice there, at "
-               "about 40 % of the default's time (docs/decisions.md)")
+NO_EVIDENCE = ("below the hold-out threshold, on a pool of one pass, the fallback stands with no "
+               "evidence read: on the development suite the class prior's folds changed almost "
+               "no choice there, at about 40 % of the default's time (docs/decisions.md)")
 
 # the standard errors of paired held-out AUC difference a candidate must lead the fallback by:
 # lower bars followed the noise more often than they found a better one (docs/decisions.md)

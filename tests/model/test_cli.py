@@ -194,7 +194,7 @@ def test_the_help_says_what_the_portfolio_bags_fit(capsys) -> None:
         BAGGED,
         BAGGED_BOOSTED,
         MEMBERS,
-        MEMBERS_WITH_HELD_OUT,
+        MEMBERS_WITH_EVIDENCE,
     )
 
     with pytest.raises(SystemExit):
@@ -203,9 +203,13 @@ def test_the_help_says_what_the_portfolio_bags_fit(capsys) -> None:
     # (what the bags fit, and where: if that changes, so must the help)
     assert "Forest" in type(CrossFittedLearner(BAGGED, 5)._estimator(0)).__name__
     assert "Boosting" in type(CrossFittedLearner(BAGGED_BOOSTED, 5)._estimator(0)).__name__
-    assert BAGGED_BOOSTED not in MEMBERS and BAGGED_BOOSTED in MEMBERS_WITH_HELD_OUT
+    assert BAGGED_BOOSTED not in MEMBERS and BAGGED_BOOSTED in MEMBERS_WITH_EVIDENCE
     assert "PU bagging of small random forests" in text
-    assert "(and of short boostings where positives are held out)" in text
+    assert "(and of short boostings where evidence is read)" in text
+    from puicl_model.estimator.prior import DEFAULT_FOLDS
+
+    assert DEFAULT_FOLDS == 2  # (the help names the folds' count)
+    assert "on two cross-fitted folds below where the pool is larger than one pass" in text
 
 
 def test_info_without_a_path_describes_the_bundled_model(capsys) -> None:

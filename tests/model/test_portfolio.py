@@ -637,9 +637,9 @@ def test_boosted_bags_share_the_forests_bags(rng) -> None:
 
 
 @pytest.mark.slow
-def test_boosted_bags_join_only_where_positives_are_held_out(small_weights, rng) -> None:
+def test_boosted_bags_join_only_where_evidence_is_read(small_weights, rng) -> None:
     from puicl_model.estimator.learners import BAGGED_BOOSTED
-    from puicl_model.estimator.portfolio import MEMBERS_WITH_HELD_OUT
+    from puicl_model.estimator.portfolio import MEMBERS_WITH_EVIDENCE
 
     small = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(
         *_table(rng, 80, 400))
@@ -647,9 +647,73 @@ def test_boosted_bags_join_only_where_positives_are_held_out(small_weights, rng)
     assert small.portfolio_.members == MEMBERS
     large = PUICLClassifier(weights=small_weights, device="cpu", random_state=3).fit(
         *_table(rng, MIN_LABELED_FOR_HOLD_OUT + 40, 1500))
-    assert large.portfolio_.members == MEMBERS_WITH_HELD_OUT
+    assert large.portfolio_.members == MEMBERS_WITH_EVIDENCE
     assert BAGGED_BOOSTED in large.portfolio_.learners
     assert any(BAGGED_BOOSTED in name for name in large.choice_.held_out_auc)
+
+
+def _xor_table(n_pos: int, n_neg: int, n_labeled: int) -> tuple[np.ndarray, np.ndarray,
+                                                                 np.ndarray]:
+    """An interaction among 20 columns, 18 of them noise: the positives' first two columns
+    share their sign. (X, s, and which rows are positive)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n_pos + n_neg, 20))
+    positive = np.r_[np.ones(n_pos, bool), np.zeros(n_neg, bool)]
+    same_sign = np.sign(x[:, 0]) == np.sign(x[:, 1])
+    x[positive & ~same_sign, 1] *= -1
+    x[~positive & same_sign, 1] *= -1
+    s = np.zeros(len(x))
+    s[:n_labeled] = 1
+    return x, s, positive
+
+
+@pytest.mark.slow
+def test_folds_are_the_evidence_below_the_hold_out_threshold_on_a_shared_pool(
+        small_weights, monkeypatch) -> None:
+    """Below MIN_LABELED_FOR_HOLD_OUT labeled positives, on a pool larger than one pass, the
+    class prior's folds are the evidence: every labeled positive read, the boosted bags a
+    member, chosen on an interaction the forest's random columns miss, refitted in more bags;
+    π̂ then reads the kept folds with no pass of the model more. A pool of one pass keeps the
+    fallback unread."""
+    from puicl_model.estimator import fitted_table
+    from puicl_model.estimator.learners import BAGGED_BOOSTED, BOOSTED_BAGS_CHOSEN
+    from puicl_model.estimator.portfolio import MEMBERS_WITH_EVIDENCE
+    from puicl_model.estimator.prior import DEFAULT_FOLDS
+
+    x, s, positive = _xor_table(1300, 600, 300)  # a pool of 1,600 rows: shared contexts
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(x, s)
+    assert clf.fitted_.planners[0].shares_context
+    portfolio = clf.portfolio_
+    assert portfolio.n_held == 0 and portfolio.members == MEMBERS_WITH_EVIDENCE
+    assert clf.choice_.read_evidence and clf.choice_.n_held_out == 300
+    assert clf.choice_.name == BAGGED_BOOSTED, clf.choice_.describe()
+    assert len(portfolio.learners[BAGGED_BOOSTED].models_) == BOOSTED_BAGS_CHOSEN
+    truth = positive[s == 0]
+    assert roc_auc_score(truth, clf.predict_proba(x[s == 0])[:, 1]) > 0.8
+
+    # the choice scored a sample of the folds' pool rows; π̂ scores the rest beside them, and
+    # reads the same bytes as the folds scored whole
+    kept = clf.fitted_.fold_scores
+    assert kept is not None and all(0 < np.isfinite(k).sum() < len(k) for k in kept)
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("the class prior's folds were scored whole again")
+
+    monkeypatch.setattr(fitted_table, "cross_fitted_scores", no_pass)
+    assert 0.0 < clf.estimate_class_prior() < 1.0
+    monkeypatch.undo()
+    whole = fitted_table.cross_fitted_scores(
+        clf._runtime().scorer(), clf.fitted_.planners, clf.fitted_.views, DEFAULT_FOLDS,
+        clf.fitted_.prior_pool_rows())
+    for (held, pool), (held_whole, pool_whole) in zip(clf.fitted_.model_folds[DEFAULT_FOLDS],
+                                                      whole, strict=True):
+        assert held.tobytes() == held_whole.tobytes() and pool.tobytes() == pool_whole.tobytes()
+
+    one_pass = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(
+        *_xor_table(700, 300, 300)[:2])  # a pool of 700 rows: one pass
+    assert not one_pass.fitted_.planners[0].shares_context
+    assert not one_pass.choice_.read_evidence
+    assert not one_pass.fitted_.model_folds
 
 
 @pytest.mark.slow
@@ -660,15 +724,7 @@ def test_chosen_boosted_bags_are_refitted_with_more_bags(small_weights, tmp_path
     and a save loads to the same bytes. The forest, not chosen, keeps its bags."""
     from puicl_model.estimator.learners import BAGGED_BOOSTED, BAGS, BOOSTED_BAGS_CHOSEN
 
-    rng = np.random.default_rng(0)
-    n_pos, n_neg, n_labeled = 1800, 900, 700
-    x = rng.normal(size=(n_pos + n_neg, 20))
-    positive = np.r_[np.ones(n_pos, bool), np.zeros(n_neg, bool)]
-    same_sign = np.sign(x[:, 0]) == np.sign(x[:, 1])
-    x[positive & ~same_sign, 1] *= -1  # positives: the first two columns share their sign
-    x[~positive & same_sign, 1] *= -1
-    s = np.zeros(len(x))
-    s[:n_labeled] = 1
+    x, s, positive = _xor_table(1800, 900, 700)
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(x, s)
     portfolio = clf.portfolio_
     assert clf.choice_.name == BAGGED_BOOSTED, clf.choice_.describe()
