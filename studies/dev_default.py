@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from puicl_common.atomic import atomic_write_json
-from studies.portfolio_evidence import Task, dev_tasks
+from studies.portfolio_evidence import Task, dev_tasks, fit_default
 from studies.user_yardstick import named_like
 
 
@@ -35,21 +35,18 @@ def run_task(make: Callable[[], Task], out: Path) -> str:
     """Fit the default on the task ``make`` builds, unless its record is kept."""
     from sklearn.metrics import roc_auc_score
 
-    from puicl_model import PUICLClassifier
-
     path = out / f"{make.name}.json"
     if path.exists():
         return f"{make.name}: kept"
     task = make()
+    clf, seconds = fit_default(task)
+    pool = task.s == 0
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = PUICLClassifier(random_state=task.seed, n_threads=1, progress=False).fit(
-            task.X, task.s)
-        pool = task.s == 0
         proba = clf.predict_proba(task.X[pool] if isinstance(task.X, np.ndarray)
                                   else task.X.loc[pool])[:, 1]
-    seconds = time.perf_counter() - started
+    seconds += time.perf_counter() - started
     y = task.y[pool]
     choice = clf.choice_
     record = {"task": make.name, "group": make.group, "n_labeled": int(task.s.sum()),

@@ -154,8 +154,20 @@ def _judge_everything() -> None:
     rows.JUDGED_POOL_ROWS = rows.JUDGED_HELD_OUT = 2**62
 
 
-def collect_task(make: Callable[[], Task], out: Path, variants: Sequence[str]) -> str:
+def fit_default(task: Task) -> tuple[Any, float]:
+    """The default classifier fitted on ``task`` as the studies fit it (its seed, one thread,
+    no progress, the table's warnings quiet), and the seconds ``fit`` took."""
     from puicl_model import PUICLClassifier
+
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = PUICLClassifier(random_state=task.seed, n_threads=1, progress=False).fit(
+            task.X, task.s)
+    return clf, time.perf_counter() - started
+
+
+def collect_task(make: Callable[[], Task], out: Path, variants: Sequence[str]) -> str:
     from puicl_model.estimator.pool_sample import sampled_pool_rows
     from puicl_model.estimator.portfolio import MODEL
 
@@ -164,12 +176,7 @@ def collect_task(make: Callable[[], Task], out: Path, variants: Sequence[str]) -
         return str(path)
     _judge_everything()
     task = make()
-    started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = PUICLClassifier(random_state=task.seed, n_threads=1, progress=False).fit(
-            task.X, task.s)
-    seconds = time.perf_counter() - started
+    clf, seconds = fit_default(task)
     portfolio = clf.portfolio_
     y_pool = task.y[task.s == 0]
     sample = sampled_pool_rows(len(y_pool), clf.pool_sample, clf.fitted_.entropy)
