@@ -121,9 +121,9 @@ class PUICLClassifier(ClassPriorMethods, ClassifierMixin, BaseEstimator):
         From ``MIN_LABELED_FOR_HOLD_OUT`` (600) labeled positives, a fifth of them (at most
         ``MAX_HELD_OUT``, 1,000) are the evidence, scored beside a sample of the pool by
         passes that set them apart from their context (the pool itself is scored by passes
-        of every labeled positive, as the model alone scores it); below, on a pool larger than
-        one pass (``single_pass_limit``), the class prior's two cross-fitted folds are the
-        evidence (kept, so π̂ reads them later at no cost), and on a smaller pool the fallback
+        of every labeled positive, as the model alone scores it); below, on a pool of more than
+        2,000 rows scored through shared contexts, the class prior's two cross-fitted folds are
+        the evidence (what they scored is kept for π̂), and on a smaller pool the fallback
         blend stands with no evidence read. Where evidence is read, PU bagging of short
         boostings joins as a member. After ``fit``:
         ``portfolio_``, ``n_held_out_`` and, once the pool is scored, ``choice_`` (what was

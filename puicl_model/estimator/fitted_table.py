@@ -129,7 +129,7 @@ class FittedTable(FittedScorer):
         if runs_on(settings.portfolio, n_labeled, len(base.x_pool)):
             held = held_out_mask(n_labeled, entropy)
             folds = held is None and reads_folds(
-                n_labeled, all(planner.shares_context for planner in planners))
+                n_labeled, len(base.x_pool), all(p.shares_context for p in planners))
             portfolio = Portfolio.build(X, labeled, held, entropy, encoding["keep_columns"],
                                         n_threads, folds=folds)
         return cls(ensemble.views, planners,

@@ -24,7 +24,7 @@ the learners their out-of-fold scores, read against a seeded sample of the pool'
 pool's positives, so for any score the AUC of held-out positives against the pool is
 ``(1 − π)/2 + π · AUC`` (Jain, White & Radivojac, arXiv 1702.00518), with AUC the score's true
 positive-against-negative AUC on the pool: the candidate that ranks held-out positives highest
-ranks the pool best. Smaller tables whose pool is larger than one pass read the class prior's
+ranks the pool best. Smaller tables whose pool has more than 2,000 rows read the class prior's
 cross-fitted folds (:mod:`puicl_model.estimator.prior`): every labeled positive, scored by passes
 without its fold, against a seeded sample of the pool (:func:`~.portfolio_gate.reads_folds`).
 :meth:`Portfolio.choose_on` reads either kind.
@@ -35,8 +35,8 @@ it is mostly noise. So on tables with held-out positives the best candidate repl
 fallback only where it leads it by more than :data:`EVIDENCE_Z` standard errors of the paired
 difference (DeLong, DeLong & Clarke-Pearson, Biometrics 1988); the fallback is :data:`FALLBACK`
 where the model's held-out AUC is above the logistic learner's, else the logistic learner
-(:func:`fallback_on_evidence`); on the folds the fallback is :data:`FALLBACK`. Tables of one
-pass below the threshold take it with no evidence read (:meth:`Portfolio.choose_fallback`).
+(:func:`fallback_on_evidence`); on the folds the fallback is :data:`FALLBACK`. Smaller pools
+below the threshold take it with no evidence read (:meth:`Portfolio.choose_fallback`).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over

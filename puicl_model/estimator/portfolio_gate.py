@@ -13,10 +13,11 @@ four fifths of the labeled positives). The pool itself is scored by the passes o
 positive, as the model alone scores it: on the development suite's large tables, passes that
 lacked half the labeled positives ranked the pool 0.02 AUC below the model alone on average
 (0.08 on one table; docs/decisions.md, "Held-out positives stay in the context"). Smaller tables
-read the class prior's cross-fitted folds instead where their pool is larger than one pass
-(:func:`reads_folds`): its passes share their contexts, so each fold scores a sample of the pool
-beside them, and π̂ reads the same folds later at no cost. A table of one pass takes the
-fallback with no evidence read, where two folds would cost about 40 % of the fit.
+read the class prior's cross-fitted folds instead where their pool is larger than the folds'
+sample of it (:func:`reads_folds`): its passes share their contexts, so each fold scores a sample
+of the pool beside them, and π̂ reads the same folds later. A smaller pool takes the fallback
+with no evidence read: there two folds cost one to two times the fit (one pass: about 40 % of
+the default's time at the paper's size).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from puicl_model.estimator.evidence_rows import held_out_rows
+from puicl_model.estimator.prior import PRIOR_POOL_ROWS
 
 __all__ = ["FOLDS_ON_SHARED_POOLS", "HELD_OUT_FOLDS", "MAX_HELD_OUT", "MIN_LABELED_FOR_HOLD_OUT",
            "MIN_LABELED_FOR_PORTFOLIO", "MIN_POOL_FOR_PORTFOLIO", "alone_reason",
@@ -56,18 +58,19 @@ def held_out_mask(n_labeled: int, entropy: int) -> np.ndarray | None:
 
 
 # below MIN_LABELED_FOR_HOLD_OUT, the class prior's folds are the evidence where the passes share
-# their contexts (a pool larger than one pass). On the generated tables of 300 labeled positives
-# and pools of 10,000-20,000 rows the fixed blend trailed the forest or boosted bags alone by up
-# to 0.23 AUC, a gap the folds' 300 positives show at several standard errors; replayed on the
-# development suite's 27 such tasks, no pick changed (docs/decisions.md, "Folds as evidence on
-# large pools")
+# their contexts and the pool is larger than the folds' sample of it (prior.PRIOR_POOL_ROWS). On
+# the generated tables of 300 labeled positives and pools of 2,500-20,000 rows the fixed blend
+# trailed the forest or boosted bags alone by up to 0.23 AUC, a gap the folds' 300 positives
+# show at several standard errors. On the development suite's every-row tasks with pools of
+# 1,025-2,000 rows no pick changed and fit took 2-3 times as long (docs/decisions.md, "Folds as
+# evidence on large pools")
 FOLDS_ON_SHARED_POOLS = True
 
 
-def reads_folds(n_labeled: int, shares_context: bool) -> bool:
+def reads_folds(n_labeled: int, n_pool: int, shares_context: bool) -> bool:
     """Whether a portfolio without held-out positives chooses on the class prior's folds
     (``shares_context``: every pass planner of the table shares its contexts)."""
-    return (FOLDS_ON_SHARED_POOLS and shares_context
+    return (FOLDS_ON_SHARED_POOLS and shares_context and n_pool > PRIOR_POOL_ROWS
             and MIN_LABELED_FOR_PORTFOLIO <= n_labeled < MIN_LABELED_FOR_HOLD_OUT)
 
 

@@ -66,9 +66,9 @@ def blends_for(members: Sequence[str], fallback: str) -> dict[str, Mapping[str, 
 CANDIDATES: Mapping[str, Mapping[str, float]] = blends_for(MEMBERS, FALLBACK)
 
 # why a table without held-out positives takes the fallback unread
-NO_EVIDENCE = ("below the hold-out threshold, on a pool of one pass, the fallback stands with no "
-               "evidence read: on the development suite the class prior's folds changed almost "
-               "no choice there, at about 40 % of the default's time (docs/decisions.md)")
+NO_EVIDENCE = ("below the hold-out threshold, on a pool of at most 2,000 rows, the fallback stands "
+               "with no evidence read: on the development suite the class prior's folds changed "
+               "almost no choice there, for one to two times the fit (docs/decisions.md)")
 
 # the standard errors of paired held-out AUC difference a candidate must lead the fallback by:
 # lower bars followed the noise more often than they found a better one (docs/decisions.md)

@@ -206,10 +206,10 @@ def test_the_help_says_what_the_portfolio_bags_fit(capsys) -> None:
     assert BAGGED_BOOSTED not in MEMBERS and BAGGED_BOOSTED in MEMBERS_WITH_EVIDENCE
     assert "PU bagging of small random forests" in text
     assert "(and of short boostings where evidence is read)" in text
-    from puicl_model.estimator.prior import DEFAULT_FOLDS
+    from puicl_model.estimator.prior import DEFAULT_FOLDS, PRIOR_POOL_ROWS
 
-    assert DEFAULT_FOLDS == 2  # (the help names the folds' count)
-    assert "on two cross-fitted folds below where the pool is larger than one pass" in text
+    assert (DEFAULT_FOLDS, PRIOR_POOL_ROWS) == (2, 2000)  # (the help names both)
+    assert "on two cross-fitted folds below where the pool has more than 2,000 rows" in text
 
 
 def test_info_without_a_path_describes_the_bundled_model(capsys) -> None:

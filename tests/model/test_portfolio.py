@@ -670,17 +670,18 @@ def _xor_table(n_pos: int, n_neg: int, n_labeled: int) -> tuple[np.ndarray, np.n
 @pytest.mark.slow
 def test_folds_are_the_evidence_below_the_hold_out_threshold_on_a_shared_pool(
         small_weights, monkeypatch) -> None:
-    """Below MIN_LABELED_FOR_HOLD_OUT labeled positives, on a pool larger than one pass, the
-    class prior's folds are the evidence: every labeled positive read, the boosted bags a
-    member, chosen on an interaction the forest's random columns miss, refitted in more bags;
-    π̂ then reads the kept folds with no pass of the model more. A pool of one pass keeps the
-    fallback unread."""
+    """Below MIN_LABELED_FOR_HOLD_OUT labeled positives, on a pool of shared contexts larger
+    than the folds' sample, the class prior's folds are the evidence: every labeled positive
+    read, the boosted bags a member, chosen on an interaction the forest's random columns miss,
+    refitted in more bags; π̂ then scores only the rest of the folds' rows, the same bytes as
+    scored whole. A pool of at most PRIOR_POOL_ROWS rows keeps the fallback unread."""
     from puicl_model.estimator import fitted_table
     from puicl_model.estimator.learners import BAGGED_BOOSTED, BOOSTED_BAGS_CHOSEN
     from puicl_model.estimator.portfolio import MEMBERS_WITH_EVIDENCE
-    from puicl_model.estimator.prior import DEFAULT_FOLDS
+    from puicl_model.estimator.prior import DEFAULT_FOLDS, PRIOR_POOL_ROWS
 
-    x, s, positive = _xor_table(1300, 600, 300)  # a pool of 1,600 rows: shared contexts
+    x, s, positive = _xor_table(1700, 900, 300)  # a pool of 2,300 rows: shared contexts
+    assert (s == 0).sum() > PRIOR_POOL_ROWS
     clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(x, s)
     assert clf.fitted_.planners[0].shares_context
     portfolio = clf.portfolio_
@@ -709,11 +710,11 @@ def test_folds_are_the_evidence_below_the_hold_out_threshold_on_a_shared_pool(
                                                       whole, strict=True):
         assert held.tobytes() == held_whole.tobytes() and pool.tobytes() == pool_whole.tobytes()
 
-    one_pass = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(
-        *_xor_table(700, 300, 300)[:2])  # a pool of 700 rows: one pass
-    assert not one_pass.fitted_.planners[0].shares_context
-    assert not one_pass.choice_.read_evidence
-    assert not one_pass.fitted_.model_folds
+    smaller = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(
+        *_xor_table(1300, 600, 300)[:2])  # a pool of 1,600 rows: shared, but not sampled
+    assert smaller.fitted_.planners[0].shares_context
+    assert not smaller.choice_.read_evidence and BAGGED_BOOSTED not in smaller.portfolio_.members
+    assert not smaller.fitted_.model_folds and smaller.fitted_.fold_scores is None
 
 
 @pytest.mark.slow
