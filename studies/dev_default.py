@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from puicl_common.atomic import atomic_write_json
+from puicl_model.estimator.pool_sample import take_rows
 from studies.portfolio_evidence import Task, dev_tasks, fit_default
 from studies.user_yardstick import named_like
 
@@ -44,8 +45,7 @@ def run_task(make: Callable[[], Task], out: Path) -> str:
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        proba = clf.predict_proba(task.X[pool] if isinstance(task.X, np.ndarray)
-                                  else task.X.loc[pool])[:, 1]
+        proba = clf.predict_proba(take_rows(task.X, np.flatnonzero(pool)))[:, 1]
     seconds += time.perf_counter() - started
     y = task.y[pool]
     choice = clf.choice_

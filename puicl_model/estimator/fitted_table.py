@@ -268,7 +268,7 @@ class FittedTable(FittedScorer):
         undecided`). What was scored is kept (``fold_scores``), so that π̂ scores only the
         rest of its rows (:meth:`_model_folds`)."""
         masks = self.fold_masks(DEFAULT_FOLDS)
-        evidence = self._fold_evidence(runtime)
+        evidence = self._fold_evidence(masks, runtime)
         prior_rows = self._prior_rows()
         size = JUDGED_POOL_ROWS
         while True:
@@ -283,12 +283,13 @@ class FittedTable(FittedScorer):
         self.n_passes += sum(fold.n_passes for fold in evidence)
         self.fold_scores = [fold.known for fold in evidence]
 
-    def _fold_evidence(self, runtime: Runtime) -> list[HeldOutEvidence]:
-        """The passes of each of the class prior's DEFAULT_FOLDS folds, with the rows scored
-        so far (``fold_scores``) known."""
-        known = self.fold_scores or [None] * DEFAULT_FOLDS
+    def _fold_evidence(self, masks: list[np.ndarray], runtime: Runtime,
+                       ) -> list[HeldOutEvidence]:
+        """The passes of each of the class prior's DEFAULT_FOLDS folds (``masks``: their
+        labeled rows), with the rows scored so far (``fold_scores``) known."""
+        known = self.fold_scores or [None] * len(masks)
         return [HeldOutEvidence.of(self, runtime, mask, scores)
-                for mask, scores in zip(self.fold_masks(DEFAULT_FOLDS), known, strict=True)]
+                for mask, scores in zip(masks, known, strict=True)]
 
     def _prior_rows(self) -> np.ndarray:
         """The pool rows the class prior's folds score (:meth:`prior_pool_rows`; every row)."""
@@ -308,8 +309,9 @@ class FittedTable(FittedScorer):
         if n_folds not in self.model_folds:
             if n_folds == DEFAULT_FOLDS and self.fold_scores is not None:
                 rows = self._prior_rows()
+                evidence = self._fold_evidence(self.fold_masks(n_folds), runtime)
                 self.model_folds[n_folds] = [fold.scores(rows, np.arange(fold.n_held))[::-1]
-                                             for fold in self._fold_evidence(runtime)]
+                                             for fold in evidence]
                 self.fold_scores = None
             else:
                 self.model_folds[n_folds] = cross_fitted_scores(
