@@ -115,11 +115,23 @@ def _shipped_fallback(kept: Kept, members: Sequence[str]) -> str:
 
 
 def _lead_rule(kept: Kept, members: Sequence[str], fallback: str, z: float,
-               blends: Mapping[str, Mapping[str, float]] | None = None) -> str:
+               blends: Mapping[str, Mapping[str, float]] | None = None,
+               clearest: bool = False) -> str:
     blends = dict(blends_for(members, "model-weighted")) if blends is None else blends
     aucs, se = held_out_aucs(kept.evidence(members), members, fallback, blends)
+    if clearest:
+        return _clearest(aucs, se, fallback, z)
     best = max(aucs, key=lambda name: aucs[name])
     return best if best != fallback and aucs[best] - aucs[fallback] > z * se[best] else fallback
+
+
+def _clearest(aucs: Mapping[str, float], se: Mapping[str, float], fallback: str,
+              z: float) -> str:
+    """Of the candidates leading ``fallback`` by more than ``z`` SE, the highest held-out AUC;
+    the fallback where none does."""
+    leading = [name for name in aucs if name != fallback
+               and aucs[name] - aucs[fallback] > z * se[name]]
+    return max(leading, key=lambda name: aucs[name]) if leading else fallback
 
 
 def lead_over_best_member(z: float, model_weighted_when_model_leads: bool = True) -> Rule:
@@ -173,7 +185,8 @@ def small_then_shipped(z_small: float) -> Rule:
 
 
 def adaptive(z: float, start: tuple[int, int] = (300, 500),
-             most: tuple[int, int] = (1000, 4000), small_z: float | None = None) -> Rule:
+             most: tuple[int, int] = (1000, 4000), small_z: float | None = None,
+             clearest: bool = False) -> Rule:
     """The shipped rule on a table with held-out positives, read as far as the decision needs:
     from ``start`` (held-out positives, pool rows) the sample doubles, up to ``most``, while the
     best candidate leads the fallback by between 1 and ``z`` SE. Below 600 labeled: the
@@ -184,7 +197,8 @@ def adaptive(z: float, start: tuple[int, int] = (300, 500),
             return MODEL
         if kept.kind != "held":
             return ("model-weighted" if small_z is None
-                    else _lead_rule(kept, members, "model-weighted", small_z))
+                    else _lead_rule(kept, members, "model-weighted", small_z,
+                                    clearest=clearest))
         rng = np.random.default_rng(0)
         held_order = rng.permutation(len(kept.held[0][MODEL]))
         pool_order = rng.permutation(len(kept.pool[0][MODEL]))
@@ -201,6 +215,8 @@ def adaptive(z: float, start: tuple[int, int] = (300, 500),
             lead = aucs[best] - aucs[fallback]
             done = (n_held >= min(most[0], len(held_order))
                     and n_pool >= min(most[1], len(pool_order)))
+            if clearest and _clearest(aucs, se, fallback, z) != fallback:
+                return _clearest(aucs, se, fallback, z)
             if best == fallback or lead > z * se[best] or lead < se[best] or done:
                 return best if best != fallback and lead > z * se[best] else fallback
             n_held, n_pool = 2 * n_held, 2 * n_pool
@@ -266,6 +282,7 @@ RULES: dict[str, Rule] = {
     **{f"adaptive-z{z:g}": adaptive(z) for z in (1.5, 2.0, 2.5, 3.0)},
     "adaptive-all-z3": adaptive(3.0, start=(10**9, 10**9)),
     "adaptive-z3-small3": adaptive(3.0, small_z=3.0),
+    "clearest-z3-small3": adaptive(3.0, small_z=3.0, clearest=True),
 }
 
 

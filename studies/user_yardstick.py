@@ -93,6 +93,7 @@ def _classifier_record(spec: TableSpec, portfolio: str, X: Any, s: np.ndarray,
         record["choice"] = choice.choice.name
         record["choice_reason"] = choice.choice.reason
         record["held_out_auc"] = dict(choice.choice.held_out_auc)
+        record["lead_se"] = dict(choice.choice.lead_se)
         fitted_rows = clf.fitted_pool_proba()
         if len(fitted_rows) == len(y_pool):  # every pool row fitted: each member alone
             for member, scores in choice.pool_scores.items():

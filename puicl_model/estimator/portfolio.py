@@ -31,11 +31,12 @@ without its fold, against a seeded sample of the pool (:func:`~.portfolio_gate.r
 
 The rule (:mod:`puicl_model.estimator.portfolio_rule`). A difference in held-out AUC is π times
 the difference in true AUC, read off a few hundred positives: at small π or with few positives
-it is mostly noise. So on tables with held-out positives the best candidate replaces the
-fallback only where it leads it by more than :data:`EVIDENCE_Z` standard errors of the paired
-difference (DeLong, DeLong & Clarke-Pearson, Biometrics 1988); the fallback is :data:`FALLBACK`
-where the model's held-out AUC is above the logistic learner's, else the logistic learner
-(:func:`fallback_on_evidence`); on the folds the fallback is :data:`FALLBACK`. Smaller pools
+it is mostly noise. So a candidate replaces the fallback only where it leads it by more than
+:data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong & Clarke-Pearson,
+Biometrics 1988), and of the candidates that do, the highest held-out AUC is chosen. On tables
+with held-out positives the fallback is :data:`FALLBACK` where the model's held-out AUC is above
+the logistic learner's, else the logistic learner (:func:`fallback_on_evidence`); on the folds
+the fallback is :data:`FALLBACK`. Smaller pools
 below the threshold take it with no evidence read (:meth:`Portfolio.choose_fallback`).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability

@@ -5,10 +5,10 @@ Under SCAR, held-out labeled positives are distributed as the pool's positives, 
 AUC of held-out positives against the pool is ``(1 − π)/2 + π · AUC`` (Jain, White & Radivojac,
 arXiv 1702.00518): the candidate that ranks held-out positives highest ranks the pool best. A
 difference in held-out AUC is π times the difference in true AUC, read off a few hundred
-positives, so the best candidate replaces the fallback only where it leads it by more than
+positives, so a candidate replaces the fallback only where it leads it by more than
 :data:`EVIDENCE_Z` standard errors of the paired difference (DeLong, DeLong & Clarke-Pearson,
-Biometrics 1988). :mod:`puicl_model.estimator.portfolio` fits the members and applies the
-choice.
+Biometrics 1988); of those that do, the highest held-out AUC is chosen.
+:mod:`puicl_model.estimator.portfolio` fits the members and applies the choice.
 """
 
 from __future__ import annotations
@@ -176,10 +176,20 @@ def fallback_on_evidence(evidence: Evidence, members: Sequence[str]) -> str:
     return FALLBACK if aucs[MODEL] > aucs[LOGISTIC] else FALLBACK_WITH_HELD_OUT
 
 
+def clearly_leading(aucs: Mapping[str, float], se: Mapping[str, float], fallback: str,
+                    z: float) -> list[str]:
+    """The candidates whose held-out AUC leads ``fallback``'s by more than ``z`` standard
+    errors of their paired difference."""
+    return [name for name in aucs
+            if name != fallback and aucs[name] - aucs[fallback] > z * se[name]]
+
+
 def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBACK,
            z: float = EVIDENCE_Z) -> Choice:
-    """The candidate of highest held-out AUC where it leads ``fallback`` by more than ``z``
-    standard errors of the paired difference, else ``fallback``."""
+    """Of the candidates leading ``fallback`` by more than ``z`` standard errors of the paired
+    difference, the one of highest held-out AUC; ``fallback`` where none does. (The candidate
+    of highest AUC need not be among them: a blend that shares members with the fallback moves
+    with it, and its lead is read more surely than a lone member's.)"""
     blends = blends_for(members, fallback)
     aucs, se = held_out_aucs(evidence, members, fallback, blends)
     # a NaN AUC compares false with everything, so max() and the lead test would let it
@@ -189,10 +199,11 @@ def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBA
         raise NonFiniteScoresError(
             f"the held-out AUC of {', '.join(damaged)} is NaN: a member's scores are NaN or "
             "infinite, and no blend is chosen on them")
-    best = max(aucs, key=lambda name: aucs[name])
-    lead = aucs[best] - aucs[fallback]
+    leading = clearly_leading(aucs, se, fallback, z)
     n_held = sum(len(next(iter(held.values()))) for held in evidence.held)
-    if best != fallback and lead > z * se[best]:
+    if leading:
+        best = max(leading, key=lambda name: aucs[name])
+        lead = aucs[best] - aucs[fallback]
         name, reason = best, (f"{best} leads {fallback} by {lead:.4f} held-out AUC, "
                               f"{lead / max(se[best], 1e-12):.1f} standard errors")
     else:
@@ -202,10 +213,10 @@ def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBA
 
 
 def undecided(choice: Choice, fallback: str, z: float = EVIDENCE_Z) -> bool:
-    """Whether ``choice``'s best candidate leads ``fallback`` by more than
+    """Whether ``fallback`` stands while the best candidate leads it by more than
     :data:`READ_MORE_Z` standard errors but not by ``z``: more evidence may settle it."""
     aucs, se = choice.held_out_auc, choice.lead_se
-    if not aucs:
+    if not aucs or choice.name != fallback:
         return False
     best = max(aucs, key=lambda name: aucs[name])
     lead = aucs[best] - aucs[fallback]

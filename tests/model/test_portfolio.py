@@ -73,6 +73,45 @@ def test_the_rule_follows_strong_evidence_and_falls_back_on_thin(rng) -> None:
     assert choose(tie, MEMBERS, fallback="model", z=0.0).name == max(aucs, key=aucs.get)
 
 
+def test_a_clear_lead_stands_where_the_highest_auc_is_not_clear() -> None:
+    """The candidate of highest held-out AUC may lead the fallback by less than the bar while
+    another, read more surely, clears it: the clear one is chosen, not the fallback; and of
+    several clear ones the highest AUC. ``undecided`` reads no more once one is chosen."""
+    from puicl_model.estimator.portfolio_rule import Choice, clearly_leading, undecided
+
+    aucs = {"model": 0.60, "bagged": 0.66, "model+bagged": 0.64, "logistic": 0.63}
+    se = {"model": 0.0, "bagged": 0.03, "model+bagged": 0.01, "logistic": 0.005}
+    assert clearly_leading(aucs, se, "model", 3.0) == ["model+bagged", "logistic"]
+    assert clearly_leading(aucs, se, "model", 10.0) == []
+    chosen = Choice("model+bagged", {MODEL: 0.5, BAGGED: 0.5}, aucs, se, 300, "")
+    assert not undecided(chosen, "model", 3.0)
+    stood = Choice("model", {MODEL: 1.0}, aucs, se, 300, "")
+    assert undecided(stood, "model", 3.0)  # bagged leads by 2 SE: read more
+
+
+def test_the_rule_chooses_the_highest_of_the_clear_leads(rng) -> None:
+    """On evidence where a lone member leads by more in AUC but less surely than a blend
+    holding the fallback's own member, the blend replaces the fallback."""
+    n_held, n_pool = 200, 400
+    negative = np.arange(n_pool) < n_pool // 2
+    base_held, base_pool = rng.normal(size=n_held) + 0.3, rng.normal(size=n_pool) + 0.3 * ~negative
+    # bagged: the model's scores plus wide noise and a stronger signal; logistic: the model's
+    # scores plus a small, surely read gain
+    held = {MODEL: base_held, LOGISTIC: base_held + 0.15 + 0.05 * rng.normal(size=n_held),
+            BAGGED: base_held + 0.6 + 2.0 * rng.normal(size=n_held)}
+    pool = {MODEL: base_pool, LOGISTIC: base_pool + 0.15 * ~negative
+            + 0.05 * rng.normal(size=n_pool),
+            BAGGED: base_pool + 0.6 * ~negative + 2.0 * rng.normal(size=n_pool)}
+    evidence = Evidence([held], [pool])
+    aucs, se = held_out_aucs(evidence, MEMBERS, fallback="model")
+    clear = [name for name in aucs if name != "model"
+             and aucs[name] - aucs["model"] > 3.0 * se[name]]
+    best = max(aucs, key=aucs.get)
+    assert clear and best not in clear  # the case this test is for
+    picked = choose(evidence, MEMBERS, fallback="model")
+    assert picked.name == max(clear, key=aucs.get)
+
+
 def test_the_small_tables_fallback_weighs_the_model_more_than_both_learners(rng) -> None:
     """A tie stands on the model-weighted blend, which is a candidate of its own, judged with
     the even ones; a table whose evidence clearly favours the trees still leaves it."""

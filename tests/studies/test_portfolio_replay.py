@@ -37,7 +37,8 @@ TASKS = [_task("model-strong", {"model": 1.5, "logistic": 0.2, "bagged": 0.3}, 0
 
 def test_the_oracle_is_the_ceiling_of_every_rule_and_a_fixed_blend_scores_its_weights() -> None:
     rules = {name: rule_named(name) for name in
-             ("shipped", "oracle", "highest", "blend:model=1", "blend:model=0.5+bagged=0.5")}
+             ("shipped", "oracle", "highest", "clearest-z3-small3", "blend:model=1",
+              "blend:model=0.5+bagged=0.5")}
     frame = judge(TASKS, MEMBERS, rules, None)
     wide = frame.pivot(index="task", columns="rule", values="auc")
     for rule in rules:
