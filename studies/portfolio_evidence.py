@@ -36,7 +36,13 @@ from typing import Any
 
 import numpy as np
 
-from puicl_model.estimator.learners import BAGGED, LOGISTIC, CrossFittedLearner
+from puicl_model.estimator.learners import (
+    BAGGED,
+    FOREST_LEAF,
+    FOREST_TREES,
+    LOGISTIC,
+    CrossFittedLearner,
+)
 from studies.user_yardstick import named_like
 
 # the bag learners judged beside the shipped forest (each a factory of an unfitted model from a
@@ -87,7 +93,8 @@ class _ScreenedForest:
             with np.errstate(all="ignore"):
                 statistic = np.nan_to_num(f_classif(x, target)[0], nan=0.0)
             self.columns = np.sort(np.argsort(-statistic, kind="stable")[:keep])
-        self.forest = RandomForestClassifier(n_estimators=10, min_samples_leaf=10,
+        self.forest = RandomForestClassifier(n_estimators=FOREST_TREES,
+                                             min_samples_leaf=FOREST_LEAF,
                                              max_features="sqrt", n_jobs=1,
                                              random_state=self.seed)
         self.forest.fit(x[:, self.columns], target)

@@ -36,6 +36,7 @@ from puicl_model.estimator.portfolio import (
     blends_for,
     held_out_aucs,
 )
+from puicl_model.estimator.portfolio_rule import clearly_leading
 
 MODEL, LOGISTIC = "model", "logistic"
 BAR = 0.01
@@ -129,8 +130,7 @@ def _clearest(aucs: Mapping[str, float], se: Mapping[str, float], fallback: str,
               z: float) -> str:
     """Of the candidates leading ``fallback`` by more than ``z`` SE, the highest held-out AUC;
     the fallback where none does."""
-    leading = [name for name in aucs if name != fallback
-               and aucs[name] - aucs[fallback] > z * se[name]]
+    leading = clearly_leading(aucs, se, fallback, z)
     return max(leading, key=lambda name: aucs[name]) if leading else fallback
 
 
@@ -215,8 +215,9 @@ def adaptive(z: float, start: tuple[int, int] = (300, 500),
             lead = aucs[best] - aucs[fallback]
             done = (n_held >= min(most[0], len(held_order))
                     and n_pool >= min(most[1], len(pool_order)))
-            if clearest and _clearest(aucs, se, fallback, z) != fallback:
-                return _clearest(aucs, se, fallback, z)
+            clear = _clearest(aucs, se, fallback, z) if clearest else fallback
+            if clear != fallback:
+                return clear
             if best == fallback or lead > z * se[best] or lead < se[best] or done:
                 return best if best != fallback and lead > z * se[best] else fallback
             n_held, n_pool = 2 * n_held, 2 * n_pool
