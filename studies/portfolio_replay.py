@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +36,13 @@ from puicl_model.estimator.portfolio import (
     blends_for,
     held_out_aucs,
 )
-from puicl_model.estimator.portfolio_rule import clearly_leading
+from puicl_model.estimator.portfolio_rule import (
+    BAGGED,
+    BAGGED_BOOSTED,
+    clearly_leading,
+    fallback_weights,
+    stronger_trees,
+)
 
 MODEL, LOGISTIC = "model", "logistic"
 BAR = 0.01
@@ -56,6 +62,9 @@ class Kept:
     held: list[dict[str, np.ndarray]]  # per fold: per member, log-odds of its held positives
     pool: list[dict[str, np.ndarray]]  # per fold: per member, log-odds of the pool
     seconds: dict[str, float]
+    # per learner: its out-of-fold log-odds of every labeled positive (what the bag learners'
+    # own evidence reads, portfolio_rule.stronger_trees)
+    labeled: dict[str, np.ndarray] = field(default_factory=dict)
 
     def evidence(self, members: Sequence[str], pool_rows: np.ndarray | None = None,
                  held_rows: np.ndarray | None = None) -> Evidence:
@@ -85,7 +94,8 @@ def load(path: Path, root: Path) -> Kept:
     seconds["fit"] = float(data["seconds"])
     name = str(path.relative_to(root).with_suffix(""))
     return Kept(name, str(data["group"]), kind, data["y_pool"], int(data["n_labeled"]),
-                float(data["pi"]), final, held, pool, seconds)
+                float(data["pi"]), final, held, pool, seconds,
+                {k: data[f"{k}_labeled"] for k in learners})
 
 
 def true_auc(kept: Kept, weights: Mapping[str, float]) -> float:
@@ -184,26 +194,51 @@ def small_then_shipped(z_small: float) -> Rule:
     return rule
 
 
+def fallback_trees(kept: Kept, members: Sequence[str], z: float = 3.0) -> str:
+    """The bag learner in the model-weighted blend's tree place as the classifier picks it
+    (``portfolio_rule.stronger_trees``): a fourth member, the boosted bags' stand-in, where
+    its out-of-fold scores lead the forests' by 3 SE; ``bagged`` otherwise."""
+    if len(members) < 4 or not {BAGGED, members[3]} <= set(kept.labeled):
+        return BAGGED
+    labeled = {BAGGED: kept.labeled[BAGGED], BAGGED_BOOSTED: kept.labeled[members[3]]}
+    pool = {BAGGED: kept.final[BAGGED], BAGGED_BOOSTED: kept.final[members[3]]}
+    return members[3] if stronger_trees(labeled, pool, z)[0] == BAGGED_BOOSTED else BAGGED
+
+
+def _named(pick: str, trees: str) -> str:
+    """A pick as :func:`judge` scores it: the model-weighted blend with other trees spelled out."""
+    if pick != "model-weighted" or trees == BAGGED:
+        return pick
+    return BLEND_PREFIX + "+".join(f"{m}={w:g}" for m, w in fallback_weights(trees).items())
+
+
 def adaptive(z: float, start: tuple[int, int] = (300, 500),
              most: tuple[int, int] = (1000, 4000), small_z: float | None = None,
-             clearest: bool = False) -> Rule:
+             clearest: bool = False, trees: float | None = None) -> Rule:
     """The shipped rule on a table with held-out positives, read as far as the decision needs:
     from ``start`` (held-out positives, pool rows) the sample doubles, up to ``most``, while the
     best candidate leads the fallback by between 1 and ``z`` SE. Below 600 labeled: the
     model-weighted blend, unless ``small_z`` is given (then a candidate replaces it on the
-    class prior's folds where it leads by ``small_z`` SE)."""
+    class prior's folds where it leads by ``small_z`` SE). ``trees``: the bar (SE) at which
+    :func:`fallback_trees` puts the boosted bags in the model-weighted blend's tree place,
+    where that blend stands (None: the forests stay)."""
     def rule(kept: Kept, members: Sequence[str]) -> str:
         if kept.kind == "alone":
             return MODEL
+        tree = BAGGED if trees is None else fallback_trees(kept, members, trees)
+        blends = dict(blends_for(members, "model-weighted"))
         if kept.kind != "held":
-            return ("model-weighted" if small_z is None
-                    else _lead_rule(kept, members, "model-weighted", small_z,
-                                    clearest=clearest))
+            return _named("model-weighted" if small_z is None
+                          else _lead_rule(kept, members, "model-weighted", small_z,
+                                          blends=blends, clearest=clearest), tree)
+        return _named(_held_rule(kept, members, blends), tree)
+
+    def _held_rule(kept: Kept, members: Sequence[str],
+                   blends: Mapping[str, Mapping[str, float]]) -> str:
         rng = np.random.default_rng(0)
         held_order = rng.permutation(len(kept.held[0][MODEL]))
         pool_order = rng.permutation(len(kept.pool[0][MODEL]))
         n_held, n_pool = start
-        blends = dict(blends_for(members, "model-weighted"))
         while True:
             evidence = kept.evidence(members, np.sort(pool_order[:n_pool]),
                                      np.sort(held_order[:n_held]))
@@ -284,6 +319,8 @@ RULES: dict[str, Rule] = {
     "adaptive-all-z3": adaptive(3.0, start=(10**9, 10**9)),
     "adaptive-z3-small3": adaptive(3.0, small_z=3.0),
     "clearest-z3-small3": adaptive(3.0, small_z=3.0, clearest=True),
+    **{f"trees{t:g}-z3-small3": adaptive(3.0, small_z=3.0, clearest=True, trees=t)
+       for t in (1.0, 2.0, 3.0)},
 }
 
 

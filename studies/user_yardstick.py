@@ -91,6 +91,7 @@ def _classifier_record(spec: TableSpec, portfolio: str, X: Any, s: np.ndarray,
     choice = getattr(clf.fitted_, "portfolio", None)
     if choice is not None and choice.choice is not None:
         record["choice"] = choice.choice.name
+        record["choice_weights"] = dict(choice.choice.weights)
         record["choice_reason"] = choice.choice.reason
         record["held_out_auc"] = dict(choice.choice.held_out_auc)
         record["lead_se"] = dict(choice.choice.lead_se)

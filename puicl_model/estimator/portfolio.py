@@ -48,7 +48,7 @@ map at its blended score. The model alone keeps its own probabilities, bit for b
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -97,8 +97,10 @@ from puicl_model.estimator.portfolio_rule import (
     candidates,
     choose,
     fallback_on_evidence,
+    fallback_weights,
     held_out_aucs,
     standardizer,
+    stronger_trees,
     undecided,
 )
 
@@ -272,7 +274,20 @@ class Portfolio:
         if self.n_held:
             self.fallback = fallback_on_evidence(self.evidence, self.members)
         self.choice = choose(self.evidence, self.members, fallback=self.fallback, z=self.z)
+        if self.choice.name == FALLBACK:
+            self.choice = self._fallback_trees(self.choice)
         return self.choice
+
+    def _fallback_trees(self, choice: Choice) -> Choice:
+        """``choice``, the fallback standing, with the stronger bag learner in its tree place
+        (:func:`~.portfolio_rule.stronger_trees`): the forests, or the boosted bags where
+        their own out-of-fold evidence clearly leads."""
+        trees, lead_se = stronger_trees(self.labeled_scores, self.pool_scores)
+        if trees == BAGGED:
+            return choice
+        return replace(choice, weights=fallback_weights(trees), reason=(
+            f"{choice.reason}; {trees} stand in {BAGGED}'s place: their out-of-fold AUC of "
+            f"every labeled positive against the pool leads by {lead_se:.1f} standard errors"))
 
     def strengthen_chosen_bags(self) -> None:
         """Once the choice is final (the evidence read as far as it needs), where it weighs

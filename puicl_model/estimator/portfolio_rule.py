@@ -51,6 +51,13 @@ FALLBACK_WEIGHTS: Mapping[str, float] = {MODEL: 0.6, LOGISTIC: 0.2, BAGGED: 0.2}
 FALLBACK_WITH_HELD_OUT = "logistic"
 
 
+def fallback_weights(trees: str = BAGGED) -> dict[str, float]:
+    """:data:`FALLBACK_WEIGHTS` with the bag learner ``trees`` in the tree member's place
+    (where :data:`FALLBACK` stands, :func:`stronger_trees` names it)."""
+    return {(trees if member == BAGGED else member): weight
+            for member, weight in FALLBACK_WEIGHTS.items()}
+
+
 def blends_for(members: Sequence[str], fallback: str) -> dict[str, Mapping[str, float]]:
     """The candidates a portfolio of ``members`` chooses from with ``fallback`` standing: the
     even blends of :func:`candidates`, and :data:`FALLBACK`'s weights where it stands."""
@@ -73,6 +80,11 @@ NO_EVIDENCE = ("below the hold-out threshold, on a pool of at most 2,000 rows, t
 # the standard errors of paired held-out AUC difference a candidate must lead the fallback by:
 # lower bars followed the noise more often than they found a better one (docs/decisions.md)
 EVIDENCE_Z = 3.0
+# the standard errors by which the boosted bags' out-of-fold AUC must lead the forests' to take
+# their place in a standing fallback (stronger_trees): both are learners weighed 0.2 there, so a
+# wrong pick costs little, and the forests' 3 SE left the boosted bags out of wide tables where
+# they rank the pool 0.05-0.10 better (docs/decisions.md, "The fallback's trees")
+TREES_Z = 2.0
 # a table with held-out positives reads more of them and of the pool (evidence_rows'
 # MOST_JUDGED_POOL_ROWS) while its best candidate leads the fallback by more than this many
 # standard errors and not by EVIDENCE_Z: a lead the samples read so far cannot settle
@@ -164,6 +176,30 @@ def held_out_aucs(evidence: Evidence, members: Sequence[str], fallback: str = FA
             pool_var[name] += np.var(v_pool - base_pool, ddof=1) / len(v_pool) / folds
     se = {name: float(np.sqrt(held_var[name] + pool_var[name])) for name in blends}
     return aucs, se
+
+
+def stronger_trees(labeled: Mapping[str, np.ndarray], pool: Mapping[str, np.ndarray],
+                   z: float = TREES_Z) -> tuple[str, float]:
+    """The bag learner that fills the fallback's tree place where the evidence leaves
+    :data:`FALLBACK` standing (the choice itself is read with the forests), and the lead
+    behind it in standard errors: the boosted bags where the AUC of their out-of-fold scores
+    of every labeled positive (``labeled``) against their scores of the pool rows each bag
+    left out (``pool``) leads the forests' by more than ``z`` standard errors of the paired
+    difference; the forests otherwise, or where the boosted bags were not fitted. Neither
+    needs a pass of the model, so every labeled positive and pool row is read: the forests'
+    few features per split miss the signal of a table with many uninformative columns, and
+    the boosted bags fit a strong signal more closely (docs/decisions.md, "The fallback's
+    trees")."""
+    if BAGGED_BOOSTED not in labeled or BAGGED not in labeled:
+        return BAGGED, 0.0
+    forest_auc, forest_held, forest_pool = _placements(labeled[BAGGED], pool[BAGGED])
+    boosted_auc, boosted_held, boosted_pool = _placements(labeled[BAGGED_BOOSTED],
+                                                          pool[BAGGED_BOOSTED])
+    lead = boosted_auc - forest_auc
+    se = float(np.sqrt(np.var(boosted_held - forest_held, ddof=1) / len(forest_held)
+                       + np.var(boosted_pool - forest_pool, ddof=1) / len(forest_pool)))
+    lead_se = lead / max(se, 1e-12)
+    return (BAGGED_BOOSTED if np.isfinite(lead_se) and lead_se > z else BAGGED), lead_se
 
 
 def fallback_on_evidence(evidence: Evidence, members: Sequence[str]) -> str:

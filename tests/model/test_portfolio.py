@@ -785,3 +785,58 @@ def test_chosen_boosted_bags_are_refitted_with_more_bags(small_weights, tmp_path
     loaded = PUICLClassifier.load(tmp_path / "saved")
     new_rows = x[s == 0][:50] + 1e-3
     assert np.array_equal(loaded.predict_proba(new_rows), clf.predict_proba(new_rows))
+
+
+def _scored_portfolio(rng: np.random.Generator, boosted_signal: float, n_labeled: int = 400,
+                      n_pool: int = 1000):
+    """A portfolio reading the class prior's folds, its learners' scores given: every
+    member separates the pool's positive half by 0.3 (log-odds) but the boosted bags, by
+    ``boosted_signal``."""
+    from puicl_model.estimator.learners import BAGGED_BOOSTED
+    from puicl_model.estimator.portfolio import MEMBERS_WITH_EVIDENCE, Portfolio
+
+    positive = np.arange(n_pool) < n_pool // 2
+    signal = {LOGISTIC: 0.3, BAGGED: 0.3, BAGGED_BOOSTED: boosted_signal}
+    portfolio = Portfolio(0, None, np.zeros((n_labeled, 1)), np.zeros((n_pool, 1)), 0,
+                          members=MEMBERS_WITH_EVIDENCE,
+                          learners={kind: object() for kind in signal},
+                          labeled_scores={k: rng.normal(size=n_labeled) + v
+                                          for k, v in signal.items()},
+                          pool_scores={k: rng.normal(size=n_pool) + v * positive
+                                       for k, v in signal.items()})
+    model_pool = 1.0 / (1.0 + np.exp(-(rng.normal(size=n_pool) + 0.3 * positive)))
+    return portfolio, model_pool
+
+
+def test_the_fallback_takes_the_trees_whose_own_evidence_clearly_leads(rng) -> None:
+    """Where the evidence leaves the model-weighted blend standing, its tree place goes to the
+    boosted bags only where their out-of-fold scores of every labeled positive lead the
+    forests' by TREES_Z standard errors; a candidate the evidence chooses is kept as it is."""
+    from puicl_model.estimator.learners import BAGGED_BOOSTED
+    from puicl_model.estimator.portfolio_rule import TREES_Z, fallback_weights, stronger_trees
+
+    def chosen(boosted_signal: float, held: int):
+        portfolio, model_pool = _scored_portfolio(rng, boosted_signal)
+        # the fold: `held` of the labeled positives against every pool row
+        mask = np.zeros(len(portfolio.x_labeled), bool)
+        mask[:held] = True
+        model_held = 1.0 / (1.0 + np.exp(-(rng.normal(size=held) + 0.3)))
+        return portfolio, portfolio.choose_on([(model_held, model_pool)], [mask], None)
+
+    # 30 held-out positives settle nothing; 400 labeled ones show the boosted bags' lead
+    portfolio, choice = chosen(1.0, held=30)
+    trees, lead_se = stronger_trees(portfolio.labeled_scores, portfolio.pool_scores)
+    assert trees == BAGGED_BOOSTED and lead_se > TREES_Z
+    assert choice.name == FALLBACK and dict(choice.weights) == fallback_weights(BAGGED_BOOSTED)
+    assert dict(choice.weights) == {MODEL: 0.6, LOGISTIC: 0.2, BAGGED_BOOSTED: 0.2}
+    assert "bagged-boosted stand in bagged's place" in choice.reason
+    # the same trees, no lead: the forests stay
+    portfolio, choice = chosen(0.3, held=30)
+    assert stronger_trees(portfolio.labeled_scores, portfolio.pool_scores)[0] == BAGGED
+    assert choice.name == FALLBACK and dict(choice.weights) == dict(FALLBACK_WEIGHTS)
+    # where the evidence itself chooses the boosted bags' blend, the choice is not touched
+    portfolio, choice = chosen(3.0, held=300)
+    assert choice.name != FALLBACK and choice.weights == CANDIDATES.get(
+        choice.name, choice.weights) and "stand in" not in choice.reason
+    # without boosted bags (the unread fallback's members) nothing is read
+    assert stronger_trees({BAGGED: np.zeros(3)}, {BAGGED: np.zeros(5)}) == (BAGGED, 0.0)

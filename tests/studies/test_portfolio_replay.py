@@ -72,3 +72,30 @@ def test_a_misspelled_blend_or_rule_is_refused_in_one_line() -> None:
         rule_named("blend:model0.6")
     with pytest.raises(SystemExit, match="no rule 'oracel'"):
         rule_named("oracel")
+
+
+def test_the_trees_rule_swaps_the_standing_fallbacks_trees_as_the_classifier_does() -> None:
+    """Where the model-weighted blend stands, the trees rule puts the fourth member in its tree
+    place when that member's out-of-fold scores of the labeled positives lead the forest's by
+    the rule's bar (``portfolio_rule.stronger_trees``), and leaves it where they do not."""
+    from dataclasses import replace
+
+    members = (*MEMBERS, "hgb30")
+    rng = np.random.default_rng(5)
+    base = _task("even", {"model": 0.6, "logistic": 0.6, "bagged": 0.6, "hgb30": 0.6}, 2)
+    # the forest's and the boosted bags' out-of-fold scores of 900 labeled positives; the
+    # pool's positives (y = 1) are shifted by the same strengths as the labeled ones
+    pool_y = base.y.astype(bool)
+    strong = replace(base, final={**base.final,
+                                  "hgb30": rng.normal(size=len(pool_y)) + 1.5 * pool_y},
+                     labeled={"bagged": rng.normal(size=900) + 0.6,
+                              "hgb30": rng.normal(size=900) + 1.5})
+    level = replace(base, labeled={"bagged": rng.normal(size=900) + 0.6,
+                                   "hgb30": rng.normal(size=900) + 0.6})
+    rule = rule_named("trees2-z3-small3")
+    assert rule_named("clearest-z3-small3")(strong, members) == "model-weighted"
+    assert rule(strong, members) == "blend:model=0.6+logistic=0.2+hgb30=0.2"
+    assert rule(level, members) == "model-weighted"
+    frame = judge([strong], members, {"trees": rule}, None)
+    assert frame["auc"].iloc[0] == pytest.approx(
+        true_auc(strong, {"model": 0.6, "logistic": 0.2, "hgb30": 0.2}))
