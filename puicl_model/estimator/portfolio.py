@@ -36,8 +36,10 @@ it is mostly noise. So a candidate replaces the fallback only where it leads it 
 Biometrics 1988), and of the candidates that do, the highest held-out AUC is chosen. On tables
 with held-out positives the fallback is :data:`FALLBACK` where the model's held-out AUC is above
 the logistic learner's, else the logistic learner (:func:`fallback_on_evidence`); on the folds
-the fallback is :data:`FALLBACK`. Smaller pools below the threshold take it with no evidence
-read (:meth:`Portfolio.choose_fallback`).
+the fallback is :data:`FALLBACK`. Where :data:`FALLBACK` stands on either kind, the boosted
+bags take the forests' place in it if their own out-of-fold evidence clearly leads
+(:func:`~.portfolio_rule.stronger_trees`). Smaller pools below the threshold take it with no
+evidence read (:meth:`Portfolio.choose_fallback`).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
