@@ -39,6 +39,7 @@ from puicl_model.estimator.portfolio import (
 from puicl_model.estimator.portfolio_rule import (
     BAGGED,
     BAGGED_BOOSTED,
+    TREES_Z,
     clearly_leading,
     fallback_weights,
     stronger_trees,
@@ -194,10 +195,10 @@ def small_then_shipped(z_small: float) -> Rule:
     return rule
 
 
-def fallback_trees(kept: Kept, members: Sequence[str], z: float = 3.0) -> str:
+def fallback_trees(kept: Kept, members: Sequence[str], z: float = TREES_Z) -> str:
     """The bag learner in the model-weighted blend's tree place as the classifier picks it
     (``portfolio_rule.stronger_trees``): a fourth member, the boosted bags' stand-in, where
-    its out-of-fold scores lead the forests' by 3 SE; ``bagged`` otherwise."""
+    its out-of-fold scores lead the forests' by ``z`` SE; ``bagged`` otherwise."""
     if len(members) < 4 or not {BAGGED, members[3]} <= set(kept.labeled):
         return BAGGED
     labeled = {BAGGED: kept.labeled[BAGGED], BAGGED_BOOSTED: kept.labeled[members[3]]}
@@ -205,9 +206,13 @@ def fallback_trees(kept: Kept, members: Sequence[str], z: float = 3.0) -> str:
     return members[3] if stronger_trees(labeled, pool, z)[0] == BAGGED_BOOSTED else BAGGED
 
 
-def _named(pick: str, trees: str) -> str:
-    """A pick as :func:`judge` scores it: the model-weighted blend with other trees spelled out."""
-    if pick != "model-weighted" or trees == BAGGED:
+def _with_trees(pick: str, kept: Kept, members: Sequence[str], z: float | None) -> str:
+    """A pick as :func:`judge` scores it: where it is the model-weighted blend and ``z`` is
+    given, with the trees :func:`fallback_trees` puts in its place spelled out."""
+    if pick != "model-weighted" or z is None:
+        return pick
+    trees = fallback_trees(kept, members, z)
+    if trees == BAGGED:
         return pick
     return BLEND_PREFIX + "+".join(f"{m}={w:g}" for m, w in fallback_weights(trees).items())
 
@@ -225,13 +230,14 @@ def adaptive(z: float, start: tuple[int, int] = (300, 500),
     def rule(kept: Kept, members: Sequence[str]) -> str:
         if kept.kind == "alone":
             return MODEL
-        tree = BAGGED if trees is None else fallback_trees(kept, members, trees)
         blends = dict(blends_for(members, "model-weighted"))
         if kept.kind != "held":
-            return _named("model-weighted" if small_z is None
-                          else _lead_rule(kept, members, "model-weighted", small_z,
-                                          blends=blends, clearest=clearest), tree)
-        return _named(_held_rule(kept, members, blends), tree)
+            pick = ("model-weighted" if small_z is None
+                    else _lead_rule(kept, members, "model-weighted", small_z,
+                                    blends=blends, clearest=clearest))
+        else:
+            pick = _held_rule(kept, members, blends)
+        return _with_trees(pick, kept, members, trees)
 
     def _held_rule(kept: Kept, members: Sequence[str],
                    blends: Mapping[str, Mapping[str, float]]) -> str:

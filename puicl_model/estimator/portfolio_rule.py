@@ -115,7 +115,11 @@ def blended(weights: Mapping[str, float], scores: Mapping[str, np.ndarray],
     return np.asarray(total, dtype=np.float64)
 
 
-def _placements(held: np.ndarray, pool: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+# an AUC of held-out rows against pool rows, and DeLong's placement values of each (_placements)
+Placed = tuple[float, np.ndarray, np.ndarray]
+
+
+def _placements(held: np.ndarray, pool: np.ndarray) -> Placed:
     """The AUC of ``held`` against ``pool`` (ties ½) and DeLong's placement values: per held
     row the share of the pool below it, per pool row the share of held rows above it."""
     n_h, n_p = len(held), len(pool)
@@ -125,6 +129,16 @@ def _placements(held: np.ndarray, pool: np.ndarray) -> tuple[float, np.ndarray, 
     v_held = (held_in_all - held_in_held) / n_p
     v_pool = 1.0 - (pool_in_all - pool_in_pool) / n_h
     return float(v_held.mean()), v_held, v_pool
+
+
+def _paired_variances(placed: Placed, base: Placed) -> tuple[float, float]:
+    """The held rows' and the pool rows' shares of the variance of the AUC difference
+    ``placed`` − ``base`` (DeLong's, on the same rows): each the variance of the paired
+    placement differences over its rows' count."""
+    _, held, pool = placed
+    _, base_held, base_pool = base
+    return (float(np.var(held - base_held, ddof=1)) / len(held),
+            float(np.var(pool - base_pool, ddof=1)) / len(pool))
 
 
 @dataclass(frozen=True)
@@ -169,11 +183,11 @@ def held_out_aucs(evidence: Evidence, members: Sequence[str], fallback: str = FA
         placed = {name: _placements(blended(weights, held, standard),
                                     blended(weights, pool, standard))
                   for name, weights in blends.items()}
-        _, base_held, base_pool = placed[fallback]
-        for name, (auc, v_held, v_pool) in placed.items():
-            aucs[name] += auc / folds
-            held_var[name] += np.var(v_held - base_held, ddof=1) / len(v_held) / folds**2
-            pool_var[name] += np.var(v_pool - base_pool, ddof=1) / len(v_pool) / folds
+        for name, scored in placed.items():
+            held_share, pool_share = _paired_variances(scored, placed[fallback])
+            aucs[name] += scored[0] / folds
+            held_var[name] += held_share / folds**2
+            pool_var[name] += pool_share / folds
     se = {name: float(np.sqrt(held_var[name] + pool_var[name])) for name in blends}
     return aucs, se
 
@@ -192,13 +206,10 @@ def stronger_trees(labeled: Mapping[str, np.ndarray], pool: Mapping[str, np.ndar
     trees")."""
     if BAGGED_BOOSTED not in labeled or BAGGED not in labeled:
         return BAGGED, 0.0
-    forest_auc, forest_held, forest_pool = _placements(labeled[BAGGED], pool[BAGGED])
-    boosted_auc, boosted_held, boosted_pool = _placements(labeled[BAGGED_BOOSTED],
-                                                          pool[BAGGED_BOOSTED])
-    lead = boosted_auc - forest_auc
-    se = float(np.sqrt(np.var(boosted_held - forest_held, ddof=1) / len(forest_held)
-                       + np.var(boosted_pool - forest_pool, ddof=1) / len(forest_pool)))
-    lead_se = lead / max(se, 1e-12)
+    forest = _placements(labeled[BAGGED], pool[BAGGED])
+    boosted = _placements(labeled[BAGGED_BOOSTED], pool[BAGGED_BOOSTED])
+    se = float(np.sqrt(sum(_paired_variances(boosted, forest))))
+    lead_se = (boosted[0] - forest[0]) / max(se, 1e-12)
     return (BAGGED_BOOSTED if np.isfinite(lead_se) and lead_se > z else BAGGED), lead_se
 
 
