@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -222,11 +223,23 @@ def per_table(records: pd.DataFrame) -> pd.DataFrame:
                    in zip(default["positive_share"], default["proba_mean"], strict=True)]
         frame["cut_said"] = default["threshold_note"].notna() | pd.Series(
             crowded, index=default.index)
+        frame["unplaced_range"] = default["threshold_note"].map(_unplaced_range)
     seconds = records.pivot(index="table", columns="method", values="seconds")
     for method in seconds:
         frame[f"s_{method}"] = seconds[method]
     frame["s_prior"] = default["prior_seconds"]
     return frame
+
+
+def _unplaced_range(note: Any) -> tuple[float, float] | None:
+    """The range π is placed in by predict's line that its share is unplaced, else None."""
+    from puicl_model.estimator.prior_report import UNPLACED_MARK
+
+    if not isinstance(note, str) or UNPLACED_MARK not in note:
+        return None
+    found = re.search(r"between (\d+)% and (\d+)%", note)
+    assert found is not None, note
+    return int(found[1]) / 100.0, int(found[2]) / 100.0
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
@@ -258,8 +271,18 @@ def said_line(frame: pd.DataFrame) -> str:
     said = frame[frame["cut_said"]]
     cut = ((said["positive_share"] - said["true_share"]).abs() <= BAR_SHARE).sum()
     prior = ((1.0 - said["pi_hat"] - said["true_share"]).abs() <= BAR_SHARE).sum()
-    return (f"predict's line on {len(said)} of {len(frame)} tables; there the share is within "
+    line = (f"predict's line on {len(said)} of {len(frame)} tables; there the share is within "
             f"{BAR_SHARE} of the truth at the 0.5 cut on {cut}, at threshold='prior' on {prior}")
+    if "unplaced_range" in frame:
+        ranges = frame["unplaced_range"].dropna()
+        pi = 1.0 - frame.loc[ranges.index, "true_share"]
+        inside = sum(low - 0.005 <= p <= high + 0.005  # the line's ranges are whole percents
+                     for (low, high), p in zip(ranges, pi, strict=True))
+        missed = ((frame.loc[ranges.index, "positive_share"]
+                   - frame.loc[ranges.index, "true_share"]).abs() > BAR_SHARE).sum()
+        line += (f"; the line that the share is unplaced on {len(ranges)} (a miss of more than "
+                 f"{BAR_SHARE} on {missed}), π inside the range it names on {inside}")
+    return line
 
 
 def model_alone_records(kept: Path) -> pd.DataFrame:

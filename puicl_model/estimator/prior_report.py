@@ -47,6 +47,7 @@ __all__ = [
     "POORLY_IDENTIFIED_GAP",
     "SHARE_SLACK",
     "SIGNAL_Z",
+    "UNPLACED_MARK",
     "ClassPriorReport",
     "ThresholdWarning",
     "bootstrap_estimates",
@@ -316,6 +317,8 @@ class ThresholdWarning(UserWarning):
 
 # how far the share a cut labels negative may stray from what the data say before it is said
 SHARE_SLACK = 0.10
+# the words that mark the last check's line (:func:`_unplaced_note`), for those who count them
+UNPLACED_MARK = "as the probabilities expect, but π is"
 
 
 def crowds_the_cut(negative: float, expected: float) -> bool:
@@ -336,7 +339,9 @@ def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | N
     P(y = 0), the share the probabilities themselves expect. They then crowd the cut (a wide
     table's scores all between 0.43 and 0.70, say), and which side of it a row falls says
     little; this needs nothing beyond the pool's probabilities, so it is checked where nothing
-    bounds π too."""
+    bounds π too. Where all three agree but ``report`` finds π not identified, its range may
+    still reach far past the cut's share: the line then says the share is unplaced
+    (:func:`_unplaced_note`)."""
     pool_positive = np.asarray(pool_positive)
     negative = float(np.mean(pool_positive <= threshold))
     if report is not None and negative > report.upper:
@@ -367,4 +372,32 @@ def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | N
                 f"the probabilities themselves expect {expected:.0%} (their mean P(y=0)): "
                 f"they crowd the cut, so its labels are weak; rank by predict_proba, or cut "
                 f"with threshold='prior' (class_prior_report() says how far π is identified)")
+    if report is None:
+        # nothing at hand bounds π from above: π̂ would be this same mean, and the report's
+        # upper end its interval plus the allowance for the model's error
+        low = 0.0 if bound is None else bound
+        return _unplaced_note(negative, threshold, low, min(1.0, expected
+                                                            + MODEL_ERROR_ALLOWANCE),
+                              "not identified by what fit read")
+    if report.status != "identified":
+        low = 0.0 if report.lower_bound is None else report.lower_bound
+        return _unplaced_note(negative, threshold, low, report.upper, report.status)
     return None
+
+
+def _unplaced_note(negative: float, threshold: float, low: float, upper: float,
+                   status: str) -> str | None:
+    """The last check: the cut agrees with the probabilities' mean (and with π̂, where a report
+    is at hand), but π is not identified, and the range [``low``, ``upper``] the data and the
+    model's allowance for error leave it reaches more than :data:`SHARE_SLACK` past the cut's
+    share on one side. All of them then rest on the model's calibration, and the share is
+    unplaced rather than contradicted: on the generated tables π lay inside the range named on
+    30 of the 31 lines (docs/user_tables.md, "Labels and the class prior")."""
+    reach = max(negative - low, upper - negative)
+    if reach <= SHARE_SLACK:
+        return None
+    return (f"the cut {threshold:g} labels {negative:.0%} of the fitted pool negative, "
+            f"{UNPLACED_MARK} {status} here: the data and the model's margin "
+            f"for error place it only between {low:.0%} and {upper:.0%}, so that share may be "
+            f"off by up to {reach:.0%}; rank by predict_proba (class_prior_report() says how "
+            f"far π is identified)")

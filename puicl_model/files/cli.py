@@ -240,6 +240,19 @@ def _saving(args: argparse.Namespace, classifier: PUICLClassifier) -> Iterator[N
                        f"{err.strerror or err}") from None
 
 
+def _say_the_cut(classifier: PUICLClassifier) -> None:
+    """The cut's check (``FittedTable.threshold_note``) as one note line, never silently and
+    never as a Python warning with its file and line; a classifier saved without its table has
+    no pool to check it on."""
+    from puicl_model.estimator.fitted_table import FittedTable
+
+    if classifier.threshold == "prior" or not isinstance(classifier.fitted_, FittedTable):
+        return
+    note = classifier.fitted_.threshold_note(float(classifier.threshold), classifier._runtime())
+    if note is not None:
+        print(f"puicl predict: note: {note}", file=sys.stderr)
+
+
 def _write_scores(args: argparse.Namespace, classifier: PUICLClassifier, fitted: FittedPool,
                   n_pool: int) -> None:
     """The pool's scores to ``--output``, π's lines printed, and ``--prior-json``."""
@@ -265,11 +278,7 @@ def _write_scores(args: argparse.Namespace, classifier: PUICLClassifier, fitted:
     except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
         # (strerror: the error's filename would be the temporary file, not the output)
         raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
-    if classifier.threshold != "prior":  # the cut's check: said as a note, never silently
-        note = classifier.fitted_.threshold_note(float(classifier.threshold),
-                                                 classifier._runtime())
-        if note is not None:
-            print(f"puicl predict: note: {note}", file=sys.stderr)
+    _say_the_cut(classifier)
     read = f", read on a seeded sample of {fitted.n_fitted}" if fitted.sampled else ""
     message = "\n".join([
         f"π̂ (estimated negative share of the {n_pool} unlabeled rows{read}): "
@@ -343,7 +352,10 @@ def _predict_with_saved(args: argparse.Namespace) -> int:
     """``--model DIR``: every row of ``--input`` scored by the saved classifier, a batch at a
     time (a row equal to a fitted pool row gets its fitted score, as in ``predict_proba``;
     saved with ``--no-training-data``, every row is scored as a new row)."""
+    import warnings
+
     from puicl_model.estimator.classifier import NoTrainingDataError, PUICLClassifier
+    from puicl_model.estimator.prior_report import ThresholdWarning
     from puicl_model.files.large_tables import output_frame
     from puicl_model.files.table_io import BatchWriter, read_batches, scan_table
 
@@ -358,7 +370,8 @@ def _predict_with_saved(args: argparse.Namespace) -> int:
         raise CliError(f"--drop-columns: no such column(s) {unknown}")
     writer = BatchWriter(args.output)
     try:
-        with writer.open():
+        with writer.open(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ThresholdWarning)  # (said once, below)
             for batch in read_batches(scan, args.batch_rows):
                 features = batch.drop(columns=args.drop_columns)
                 proba, labels = classifier.predict_and_proba(features)
@@ -367,6 +380,7 @@ def _predict_with_saved(args: argparse.Namespace) -> int:
         raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
     except NoTrainingDataError as err:  # --threshold prior on a folder without its π̂
         raise CliError(f"--threshold {args.threshold}: {err}") from None
+    _say_the_cut(classifier)
     print(f"scored {writer.rows} rows with the classifier saved in {args.model}",
           file=sys.stderr if args.output == "-" else sys.stdout)
     return 0

@@ -249,10 +249,49 @@ def test_a_cut_the_data_contradict_is_said_in_one_line() -> None:
     from puicl_model.estimator.prior_report import SHARE_SLACK, threshold_note
 
     pool = np.r_[np.full(80, 0.9), np.full(20, 0.1)]  # the cut labels 20 % negative
-    assert threshold_note(pool, 0.5, bound=0.2 + SHARE_SLACK - 0.01) is None
+    agreeing = _report(0.2, "identified", bound=0.15, upper=0.28)
+    assert threshold_note(pool, 0.5, 0.2 + SHARE_SLACK - 0.01, agreeing) is None
     note = threshold_note(pool, 0.5, bound=0.45)
     assert note is not None and "20%" in note and "at least 45%" in note
-    assert threshold_note(pool, 0.5, bound=None) is None
+    # a bound the cut respects contradicts nothing: what is said is the last check's line
+    respected = threshold_note(pool, 0.5, bound=0.2 + SHARE_SLACK - 0.01)
+    assert respected is not None and "at least" not in respected
+
+
+def _report(estimate: float, status: str, bound: float | None = 0.1,
+            upper: float = 0.8) -> ClassPriorReport:
+    return ClassPriorReport(lower_bound=bound, estimate=estimate, interval=(estimate, estimate),
+                            upper=upper, allowance=0.1, level=0.9, n_bootstrap=1, delta=0.05,
+                            poorly_identified=status != "identified", note="", status=status,
+                            held_out_auc=None)
+
+
+def test_a_cut_that_agrees_with_everything_but_an_unidentified_pi_is_said_unplaced() -> None:
+    """The cut, π̂ and the probabilities' mean all agree (20 % negative), but the data leave π
+    anywhere from the bound to the upper end: the share is said to be unplaced, by how far.
+    Where π is identified, or its range stays within the slack of the cut, nothing is said."""
+    from puicl_model.estimator.prior_report import (
+        MODEL_ERROR_ALLOWANCE,
+        SHARE_SLACK,
+        threshold_note,
+    )
+
+    pool = np.r_[np.full(80, 0.9), np.full(20, 0.1)]  # cut: 20 % negative; mean P(y=0) 0.26
+    note = threshold_note(pool, 0.5, 0.1, _report(0.25, "poorly identified"))
+    assert note is not None and "poorly identified" in note
+    assert "between 10% and 80%" in note and "off by up to 60%" in note
+    assert threshold_note(pool, 0.5, 0.1, _report(0.25, "identified")) is None
+    narrow = _report(0.25, "poorly identified", bound=0.2 - SHARE_SLACK + 0.01,
+                     upper=0.2 + SHARE_SLACK - 0.01)
+    assert threshold_note(pool, 0.5, narrow.lower_bound, narrow) is None
+    unbounded = threshold_note(pool, 0.5, None, _report(0.25, "not bounded", bound=None))
+    assert unbounded is not None and "between 0% and 80%" in unbounded
+    # nothing read at fit: the range runs from the learners' bound to the probabilities' mean
+    # plus the model's allowance for error
+    alone = threshold_note(pool, 0.5, 0.15)
+    upper = round(100 * (0.26 + MODEL_ERROR_ALLOWANCE))
+    assert alone is not None and "not identified by what fit read" in alone
+    assert f"between 15% and {upper}%" in alone
 
 
 def test_probabilities_that_crowd_the_cut_are_said_even_where_nothing_bounds_pi() -> None:
@@ -268,7 +307,8 @@ def test_probabilities_that_crowd_the_cut_are_said_even_where_nothing_bounds_pi(
     assert threshold_note(crowded, 0.5, bound=0.0) == note  # a bound the cut respects
     assert threshold_note(crowded, 0.44, bound=None) is not None  # 0 % negative, 40 % expected
     spread = np.r_[np.full(80, 0.95), np.full(20, 0.10)]  # cut: 20 % negative; expected 22 %
-    assert threshold_note(spread, 0.5, bound=None) is None
+    assert threshold_note(spread, 0.5, None, _report(0.22, "identified", 0.2, 0.3)) is None
+    assert "crowd" not in threshold_note(spread, 0.5, bound=None)  # the last check's line
     # just past the slack: the expected share SHARE_SLACK + 0.01 above the cut's 20 %
     past = np.r_[np.full(80, 1.0 - (SHARE_SLACK + 0.01) / 0.8), np.full(20, 0.0)]
     assert threshold_note(past, 0.5, bound=None) is not None
@@ -279,25 +319,20 @@ def test_a_cut_far_from_a_poorly_identified_estimate_says_the_labels_cannot_be_p
 
     pool = np.r_[np.full(80, 0.9), np.full(20, 0.1)]  # the cut labels 20 % negative
 
-    def report(estimate: float, status: str) -> ClassPriorReport:
-        return ClassPriorReport(lower_bound=0.1, estimate=estimate, interval=(estimate, estimate),
-                                upper=0.8, allowance=0.1, level=0.9, n_bootstrap=1, delta=0.05,
-                                poorly_identified=status != "identified", note="", status=status,
-                                held_out_auc=None)
-
-    assert threshold_note(pool, 0.5, 0.1, report(0.2 + SHARE_SLACK - 0.01,
-                                                 "poorly identified")) is None
-    note = threshold_note(pool, 0.5, 0.1, report(0.45, "poorly identified"))
+    near = threshold_note(pool, 0.5, 0.1, _report(0.2 + SHARE_SLACK - 0.01,
+                                                  "poorly identified"))
+    assert near is not None and "neither can place" not in near  # the last check's line
+    note = threshold_note(pool, 0.5, 0.1, _report(0.45, "poorly identified"))
     assert note is not None and "π̂ is 45%" in note and "between 10% and 80%" in note
     assert "neither can place the labels" in note
-    identified = threshold_note(pool, 0.5, 0.1, report(0.45, "identified"))
+    identified = threshold_note(pool, 0.5, 0.1, _report(0.45, "identified"))
     assert identified is not None and "π is identified at 45%" in identified
 
 
 def test_predict_warns_once_where_its_cut_contradicts_the_data(small_weights, rng) -> None:
     """A fit whose pool probabilities all lie above the cut, on a table whose learners
     identify a large negative share: predict says so once, in one line; threshold="prior"
-    cuts at π̂ and says nothing."""
+    cuts at π̂, which the bound does not contradict."""
     import warnings
 
     from puicl_model.estimator.prior_report import ThresholdWarning
@@ -315,4 +350,9 @@ def test_predict_warns_once_where_its_cut_contradicts_the_data(small_weights, rn
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clf.predict(pool)  # once per fit and threshold
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         clf.set_params(threshold="prior").predict(pool)
+    # π̂'s cut respects the bound: at most the line that π, and so the share, is unplaced
+    said = [str(w.message) for w in caught if w.category is ThresholdWarning]
+    assert len(said) <= 1 and not any("at least" in line for line in said), said

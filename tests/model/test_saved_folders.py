@@ -201,6 +201,26 @@ def test_an_output_over_a_saved_classifiers_file_is_refused(saved, tmp_path, tab
     PUICLClassifier.load(saved, device="cpu")
 
 
+def test_a_saved_classifiers_cut_is_checked_in_one_note_line(saved, tmp_path, table,
+                                                             capsys) -> None:
+    """The cut's check on the saved pool, said by ``--model`` once as a note line, as
+    ``puicl predict`` fitting the table says it, and never as a Python warning."""
+    import warnings
+
+    from puicl_model.estimator.prior_report import ThresholdWarning
+
+    loaded = PUICLClassifier.load(saved, device="cpu")
+    note = loaded.fitted_.threshold_note(0.9, loaded._runtime())
+    assert note is not None  # (0.9: the random test model's probabilities crowd it)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ThresholdWarning)
+        assert main(["predict", "--model", str(saved), "--input", str(table),
+                     "--drop-columns", "s", "--threshold", "0.9",
+                     "-o", str(tmp_path / "scores.csv")]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "note:" in line]
+    assert said == [f"puicl predict: note: {note}"]
+
+
 # --------------------------------------------------------------- item: --model's unused options
 def test_model_applies_the_threshold(saved, tmp_path, table) -> None:
     X = pd.read_csv(table).drop(columns="s")
