@@ -392,7 +392,7 @@ def _unplaced_note(negative: float, threshold: float, low: float, upper: float,
     model's allowance for error leave it reaches more than :data:`SHARE_SLACK` past the cut's
     share on one side. All of them then rest on the model's calibration, and the share is
     unplaced rather than contradicted: on the generated tables π lay inside the range named on
-    30 of the 31 lines (docs/user_tables.md, "Labels and the class prior")."""
+    44 of the 46 lines (docs/user_tables.md, "Labels and the class prior")."""
     reach = max(negative - low, upper - negative)
     if reach <= SHARE_SLACK:
         return None
