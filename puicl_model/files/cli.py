@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from puicl_common.atomic import atomic_write_json
+from puicl_model.files.cli_lines import portfolio_line, prior_lines, say_the_cut
 from puicl_model.files.cli_paths import CliError, check_paths
 from puicl_model.files.cli_settings import add_setting_options, refuse_unused_by_model
 
 if TYPE_CHECKING:
     from puicl_model.estimator.classifier import PUICLClassifier
-    from puicl_model.estimator.prior_report import ClassPriorReport
     from puicl_model.files.large_tables import FittedPool
 
 __all__ = ["main"]
@@ -175,25 +175,6 @@ def _add_predict_options(predict: argparse.ArgumentParser) -> None:
                          help="no progress bars (default: bars on a terminal)")
 
 
-def _portfolio_line(classifier: PUICLClassifier) -> str:
-    """What the portfolio chose on the table, in one line."""
-    choice = classifier.choice_
-    if choice is None:
-        return "scored by: the model alone (portfolio none, or a table below the portfolio's sizes)"
-    return f"scored by: {choice.describe()}"
-
-
-def _prior_lines(report: ClassPriorReport) -> list[str]:
-    """The class-prior report as printed: the bound, the point with its interval, the note."""
-    bound = "none" if report.lower_bound is None else f"{report.lower_bound:.4f}"
-    low, high = report.interval
-    return [f"π bound (identified lower bound of the negative share): {bound}; "
-            f"π̂ {report.estimate:.4f}, {report.level:.0%} sampling interval [{low:.4f}, "
-            f"{high:.4f}] (the estimate's noise, not its bias); "
-            f"read π in [{report.lower_bound or 0.0:.4f}, {report.upper:.4f}]",
-            report.note]  # says whether π is identified, and what that means for the cut
-
-
 def _progress(args: argparse.Namespace) -> bool | None:
     """The command's progress setting, handed down in the classifier's ``progress``, which
     every bar reads (:func:`puicl_model.passes.phases.shows_progress`): none with
@@ -240,19 +221,6 @@ def _saving(args: argparse.Namespace, classifier: PUICLClassifier) -> Iterator[N
                        f"{err.strerror or err}") from None
 
 
-def _say_the_cut(classifier: PUICLClassifier) -> None:
-    """The cut's check (``FittedTable.threshold_note``) as one note line, never silently and
-    never as a Python warning with its file and line; a classifier saved without its table has
-    no pool to check it on."""
-    from puicl_model.estimator.fitted_table import FittedTable
-
-    if classifier.threshold == "prior" or not isinstance(classifier.fitted_, FittedTable):
-        return
-    note = classifier.fitted_.threshold_note(float(classifier.threshold), classifier._runtime())
-    if note is not None:
-        print(f"puicl predict: note: {note}", file=sys.stderr)
-
-
 def _write_scores(args: argparse.Namespace, classifier: PUICLClassifier, fitted: FittedPool,
                   n_pool: int) -> None:
     """The pool's scores to ``--output``, π's lines printed, and ``--prior-json``."""
@@ -278,12 +246,12 @@ def _write_scores(args: argparse.Namespace, classifier: PUICLClassifier, fitted:
     except OSError as err:  # a full disk, no permission, ...: atomic, so nothing is left
         # (strerror: the error's filename would be the temporary file, not the output)
         raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
-    _say_the_cut(classifier)
+    say_the_cut(classifier)
     read = f", read on a seeded sample of {fitted.n_fitted}" if fitted.sampled else ""
     message = "\n".join([
         f"π̂ (estimated negative share of the {n_pool} unlabeled rows{read}): "
-        f"{report.estimate:.4f}; predicted negative: {negative}", *_prior_lines(report),
-        _portfolio_line(classifier)])
+        f"{report.estimate:.4f}; predicted negative: {negative}", *prior_lines(report),
+        portfolio_line(classifier)])
     if args.output == "-":
         print(message, file=sys.stderr)
     else:
@@ -380,7 +348,7 @@ def _predict_with_saved(args: argparse.Namespace) -> int:
         raise CliError(f"cannot write --output {args.output}: {err.strerror or err}") from None
     except NoTrainingDataError as err:  # --threshold prior on a folder without its π̂
         raise CliError(f"--threshold {args.threshold}: {err}") from None
-    _say_the_cut(classifier)
+    say_the_cut(classifier)
     print(f"scored {writer.rows} rows with the classifier saved in {args.model}",
           file=sys.stderr if args.output == "-" else sys.stdout)
     return 0
