@@ -12,12 +12,14 @@ stores the task; ``predict_proba`` is one forward pass of the pretrained transfo
 from __future__ import annotations
 
 import argparse
+import warnings
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.metrics import accuracy_score, roc_auc_score
 
 from puicl_model import PUICLClassifier
+from puicl_model.estimator.prior_report import ThresholdWarning
 
 
 def breast_cancer_pu_task(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,11 +47,21 @@ def main() -> None:
     unlabeled = s == 0
     clf = PUICLClassifier(weights=args.weights, random_state=args.seed).fit(x, s)
     p_positive = clf.predict_proba(x[unlabeled])[:, 1]
+    # predict says in one line (a ThresholdWarning) where the data cannot place the share its
+    # 0.5 cut labels positive: printed here as a line of the output, other warnings as they are
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        labels = clf.predict(x[unlabeled])
+    notes = [str(w.message) for w in caught if w.category is ThresholdWarning]
+    for other in (w for w in caught if w.category is not ThresholdWarning):
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     true_pi = float(np.mean(y[unlabeled] == 0))
     print(f"breast cancer as PU: {int(s.sum())} labeled positives, {int(unlabeled.sum())} "
           f"unlabeled rows, {x.shape[1]} features")
+    for note in notes:
+        print(note)
     print(f"{name}: AUC {roc_auc_score(y[unlabeled], p_positive):.3f}   "
-          f"accuracy {accuracy_score(y[unlabeled], clf.predict(x[unlabeled])):.3f}   "
+          f"accuracy {accuracy_score(y[unlabeled], labels):.3f}   "
           f"pi_hat {clf.estimate_class_prior():.3f} (true negative share {true_pi:.3f})")
 
 
