@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -34,11 +33,11 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from puicl_model.estimator.learners import BAGGED, CrossFittedLearner, learner_encoding
+from puicl_model.estimator.learners import BAGGED, CrossFittedLearner
 from puicl_model.estimator.portfolio_rule import FALLBACK_WEIGHTS
-from studies.portfolio_evidence import BAG_VARIANTS, VariantBags, dev_tasks, user_tasks
+from studies.portfolio_evidence import BAG_VARIANTS, VariantBags, chosen_tasks
 from studies.portfolio_replay import Kept, load, true_auc
-from studies.user_yardstick import named_like
+from studies.user_yardstick import learner_matrix
 
 # the portfolio's forest member, and the bag learners studies/portfolio_evidence.py judges
 LEARNERS = ("forest", *BAG_VARIANTS)
@@ -60,9 +59,7 @@ def task_rows(X: Any, s: np.ndarray, y: np.ndarray, entropy: int, learners: Sequ
               counts: Sequence[int], kept: Kept | None = None) -> list[dict[str, Any]]:
     """Each learner's pool AUC and seconds at each bag count on one table (and its blend's
     AUC, given the table's kept scores)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        x = learner_encoding().fit_transform(X, s == 1).astype(np.float64)
+    x = learner_matrix(X, s)
     labeled, pool, y_pool = x[s == 1], x[s == 0], y[s == 0]
     rows = []
     for name in learners:
@@ -126,9 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"no learner {', '.join(unknown)}; the learners: {', '.join(LEARNERS)}")
     counts = sorted({int(count) for count in args.bags.split(",")})
-    tasks = (user_tasks(args.tables, 1) if args.suite == "user"
-             else dev_tasks(args.cells, 1))
-    tasks = named_like(tasks, args.only)
+    tasks = chosen_tasks(args.suite, args.tables, args.cells, args.only)
     done = pd.read_csv(args.out) if args.out.exists() else pd.DataFrame()
     held = set(done["task"]) if len(done) else set()
     for make in tasks:

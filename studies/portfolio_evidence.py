@@ -161,6 +161,16 @@ def user_tasks(which: str, repetitions: int) -> list[Callable[[], Task]]:
     return [build(spec) for spec in tables(which, repetitions)]
 
 
+def chosen_tasks(suite: str, tables: str, cells: str, only: str,
+                 repetitions: int = 1) -> list[Callable[[], Task]]:
+    """The tasks a study's options name: the generated ``tables`` (``suite`` "user") or the
+    size grid's ``cells`` of the development suite ("dev"), those whose name holds one of
+    ``only``'s words."""
+    makers = (user_tasks(tables, repetitions) if suite == "user"
+              else dev_tasks(cells, repetitions))
+    return named_like(makers, only)
+
+
 def dev_tasks(cells: str, repetitions: int) -> list[Callable[[], Task]]:
     from benchmark.devsuite import devsuite_slugs, load_devsuite_table
     from benchmark.methods.puicl import as_table
@@ -298,9 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(BAG_VARIANTS))
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args(argv)
-    makers = (user_tasks(args.tables, args.repeats) if args.suite == "user"
-              else dev_tasks(args.cells, args.repeats))
-    makers = named_like(makers, args.only)
+    makers = chosen_tasks(args.suite, args.tables, args.cells, args.only, args.repeats)
     variants = [v for v in args.variants.split(",") if v]
     print(f"portfolio_evidence: {len(makers)} tasks", flush=True)
     if args.jobs == 1:

@@ -23,9 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from puicl_model.estimator.learners import learner_encoding
-from studies.portfolio_evidence import dev_tasks, user_tasks
-from studies.user_yardstick import named_like
+from studies.portfolio_evidence import chosen_tasks
+from studies.user_yardstick import learner_matrix
 
 
 def screened(x: np.ndarray, labeled: np.ndarray, keep: int) -> np.ndarray:
@@ -57,14 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="tasks whose name holds one of these")
     parser.add_argument("--keep", type=int, default=20, help="the columns screening keeps")
     args = parser.parse_args(argv)
-    tasks = named_like(user_tasks(args.tables, 1) if args.suite == "user"
-                       else dev_tasks(args.cells, 1), args.only)
+    tasks = chosen_tasks(args.suite, args.tables, args.cells, args.only)
     differences: dict[str, list[float]] = {}
     for make in tasks:
         task = make()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            x = learner_encoding().fit_transform(task.X, task.s == 1).astype(np.float64)
+        x = learner_matrix(task.X, task.s)
         if x.shape[1] <= args.keep:
             continue
         y_pool = task.y[task.s == 0]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,13 +26,12 @@ from puicl_model.estimator.learners import (
     BAGGED_BOOSTED,
     CrossFittedLearner,
     bag_count,
-    learner_encoding,
 )
 from puicl_model.estimator.portfolio_gate import MIN_LABELED_FOR_HOLD_OUT
 from puicl_model.estimator.portfolio_rule import stronger_trees
 from puicl_model.estimator.prior import PRIOR_POOL_ROWS
-from studies.portfolio_evidence import dev_tasks, user_tasks
-from studies.user_yardstick import named_like
+from studies.portfolio_evidence import chosen_tasks
+from studies.user_yardstick import learner_matrix
 
 
 def trees_lead(x_labeled: np.ndarray, x_pool: np.ndarray, entropy: int,
@@ -59,16 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="tasks whose name holds one of these")
     parser.add_argument("--boosted-bags", type=int, default=None)
     args = parser.parse_args(argv)
-    tasks = named_like(user_tasks(args.tables, 1) if args.suite == "user"
-                       else dev_tasks(args.cells, 1), args.only)
+    tasks = chosen_tasks(args.suite, args.tables, args.cells, args.only)
     for make in tasks:
         task = make()
         labeled = task.s == 1
         if labeled.sum() < MIN_LABELED_FOR_HOLD_OUT and (~labeled).sum() <= PRIOR_POOL_ROWS:
             continue  # the fallback is taken unread: no boosted bags are fitted
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            x = learner_encoding().fit_transform(task.X, labeled).astype(np.float64)
+        x = learner_matrix(task.X, task.s)
         lead = trees_lead(x[labeled], x[~labeled], task.seed, args.boosted_bags)
         print(f"{task.name:50s} labeled {int(labeled.sum()):5d}, pool {int((~labeled).sum()):6d}: "
               f"lead {lead:5.1f} SE", flush=True)
