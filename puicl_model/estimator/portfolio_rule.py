@@ -85,9 +85,10 @@ EVIDENCE_Z = 3.0
 # wrong pick costs little, and the forests' 3 SE left the boosted bags out of wide tables where
 # they rank the pool 0.05-0.10 better (docs/decisions.md, "The fallback's trees")
 TREES_Z = 2.0
-# a table with held-out positives reads more of them and of the pool (evidence_rows'
-# MOST_JUDGED_POOL_ROWS) while its best candidate leads the fallback by more than this many
-# standard errors and not by EVIDENCE_Z: a lead the samples read so far cannot settle
+# a table with evidence reads more of it (held-out positives and pool rows up to evidence_rows'
+# MOST_JUDGED_POOL_ROWS; on the folds, pool rows up to the folds' sample) while the candidate of
+# highest held-out AUC is not the choice and leads the fallback by more than this many standard
+# errors and not by EVIDENCE_Z: a lead the samples read so far cannot settle (undecided)
 READ_MORE_Z = 1.0
 
 
@@ -260,11 +261,18 @@ def choose(evidence: Evidence, members: Sequence[str], *, fallback: str = FALLBA
 
 
 def undecided(choice: Choice, fallback: str, z: float = EVIDENCE_Z) -> bool:
-    """Whether ``fallback`` stands while the best candidate leads it by more than
-    :data:`READ_MORE_Z` standard errors but not by ``z``: more evidence may settle it."""
+    """Whether the candidate of highest held-out AUC is not the choice while it leads
+    ``fallback`` by more than :data:`READ_MORE_Z` standard errors but not by ``z``: more
+    evidence may settle it. That holds where the fallback stands, and where a blend that clears
+    the bar stands below a candidate that does not yet: a blend sharing the fallback's members
+    clears it on fewer rows than a lone member, and on the first samples its lead would
+    otherwise decide against a member that ranks the pool better (docs/decisions.md, "The large
+    tables' rule")."""
     aucs, se = choice.held_out_auc, choice.lead_se
-    if not aucs or choice.name != fallback:
+    if not aucs:
         return False
     best = max(aucs, key=lambda name: aucs[name])
+    if best in (choice.name, fallback):
+        return False
     lead = aucs[best] - aucs[fallback]
-    return best != fallback and READ_MORE_Z * se[best] < lead <= z * se[best]
+    return READ_MORE_Z * se[best] < lead <= z * se[best]

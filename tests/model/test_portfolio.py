@@ -76,7 +76,8 @@ def test_the_rule_follows_strong_evidence_and_falls_back_on_thin(rng) -> None:
 def test_a_clear_lead_stands_where_the_highest_auc_is_not_clear() -> None:
     """The candidate of highest held-out AUC may lead the fallback by less than the bar while
     another, read more surely, clears it: the clear one is chosen, not the fallback; and of
-    several clear ones the highest AUC. ``undecided`` reads no more once one is chosen."""
+    several clear ones the highest AUC. ``undecided`` reads more while the highest is not the
+    choice and leads by more than READ_MORE_Z standard errors, and no more once it is chosen."""
     from puicl_model.estimator.portfolio_rule import Choice, clearly_leading, undecided
 
     aucs = {"model": 0.60, "bagged": 0.66, "model+bagged": 0.64, "logistic": 0.63}
@@ -84,9 +85,16 @@ def test_a_clear_lead_stands_where_the_highest_auc_is_not_clear() -> None:
     assert clearly_leading(aucs, se, "model", 3.0) == ["model+bagged", "logistic"]
     assert clearly_leading(aucs, se, "model", 10.0) == []
     chosen = Choice("model+bagged", {MODEL: 0.5, BAGGED: 0.5}, aucs, se, 300, "")
-    assert not undecided(chosen, "model", 3.0)
+    assert undecided(chosen, "model", 3.0)  # bagged, the highest, leads by 2 SE: read more
     stood = Choice("model", {MODEL: 1.0}, aucs, se, 300, "")
-    assert undecided(stood, "model", 3.0)  # bagged leads by 2 SE: read more
+    assert undecided(stood, "model", 3.0)
+    # the highest within READ_MORE_Z standard errors of the fallback: more rows would not settle
+    # it, so the clear blend stands
+    far = Choice("model+bagged", {MODEL: 0.5, BAGGED: 0.5}, aucs, {**se, "bagged": 0.07}, 300, "")
+    assert not undecided(far, "model", 3.0)
+    # the highest chosen: nothing is left to settle
+    settled = Choice("bagged", {BAGGED: 1.0}, aucs, {**se, "bagged": 0.01}, 300, "")
+    assert not undecided(settled, "model", 3.0)
 
 
 def test_the_rule_chooses_the_highest_of_the_clear_leads(rng) -> None:
