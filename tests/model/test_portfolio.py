@@ -256,10 +256,10 @@ def test_pu_bagging_scores_every_row_out_of_bag_and_is_keyed_by_the_seed(rng) ->
                for i in range(0, 200, 13))
 
 
-def test_the_forest_fits_more_bags_on_large_pools_without_evidence(rng, monkeypatch) -> None:
+def test_the_bags_grow_on_large_pools_without_evidence(rng, monkeypatch) -> None:
     """From BAGS_MANY_FROM_POOL pool rows, where no positives are held out, the portfolio's
-    forest fits BAGS_MANY bags, whose first BAGS are the smaller count's bit for bit; with
-    held-out positives, on smaller pools and for the boosted bags: BAGS."""
+    bag learners fit BAGS_MANY bags, whose first BAGS are the smaller count's bit for bit; with
+    held-out positives and on smaller pools: BAGS."""
     import pandas as pd
 
     from puicl_model.estimator.learners import (
@@ -275,21 +275,24 @@ def test_the_forest_fits_more_bags_on_large_pools_without_evidence(rng, monkeypa
     assert bag_count(BAGGED, BAGS_MANY_FROM_POOL - 1, held_out=False) == BAGS
     assert bag_count(BAGGED, BAGS_MANY_FROM_POOL, held_out=False) == BAGS_MANY
     assert bag_count(BAGGED, BAGS_MANY_FROM_POOL, held_out=True) == BAGS
-    assert bag_count(BAGGED_BOOSTED, 10 * BAGS_MANY_FROM_POOL, held_out=False) == BAGS
+    assert bag_count(BAGGED_BOOSTED, BAGS_MANY_FROM_POOL, held_out=False) == BAGS_MANY
+    assert bag_count(BAGGED_BOOSTED, 10 * BAGS_MANY_FROM_POOL, held_out=True) == BAGS
+    assert bag_count(BAGGED_BOOSTED, BAGS_MANY_FROM_POOL - 1, held_out=False) == BAGS
     # a small pool stands for a large one: the count follows the pool's rows
     monkeypatch.setattr(learners, "BAGS_MANY_FROM_POOL", 120)
     X = pd.DataFrame(rng.normal(size=(160, 3)), columns=["a", "b", "c"])
     labeled = np.arange(160) < 40
     X.loc[labeled] += 1.0
 
-    def bags(held: np.ndarray | None, pool: slice = slice(None)) -> Portfolio:
+    def bags(held: np.ndarray | None, pool: slice = slice(None),
+             folds: bool = False) -> Portfolio:
         """The portfolio's learners on the labeled rows and ``pool``'s pool rows (``held``: the
-        rows held out of the passes, a mask over the table)."""
+        rows held out of the passes, a mask over the table; ``folds``: the class prior's folds
+        are the evidence)."""
         keep = np.r_[np.flatnonzero(labeled), np.flatnonzero(~labeled)[pool]]
         portfolio = Portfolio.build(X.iloc[keep].reset_index(drop=True), labeled[keep],
                                     None if held is None else held[keep][labeled[keep]],
-                                    entropy=5,
-                                    n_threads=1)
+                                    entropy=5, n_threads=1, folds=folds)
         portfolio.fit_learners()
         return portfolio
 
@@ -298,6 +301,10 @@ def test_the_forest_fits_more_bags_on_large_pools_without_evidence(rng, monkeypa
     assert len(bags(None, slice(0, 119)).learners[BAGGED].models_) == BAGS
     held = labeled & (np.arange(160) % 5 == 0)
     assert len(bags(held).learners[BAGGED].models_) == BAGS
+    # the boosted bags the folds judge grow alike; judged on held-out positives they stay few
+    assert len(bags(None, folds=True).learners[BAGGED_BOOSTED].models_) == BAGS_MANY
+    assert len(bags(None, slice(0, 119), folds=True).learners[BAGGED_BOOSTED].models_) == BAGS
+    assert len(bags(held).learners[BAGGED_BOOSTED].models_) == BAGS
     few = CrossFittedLearner(BAGGED, 5, n_threads=1)
     _, pool_few = few.fit(many.x_labeled, many.x_pool)
     probe = rng.normal(size=(30, many.x_pool.shape[1]))
