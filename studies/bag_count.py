@@ -33,11 +33,10 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from puicl_model.estimator.learners import BAGGED, CrossFittedLearner
+from puicl_model.estimator.learners import BAGGED, CrossFittedLearner, encoded_table
 from puicl_model.estimator.portfolio_rule import FALLBACK_WEIGHTS
 from studies.portfolio_evidence import BAG_VARIANTS, VariantBags, chosen_tasks
 from studies.portfolio_replay import Kept, load, true_auc
-from studies.user_yardstick import learner_matrix
 
 # the portfolio's forest member, and the bag learners studies/portfolio_evidence.py judges
 LEARNERS = ("forest", *BAG_VARIANTS)
@@ -59,7 +58,7 @@ def task_rows(X: Any, s: np.ndarray, y: np.ndarray, entropy: int, learners: Sequ
               counts: Sequence[int], kept: Kept | None = None) -> list[dict[str, Any]]:
     """Each learner's pool AUC and seconds at each bag count on one table (and its blend's
     AUC, given the table's kept scores)."""
-    x = learner_matrix(X, s)
+    x = encoded_table(X, s == 1)[1]
     labeled, pool, y_pool = x[s == 1], x[s == 0], y[s == 0]
     rows = []
     for name in learners:

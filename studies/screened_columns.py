@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from puicl_model.estimator.learners import encoded_table
 from studies.portfolio_evidence import chosen_tasks
-from studies.user_yardstick import learner_matrix
 
 
 def screened(x: np.ndarray, labeled: np.ndarray, keep: int) -> np.ndarray:
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     differences: dict[str, list[float]] = {}
     for make in tasks:
         task = make()
-        x = learner_matrix(task.X, task.s)
+        x = encoded_table(task.X, task.s == 1)[1]
         if x.shape[1] <= args.keep:
             continue
         y_pool = task.y[task.s == 0]

@@ -26,12 +26,12 @@ from puicl_model.estimator.learners import (
     BAGGED_BOOSTED,
     CrossFittedLearner,
     bag_count,
+    encoded_table,
 )
 from puicl_model.estimator.portfolio_gate import MIN_LABELED_FOR_HOLD_OUT
 from puicl_model.estimator.portfolio_rule import stronger_trees
 from puicl_model.estimator.prior import PRIOR_POOL_ROWS
 from studies.portfolio_evidence import chosen_tasks
-from studies.user_yardstick import learner_matrix
 
 
 def trees_lead(x_labeled: np.ndarray, x_pool: np.ndarray, entropy: int,
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         labeled = task.s == 1
         if labeled.sum() < MIN_LABELED_FOR_HOLD_OUT and (~labeled).sum() <= PRIOR_POOL_ROWS:
             continue  # the fallback is taken unread: no boosted bags are fitted
-        x = learner_matrix(task.X, task.s)
+        x = encoded_table(task.X, task.s == 1)[1]
         lead = trees_lead(x[labeled], x[~labeled], task.seed, args.boosted_bags)
         print(f"{task.name:50s} labeled {int(labeled.sum()):5d}, pool {int((~labeled).sum()):6d}: "
               f"lead {lead:5.1f} SE", flush=True)

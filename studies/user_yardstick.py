@@ -105,8 +105,10 @@ def _classifier_record(spec: TableSpec, portfolio: str, X: Any, s: np.ndarray,
 
 def _adapter_record(method: str, spec: TableSpec, X: Any, s: np.ndarray,
                     y_pool: np.ndarray) -> dict[str, Any]:
+    from puicl_model.estimator.learners import encoded_table
+
     started = time.perf_counter()
-    x = learner_matrix(X, s)
+    x = encoded_table(X, s == 1)[1]
     if method == "pu-bagging":
         from benchmark.methods.pu_bagging import PUBagging
 
@@ -139,16 +141,6 @@ def run_method(spec: TableSpec, method: str) -> dict[str, Any]:
 
 def record_path(out: Path, spec: TableSpec, method: str) -> Path:
     return out / spec.name / f"{method}.json"
-
-
-def learner_matrix(X: Any, s: np.ndarray) -> np.ndarray:
-    """The table as the portfolio's learners read it (``learner_encoding``), in float64; the
-    encoder's notes (dropped constant columns) are not a study's business."""
-    from puicl_model.estimator.learners import learner_encoding
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return learner_encoding().fit_transform(X, s == 1).astype(np.float64)
 
 
 def named_like(items: Sequence[Any], only: str) -> list[Any]:

@@ -67,7 +67,7 @@ __all__ = ["BAGGED", "BAGGED_BOOSTED", "BAGS", "BAGS_MANY", "BAGS_MANY_FROM_POOL
            "BAG_THREADS_FROM_CELLS", "BOOSTED", "BOOSTED_BAGS_CHOSEN", "BOOSTED_BAG_ITERATIONS",
            "BOOSTED_BAG_LEAVES", "BOOSTED_BAG_RATE", "FOREST_LEAF", "FOREST_TREES",
            "LEARNER_FOLDS", "LOGISTIC", "THREADS_FROM_CELLS", "CrossFittedLearner", "bag_count",
-           "learner_encoding", "log_odds", "row_decision"]
+           "encoded_table", "learner_encoding", "log_odds", "row_decision"]
 
 LOGISTIC, BOOSTED, BAGGED = "logistic", "boosted", "bagged"
 # PU bagging over boosted trees: BAGGED's bags (its folds of the positives and its drawn pool
@@ -155,6 +155,20 @@ def learner_encoding(keep_columns: Sequence[str | int] | None = None) -> TablePr
 
     return TablePreprocessor(categorical="onehot", missing="median+indicator", numeric="standard",
                              keep_columns=keep_columns)
+
+
+def encoded_table(X: Any, labeled: np.ndarray, keep_columns: Sequence[str | int] | None = None,
+                  ) -> tuple[TablePreprocessor, np.ndarray]:
+    """:func:`learner_encoding` fitted on the table ``X`` (``labeled``: its labeled rows) and
+    the table it encodes, in float64. Its notes about columns are quiet: the classifier's own
+    encoding of the same table says them."""
+    import warnings
+
+    encoder = learner_encoding(keep_columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = encoder.fit_transform(X, labeled).astype(np.float64)
+    return encoder, table
 
 
 Result = TypeVar("Result")

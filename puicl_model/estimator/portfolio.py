@@ -72,6 +72,7 @@ from puicl_model.estimator.learners import (
     LOGISTIC,
     CrossFittedLearner,
     bag_count,
+    encoded_table,
     learner_encoding,
     log_odds,
 )
@@ -220,12 +221,7 @@ class Portfolio:
         ``keep_columns``: the identifiers the classifier keeps as features; ``folds``: the
         class prior's folds will be its evidence, so the boosted bags join as where positives
         are held out)."""
-        import warnings
-
-        encoder = learner_encoding(keep_columns)
-        with warnings.catch_warnings():  # the classifier's own encoding warns about columns
-            warnings.simplefilter("ignore")
-            table = encoder.fit_transform(X, labeled).astype(np.float64)
+        encoder, table = encoded_table(X, labeled, keep_columns)
         x_labeled = table[labeled]
         if held is not None:
             x_labeled = HeldRows(held).last(x_labeled)

@@ -376,9 +376,8 @@ def threshold_note(pool_positive: np.ndarray, threshold: float, bound: float | N
         # nothing at hand bounds π from above: π̂ would be this same mean, and the report's
         # upper end its interval plus the allowance for the model's error
         low = 0.0 if bound is None else bound
-        return _unplaced_note(negative, threshold, low, min(1.0, expected
-                                                            + MODEL_ERROR_ALLOWANCE),
-                              "not identified by what fit read")
+        upper = min(1.0, expected + MODEL_ERROR_ALLOWANCE)
+        return _unplaced_note(negative, threshold, low, upper, "not identified by what fit read")
     if report.status != "identified":
         low = 0.0 if report.lower_bound is None else report.lower_bound
         return _unplaced_note(negative, threshold, low, report.upper, report.status)
