@@ -19,8 +19,13 @@ development suite's size grid.
 alone, the model alone, both adapters), the share of tables within 0.01 of it, per cell the
 means, and how ``predict``'s positive share and π̂'s interval meet the truth.
 
+``compare --before RUN... --after RERUN...`` pairs the default's records of a run with reruns
+of some of its tables (a change that can move only those): per cell, the mean difference with
+its SE and the picks changed.
+
     python -m studies.user_yardstick run --out results/user --tables decision
     python -m studies.user_yardstick report --out results/user
+    python -m studies.user_yardstick compare --before results/user --after results/user_rerun
 """
 
 from __future__ import annotations
@@ -241,6 +246,9 @@ def _unplaced_range(note: Any) -> tuple[float, float] | None:
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per cell and over every table ("all"): the means, the bars' shares, and where the
+    adapters ran, the default's paired difference to PU bagging with its SE over the tables."""
+    frame = pd.concat([frame, frame.assign(cell="all")])
     cells = frame.groupby("cell")
     out = pd.DataFrame({
         "tables": cells.size(),
@@ -260,7 +268,16 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     for method in ("model", "pu-bagging", "elkan-noto", "logistic", "bagged"):
         if method in frame:
             out[method] = cells[method].mean()
+    if "pu-bagging" in frame:
+        out["vs_pu_bagging"], out["vs_pu_bagging_se"] = _paired(
+            (frame["default"] - frame["pu-bagging"]).groupby(frame["cell"]))
     return out.round(4)
+
+
+def _paired(differences: Any) -> tuple[pd.Series, pd.Series]:
+    """The mean of grouped paired differences and its SE over the group's tables."""
+    return (differences.mean(),
+            differences.std(ddof=1) / np.sqrt(differences.count()))
 
 
 def said_line(frame: pd.DataFrame) -> str:
@@ -296,6 +313,39 @@ def model_alone_records(kept: Path) -> pd.DataFrame:
                          "auc": float(roc_auc_score(data["y_pool"], data["model_pool"])),
                          "seconds": float("nan")})
     return pd.DataFrame(rows)
+
+
+def compare(before: Sequence[Path], after: Sequence[Path]) -> pd.DataFrame:
+    """Per cell and over every table: the default's AUC with the records of ``after`` (reruns
+    of some tables) in place of ``before``'s, minus ``before``'s; on each side the first run
+    holding a table wins. The mean and SE over ``before``'s tables (those not rerun count 0)
+    and over the rerun ones alone, the picks changed, and the rerun tables' seconds."""
+    def defaults(runs: Sequence[Path]) -> pd.DataFrame:
+        records = pd.concat([load_records(out) for out in runs])
+        records = records[records["method"] == "default"].set_index("table")
+        return records[~records.index.duplicated(keep="first")]
+
+    old = defaults(before)
+    new = defaults(after).reindex(old.index)
+    rerun = new["auc"].notna()
+    frame = pd.DataFrame({
+        "cell": old["cell"],
+        "difference": (new["auc"] - old["auc"]).where(rerun, 0.0),
+        "changed": rerun & (new["choice"] != old["choice"]),
+        "rerun": rerun,
+        "seconds_before": old["seconds"].where(rerun, 0.0),
+        "seconds_after": new["seconds"].where(rerun, 0.0)})
+    frame = pd.concat([frame, frame.assign(cell="all")])
+    cells = frame.groupby("cell")
+    mean, se = _paired(cells["difference"])
+    reran = frame[frame["rerun"]]
+    mean_rerun, se_rerun = _paired(reran["difference"].groupby(reran["cell"]))
+    return pd.DataFrame({
+        "tables": cells.size(), "rerun": cells["rerun"].sum(), "difference": mean, "se": se,
+        "rerun_difference": mean_rerun, "rerun_se": se_rerun,
+        "worst": cells["difference"].min(), "best": cells["difference"].max(),
+        "picks_changed": cells["changed"].sum(), "seconds_before": cells["seconds_before"].sum(),
+        "seconds_after": cells["seconds_after"].sum()}).round(4)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -339,7 +389,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="another run's records (the adapters'), read beside --out's")
     report.add_argument("--model-from", type=Path, default=None,
                         help="the model alone's AUC read off these kept evidence scores")
+    both = sub.add_parser("compare", help="the default's AUC with reruns in place of a run's")
+    both.add_argument("--before", type=Path, nargs="+", required=True,
+                      help="the runs before (the first holding a table wins)")
+    both.add_argument("--after", type=Path, nargs="+", required=True,
+                      help="reruns of some of those tables (the first holding a table wins)")
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        pd.set_option("display.width", 200)
+        print(compare(args.before, args.after).to_string())
+        return 0
     return _run(args) if args.command == "run" else _report(args)
 
 
