@@ -53,9 +53,14 @@ def short_name(table: str) -> str:
     return table.rsplit("-p", 1)[0]
 
 
+def gap(frame: pd.DataFrame) -> pd.Series:
+    """The default's AUC minus the best alternative's, per table."""
+    return frame["default"] - frame["best_alternative"]
+
+
 def behind(frame: pd.DataFrame) -> pd.Series:
     """Whether the default is more than the bar below the best alternative, per table."""
-    return frame["default"] - frame["best_alternative"] < -BAR
+    return gap(frame) < -BAR
 
 
 def per_table_figure(frame: pd.DataFrame, title: str) -> Any:
@@ -77,8 +82,7 @@ def per_table_figure(frame: pd.DataFrame, title: str) -> Any:
     low = min(-2 * BAR, float(np.nanmin(differences)) - 0.01)
     for ax, cell in zip(axes[:, 0], cells, strict=True):
         part = frame[frame["cell"] == cell]
-        part = part.iloc[np.argsort((part["default"] - part["best_alternative"]).to_numpy(),
-                                    kind="stable")]
+        part = part.iloc[np.argsort(gap(part).to_numpy(), kind="stable")]
         y = np.arange(len(part))
         ax.axvspan(low, -BAR, color="0.92", zorder=0)
         ax.axvline(0.0, color="0.4", linewidth=0.8)
