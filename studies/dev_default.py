@@ -54,6 +54,7 @@ def run_task(make: Callable[[], Task], out: Path) -> str:
               "auc": float(roc_auc_score(y, proba)),
               "choice": "model alone" if choice is None else choice.name,
               "read_evidence": bool(choice is not None and choice.read_evidence),
+              "choice_reason": "" if choice is None else choice.reason,
               "positive_share": float(np.mean(proba > 0.5)), "seconds": seconds}
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, record)

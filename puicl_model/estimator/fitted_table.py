@@ -251,7 +251,7 @@ class FittedTable(FittedScorer):
             judged = judged_pool_rows(n_pool, self.entropy,
                                       min(2 * len(judged), MOST_JUDGED_POOL_ROWS))
             judged_held = judged_held_rows(n_held, self.entropy, 2 * len(judged_held))
-        portfolio.strengthen_chosen_bags()
+        portfolio.settle()
         model_all_held = evidence.scores(judged, np.arange(n_held))[1]
         self.n_passes += evidence.n_passes
         if portfolio.weighs_model:
@@ -279,7 +279,7 @@ class FittedTable(FittedScorer):
                     or not undecided(choice, portfolio.fallback, portfolio.z)):
                 break
             size *= 2
-        portfolio.strengthen_chosen_bags()
+        portfolio.settle()
         self.n_passes += sum(fold.n_passes for fold in evidence)
         self.fold_scores = [fold.known for fold in evidence]
 

@@ -855,3 +855,107 @@ def test_the_fallback_takes_the_trees_whose_own_evidence_clearly_leads(rng) -> N
         choice.name, choice.weights) and "stand in" not in choice.reason
     # without boosted bags (the unread fallback's members) nothing is read
     assert stronger_trees({BAGGED: np.zeros(3)}, {BAGGED: np.zeros(5)}) == (BAGGED, 0.0)
+
+
+def _two_members(rng: np.random.Generator, model: float, boosted: float, n_held: int,
+                 n_pool: int = 900) -> Evidence:
+    """Held-out positives and a half-negative pool scored by the model and the boosted bags,
+    each separating positives from negatives by its ``signal`` (log-odds)."""
+    from puicl_model.estimator.learners import BAGGED_BOOSTED
+
+    negative = np.arange(n_pool) < n_pool // 2
+    signal = {MODEL: model, BAGGED_BOOSTED: boosted}
+    held = {m: rng.normal(size=n_held) + v for m, v in signal.items()}
+    pool = {m: rng.normal(size=n_pool) + v * ~negative for m, v in signal.items()}
+    return Evidence([held], [pool])
+
+
+def test_a_fallback_holding_the_boosted_bags_gives_way_to_them_where_the_model_trails(
+        rng) -> None:
+    """Once the evidence is read, a standing fallback whose tree place the boosted bags took
+    gives way to the boosted bags alone where they rank the held-out positives above the model
+    alone by more than WEAK_MODEL_Z standard errors; a fallback with the forests, a clear
+    choice and a model that leads are kept as they are."""
+    from dataclasses import replace
+
+    from puicl_model.estimator.learners import BAGGED_BOOSTED
+    from puicl_model.estimator.portfolio_rule import (
+        WEAK_MODEL_Z,
+        Choice,
+        fallback_weights,
+        trees_over_weak_model,
+    )
+
+    aucs = {MODEL: 0.6, BAGGED_BOOSTED: 0.6, FALLBACK: 0.6}  # keys as a fit's choice holds them
+    swapped = Choice(FALLBACK, fallback_weights(BAGGED_BOOSTED), aucs, {}, 300, "stood")
+    trailing = _two_members(rng, model=0.0, boosted=0.8, n_held=300)
+    chosen, lead_se = trees_over_weak_model(swapped, trailing)
+    assert lead_se > WEAK_MODEL_Z
+    assert chosen.name == BAGGED_BOOSTED and dict(chosen.weights) == {BAGGED_BOOSTED: 1.0}
+    assert chosen.reason.startswith("stood; ") and "stand alone" in chosen.reason
+    assert chosen.held_out_auc == aucs  # what the choice read is kept
+    # the model leading: the fallback stands
+    leading = _two_members(rng, model=0.8, boosted=0.0, n_held=300)
+    kept, lead_se = trees_over_weak_model(swapped, leading)
+    assert kept is swapped and lead_se < WEAK_MODEL_Z
+    # the forests in the fallback (the trees' own evidence did not lead): kept, whatever the
+    # model's place
+    forests = replace(swapped, weights=dict(FALLBACK_WEIGHTS))
+    assert trees_over_weak_model(forests, trailing)[0] is forests
+    # a candidate the evidence chose, or the logistic fallback: kept
+    for name in ("model+bagged-boosted", "logistic"):
+        clear = replace(swapped, name=name, weights={MODEL: 0.5, BAGGED_BOOSTED: 0.5})
+        assert trees_over_weak_model(clear, trailing)[0] is clear
+
+
+def test_settling_refits_the_boosted_bags_that_stand_alone(rng) -> None:
+    """``Portfolio.settle`` applies the rule to the choice the evidence left (the boosted bags
+    alone where the model trails them, the fallback where it leads), then refits the boosted
+    bags the final choice weighs with BOOSTED_BAGS_CHOSEN bags."""
+    from puicl_model.estimator.learners import BAGGED_BOOSTED, BAGS, BOOSTED_BAGS_CHOSEN
+    from puicl_model.estimator.portfolio import Portfolio
+    from puicl_model.estimator.portfolio_rule import Choice, fallback_weights
+
+    x, s, _ = _xor_table(300, 300, 120)
+    labeled = s == 1
+    aucs = {MODEL: 0.6, BAGGED_BOOSTED: 0.6, FALLBACK: 0.6}
+    for model_signal, stands in ((0.0, False), (3.0, True)):
+        portfolio = Portfolio.build(x, labeled, None, 0, n_threads=1, folds=True)
+        portfolio.fit_learners()
+        assert len(portfolio.learners[BAGGED_BOOSTED].models_) == BAGS
+        held_scores = portfolio.labeled_scores[BAGGED_BOOSTED][:60]
+        pool_scores = portfolio.pool_scores[BAGGED_BOOSTED]
+        # the model: noise plus its signal towards the held-out positives
+        model_held = rng.normal(size=60) + model_signal
+        portfolio.evidence = Evidence(
+            [{MODEL: model_held, BAGGED_BOOSTED: held_scores}],
+            [{MODEL: rng.normal(size=len(pool_scores)), BAGGED_BOOSTED: pool_scores}])
+        portfolio.choice = Choice(FALLBACK, fallback_weights(BAGGED_BOOSTED), aucs, {}, 60, "")
+        portfolio.settle()
+        assert (portfolio.choice.name == FALLBACK) == stands
+        # the fallback holding them weighs them too: refitted either way
+        assert len(portfolio.learners[BAGGED_BOOSTED].models_) == BOOSTED_BAGS_CHOSEN
+
+
+@pytest.mark.slow
+def test_where_nothing_clears_the_bar_and_the_model_trails_the_boosted_bags_stand_alone(
+        small_weights, monkeypatch) -> None:
+    """A fit's own path: on an interaction among 20 columns that the forests' random columns
+    miss, with no candidate let past the bar, the fallback takes the boosted bags in its tree
+    place, the model trails them on the held-out positives, and they stand alone, refitted in
+    BOOSTED_BAGS_CHOSEN bags: the model scores no pool row beyond the evidence's."""
+    from puicl_model.estimator import portfolio as portfolio_module
+    from puicl_model.estimator.learners import BAGGED_BOOSTED, BOOSTED_BAGS_CHOSEN
+
+    def no_clear_lead(evidence, members, *, fallback=FALLBACK, z=3.0):
+        return choose(evidence, members, fallback=fallback, z=float("inf"))
+
+    monkeypatch.setattr(portfolio_module, "choose", no_clear_lead)
+    x, s, positive = _xor_table(1800, 900, 700)
+    clf = PUICLClassifier(weights=small_weights, device="cpu", random_state=0).fit(x, s)
+    assert clf.choice_.name == BAGGED_BOOSTED, clf.choice_.describe()
+    assert "no candidate leads" in clf.choice_.reason and "stand alone" in clf.choice_.reason
+    assert len(clf.portfolio_.learners[BAGGED_BOOSTED].models_) == BOOSTED_BAGS_CHOSEN
+    assert not clf.portfolio_.weighs_model
+    truth = positive[s == 0]
+    assert roc_auc_score(truth, clf.predict_proba(x[s == 0])[:, 1]) > 0.8
