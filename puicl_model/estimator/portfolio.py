@@ -38,8 +38,9 @@ with held-out positives the fallback is :data:`FALLBACK` where the model's held-
 the logistic learner's, else the logistic learner (:func:`fallback_on_evidence`); on the folds
 the fallback is :data:`FALLBACK`. Where :data:`FALLBACK` stands on either kind, the boosted
 bags take the forests' place in it if their own out-of-fold evidence clearly leads
-(:func:`~.portfolio_rule.stronger_trees`), and once the evidence is read, stand alone where
-the model ranks the held-out positives below them (:meth:`Portfolio.settle`). Smaller pools
+(:func:`~.portfolio_rule.stronger_trees`); once the evidence is read, a choice that weighs the
+model beside them gives way to them alone where they clearly lead the forests and the model
+ranks the held-out positives below them (:meth:`Portfolio.settle`). Smaller pools
 below the threshold take it with no evidence read (:meth:`Portfolio.choose_fallback`).
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
@@ -290,11 +291,13 @@ class Portfolio:
             f"every labeled positive against the pool leads by {lead_se:.1f} standard errors"))
 
     def settle(self) -> None:
-        """Once the evidence is read as far as it needs: a standing fallback gives way to the
-        boosted bags alone where the model trails them (:func:`~.portfolio_rule.
-        trees_over_weak_model`), then the chosen bags grow (:meth:`strengthen_chosen_bags`)."""
+        """Once the evidence is read as far as it needs: a choice that weighs the model beside
+        the boosted bags gives way to the boosted bags alone where the model trails them and
+        they clearly lead the forests (:func:`~.portfolio_rule.trees_over_weak_model`), then
+        the chosen bags grow (:meth:`strengthen_chosen_bags`)."""
         assert self.choice is not None and self.evidence is not None
-        self.choice = trees_over_weak_model(self.choice, self.evidence)[0]
+        trees_lead_se = stronger_trees(self.labeled_scores, self.pool_scores)[1]
+        self.choice = trees_over_weak_model(self.choice, self.evidence, trees_lead_se)[0]
         self.strengthen_chosen_bags()
 
     def strengthen_chosen_bags(self) -> None:

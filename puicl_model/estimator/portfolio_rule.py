@@ -86,12 +86,12 @@ EVIDENCE_Z = 3.0
 # they rank the pool 0.05-0.10 better (docs/decisions.md, "The fallback's trees")
 TREES_Z = 2.0
 # the standard errors by which the boosted bags' held-out AUC must lead the model's for a
-# standing fallback that holds them (stronger_trees) to give way to them alone
-# (trees_over_weak_model): a point estimate, as the fallback's own model-or-logistic test
-# (fallback_on_evidence). The lead itself tells nothing more: on the tables where it changed the
-# pick it was 0.3-1.1 SE on the generated tables' gains and 0.3-0.7 on the development suite's
-# losses; the trees' own lead over the forests told them apart (docs/decisions.md, "The
-# boosted bags where the model trails them")
+# choice that weighs both, on a table whose boosted bags clearly lead the forests
+# (stronger_trees), to give way to the boosted bags alone (trees_over_weak_model): a point
+# estimate, as the fallback's own model-or-logistic test (fallback_on_evidence). The lead
+# itself tells little: where it changed a standing fallback it was 0.1-1.5 SE on the generated
+# tables' gains and 0.3-1.3 on the development suite's losses; the trees' own lead over the
+# forests told them apart (docs/decisions.md, "The boosted bags where the model trails them")
 WEAK_MODEL_Z = 0.0
 # a table with evidence reads more of it (held-out positives and pool rows up to evidence_rows'
 # MOST_JUDGED_POOL_ROWS; on the folds, pool rows up to the folds' sample) while the candidate of
@@ -232,18 +232,20 @@ def fallback_on_evidence(evidence: Evidence, members: Sequence[str]) -> str:
     return FALLBACK if aucs[MODEL] > aucs[LOGISTIC] else FALLBACK_WITH_HELD_OUT
 
 
-def trees_over_weak_model(choice: Choice, evidence: Evidence,
+def trees_over_weak_model(choice: Choice, evidence: Evidence, trees_lead_se: float,
                           z: float = WEAK_MODEL_Z) -> tuple[Choice, float]:
     """``choice`` once the evidence is read as far as it needs, and the boosted bags' lead over
-    the model alone in standard errors of their paired held-out AUC difference. Where
-    :data:`FALLBACK` stands with the boosted bags in its tree place (their own evidence over
-    every labeled positive clearly led the forests', :func:`stronger_trees`) and that lead is
-    above ``z``, the boosted bags stand alone: the fallback weighs the model 0.6 because the
-    model is the best member on average, and on a table where boosting fits the signal and the
-    model ranks the held-out positives below it that reason is gone (docs/decisions.md, "The
-    boosted bags where the model trails them"). The samples are not read again: they stopped
-    doubling on the fallback's own rule."""
-    if choice.name != FALLBACK or BAGGED_BOOSTED not in choice.weights:
+    the model alone in standard errors of their paired held-out AUC difference. Where the choice
+    weighs the model beside the boosted bags (the standing fallback with them in its tree
+    place, or a blend the evidence chose), the boosted bags' own evidence over every labeled
+    positive clearly leads the forests' (``trees_lead_se``, :func:`stronger_trees`'s lead, above
+    :data:`TREES_Z`) and they rank the held-out positives above the model alone by more than
+    ``z`` standard errors, the boosted bags stand alone: on a table where boosting fits the
+    signal and the model trails it, a blend that weighs the model only dilutes them
+    (docs/decisions.md, "The boosted bags where the model trails them"). The samples are not
+    read again: they stopped doubling on the choice's own rule."""
+    weights = choice.weights
+    if MODEL not in weights or BAGGED_BOOSTED not in weights or not trees_lead_se > TREES_Z:
         return choice, 0.0
     pair = {MODEL: {MODEL: 1.0}, BAGGED_BOOSTED: {BAGGED_BOOSTED: 1.0}}
     aucs, se = held_out_aucs(evidence, (MODEL, BAGGED_BOOSTED), MODEL, pair)
@@ -252,8 +254,8 @@ def trees_over_weak_model(choice: Choice, evidence: Evidence,
         return choice, lead_se
     return replace(choice, name=BAGGED_BOOSTED, weights={BAGGED_BOOSTED: 1.0}, reason=(
         f"{choice.reason}; the boosted bags alone rank the held-out positives above the model "
-        f"alone ({lead_se:.1f} standard errors), so they stand alone in place of a blend that "
-        "weighs the model most")), lead_se
+        f"alone ({lead_se:.1f} standard errors) and their own evidence leads the forests' "
+        f"({trees_lead_se:.1f}), so they stand alone in place of {choice.name}")), lead_se
 
 
 def clearly_leading(aucs: Mapping[str, float], se: Mapping[str, float], fallback: str,

@@ -870,16 +870,19 @@ def _two_members(rng: np.random.Generator, model: float, boosted: float, n_held:
     return Evidence([held], [pool])
 
 
-def test_a_fallback_holding_the_boosted_bags_gives_way_to_them_where_the_model_trails(
+def test_a_choice_weighing_the_model_beside_boosted_bags_gives_way_to_them_where_it_trails(
         rng) -> None:
-    """Once the evidence is read, a standing fallback whose tree place the boosted bags took
-    gives way to the boosted bags alone where they rank the held-out positives above the model
-    alone by more than WEAK_MODEL_Z standard errors; a fallback with the forests, a clear
-    choice and a model that leads are kept as they are."""
+    """Once the evidence is read, a choice that weighs the model beside the boosted bags (the
+    fallback with them in its tree place, or a blend the evidence chose) gives way to the
+    boosted bags alone where their own evidence leads the forests' by more than TREES_Z and
+    they rank the held-out positives above the model alone by more than WEAK_MODEL_Z standard
+    errors; a model that leads, trees that do not lead the forests, or a choice without the
+    model or the boosted bags are kept as they are."""
     from dataclasses import replace
 
     from puicl_model.estimator.learners import BAGGED_BOOSTED
     from puicl_model.estimator.portfolio_rule import (
+        TREES_Z,
         WEAK_MODEL_Z,
         Choice,
         fallback_weights,
@@ -889,23 +892,28 @@ def test_a_fallback_holding_the_boosted_bags_gives_way_to_them_where_the_model_t
     aucs = {MODEL: 0.6, BAGGED_BOOSTED: 0.6, FALLBACK: 0.6}  # keys as a fit's choice holds them
     swapped = Choice(FALLBACK, fallback_weights(BAGGED_BOOSTED), aucs, {}, 300, "stood")
     trailing = _two_members(rng, model=0.0, boosted=0.8, n_held=300)
-    chosen, lead_se = trees_over_weak_model(swapped, trailing)
+    strong_trees = TREES_Z + 1.0
+    chosen, lead_se = trees_over_weak_model(swapped, trailing, strong_trees)
     assert lead_se > WEAK_MODEL_Z
     assert chosen.name == BAGGED_BOOSTED and dict(chosen.weights) == {BAGGED_BOOSTED: 1.0}
     assert chosen.reason.startswith("stood; ") and "stand alone" in chosen.reason
     assert chosen.held_out_auc == aucs  # what the choice read is kept
-    # the model leading: the fallback stands
+    # a blend the evidence chose that weighs both: the same
+    blend = replace(swapped, name="model+bagged-boosted",
+                    weights={MODEL: 0.5, BAGGED_BOOSTED: 0.5})
+    assert trees_over_weak_model(blend, trailing, strong_trees)[0].name == BAGGED_BOOSTED
+    # trees that do not clearly lead the forests: kept, however far the model trails
+    assert trees_over_weak_model(blend, trailing, TREES_Z)[0] is blend
+    # the model leading: kept
     leading = _two_members(rng, model=0.8, boosted=0.0, n_held=300)
-    kept, lead_se = trees_over_weak_model(swapped, leading)
+    kept, lead_se = trees_over_weak_model(swapped, leading, strong_trees)
     assert kept is swapped and lead_se < WEAK_MODEL_Z
-    # the forests in the fallback (the trees' own evidence did not lead): kept, whatever the
-    # model's place
-    forests = replace(swapped, weights=dict(FALLBACK_WEIGHTS))
-    assert trees_over_weak_model(forests, trailing)[0] is forests
-    # a candidate the evidence chose, or the logistic fallback: kept
-    for name in ("model+bagged-boosted", "logistic"):
-        clear = replace(swapped, name=name, weights={MODEL: 0.5, BAGGED_BOOSTED: 0.5})
-        assert trees_over_weak_model(clear, trailing)[0] is clear
+    # no boosted bags beside the model (the fallback with the forests, the logistic learner),
+    # or no model beside them: kept
+    for weights in (dict(FALLBACK_WEIGHTS), {LOGISTIC: 1.0},
+                    {LOGISTIC: 0.5, BAGGED_BOOSTED: 0.5}):
+        other = replace(swapped, name="+".join(weights), weights=weights)
+        assert trees_over_weak_model(other, trailing, strong_trees)[0] is other
 
 
 def test_settling_refits_the_boosted_bags_that_stand_alone(rng) -> None:
@@ -914,7 +922,12 @@ def test_settling_refits_the_boosted_bags_that_stand_alone(rng) -> None:
     bags the final choice weighs with BOOSTED_BAGS_CHOSEN bags."""
     from puicl_model.estimator.learners import BAGGED_BOOSTED, BAGS, BOOSTED_BAGS_CHOSEN
     from puicl_model.estimator.portfolio import Portfolio
-    from puicl_model.estimator.portfolio_rule import Choice, fallback_weights
+    from puicl_model.estimator.portfolio_rule import (
+        TREES_Z,
+        Choice,
+        fallback_weights,
+        stronger_trees,
+    )
 
     x, s, _ = _xor_table(300, 300, 120)
     labeled = s == 1
@@ -923,6 +936,8 @@ def test_settling_refits_the_boosted_bags_that_stand_alone(rng) -> None:
         portfolio = Portfolio.build(x, labeled, None, 0, n_threads=1, folds=True)
         portfolio.fit_learners()
         assert len(portfolio.learners[BAGGED_BOOSTED].models_) == BAGS
+        # an interaction the forests' random columns miss: the boosted bags clearly lead them
+        assert stronger_trees(portfolio.labeled_scores, portfolio.pool_scores)[1] > TREES_Z
         held_scores = portfolio.labeled_scores[BAGGED_BOOSTED][:60]
         pool_scores = portfolio.pool_scores[BAGGED_BOOSTED]
         # the model: noise plus its signal towards the held-out positives
