@@ -34,13 +34,13 @@ from puicl_model.estimator.portfolio import (
 
 def _evidence(rng: np.random.Generator, signal: dict[str, float], n_held: int = 300,
               n_pool: int = 900, folds: int = 1) -> Evidence:
-    """Held-out positives and a half-negative pool scored by members separating positives
-    from negatives by ``signal[member]`` (log-odds)."""
+    """Held-out positives and a half-negative pool scored by the members of ``signal``, each
+    separating positives from negatives by ``signal[member]`` (log-odds)."""
     held, pool = [], []
     negative = np.arange(n_pool) < n_pool // 2
     for _ in range(folds):
-        held.append({m: rng.normal(size=n_held) + signal[m] for m in MEMBERS})
-        pool.append({m: rng.normal(size=n_pool) + signal[m] * ~negative for m in MEMBERS})
+        held.append({m: rng.normal(size=n_held) + v for m, v in signal.items()})
+        pool.append({m: rng.normal(size=n_pool) + v * ~negative for m, v in signal.items()})
     return Evidence(held, pool)
 
 
@@ -857,19 +857,6 @@ def test_the_fallback_takes_the_trees_whose_own_evidence_clearly_leads(rng) -> N
     assert stronger_trees({BAGGED: np.zeros(3)}, {BAGGED: np.zeros(5)}) == (BAGGED, 0.0)
 
 
-def _two_members(rng: np.random.Generator, model: float, boosted: float, n_held: int,
-                 n_pool: int = 900) -> Evidence:
-    """Held-out positives and a half-negative pool scored by the model and the boosted bags,
-    each separating positives from negatives by its ``signal`` (log-odds)."""
-    from puicl_model.estimator.learners import BAGGED_BOOSTED
-
-    negative = np.arange(n_pool) < n_pool // 2
-    signal = {MODEL: model, BAGGED_BOOSTED: boosted}
-    held = {m: rng.normal(size=n_held) + v for m, v in signal.items()}
-    pool = {m: rng.normal(size=n_pool) + v * ~negative for m, v in signal.items()}
-    return Evidence([held], [pool])
-
-
 def test_a_choice_weighing_the_model_beside_boosted_bags_gives_way_to_them_where_it_trails(
         rng) -> None:
     """Once the evidence is read, a choice that weighs the model beside the boosted bags (the
@@ -891,7 +878,7 @@ def test_a_choice_weighing_the_model_beside_boosted_bags_gives_way_to_them_where
 
     aucs = {MODEL: 0.6, BAGGED_BOOSTED: 0.6, FALLBACK: 0.6}  # keys as a fit's choice holds them
     swapped = Choice(FALLBACK, fallback_weights(BAGGED_BOOSTED), aucs, {}, 300, "stood")
-    trailing = _two_members(rng, model=0.0, boosted=0.8, n_held=300)
+    trailing = _evidence(rng, {MODEL: 0.0, BAGGED_BOOSTED: 0.8})
     strong_trees = TREES_Z + 1.0
     chosen, lead_se = trees_over_weak_model(swapped, trailing, strong_trees)
     assert lead_se > WEAK_MODEL_Z
@@ -905,7 +892,7 @@ def test_a_choice_weighing_the_model_beside_boosted_bags_gives_way_to_them_where
     # trees that do not clearly lead the forests: kept, however far the model trails
     assert trees_over_weak_model(blend, trailing, TREES_Z)[0] is blend
     # the model leading: kept
-    leading = _two_members(rng, model=0.8, boosted=0.0, n_held=300)
+    leading = _evidence(rng, {MODEL: 0.8, BAGGED_BOOSTED: 0.0})
     kept, lead_se = trees_over_weak_model(swapped, leading, strong_trees)
     assert kept is swapped and lead_se < WEAK_MODEL_Z
     # no boosted bags beside the model (the fallback with the forests, the logistic learner),
