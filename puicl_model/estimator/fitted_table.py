@@ -131,7 +131,8 @@ class FittedTable(FittedScorer):
             folds = held is None and reads_folds(
                 n_labeled, len(base.x_pool), all(p.shares_context for p in planners))
             portfolio = Portfolio.build(X, labeled, held, entropy, encoding["keep_columns"],
-                                        n_threads, folds=folds)
+                                        n_threads, folds=folds,
+                                        feature_groups=planners[0].n_feature_groups)
         return cls(ensemble.views, planners,
                    portfolio, entropy, 0 if held is None else int(held.sum()),
                    x_labeled=base.x_labeled, x_pool=base.x_pool,

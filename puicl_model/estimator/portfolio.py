@@ -10,7 +10,8 @@ such learners beside the model and lets each table say which to trust.
 Members. ``model`` (the passes' P(y = 1)), ``logistic`` (a logistic regression of labeled (1)
 against unlabeled (0) rows) and ``bagged`` (PU bagging over small random forests: each bag fits
 the labeled positives against as many pool rows drawn at random), and where positives are
-held out, ``bagged-boosted`` (the same bags over short boostings), the
+held out or the class prior's folds are read, and on wide tables, ``bagged-boosted`` (the
+same bags over short boostings), the
 learners on an encoding of their own (:func:`learner_encoding`: one-hot categories,
 standardized numbers, missing-value indicators) and scored out of fold over every row, so that
 no row is scored by a learner trained on it (:mod:`puicl_model.estimator.learners`). Under
@@ -38,10 +39,13 @@ with held-out positives the fallback is :data:`FALLBACK` where the model's held-
 the logistic learner's, else the logistic learner (:func:`fallback_on_evidence`); on the folds
 the fallback is :data:`FALLBACK`. Where :data:`FALLBACK` stands on either kind, the boosted
 bags take the forests' place in it if their own out-of-fold evidence clearly leads
-(:func:`~.portfolio_rule.stronger_trees`); once the evidence is read, a choice that weighs the
-model beside them gives way to them alone where they clearly lead the forests and the model
-ranks the held-out positives below them (:meth:`Portfolio.settle`). Smaller pools
-below the threshold take it with no evidence read (:meth:`Portfolio.choose_fallback`).
+(:func:`~.portfolio_rule.stronger_trees`), and always on a table the model reads in
+:data:`~.portfolio_rule.WIDE_FROM_GROUPS` feature groups or more, where they join with or
+without evidence; once the evidence is read, a choice that weighs the model beside them gives
+way to them alone where they clearly lead the forests and the model ranks the held-out
+positives below them (:meth:`Portfolio.settle`). Smaller pools below the threshold take it with
+no evidence read (:meth:`Portfolio.choose_fallback`), with the boosted bags in the forests'
+place on a wide table.
 
 Probabilities. The chosen blend orders the pool; each pool row gets the model's pool probability
 of the same rank (a monotone recalibration that keeps the model's distribution of P(y = 1) over
@@ -95,6 +99,7 @@ from puicl_model.estimator.portfolio_rule import (
     MODEL,
     NO_EVIDENCE,
     READ_MORE_Z,
+    WIDE_FROM_GROUPS,
     Choice,
     Evidence,
     blended,
@@ -204,6 +209,11 @@ class Portfolio:
     z: float = EVIDENCE_Z
     # the members it runs: MEMBERS when built (read at build time, so that a study may run others)
     members: tuple[str, ...] = MEMBERS
+    # whether the class prior's folds are its evidence (built with folds, no positive held out)
+    reads_folds: bool = False
+    # whether the model reads the table in WIDE_FROM_GROUPS feature groups or more: there the
+    # boosted bags fill the fallback's tree place (_fallback_trees)
+    wide: bool = False
     learners: dict[str, CrossFittedLearner] = field(default_factory=dict)
     labeled_scores: dict[str, np.ndarray] = field(default_factory=dict)
     pool_scores: dict[str, np.ndarray] = field(default_factory=dict)
@@ -218,20 +228,24 @@ class Portfolio:
     @classmethod
     def build(cls, X: Any, labeled: np.ndarray, held: np.ndarray | None, entropy: int,
               keep_columns: Sequence[str | int] | None = None,
-              n_threads: int | None = None, folds: bool = False) -> Portfolio:
+              n_threads: int | None = None, folds: bool = False,
+              feature_groups: int = 1) -> Portfolio:
         """The learners' encoding of the table ``X`` (``labeled``: its labeled rows; ``held``:
         the labeled rows held out of the passes, which go last, as in the passes' pool;
         ``keep_columns``: the identifiers the classifier keeps as features; ``folds``: the
         class prior's folds will be its evidence, so the boosted bags join as where positives
-        are held out)."""
+        are held out; ``feature_groups``: the groups the model reads the columns in, from
+        WIDE_FROM_GROUPS of which the boosted bags join with or without evidence)."""
         encoder, table = encoded_table(X, labeled, keep_columns)
         x_labeled = table[labeled]
         if held is not None:
             x_labeled = HeldRows(held).last(x_labeled)
         n_held = 0 if held is None else int(held.sum())
+        wide = feature_groups >= WIDE_FROM_GROUPS
         return cls(entropy, encoder, x_labeled, table[~labeled], n_held,
                    fallback=FALLBACK_WITH_HELD_OUT if n_held else FALLBACK, n_threads=n_threads,
-                   members=MEMBERS_WITH_EVIDENCE if n_held or folds else MEMBERS)
+                   members=MEMBERS_WITH_EVIDENCE if n_held or folds or wide else MEMBERS,
+                   reads_folds=folds and not n_held, wide=wide)
 
     def fit_learners(self) -> None:
         """Fit every learner of the members on the learners' rows, unless they are fitted:
@@ -280,9 +294,15 @@ class Portfolio:
         return self.choice
 
     def _fallback_trees(self, choice: Choice) -> Choice:
-        """``choice``, the fallback standing, with the stronger bag learner in its tree place
-        (:func:`~.portfolio_rule.stronger_trees`): the forests, or the boosted bags where
-        their own out-of-fold evidence clearly leads."""
+        """``choice``, the fallback standing, with the stronger bag learner in its tree place:
+        the boosted bags on a wide table (:data:`~.portfolio_rule.WIDE_FROM_GROUPS`), else
+        :func:`~.portfolio_rule.stronger_trees`'s pick (the forests, or the boosted bags where
+        their own out-of-fold evidence clearly leads)."""
+        if self.wide and BAGGED_BOOSTED in self.labeled_scores:
+            return replace(choice, weights=fallback_weights(BAGGED_BOOSTED), reason=(
+                f"{choice.reason}; {BAGGED_BOOSTED} stand in {BAGGED}'s place: the model reads "
+                f"this table in {WIDE_FROM_GROUPS} feature groups or more, where the forests' "
+                "few columns per split miss a signal among many uninformative columns"))
         trees, lead_se = stronger_trees(self.labeled_scores, self.pool_scores)
         if trees == BAGGED:
             return choice
@@ -315,11 +335,14 @@ class Portfolio:
 
     def choose_fallback(self) -> Choice:
         """The fallback blend, with no evidence read: what a table below
-        MIN_LABELED_FOR_HOLD_OUT labeled positives takes (module docstring)."""
+        MIN_LABELED_FOR_HOLD_OUT labeled positives takes (module docstring), the boosted bags
+        in its tree place on a wide table (:meth:`_fallback_trees`; weighed 0.2 there, they
+        keep the bags they were fitted in)."""
         self.fit_learners()
         self.evidence = None
-        self.choice = Choice(self.fallback, dict(blends_for(self.members, self.fallback)
-                                                 [self.fallback]), {}, {}, 0, NO_EVIDENCE)
+        self.choice = self._fallback_trees(Choice(
+            self.fallback, dict(blends_for(self.members, self.fallback)[self.fallback]), {}, {},
+            0, NO_EVIDENCE))
         return self.choice
 
     def blend_pool(self, model_pool: np.ndarray | None, judged: np.ndarray | None = None,
@@ -380,9 +403,9 @@ class Portfolio:
 
     @property
     def members_read_folds(self) -> bool:
-        """Whether the class prior's folds are its evidence: built to read evidence (the
-        boosted bags joined, :meth:`build`'s ``folds``) with no positive held out."""
-        return not self.n_held and BAGGED_BOOSTED in self.members
+        """Whether the class prior's folds are its evidence (:meth:`build`'s ``folds``, with no
+        positive held out)."""
+        return self.reads_folds
 
     @property
     def weighs_model(self) -> bool:

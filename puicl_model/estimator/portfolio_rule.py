@@ -85,6 +85,14 @@ EVIDENCE_Z = 3.0
 # wrong pick costs little, and the forests' 3 SE left the boosted bags out of wide tables where
 # they rank the pool 0.05-0.10 better (docs/decisions.md, "The fallback's trees")
 TREES_Z = 2.0
+# the model's feature groups from which the boosted bags fill the fallback's tree place whatever
+# their own lead (Portfolio._fallback_trees), with or without evidence: the forests draw the
+# square root of the columns at each split, so among many uninformative columns their trees
+# rarely split on the signal, and a few hundred labeled positives cannot show the trees' lead by
+# TREES_Z. The development suite holds no table this wide (at most 3 groups); its tables widened
+# with 100 uninformative columns and the generated wide tables gained, none lost more than 0.01
+# (docs/decisions.md, "The wide tables' trees")
+WIDE_FROM_GROUPS = 4
 # the standard errors by which the boosted bags' held-out AUC must lead the model's for a
 # choice that weighs both, on a table whose boosted bags clearly lead the forests
 # (stronger_trees), to give way to the boosted bags alone (trees_over_weak_model): a point
