@@ -13,7 +13,9 @@ development-suite task (standard normal, three in ten exponentiated, keyed by th
 ``report`` judges fixed blends of the kept scores (each member standardized on the pool, as the
 portfolio blends them) per task against a reference blend: the mean difference with its SE,
 the tasks more than 0.01 above and below it, and how many are within 0.01 of the best member
-alone. Blends are named by their weights, ``member:weight`` joined by ``+``.
+alone; ``--per-task`` lists each task's AUCs and the boosted bags' own lead over the forests in
+standard errors (``portfolio_rule.stronger_trees``, on the fit's bags). Blends are named by
+their weights, ``member:weight`` joined by ``+``.
 
     python -m studies.wide_tables collect --suite dev --cells 600:0.5 --widen 100 \\
         --out results/wide/dev_widened
@@ -37,12 +39,14 @@ import numpy as np
 import pandas as pd
 
 from puicl_model.estimator.learners import (
+    BAGGED,
     BAGGED_BOOSTED,
     BOOSTED_BAGS_CHOSEN,
     CrossFittedLearner,
     bag_count,
     log_odds,
 )
+from puicl_model.estimator.portfolio_rule import stronger_trees
 from studies.portfolio_evidence import Task, chosen_tasks
 
 # the blends report judges unless --blends names others: the fallback with the forests, with
@@ -142,6 +146,10 @@ def judged(folder: Path, blends: Sequence[str], against: str, only: str = "") ->
         for name in {against, *blends}:
             row[name] = blend_auc(kept, parse_blend(name))
         row["best_member"] = max(blend_auc(kept, {m: 1.0}) for m in MEMBERS_ALONE)
+        # the boosted bags' own lead over the forests, as the fallback's tree test reads it
+        row["trees_lead"] = stronger_trees(
+            {BAGGED: kept["bagged_labeled"], BAGGED_BOOSTED: kept["bb_labeled"]},
+            {BAGGED: kept["bagged"], BAGGED_BOOSTED: kept["bb"]})[1]
         rows.append(row)
     return pd.DataFrame(rows).set_index("task")
 
