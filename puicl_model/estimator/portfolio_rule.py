@@ -89,9 +89,9 @@ TREES_Z = 2.0
 # their own lead (Portfolio._fallback_trees), with or without evidence: the forests draw the
 # square root of the columns at each split, so among many uninformative columns their trees
 # rarely split on the signal, and a few hundred labeled positives cannot show the trees' lead by
-# TREES_Z. The development suite holds no table this wide (at most 3 groups); its tables widened
-# with 100 uninformative columns and the generated wide tables gained, none lost more than 0.01
-# (docs/decisions.md, "The wide tables' trees")
+# TREES_Z. The development suite holds no table this wide (at most 3 groups); the generated wide
+# tables gained, and its tables widened with 100 uninformative columns gained at π 0.5 and moved
+# by noise at π 0.2 (docs/decisions.md, "The wide tables' trees")
 WIDE_FROM_GROUPS = 4
 # the standard errors by which the boosted bags' held-out AUC must lead the model's for a
 # choice that weighs both, on a table whose boosted bags clearly lead the forests
