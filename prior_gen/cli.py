@@ -21,6 +21,7 @@ import os
 import shlex
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -429,6 +430,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # is never published, so nothing is lost); without this, asyncio logs the pending task
         # when the interpreter exits, a multi-line message after the one line above
         logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+        # an interrupt between the creation of zarr's coroutines and their scheduling leaves
+        # them unawaited, and Python warns of each as it is collected: more lines again
+        warnings.filterwarnings("ignore", message="coroutine .* was never awaited",
+                                category=RuntimeWarning)
         return 130
     finally:
         if previous is not None:
