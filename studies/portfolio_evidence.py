@@ -241,7 +241,7 @@ def collect_task(make: Callable[[], Task], out: Path, variants: Sequence[str]) -
     if portfolio is None:  # the model alone (too few labeled or pool rows)
         arrays["model_pool"] = clf.fitted_pool_proba()
         arrays["kind"] = np.array("alone")
-        _save(path, arrays)
+        save_kept(path, arrays)
         return str(path)
     if portfolio.n_held:
         evidence = portfolio.evidence
@@ -279,7 +279,7 @@ def collect_task(make: Callable[[], Task], out: Path, variants: Sequence[str]) -
         labeled, pool = learner.fit(portfolio.x_labeled, portfolio.x_pool)
         arrays[f"{name}_seconds"] = np.array(time.perf_counter() - started)
         arrays[f"{name}_labeled"], arrays[f"{name}_pool"] = labeled, pool
-    _save(path, arrays)
+    save_kept(path, arrays)
     return str(path)
 
 
@@ -287,7 +287,8 @@ def _proba(scores: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.asarray(scores, dtype=np.float64)))
 
 
-def _save(path: Path, arrays: dict[str, np.ndarray]) -> None:
+def save_kept(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``path`` as one compressed ``.npz``, atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp.npz")
     np.savez_compressed(temporary, **arrays)

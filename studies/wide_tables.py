@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-import warnings
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -46,8 +44,8 @@ from puicl_model.estimator.learners import (
     bag_count,
     log_odds,
 )
-from puicl_model.estimator.portfolio_rule import stronger_trees
-from studies.portfolio_evidence import Task, chosen_tasks
+from puicl_model.estimator.portfolio_rule import blended, standardizer, stronger_trees
+from studies.portfolio_evidence import Task, chosen_tasks, fit_default, save_kept
 
 # the blends report judges unless --blends names others: the fallback with the forests, with
 # the boosted bags of a fit in their place, the boosted bags weighed as the model is there, the
@@ -71,20 +69,13 @@ def widened(task: Task, columns: int) -> Task:
 
 
 def collect_task(make: Callable[[], Task], out: Path, widen: int) -> str:
-    from puicl_model import PUICLClassifier
-
     path = out / f"{make.name.replace('/', '__')}.npz"  # type: ignore[attr-defined]
     if path.exists():
         return f"{path} (kept)"
     task = make()
     if widen:
         task = widened(task, widen)
-    started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = PUICLClassifier(random_state=task.seed, n_threads=1, progress=False).fit(
-            task.X, task.s)
-    seconds = time.perf_counter() - started
+    clf, seconds = fit_default(task)
     portfolio = clf.fitted_.portfolio
     y_pool = task.y[task.s == 0]
     if portfolio is None or len(clf.fitted_pool_proba()) != len(y_pool):
@@ -104,10 +95,7 @@ def collect_task(make: Callable[[], Task], out: Path, widen: int) -> str:
         learner = CrossFittedLearner(BAGGED_BOOSTED, portfolio.entropy, n_threads=1)
         arrays[f"{name}_labeled"], arrays[name] = learner.fit(portfolio.x_labeled,
                                                               portfolio.x_pool, bags=bags)
-    out.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp.npz")
-    np.savez_compressed(temporary, **arrays)
-    temporary.replace(path)
+    save_kept(path, arrays)
     return f"{task.name}: {int(arrays['groups'])} feature groups, {seconds:.1f} s"
 
 
@@ -123,13 +111,12 @@ def parse_blend(text: str) -> dict[str, float]:
 
 
 def blend_auc(kept: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> float:
+    """The pool AUC of the blend ``weights`` of the kept scores, as the portfolio blends."""
     from sklearn.metrics import roc_auc_score
 
-    total = np.zeros(len(kept["y_pool"]))
-    for member, weight in weights.items():
-        scores = np.asarray(kept[member], dtype=np.float64)
-        total += weight * (scores - scores.mean()) / max(float(scores.std()), 1e-12)
-    return float(roc_auc_score(kept["y_pool"], total))
+    standard = {member: standardizer(np.asarray(kept[member], dtype=np.float64))
+                for member in weights}
+    return float(roc_auc_score(kept["y_pool"], blended(weights, kept, standard)))
 
 
 def judged(folder: Path, blends: Sequence[str], against: str, only: str = "") -> pd.DataFrame:

@@ -299,16 +299,18 @@ class Portfolio:
         :func:`~.portfolio_rule.stronger_trees`'s pick (the forests, or the boosted bags where
         their own out-of-fold evidence clearly leads)."""
         if self.wide and BAGGED_BOOSTED in self.labeled_scores:
-            return replace(choice, weights=fallback_weights(BAGGED_BOOSTED), reason=(
-                f"{choice.reason}; {BAGGED_BOOSTED} stand in {BAGGED}'s place: the model reads "
-                f"this table in {WIDE_FROM_GROUPS} feature groups or more, where the forests' "
-                "few columns per split miss a signal among many uninformative columns"))
-        trees, lead_se = stronger_trees(self.labeled_scores, self.pool_scores)
+            trees, why = BAGGED_BOOSTED, (
+                f"the model reads this table in {WIDE_FROM_GROUPS} feature groups or more, where "
+                "the forests' few columns per split miss a signal among many uninformative "
+                "columns")
+        else:
+            trees, lead_se = stronger_trees(self.labeled_scores, self.pool_scores)
+            why = (f"their out-of-fold AUC of every labeled positive against the pool leads by "
+                   f"{lead_se:.1f} standard errors")
         if trees == BAGGED:
             return choice
-        return replace(choice, weights=fallback_weights(trees), reason=(
-            f"{choice.reason}; {trees} stand in {BAGGED}'s place: their out-of-fold AUC of "
-            f"every labeled positive against the pool leads by {lead_se:.1f} standard errors"))
+        return replace(choice, weights=fallback_weights(trees),
+                       reason=f"{choice.reason}; {trees} stand in {BAGGED}'s place: {why}")
 
     def settle(self) -> None:
         """Once the evidence is read as far as it needs: a choice that weighs the model beside
