@@ -90,7 +90,9 @@ def collect_task(make: Callable[[], Task], out: Path, widen: int) -> str:
     for kind, scores in portfolio.pool_scores.items():
         arrays[kind], arrays[f"{kind}_labeled"] = scores, portfolio.labeled_scores[kind]
     for name, bags in (("bb", bag_count(BAGGED_BOOSTED, len(portfolio.x_pool),
-                                        held_out=portfolio.n_held > 0)),
+                                        held_out=portfolio.n_held > 0,
+                                        wide_evidence=portfolio.wide
+                                        and portfolio.reads_evidence)),
                        ("bb30", BOOSTED_BAGS_CHOSEN)):
         learner = CrossFittedLearner(BAGGED_BOOSTED, portfolio.entropy, n_threads=1)
         arrays[f"{name}_labeled"], arrays[name] = learner.fit(portfolio.x_labeled,
@@ -141,6 +143,33 @@ def judged(folder: Path, blends: Sequence[str], against: str, only: str = "") ->
     return pd.DataFrame(rows).set_index("task")
 
 
+def evidence_gaps(folder: Path, only: str = "") -> pd.DataFrame:
+    """Per kept task and learner: what its out-of-fold evidence says of its ranking of the pool,
+    less what that ranking is. Under SCAR a score's AUC of labeled positives against the pool is
+    ``π/2 + (1 − π) · AUC`` (π: the pool's share of positives, AUC: the score's true pool AUC),
+    so the evidence implies ``(held − π/2) / (1 − π)``. A bag learner scores each labeled
+    positive by the bags that left out its fold (one in LEARNER_FOLDS of them) and each pool
+    row by every bag that did not draw it, so its evidence judges fewer bags than its pool
+    scores average."""
+    from sklearn.metrics import roc_auc_score
+
+    rows = []
+    for path in sorted(folder.glob("*.npz")):
+        if only and not any(word in path.stem for word in only.split(",")):
+            continue
+        kept = dict(np.load(path))
+        y_pool = kept["y_pool"]
+        pi = float(y_pool.mean())
+        row: dict[str, object] = {"task": path.stem}
+        for learner in ("logistic", "bagged", "bb", "bb30"):
+            labeled, pool = kept[f"{learner}_labeled"], kept[learner]
+            held = roc_auc_score(np.r_[np.ones(len(labeled)), np.zeros(len(pool))],
+                                 np.r_[labeled, pool])
+            row[learner] = (held - pi / 2) / (1 - pi) - roc_auc_score(y_pool, pool)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("task")
+
+
 def summary(frame: pd.DataFrame, blends: Sequence[str], against: str) -> pd.DataFrame:
     lines = {}
     for name in ["default", *blends]:
@@ -168,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--blends", default=",".join(BLENDS))
     parser.add_argument("--against", default=BLENDS[0])
     parser.add_argument("--per-task", action="store_true")
+    parser.add_argument("--gaps", action="store_true",
+                        help="report: each learner's evidence less its pool AUC instead")
     args = parser.parse_args(argv)
     if args.command == "collect":
         if args.out is None:
@@ -178,9 +209,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.folder is None:
         parser.error("report needs the folder of kept scores")
     blends = [name for name in args.blends.split(",") if name]
-    frame = judged(args.folder, blends, args.against, args.only)
     with pd.option_context("display.width", 200, "display.max_columns", 20,
                            "display.float_format", "{:.4f}".format):
+        if args.gaps:
+            gaps = evidence_gaps(args.folder, args.only)
+            if args.per_task:
+                print(gaps)
+            print(pd.DataFrame({"tasks": len(gaps), "mean": gaps.mean(),
+                                "se": gaps.std(ddof=1) / np.sqrt(len(gaps))}))
+            return 0
+        frame = judged(args.folder, blends, args.against, args.only)
         if args.per_task:
             print(frame)
         print(summary(frame, blends, args.against))

@@ -110,7 +110,10 @@ BAGS_MANY, BAGS_MANY_FROM_POOL = 10, 2_500
 # bags of the same learner average more out-of-bag scores: the choice is not revisited. They
 # cost nothing where the boosted bags are not chosen, which on the development suite's tables
 # with held-out positives is every one (docs/decisions.md, "Five bags, ten on large pools
-# without evidence")
+# without evidence"). On a wide table that reads evidence the boosted bags are judged in as
+# many from the start: the evidence scores each labeled positive by the bags that left out its
+# fold, a fifth of them, so in 5 bags it judges a noisier learner than the pool's scores average
+# (docs/decisions.md, "The wide tables' boosted bags judged in thirty")
 BOOSTED_BAGS_CHOSEN = 30
 # each bag's random forest: its trees, and the fewest rows a leaf holds. Chosen on the
 # development suite's size grid among forests of 10 to 30 trees with leaves of 3 to 20 rows
@@ -174,10 +177,14 @@ def encoded_table(X: Any, labeled: np.ndarray, keep_columns: Sequence[str | int]
 Result = TypeVar("Result")
 
 
-def bag_count(kind: str, pool_rows: int, held_out: bool) -> int:
+def bag_count(kind: str, pool_rows: int, held_out: bool, wide_evidence: bool = False) -> int:
     """PU bagging's bags for the bag learner ``kind`` on a pool of ``pool_rows`` rows
-    (``held_out``: positives are held out as the portfolio's evidence): both learners' grow to
-    BAGS_MANY on large pools without held-out positives; elsewhere BAGS (module constants)."""
+    (``held_out``: positives are held out as the portfolio's evidence; ``wide_evidence``: the
+    table is wide and evidence is read): the boosted bags of a wide table that reads evidence
+    are judged in BOOSTED_BAGS_CHOSEN; both learners' grow to BAGS_MANY on large pools
+    without held-out positives; elsewhere BAGS (module constants)."""
+    if wide_evidence and kind == BAGGED_BOOSTED:
+        return BOOSTED_BAGS_CHOSEN
     grows = kind in BAG_KINDS and not held_out and pool_rows >= BAGS_MANY_FROM_POOL
     return BAGS_MANY if grows else BAGS
 

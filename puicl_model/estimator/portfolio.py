@@ -212,7 +212,8 @@ class Portfolio:
     # whether the class prior's folds are its evidence (built with folds, no positive held out)
     reads_folds: bool = False
     # whether the model reads the table in WIDE_FROM_GROUPS feature groups or more: there the
-    # boosted bags fill the fallback's tree place (_fallback_trees)
+    # boosted bags fill the fallback's tree place (_fallback_trees), and where evidence is
+    # read they are judged in BOOSTED_BAGS_CHOSEN bags (learners.bag_count)
     wide: bool = False
     learners: dict[str, CrossFittedLearner] = field(default_factory=dict)
     labeled_scores: dict[str, np.ndarray] = field(default_factory=dict)
@@ -257,7 +258,8 @@ class Portfolio:
             if kind == MODEL:
                 continue
             learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
-            bags = (bag_count(kind, len(self.x_pool), held_out=self.n_held > 0)
+            bags = (bag_count(kind, len(self.x_pool), held_out=self.n_held > 0,
+                              wide_evidence=self.wide and self.reads_evidence)
                     if kind in BAG_KINDS else None)
             self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(
                 self.x_labeled, self.x_pool, bags=bags)
@@ -328,7 +330,9 @@ class Portfolio:
         the evidence judged): the blend, the held-out positives' probabilities, π̂ and new
         rows read the stronger member; ``evidence`` keeps what the choice read."""
         assert self.choice is not None
-        if BAGGED_BOOSTED not in self.choice.weights:
+        fitted = self.learners.get(BAGGED_BOOSTED)
+        if (BAGGED_BOOSTED not in self.choice.weights
+                or (fitted is not None and len(fitted.models_) >= BOOSTED_BAGS_CHOSEN)):
             return
         learner = CrossFittedLearner(BAGGED_BOOSTED, self.entropy, n_threads=self.n_threads)
         self.labeled_scores[BAGGED_BOOSTED], self.pool_scores[BAGGED_BOOSTED] = learner.fit(
@@ -408,6 +412,11 @@ class Portfolio:
         """Whether the class prior's folds are its evidence (:meth:`build`'s ``folds``, with no
         positive held out)."""
         return self.reads_folds
+
+    @property
+    def reads_evidence(self) -> bool:
+        """Whether its choice reads evidence: positives held out, or the class prior's folds."""
+        return self.n_held > 0 or self.reads_folds
 
     @property
     def weighs_model(self) -> bool:

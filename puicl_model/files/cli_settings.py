@@ -13,10 +13,10 @@ __all__ = ["add_setting_options", "refuse_unused_by_model"]
 _CHOICE_HELP = {
     "portfolio": "auto: a portfolio of the model, a logistic regression and PU bagging of "
                "small random forests fitted on every row (and of short boostings where "
-               "evidence is read), the blend chosen per table on held-out labeled positives "
-               "from 600 labeled rows, on two cross-fitted folds below where the pool has "
-               "more than 2,000 rows, fixed on smaller pools; none: the model alone "
-               "(docs/classifier.md, \"Tables of every size\"",
+               "evidence is read or the table is wide), the blend chosen per table on "
+               "held-out labeled positives from 600 labeled rows, on two cross-fitted folds "
+               "below where the pool has more than 2,000 rows, fixed on smaller pools; none: "
+               "the model alone (docs/classifier.md, \"Tables of every size\"",
     "large_pool": "shared: a pool larger than one pass is scored against one context per "
                   "member, enriched with the rows a logistic regression ranks least positive; "
                   "chunks: in random chunks, each next to its own labeled rows "

@@ -205,7 +205,7 @@ def test_the_help_says_what_the_portfolio_bags_fit(capsys) -> None:
     assert "Boosting" in type(CrossFittedLearner(BAGGED_BOOSTED, 5)._estimator(0)).__name__
     assert BAGGED_BOOSTED not in MEMBERS and BAGGED_BOOSTED in MEMBERS_WITH_EVIDENCE
     assert "PU bagging of small random forests" in text
-    assert "(and of short boostings where evidence is read)" in text
+    assert "(and of short boostings where evidence is read or the table is wide)" in text
     from puicl_model.estimator.prior import DEFAULT_FOLDS, PRIOR_POOL_ROWS
 
     assert (DEFAULT_FOLDS, PRIOR_POOL_ROWS) == (2, 2000)  # (the help names both)

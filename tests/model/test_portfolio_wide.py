@@ -1,6 +1,7 @@
 """The wide tables' trees (puicl_model.estimator.portfolio_rule.WIDE_FROM_GROUPS): on a table the
 model reads in that many feature groups or more, the boosted bags fill the fallback's tree place,
-with or without evidence, whatever their own lead over the forests."""
+with or without evidence, whatever their own lead over the forests, and where evidence is read
+they are judged in the bags they would be chosen in."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from puicl_model import PUICLClassifier
-from puicl_model.estimator.learners import BAGGED, BAGGED_BOOSTED, BAGS
+from puicl_model.estimator.learners import (
+    BAG_KINDS,
+    BAGGED,
+    BAGGED_BOOSTED,
+    BAGS,
+    BOOSTED_BAGS_CHOSEN,
+    bag_count,
+)
 from puicl_model.estimator.portfolio import (
     FALLBACK,
     FALLBACK_WEIGHTS,
@@ -94,3 +102,35 @@ def test_a_standing_fallback_on_a_wide_table_takes_the_boosted_bags_whatever_the
         assert portfolio.fallback == FALLBACK and not portfolio.members_read_folds
     assert dict(chosen[WIDE_FROM_GROUPS - 1].weights) == dict(FALLBACK_WEIGHTS)
     assert dict(chosen[WIDE_FROM_GROUPS].weights) == fallback_weights(BAGGED_BOOSTED)
+
+
+def test_a_wide_table_that_reads_evidence_judges_the_boosted_bags_in_their_chosen_count(
+        rng) -> None:
+    """On a wide table with held-out positives the boosted bags are fitted, and judged, in
+    BOOSTED_BAGS_CHOSEN bags (the forests keep theirs); once chosen they are not refitted. A
+    narrower table judges them in BAGS; a small wide one, reading no evidence, keeps BAGS too
+    (the first test)."""
+    x, s, _ = _wide_table(700, 900)
+    labeled = s == 1
+    held = np.zeros(int(labeled.sum()), bool)
+    held[-140:] = True
+    # the boosted bags' scores rank the held-out positives far above the pool: they are chosen
+    evidence = [(rng.uniform(0.0, 1.0, 140), rng.uniform(0.0, 1.0, 900))]
+    fitted = {}
+    for groups in (WIDE_FROM_GROUPS - 1, WIDE_FROM_GROUPS):
+        portfolio = Portfolio.build(x, labeled, held, 0, n_threads=1, feature_groups=groups)
+        assert portfolio.reads_evidence
+        portfolio.fit_learners()
+        fitted[groups] = {kind: len(learner.models_)
+                          for kind, learner in portfolio.learners.items() if kind in BAG_KINDS}
+        if groups == WIDE_FROM_GROUPS:
+            judged = portfolio.learners[BAGGED_BOOSTED]
+            portfolio.labeled_scores[BAGGED_BOOSTED][-140:] += 100.0
+            choice = portfolio.choose_on(evidence, [np.arange(560, 700)], None)
+            assert BAGGED_BOOSTED in choice.weights, choice.describe()
+            portfolio.settle()
+            assert portfolio.learners[BAGGED_BOOSTED] is judged  # not refitted
+    assert fitted[WIDE_FROM_GROUPS - 1] == {BAGGED: BAGS, BAGGED_BOOSTED: BAGS}
+    assert fitted[WIDE_FROM_GROUPS] == {BAGGED: BAGS, BAGGED_BOOSTED: BOOSTED_BAGS_CHOSEN}
+    assert bag_count(BAGGED_BOOSTED, 900, held_out=True, wide_evidence=True) == BOOSTED_BAGS_CHOSEN
+    assert bag_count(BAGGED, 900, held_out=True, wide_evidence=True) == BAGS

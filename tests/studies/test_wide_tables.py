@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from studies.portfolio_evidence import Task
-from studies.wide_tables import blend_auc, parse_blend, summary, widened
+from studies.wide_tables import blend_auc, evidence_gaps, parse_blend, summary, widened
 
 
 def _task(name: str) -> Task:
@@ -49,3 +49,23 @@ def test_the_summary_counts_tasks_against_the_reference() -> None:
     assert table.loc["new", "above_0.01"] == 1 and table.loc["new", "below_0.01"] == 0
     assert table.loc["new", "within_0.01_of_best_member"] == 1
     assert table.loc["new", "minus_against"] == pytest.approx(0.02 / 3)
+
+
+def test_an_evidence_gap_is_zero_where_labeled_positives_score_as_pool_positives(
+        tmp_path) -> None:
+    """Under SCAR a score whose labeled positives are distributed as the pool's positives
+    implies its own pool AUC; a score that adds noise to the labeled positives only implies a
+    lower one."""
+    rng = np.random.default_rng(1)
+    y = rng.random(20_000) < 0.4
+    pool = y + rng.normal(size=y.size)
+    labeled = 1 + rng.normal(size=5_000)
+    noisy = labeled + 2 * rng.normal(size=labeled.size)
+    arrays = {"y_pool": y.astype(np.int64)}
+    for learner, scores in (("logistic", labeled), ("bagged", labeled), ("bb", noisy),
+                            ("bb30", labeled)):
+        arrays[learner], arrays[f"{learner}_labeled"] = pool, scores
+    np.savez(tmp_path / "t.npz", **arrays)
+    gaps = evidence_gaps(tmp_path)
+    assert abs(gaps.loc["t", "logistic"]) < 0.01 and abs(gaps.loc["t", "bb30"]) < 0.01
+    assert gaps.loc["t", "bb"] < -0.05
