@@ -78,22 +78,29 @@ def test_a_narrower_table_keeps_the_forests_in_its_fallback(small_weights) -> No
     assert dict(clf.choice_.weights) == dict(FALLBACK_WEIGHTS)
 
 
+def _held_out_portfolio(groups: int) -> Portfolio:
+    """The portfolio of a table of 700 labeled positives (the last 140 held out of the passes)
+    and 900 pool rows, read in ``groups`` feature groups, its learners fitted."""
+    x, s, _ = _wide_table(700, 900)
+    labeled = s == 1
+    held = np.zeros(int(labeled.sum()), bool)
+    held[-140:] = True
+    portfolio = Portfolio.build(x, labeled, held, 0, n_threads=1, feature_groups=groups)
+    portfolio.fit_learners()
+    return portfolio
+
+
 def test_a_standing_fallback_on_a_wide_table_takes_the_boosted_bags_whatever_their_lead(
         rng) -> None:
     """Where the evidence leaves the fallback standing, a narrow table keeps the forests unless
     the boosted bags' own evidence clearly leads; a wide one takes the boosted bags even where
     it does not."""
-    x, s, _ = _wide_table(700, 900)
-    labeled = s == 1
-    held = np.zeros(int(labeled.sum()), bool)
-    held[-140:] = True
     # the model ranks the held-out positives far above the pool: the model-weighted fallback
     # stands, and no candidate clears the bar over it
     evidence = [(rng.uniform(0.9, 1.0, 140), rng.uniform(0.0, 1.0, 900))]
     chosen = {}
     for groups in (WIDE_FROM_GROUPS - 1, WIDE_FROM_GROUPS):
-        portfolio = Portfolio.build(x, labeled, held, 0, n_threads=1, feature_groups=groups)
-        portfolio.fit_learners()
+        portfolio = _held_out_portfolio(groups)
         # boosted bags no better than the forests by their own evidence
         portfolio.labeled_scores[BAGGED_BOOSTED] = portfolio.labeled_scores[BAGGED]
         portfolio.pool_scores[BAGGED_BOOSTED] = portfolio.pool_scores[BAGGED]
@@ -110,17 +117,12 @@ def test_a_wide_table_that_reads_evidence_judges_the_boosted_bags_in_their_chose
     BOOSTED_BAGS_CHOSEN bags (the forests keep theirs); once chosen they are not refitted. A
     narrower table judges them in BAGS; a small wide one, reading no evidence, keeps BAGS too
     (the first test)."""
-    x, s, _ = _wide_table(700, 900)
-    labeled = s == 1
-    held = np.zeros(int(labeled.sum()), bool)
-    held[-140:] = True
     # the boosted bags' scores rank the held-out positives far above the pool: they are chosen
     evidence = [(rng.uniform(0.0, 1.0, 140), rng.uniform(0.0, 1.0, 900))]
     fitted = {}
     for groups in (WIDE_FROM_GROUPS - 1, WIDE_FROM_GROUPS):
-        portfolio = Portfolio.build(x, labeled, held, 0, n_threads=1, feature_groups=groups)
+        portfolio = _held_out_portfolio(groups)
         assert portfolio.reads_evidence
-        portfolio.fit_learners()
         fitted[groups] = {kind: len(learner.models_)
                           for kind, learner in portfolio.learners.items() if kind in BAG_KINDS}
         if groups == WIDE_FROM_GROUPS:
