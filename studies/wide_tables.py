@@ -15,7 +15,9 @@ portfolio blends them) per task against a reference blend: the mean difference w
 the tasks more than 0.01 above and below it, and how many are within 0.01 of the best member
 alone; ``--per-task`` lists each task's AUCs and the boosted bags' own lead over the forests in
 standard errors (``portfolio_rule.stronger_trees``, on the fit's bags). Blends are named by
-their weights, ``member:weight`` joined by ``+``.
+their weights, ``member:weight`` joined by ``+``. ``report --gaps`` reports instead, per
+learner, what its out-of-fold evidence implies of its pool AUC less that AUC
+(:func:`evidence_gaps`).
 
     python -m studies.wide_tables collect --suite dev --cells 600:0.5 --widen 100 \\
         --out results/wide/dev_widened
@@ -23,6 +25,7 @@ their weights, ``member:weight`` joined by ``+``.
         --out results/wide/user
     python -m studies.wide_tables report results/wide/dev_widened \\
         --against model:0.6+logistic:0.2+bagged:0.2
+    python -m studies.wide_tables report results/wide/user --gaps
 """
 
 from __future__ import annotations
