@@ -33,7 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +44,6 @@ from puicl_model.estimator.learners import (
     BAGGED_BOOSTED,
     BOOSTED_BAGS_CHOSEN,
     CrossFittedLearner,
-    bag_count,
     log_odds,
 )
 from puicl_model.estimator.portfolio_rule import blended, standardizer, stronger_trees
@@ -92,11 +91,7 @@ def collect_task(make: Callable[[], Task], out: Path, widen: int) -> str:
         "choice": np.array(portfolio.choice.name), "seconds": np.array(seconds)}
     for kind, scores in portfolio.pool_scores.items():
         arrays[kind], arrays[f"{kind}_labeled"] = scores, portfolio.labeled_scores[kind]
-    for name, bags in (("bb", bag_count(BAGGED_BOOSTED, len(portfolio.x_pool),
-                                        held_out=portfolio.n_held > 0,
-                                        wide_evidence=portfolio.wide
-                                        and portfolio.reads_evidence)),
-                       ("bb30", BOOSTED_BAGS_CHOSEN)):
+    for name, bags in (("bb", portfolio.bags(BAGGED_BOOSTED)), ("bb30", BOOSTED_BAGS_CHOSEN)):
         learner = CrossFittedLearner(BAGGED_BOOSTED, portfolio.entropy, n_threads=1)
         arrays[f"{name}_labeled"], arrays[name] = learner.fit(portfolio.x_labeled,
                                                               portfolio.x_pool, bags=bags)
@@ -124,16 +119,21 @@ def blend_auc(kept: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> f
     return float(roc_auc_score(kept["y_pool"], blended(weights, kept, standard)))
 
 
+def kept_tasks(folder: Path, only: str = "") -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+    """Each kept task of ``folder`` whose name holds one of ``only``'s words (all: empty), by
+    name, with its arrays."""
+    for path in sorted(folder.glob("*.npz")):
+        if not only or any(word in path.stem for word in only.split(",")):
+            yield path.stem, dict(np.load(path))
+
+
 def judged(folder: Path, blends: Sequence[str], against: str, only: str = "") -> pd.DataFrame:
     """Per kept task: the AUC of each blend, of ``against`` and of the best member alone."""
     from sklearn.metrics import roc_auc_score
 
     rows = []
-    for path in sorted(folder.glob("*.npz")):
-        if only and not any(word in path.stem for word in only.split(",")):
-            continue
-        kept = dict(np.load(path))
-        row: dict[str, object] = {"task": path.stem, "groups": int(kept["groups"]),
+    for name, kept in kept_tasks(folder, only):
+        row: dict[str, object] = {"task": name, "groups": int(kept["groups"]),
                                   "default": roc_auc_score(kept["y_pool"], kept["default"])}
         for name in {against, *blends}:
             row[name] = blend_auc(kept, parse_blend(name))
@@ -156,18 +156,16 @@ def evidence_gaps(folder: Path, only: str = "") -> pd.DataFrame:
     scores average."""
     from sklearn.metrics import roc_auc_score
 
+    from puicl_model.estimator.prior_report import held_out_auc
+
     rows = []
-    for path in sorted(folder.glob("*.npz")):
-        if only and not any(word in path.stem for word in only.split(",")):
-            continue
-        kept = dict(np.load(path))
+    for name, kept in kept_tasks(folder, only):
         y_pool = kept["y_pool"]
         pi = float(y_pool.mean())
-        row: dict[str, object] = {"task": path.stem}
+        row: dict[str, object] = {"task": name}
         for learner in ("logistic", "bagged", "bb", "bb30"):
             labeled, pool = kept[f"{learner}_labeled"], kept[learner]
-            held = roc_auc_score(np.r_[np.ones(len(labeled)), np.zeros(len(pool))],
-                                 np.r_[labeled, pool])
+            held = held_out_auc([(labeled, pool)])
             row[learner] = (held - pi / 2) / (1 - pi) - roc_auc_score(y_pool, pool)
         rows.append(row)
     return pd.DataFrame(rows).set_index("task")

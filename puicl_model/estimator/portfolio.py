@@ -258,12 +258,17 @@ class Portfolio:
             if kind == MODEL:
                 continue
             learner = CrossFittedLearner(kind, self.entropy, n_threads=self.n_threads)
-            bags = (bag_count(kind, len(self.x_pool), held_out=self.n_held > 0,
-                              wide_evidence=self.wide and self.reads_evidence)
-                    if kind in BAG_KINDS else None)
             self.labeled_scores[kind], self.pool_scores[kind] = learner.fit(
-                self.x_labeled, self.x_pool, bags=bags)
+                self.x_labeled, self.x_pool, bags=self.bags(kind))
             self.learners[kind] = learner
+
+    def bags(self, kind: str) -> int | None:
+        """The bags the learner ``kind`` is fitted in on this table (None: not a bag learner;
+        :func:`~puicl_model.estimator.learners.bag_count`)."""
+        if kind not in BAG_KINDS:
+            return None
+        return bag_count(kind, len(self.x_pool), held_out=self.n_held > 0,
+                         wide_evidence=self.wide and self.reads_evidence)
 
     def _held_scores(self, model_held: np.ndarray | None,
                      rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
